@@ -1,0 +1,91 @@
+r"""Probability measures on S^{d-1}: weighted atoms (empirical) and discretised spheres.
+
+A measure is a pair ``(points (m, d), weights (m,))`` with weights ≥ 0 summing to 1.
+:class:`EmpiricalMeasure` holds particles; :class:`GridMeasure` holds a quadrature of the
+sphere (cells with centres ``points`` and areas ``areas``) and a density as cell masses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from particles.validation import InvalidParameterError, check_param, check_points, check_weights
+
+__all__ = ["EmpiricalMeasure", "GridMeasure", "circle_grid", "fibonacci_sphere"]
+
+
+@dataclass(frozen=True, eq=False)
+class EmpiricalMeasure:
+    r""":math:`\mu = \sum_i w_i\delta_{x_i}`; ``weights=None`` means :math:`w_i = 1/n`.
+
+    Examples
+    --------
+    >>> mu = EmpiricalMeasure(np.eye(3))
+    >>> float(mu.weights.sum())
+    1.0
+    """
+
+    points: np.ndarray
+    weights: np.ndarray | None = None
+
+    def __post_init__(self):
+        x = check_points(self.points, "points", "EmpiricalMeasure")
+        object.__setattr__(self, "points", x)
+        object.__setattr__(self, "weights", check_weights(self.weights, len(x), caller="EmpiricalMeasure"))
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+
+def circle_grid(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """m cell centres θ_k = 2π(k + 1/2)/m on S^1 and their arc lengths 2π/m."""
+    m = check_param(m, "m", "circle_grid", low=3, integer=True)
+    theta = 2 * np.pi * (np.arange(m) + 0.5) / m
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1), np.full(m, 2 * np.pi / m)
+
+
+def fibonacci_sphere(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """m quasi-uniform points on S^2 (Fibonacci lattice), each with area 4π/m."""
+    m = check_param(m, "m", "fibonacci_sphere", low=4, integer=True)
+    k = np.arange(m) + 0.5
+    z = 1 - 2 * k / m
+    phi = np.pi * (1 + 5**0.5) * k
+    r = np.sqrt(1 - z * z)
+    return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1), np.full(m, 4 * np.pi / m)
+
+
+@dataclass(frozen=True, eq=False)
+class GridMeasure:
+    r"""A measure on a discretised sphere: cell masses :math:`p_k \ge 0`, :math:`\sum_k p_k = 1`.
+
+    The density is :math:`\rho_k = p_k/\omega_k` with cell areas :math:`\omega_k`.
+    """
+
+    points: np.ndarray
+    areas: np.ndarray
+    mass: np.ndarray
+
+    def __post_init__(self):
+        x = check_points(self.points, "points", "GridMeasure")
+        areas = np.asarray(self.areas, dtype=np.float64)
+        if areas.shape != (len(x),) or np.any(areas <= 0):
+            raise InvalidParameterError(f"areas must be positive with shape ({len(x)},); got shape {areas.shape}.")
+        object.__setattr__(self, "points", x)
+        object.__setattr__(self, "areas", areas)
+        object.__setattr__(self, "mass", check_weights(self.mass, len(x), "mass", "GridMeasure"))
+
+    @classmethod
+    def from_density(cls, points, areas, density_fn) -> GridMeasure:
+        """Cell masses ∝ density_fn(points) · areas (normalised to 1)."""
+        rho = np.asarray(density_fn(np.asarray(points)), dtype=np.float64)
+        if np.any(rho < 0) or not np.all(np.isfinite(rho)):
+            raise InvalidParameterError("density_fn must return finite non-negative values.")
+        p = rho * np.asarray(areas)
+        return cls(points, areas, p / p.sum())
+
+    @property
+    def density(self) -> np.ndarray:
+        return self.mass / self.areas

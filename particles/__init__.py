@@ -1,0 +1,66 @@
+"""headflow.particles: finite-n multi-head attention dynamics on the sphere.
+
+The bottom layer of headflow: sphere geometry, the attention kernels and their
+energies, diagnostics, integrators and the one solve loop. Imports numpy and scipy only.
+"""
+
+from . import theory
+from ._steppers import STEPPERS
+from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, MultiHead
+from .diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
+from .simulate import simulate
+from .sphere import (
+    FLAT,
+    GEOMETRIES,
+    SPHERE,
+    exp_map,
+    geodesic_distance,
+    normalize,
+    project_tangent,
+    retract,
+    sample_uniform,
+)
+from .theory import equiangular_tokens, orthogonal_tokens
+from .trajectory import SaveAt, Trajectory
+from .validation import (
+    ConvergenceWarning,
+    InvalidParameterError,
+    SolverError,
+    check_param,
+    check_points,
+    check_weights,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MultiHead",
+    "theory",
+    "equiangular_tokens",
+    "orthogonal_tokens",
+    "KINDS",
+    "DEFAULT_BLOCK_ELEMENTS",
+    "STEPPERS",
+    "simulate",
+    "SaveAt",
+    "Trajectory",
+    "diagnose",
+    "diagnostics_fn",
+    "DIAGNOSTICS",
+    "project_tangent",
+    "retract",
+    "normalize",
+    "exp_map",
+    "geodesic_distance",
+    "sample_uniform",
+    "SPHERE",
+    "FLAT",
+    "GEOMETRIES",
+    "InvalidParameterError",
+    "SolverError",
+    "ConvergenceWarning",
+    "check_param",
+    "check_points",
+    "check_weights",
+    "__version__",
+]

@@ -1,0 +1,97 @@
+"""Time steppers for the particle flow, registered in :data:`STEPPERS`.
+
+A stepper is a function ``step(field, t, x, dt, geom, rng, sigma) -> (x_new, err)``:
+
+1. ``field(t, x)`` returns the velocity (tangent on the sphere); ``geom`` is a
+   :class:`~particles.sphere.Geometry` whose ``retract`` lands the result on the manifold;
+2. ``sigma`` is the noise amplitude sqrt(2/κ) (0 for the ODE steppers, which ignore it);
+3. ``err`` is the scaled error estimate of an adaptive method (``None`` for fixed-step ones);
+4. it carries the attributes ``order`` (deterministic order), ``strong_order`` (for
+   noise), ``adaptive`` (bool) and ``stochastic`` (bool).
+
+Stage states of the Runge–Kutta methods stay in ambient space: the ambient ODE
+ẋ = (I − x xᵀ) v(x) leaves the sphere invariant, so the classical order holds, and the
+retraction after each step removes the O(local error) drift from the sphere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["STEPPERS", "euler", "rk4", "dopri5", "euler_maruyama"]
+
+
+def _register(order, strong_order=None, adaptive=False, stochastic=False):
+    def deco(fn):
+        fn.order = order
+        fn.strong_order = strong_order
+        fn.adaptive = adaptive
+        fn.stochastic = stochastic
+        return fn
+
+    return deco
+
+
+@_register(order=1, strong_order=0.5)
+def euler(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
+    """Projected (renormalised) Euler: x ← R_x(dt · v(x))."""
+    return geom.retract(x, dt * field(t, x)), None
+
+
+@_register(order=4)
+def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
+    """Classical Runge–Kutta 4 in ambient space, then retraction."""
+    k1 = field(t, x)
+    k2 = field(t + dt / 2, x + (dt / 2) * k1)
+    k3 = field(t + dt / 2, x + (dt / 2) * k2)
+    k4 = field(t + dt, x + dt * k3)
+    return geom.retract(x, (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)), None
+
+
+# Dormand–Prince 5(4) tableau
+_C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1])
+_A = [
+    [],
+    [1 / 5],
+    [3 / 40, 9 / 40],
+    [44 / 45, -56 / 15, 32 / 9],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+    [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
+]
+_B5 = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
+_B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+_E = _B5 - _B4
+
+
+@_register(order=5, adaptive=True)
+def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
+    """Dormand–Prince 5(4) step with embedded error estimate (Hairer–Nørsett–Wanner II.4).
+
+    ``err`` is the RMS of the embedded difference scaled by ``atol + rtol·|x|``; the
+    step is accepted when ``err <= 1``.
+    """
+    k = [field(t, x)]
+    for s in range(1, 7):
+        y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
+        k.append(field(t + _C[s] * dt, y))
+    y5 = x + dt * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
+    diff = dt * sum(e * kk for e, kk in zip(_E, k))
+    scale = atol + rtol * np.maximum(np.abs(x), np.abs(y5))
+    err = float(np.sqrt(np.mean((diff / scale) ** 2)))
+    return geom.retract(y5, np.zeros_like(y5)) if geom.on_sphere else y5, err
+
+
+@_register(order=1, strong_order=0.5, stochastic=True)
+def euler_maruyama(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
+    r"""Euler–Maruyama on the sphere: x ← R_x(dt·v + σ√dt P_x ξ), ξ ~ N(0, I_d).
+
+    With σ = √(2/κ) the normalisation supplies the Itô drift −(d−1)/κ · x, so the noise
+    is Brownian motion with generator κ⁻¹Δ_S (weak order 1, strong order 1/2).
+    """
+    xi = rng.standard_normal(x.shape)
+    noise = geom.project_tangent(x, xi) * (sigma * np.sqrt(dt))
+    return geom.retract(x, dt * field(t, x) + noise), None
+
+
+STEPPERS = {"euler": euler, "rk4": rk4, "dopri5": dopri5, "euler_maruyama": euler_maruyama}

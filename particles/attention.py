@@ -1,0 +1,429 @@
+r"""Multi-head self-attention as a vector field on the sphere (or in flat space).
+
+The model (THEORY.md §1). Tokens :math:`x_1..x_n` on :math:`S^{d-1}`, heads
+:math:`h = 1..H` with score matrices :math:`M_h = Q_h^\top K_h` and value matrices
+:math:`W_h`, scores :math:`s^h_{ij} = \langle x_i, M_h x_j\rangle`. Head outputs
+
+- ``"usa"`` (unnormalised): :math:`f^h_i = \sum_j e^{\beta s^h_{ij}} W_h x_j`,
+  velocity :math:`v_i = \frac1n \sum_h f^h_i`;
+- ``"softmax"``: :math:`f^h_i = \sum_j \operatorname{softmax}_j(\beta s^h_{i\cdot}) W_h x_j`,
+  :math:`v_i = \sum_h f^h_i`;
+- ``"relu"``: :math:`f^h_i = \frac1n\sum_j \mathrm{ReLU}(\beta s^h_{ij}) W_h x_j`,
+  :math:`v_i = \sum_h f^h_i`;
+- ``"relu_rownorm"``: weights :math:`\mathrm{ReLU}(\beta s_{ij}) / \sum_k \mathrm{ReLU}(\beta s_{ik})`
+  (a row whose scores are all :math:`\le 0` attends to nothing and contributes 0).
+
+and the dynamics :math:`\dot x_i = P_{x_i} v_i` on the sphere, :math:`\dot x_i = v_i` in
+flat space, with :math:`P_x = I - x x^\top`.
+
+Numerics and cost
+-----------------
+Every head is evaluated by one blocked pass over rows: for a block of rows the logits
+:math:`\beta s_{ij} - m_i` come out of a single GEMM on augmented matrices
+:math:`[\beta X M, -m]\,[X, 1]^\top`, with the shift :math:`m_i = \beta\|M^\top x_i\|\max_j\|x_j\|
+\ge \max_j \beta s_{ij}` (Cauchy–Schwarz), so ``exp`` never overflows, for any β; a second
+GEMM against :math:`[X, 1]` returns the weighted means and the row partition functions
+together. Memory is O(n · block) instead of O(n²). Rows whose partition function underflows
+(the bound far above the true maximum, only at very large β‖M‖) are recomputed with the
+exact row maximum. The value matrix is applied after the mean: :math:`f_i = W\bar x_i`.
+
+USA outputs grow like :math:`e^{\beta\|M\|}` and overflow float64 past β‖M‖ ≈ 700; pass
+``log_time_scale="auto"`` to integrate in the rescaled time :math:`t' = e^{c} t`
+(:math:`c = \beta\max_h\|M_h\|_{op}`), which multiplies the velocity by :math:`e^{-c}` and
+leaves trajectories unchanged.
+
+References
+----------
+arXiv:2605.04279, *Gradient Flow Structure and Quantitative Dynamics of Multi-Head
+Self-Attention*; Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv:2312.10794.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .sphere import GEOMETRIES
+from .validation import (
+    InvalidParameterError,
+    SolverError,
+    check_choice,
+    check_param,
+    check_points,
+    check_square_stack,
+)
+
+__all__ = ["MultiHead", "KINDS", "DEFAULT_BLOCK_ELEMENTS"]
+
+#: attention kinds and whether their weights come from the exponential pass
+KINDS = {"usa": "exp", "softmax": "exp", "relu": "relu", "relu_rownorm": "relu"}
+
+#: entries of one (block x n) logit tile; 2**18 doubles = 2 MiB stays in cache
+DEFAULT_BLOCK_ELEMENTS = 2**18
+
+# a row partition function below this (in shifted units) is recomputed with the exact max
+_UNDERFLOW = 1e-250
+_LOG_OVERFLOW = 700.0
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """Result of one blocked pass of one head (see :func:`_exp_pass`, :func:`_relu_pass`).
+
+    ``exp`` pass: ``logz[i] = log Σ_j exp(β s_ij)``, ``mean[i] = Σ_j p_ij x_j``.
+    ``relu`` pass: ``logz`` is ``None``; ``total[i] = Σ_j ReLU(β s_ij)``,
+    ``mean[i] = Σ_j ReLU(β s_ij) x_j`` (not normalised).
+    """
+
+    mean: np.ndarray
+    logz: np.ndarray | None = None
+    total: np.ndarray | None = None
+
+
+def _rows_per_block(n: int, block_elements: int) -> int:
+    return max(1, min(n, block_elements // max(n, 1)))
+
+
+def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
+    """Softmax means and log-partition functions of the logits ``L @ X.T`` (row-blocked).
+
+    L : (n, d) left factor (β X M), X : (n, d) keys and values.
+    """
+    n, d = X.shape
+    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+    m = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
+    La = np.empty((n, d + 1))
+    La[:, :d] = L
+    La[:, d] = -m
+    Xa = np.empty((n, d + 1))
+    Xa[:, :d] = X
+    Xa[:, d] = 1.0
+    XaT = np.ascontiguousarray(Xa.T)
+    out = np.empty((n, d + 1))
+    B = _rows_per_block(n, block_elements)
+    tile = np.empty((B, n))
+    for start in range(0, n, B):
+        stop = min(n, start + B)
+        T = tile[: stop - start]
+        np.matmul(La[start:stop], XaT, out=T)
+        np.exp(T, out=T)
+        np.matmul(T, Xa, out=out[start:stop])
+    z = out[:, d]
+    bad = np.flatnonzero(~(z > _UNDERFLOW))
+    if bad.size:
+        # the Cauchy–Schwarz shift overshot the true row max by > ~575: use the exact max
+        T = L[bad] @ X.T
+        mx = T.max(axis=1)
+        T -= mx[:, None]
+        np.exp(T, out=T)
+        out[bad] = T @ Xa
+        m[bad] = mx
+        z = out[:, d]
+    mean = out[:, :d] / z[:, None]
+    return _Pass(mean=mean, logz=m + np.log(z))
+
+
+def _relu_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
+    """Σ_j ReLU(L_i·x_j) x_j and Σ_j ReLU(L_i·x_j), row-blocked."""
+    n, d = X.shape
+    Xa = np.empty((n, d + 1))
+    Xa[:, :d] = X
+    Xa[:, d] = 1.0
+    XT = np.ascontiguousarray(X.T)
+    out = np.empty((n, d + 1))
+    B = _rows_per_block(n, block_elements)
+    tile = np.empty((B, n))
+    for start in range(0, n, B):
+        stop = min(n, start + B)
+        T = tile[: stop - start]
+        np.matmul(L[start:stop], XT, out=T)
+        np.maximum(T, 0.0, out=T)
+        np.matmul(T, Xa, out=out[start:stop])
+    return _Pass(mean=out[:, :d], total=out[:, d])
+
+
+@dataclass(frozen=True, eq=False)
+class MultiHead:
+    r"""H attention heads acting on n tokens; a vector field ``field(t, x)``.
+
+    Parameters
+    ----------
+    M : array_like of shape (H, d, d) or (d, d)
+        Score matrices :math:`M_h = Q_h^\top K_h`.
+    W : array_like of shape (H, d, d) or (d, d), optional
+        Value matrices; default ``W = M`` (value alignment, Condition 4).
+    beta : float in [0, inf)
+        Inverse temperature.
+    kind : {"usa", "softmax", "relu", "relu_rownorm"}
+        Attention kind (module docstring).
+    geometry : {"sphere", "flat"}
+        Projected dynamics on S^{d-1} or free dynamics in R^d.
+    log_time_scale : float or "auto"
+        c such that the velocity is multiplied by :math:`e^{-c}` (time rescaled by
+        :math:`e^{c}`); ``"auto"`` picks :math:`c = \beta\max_h\|M_h\|_{op}` for USA heads,
+        0 otherwise. Energy rates are reported in the same scaled units.
+    block_elements : int
+        Entries of one logit tile (memory O(block_elements) per head pass).
+
+    Examples
+    --------
+    >>> model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind="softmax")
+    >>> x = np.eye(3)
+    >>> model.velocity(x).shape
+    (3, 3)
+    """
+
+    M: np.ndarray
+    W: np.ndarray | None = None
+    beta: float = 1.0
+    kind: str = "usa"
+    geometry: str = "sphere"
+    log_time_scale: float | str = 0.0
+    block_elements: int = DEFAULT_BLOCK_ELEMENTS
+    symmetric: bool = field(init=False)
+    aligned: bool = field(init=False)
+
+    def __post_init__(self):
+        caller = "MultiHead"
+        M = check_square_stack(self.M, "M", caller=caller)
+        d = M.shape[1]
+        W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=d, caller=caller)
+        if W.shape[0] != M.shape[0]:
+            raise InvalidParameterError(
+                f"W must hold one value matrix per head: M has {M.shape[0]} heads, W has {W.shape[0]}."
+            )
+        beta = check_param(self.beta, "beta", caller, low=0.0)
+        check_choice(self.kind, "kind", KINDS, caller)
+        check_choice(self.geometry, "geometry", GEOMETRIES, caller)
+        if isinstance(self.log_time_scale, str):
+            if self.log_time_scale != "auto":
+                raise InvalidParameterError(
+                    f"The 'log_time_scale' parameter of MultiHead must be a float or 'auto'; got {self.log_time_scale!r}."
+                )
+            opnorm = max(np.linalg.norm(m, 2) for m in M)
+            c = beta * opnorm if self.kind == "usa" else 0.0
+        else:
+            c = check_param(self.log_time_scale, "log_time_scale", caller)
+        block = check_param(self.block_elements, "block_elements", caller, low=1, integer=True)
+        scale = max(1.0, float(np.max(np.abs(M))))
+        sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
+        aligned = bool(np.array_equal(M, W))
+        for name, value in [("M", M), ("W", W), ("beta", beta), ("log_time_scale", c),
+                            ("block_elements", block), ("symmetric", sym), ("aligned", aligned)]:
+            object.__setattr__(self, name, value)
+
+    # ---------------------------------------------------------------- constructors
+    @classmethod
+    def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
+        """Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (THEORY.md §4)."""
+        lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+        if lam.ndim != 1:
+            raise InvalidParameterError(f"lambdas must be a 1-D sequence; got shape {lam.shape}.")
+        d = check_param(d, "d", "MultiHead.scalar", low=1, integer=True)
+        M = lam[:, None, None] * np.eye(d)[None]
+        return cls(M, M.copy(), **kwargs)
+
+    @classmethod
+    def from_qk(cls, Q, K, W, **kwargs) -> MultiHead:
+        r"""Heads from query/key matrices: :math:`M_h = Q_h^\top K_h`."""
+        Q = check_square_stack(Q, "Q", caller="MultiHead.from_qk")
+        K = check_square_stack(K, "K", d=Q.shape[1], caller="MultiHead.from_qk")
+        if K.shape[0] != Q.shape[0]:
+            raise InvalidParameterError("Q and K must have the same number of heads.")
+        return cls(np.einsum("hki,hkj->hij", Q, K), W, **kwargs)
+
+    # ---------------------------------------------------------------- basic facts
+    @property
+    def n_heads(self) -> int:
+        return self.M.shape[0]
+
+    @property
+    def d(self) -> int:
+        """Ambient dimension."""
+        return self.M.shape[1]
+
+    @property
+    def geom(self):
+        return GEOMETRIES[self.geometry]
+
+    def check_x(self, x, name: str = "x") -> np.ndarray:
+        """Validate a state against this model (shape (n, d), finite, on the sphere)."""
+        x = check_points(x, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
+        if x.shape[1] != self.d:
+            raise InvalidParameterError(
+                f"{name} has d = {x.shape[1]} columns but the heads are {self.d} x {self.d}; "
+                f"pass points of shape (n, {self.d})."
+            )
+        return x
+
+    # ---------------------------------------------------------------- passes
+    def _pass(self, x: np.ndarray, h: int, kind_pass: str, transpose: bool = False) -> _Pass:
+        Mh = self.M[h].T if transpose else self.M[h]
+        # s_ij = <x_i, M x_j> = (x_i^T M) x_j, so the left factor is β X M
+        L = x @ (self.beta * Mh)
+        if kind_pass == "exp":
+            return _exp_pass(L, x, self.block_elements)
+        return _relu_pass(L, x, self.block_elements)
+
+    def _outputs_from(self, x: np.ndarray, h: int, p: _Pass) -> np.ndarray:
+        """f_i^h of the model's kind from a pass of the matching type."""
+        n = x.shape[0]
+        Wt = self.W[h].T
+        if self.kind == "softmax":
+            return p.mean @ Wt
+        if self.kind == "usa":
+            logscale = p.logz - self.log_time_scale
+            top = float(logscale.max())
+            if top > _LOG_OVERFLOW:
+                raise SolverError(
+                    f"USA head {h} overflows float64: log of its largest row weight is {top:.1f} "
+                    f"> {_LOG_OVERFLOW:g} at beta={self.beta:g}. Build the model with "
+                    "log_time_scale='auto' to integrate in rescaled time."
+                )
+            return np.exp(logscale)[:, None] * (p.mean @ Wt)
+        if self.kind == "relu":
+            return (p.mean @ Wt) / n
+        # relu_rownorm: a row attending to nothing contributes zero
+        tot = p.total
+        safe = np.where(tot > 0, tot, 1.0)
+        return np.where((tot > 0)[:, None], p.mean / safe[:, None], 0.0) @ Wt
+
+    def _velocity_scale(self, n: int) -> float:
+        return 1.0 / n if self.kind == "usa" else 1.0
+
+    # ---------------------------------------------------------------- public API
+    def head_outputs(self, x) -> np.ndarray:
+        r"""Head outputs :math:`f^h_i` of shape (H, n, d) (before projection)."""
+        x = self.check_x(x)
+        return self._head_outputs(x)
+
+    def _head_outputs(self, x: np.ndarray) -> np.ndarray:
+        kp = KINDS[self.kind]
+        return np.stack([self._outputs_from(x, h, self._pass(x, h, kp)) for h in range(self.n_heads)])
+
+    def velocity(self, x) -> np.ndarray:
+        r"""The field :math:`\dot x_i = P_{x_i} v_i` (sphere) or :math:`v_i` (flat), shape (n, d)."""
+        x = self.check_x(x)
+        return self._velocity(x)
+
+    def _velocity(self, x: np.ndarray) -> np.ndarray:
+        kp = KINDS[self.kind]
+        v = self._outputs_from(x, 0, self._pass(x, 0, kp))
+        for h in range(1, self.n_heads):
+            v += self._outputs_from(x, h, self._pass(x, h, kp))
+        v *= self._velocity_scale(x.shape[0])
+        return self.geom.project_tangent(x, v)
+
+    def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
+        """``field(t, x)`` for :func:`particles.simulate` (no validation: the solver validated x0)."""
+        return self._velocity(x)
+
+    def scores(self, x) -> np.ndarray:
+        r"""Dense scores :math:`s^h_{ij}`, shape (H, n, n). O(H n²) memory: for small n."""
+        x = self.check_x(x)
+        return np.einsum("id,hde,je->hij", x, self.M, x)
+
+    def weights(self, x) -> np.ndarray:
+        r"""Dense attention weights of the model's kind, shape (H, n, n) (for small n).
+
+        USA: :math:`e^{\beta s}` (times :math:`e^{-c}`); softmax: row-stochastic;
+        ReLU: :math:`\mathrm{ReLU}(\beta s)/n`; row-normalised ReLU: rows sum to 1 or 0.
+        The velocity is ``P_x (scale * Σ_h weights[h] @ x @ W[h].T)`` with scale 1/n for USA.
+        """
+        s = self.beta * self.scores(x)
+        if self.kind == "softmax":
+            return np.exp(s - logsumexp(s, axis=-1, keepdims=True))
+        if self.kind == "usa":
+            return np.exp(s - self.log_time_scale)
+        r = np.maximum(s, 0.0)
+        if self.kind == "relu":
+            return r / s.shape[-1]
+        tot = r.sum(-1, keepdims=True)
+        return np.divide(r, tot, out=np.zeros_like(r), where=tot > 0)
+
+    def log_head_energies(self, x) -> np.ndarray:
+        r"""Log-energies :math:`\log E_h = \operatorname{logsumexp}_{ij}(\beta s^h_{ij}) - \log(2\beta n^2)`, shape (H,).
+
+        Finite for every β > 0 (no overflow). At β = 0 the energy is infinite; use
+        :meth:`head_energies`, which returns the finite part there.
+        """
+        x = self.check_x(x)
+        if self.beta == 0:
+            raise InvalidParameterError(
+                "log_head_energies needs beta > 0 (E_h = +inf at beta = 0); use head_energies, "
+                "which returns the finite part lim (E_h - 1/(2 beta)) there."
+            )
+        n = x.shape[0]
+        return np.array([logsumexp(self._pass(x, h, "exp").logz) for h in range(self.n_heads)]) - np.log(
+            2 * self.beta * n * n
+        )
+
+    def head_energies(self, x) -> np.ndarray:
+        r"""Energies :math:`E_h = \frac{1}{2\beta n^2}\sum_{ij} e^{\beta s^h_{ij}}`, shape (H,).
+
+        At β = 0 returns the finite part :math:`\lim_{\beta\to0}(E_h - \tfrac1{2\beta}) =
+        \frac1{2n^2}\sum_{ij} s^h_{ij}`, which has the same time derivative. Values past
+        float64 range are returned as +inf; use :meth:`log_head_energies` there.
+        """
+        x = self.check_x(x)
+        if self.beta == 0:
+            n = x.shape[0]
+            xs = x.sum(axis=0)
+            return np.einsum("d,hde,e->h", xs, self.M, xs) / (2 * n * n)
+        return _safe_exp(self.log_head_energies(x))
+
+    def energy(self, x) -> float:
+        r""":math:`E_{multi} = \sum_h E_h` (see :meth:`head_energies`)."""
+        return float(np.sum(self.head_energies(x)))
+
+    def energy_gradient(self, x) -> np.ndarray:
+        r"""Euclidean gradient :math:`\nabla_{x_i} E_{multi}`, shape (n, d), times :math:`e^{-c}`.
+
+        :math:`\nabla_{x_i} E_h = \frac{1}{2n^2}\big[Z_i M_h\bar x_i + Z'_i M_h^\top \bar x'_i\big]`
+        with :math:`Z_i, \bar x_i` the partition function and softmax mean of row i of
+        :math:`e^{\beta s}` and :math:`Z', \bar x'` those of its transpose. Under C3 this is
+        :math:`f_i/n^2` for aligned USA heads.
+        """
+        x = self.check_x(x)
+        return self._energy_gradient(x, [self._pass(x, h, "exp") for h in range(self.n_heads)])
+
+    def _energy_gradient(self, x: np.ndarray, passes: list[_Pass]) -> np.ndarray:
+        g = self._head_gradient(x, 0, passes[0])
+        for h in range(1, self.n_heads):
+            g += self._head_gradient(x, h, passes[h])
+        return g
+
+    def _head_gradient(self, x: np.ndarray, h: int, p: _Pass) -> np.ndarray:
+        """∇E_h (times e^{-c}) from the head's exp pass; the transposed pass only if M_h ≠ M_hᵀ."""
+        n = x.shape[0]
+        z = _safe_exp(p.logz - self.log_time_scale)
+        if self.symmetric:
+            # s_ji = s_ij and M^T = M: both halves of the gradient coincide
+            return z[:, None] * (p.mean @ self.M[h].T) / (n * n)
+        q = self._pass(x, h, "exp", transpose=True)
+        zq = _safe_exp(q.logz - self.log_time_scale)
+        return (z[:, None] * (p.mean @ self.M[h].T) + zq[:, None] * (q.mean @ self.M[h])) / (2 * n * n)
+
+    def entropy(self, x) -> np.ndarray:
+        r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, n).
+
+        Computed without the n×n matrix as :math:`\log Z_i - \beta\langle x_i, M\bar x_i\rangle`.
+        """
+        x = self.check_x(x)
+        return np.stack([self._entropy_from(x, h, self._pass(x, h, "exp")) for h in range(self.n_heads)])
+
+    def _entropy_from(self, x, h, p: _Pass) -> np.ndarray:
+        ent = p.logz - self.beta * np.einsum("id,de,ie->i", x, self.M[h], p.mean)
+        # H <= log n exactly; round-off can push a uniform row a few ulps over
+        return np.clip(ent, 0.0, np.log(x.shape[0]))
+
+
+def _safe_exp(a: np.ndarray) -> np.ndarray:
+    """exp that returns +inf past the float64 range instead of warning."""
+    a = np.asarray(a, dtype=np.float64)
+    out = np.full(a.shape, np.inf)
+    ok = a < _LOG_OVERFLOW + 9.0
+    out[ok] = np.exp(a[ok])
+    return out

@@ -1,0 +1,110 @@
+r"""Diagnostics of a multi-head state, computed from one pass per head.
+
+:func:`diagnose` returns, for a state ``x`` of a :class:`~particles.MultiHead` model:
+
+- ``energy`` (H,) and ``log_energy`` (H,): :math:`E_h` and :math:`\log E_h` (THEORY.md §2);
+  ``energy_multi``: :math:`\sum_h E_h`;
+- ``energy_rate``: the exact :math:`dE_{multi}/dt = \sum_i\langle\nabla_{x_i}E, \dot x_i\rangle`,
+  ``head_energy_rate`` (H,): the same per head;
+- ``kinetic``: the Theorem 11 rate :math:`\frac1n\sum_i\|\dot x_i\|^2`, and
+  ``rate_residual`` = ``energy_rate - kinetic`` (zero under C3 + C4 for USA heads);
+- ``radial_shadow`` (H, n): :math:`a^h_i = \langle f^h_i, x_i\rangle`; ``cos_angle`` (H, n):
+  :math:`\cos\angle(f^h_i, x_i)`;
+- ``rd_margin`` (H, n): :math:`m^h_i = \|P f^h_i\|^2 - \|f^h_i\|\sum_{k\ne h}|a^k_i|` and
+  ``rd_margin_min`` (H,): its minimum over tokens (Condition 8 holds iff all are >= 0);
+- ``entropy`` (H, n): softmax attention entropy :math:`H^h_i`.
+
+Rates and shadows of USA models are in the units scaled by :math:`e^{-c}` of
+``model.log_time_scale`` (identity when c = 0). :func:`diagnostics_fn` wraps
+:func:`diagnose` as a ``save_fn(t, x)`` for :class:`~particles.SaveAt`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from .attention import KINDS, MultiHead, _safe_exp
+
+__all__ = ["diagnose", "diagnostics_fn", "DIAGNOSTICS"]
+
+#: names, long names, units and trailing dims of every diagnostic
+DIAGNOSTICS = {
+    "energy": ("head energy E_h", "1", ("head",)),
+    "log_energy": ("log of head energy E_h", "1", ("head",)),
+    "energy_multi": ("total energy E_multi", "1", ()),
+    "energy_rate": ("exact dE_multi/dt", "1", ()),
+    "head_energy_rate": ("exact dE_h/dt", "1", ("head",)),
+    "kinetic": ("Theorem 11 rate (1/n) sum_i |dx_i/dt|^2", "1", ()),
+    "rate_residual": ("dE_multi/dt minus Theorem 11 rate", "1", ()),
+    "radial_shadow": ("radial shadow a_i^h = <f_i^h, x_i>", "1", ("head", "particle")),
+    "cos_angle": ("cosine between head output and token", "1", ("head", "particle")),
+    "rd_margin": ("radial-dominance margin m_i^h", "1", ("head", "particle")),
+    "rd_margin_min": ("minimum over tokens of the radial-dominance margin", "1", ("head",)),
+    "entropy": ("softmax attention entropy H_i^h", "nat", ("head", "particle")),
+}
+
+
+def diagnose(model: MultiHead, x, *, include=None) -> dict:
+    """All diagnostics of the module docstring at state ``x`` (shape (n, d)).
+
+    Parameters
+    ----------
+    model : MultiHead
+    x : ndarray of shape (n, d), unit rows on the sphere geometry
+    include : iterable of str, optional
+        Subset of :data:`DIAGNOSTICS` to return (all by default).
+
+    Returns
+    -------
+    dict of str to float or ndarray
+    """
+    x = model.check_x(x)
+    n = x.shape[0]
+    H = model.n_heads
+    exp_passes = [model._pass(x, h, "exp") for h in range(H)]
+    if KINDS[model.kind] == "exp":
+        f = np.stack([model._outputs_from(x, h, exp_passes[h]) for h in range(H)])
+    else:
+        f = model._head_outputs(x)
+    v = f.sum(axis=0) * model._velocity_scale(n)
+    xdot = model.geom.project_tangent(x, v)
+    out: dict = {}
+    if model.beta > 0:
+        logE = np.array([logsumexp(p.logz) for p in exp_passes]) - np.log(2 * model.beta * n * n)
+        out["log_energy"] = logE
+        out["energy"] = _safe_exp(logE)
+    else:
+        out["log_energy"] = np.full(H, np.inf)
+        out["energy"] = model.head_energies(x)
+    out["energy_multi"] = float(out["energy"].sum())
+    head_rate = np.empty(H)
+    for h in range(H):
+        head_rate[h] = np.sum(model._head_gradient(x, h, exp_passes[h]) * xdot)
+    out["head_energy_rate"] = head_rate
+    out["energy_rate"] = float(head_rate.sum())
+    out["kinetic"] = float(np.sum(xdot * xdot) / n)
+    out["rate_residual"] = out["energy_rate"] - out["kinetic"]
+    a = np.einsum("hid,id->hi", f, x)
+    fnorm = np.sqrt(np.einsum("hid,hid->hi", f, f))
+    out["radial_shadow"] = a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # a head with zero output has no direction: report cos = 0 on purpose
+        out["cos_angle"] = np.where(fnorm > 0, a / np.where(fnorm > 0, fnorm, 1.0), 0.0)
+    tang2 = np.maximum(fnorm**2 - a**2, 0.0)
+    others = np.abs(a).sum(axis=0)[None, :] - np.abs(a)
+    out["rd_margin"] = tang2 - fnorm * others
+    out["rd_margin_min"] = out["rd_margin"].min(axis=1)
+    out["entropy"] = np.stack([model._entropy_from(x, h, exp_passes[h]) for h in range(H)])
+    if include is not None:
+        out = {k: out[k] for k in include}
+    return out
+
+
+def diagnostics_fn(model: MultiHead, include=None):
+    """A ``save_fn(t, x) -> dict`` computing :func:`diagnose` (for ``SaveAt(fn=...)``)."""
+
+    def save_fn(t, x):
+        return diagnose(model, x, include=include)
+
+    return save_fn

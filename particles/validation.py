@@ -1,0 +1,220 @@
+"""Validation at the public boundary, shared by every headflow layer.
+
+Contract: each checker either returns a clean float64 value (a contiguous array or a
+Python float) or raises an :class:`InvalidParameterError` whose message names the
+parameter, the caller, what was expected, what was received and how to fix it. Internal
+code trusts what these functions return and never re-validates.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "InvalidParameterError",
+    "SolverError",
+    "ConvergenceWarning",
+    "check_points",
+    "check_param",
+    "check_choice",
+    "check_weights",
+    "check_square_stack",
+    "check_finite",
+]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """Bad user input. Subclasses both ``ValueError`` and ``TypeError`` so either
+    ``except`` clause catches it (scikit-learn's convention)."""
+
+
+class SolverError(RuntimeError):
+    """The numerical state stopped being finite, or a solver could not proceed."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative method stopped before reaching its tolerance."""
+
+
+def _fmt(caller: str) -> str:
+    return f" of {caller}" if caller else ""
+
+
+def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
+    """Raise if ``a`` holds NaN or inf.
+
+    The cheap O(1)-memory test (``isfinite(sum)``) runs first; only on failure is the
+    element-wise pass made, to say whether NaN or inf was found and how many.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        # the sum may overflow to inf for huge finite entries: the slow pass then decides
+        total = a.sum()
+    if np.isfinite(total):
+        return
+    n_nan = int(np.isnan(a).sum())
+    n_inf = int(np.isinf(a).sum())
+    if n_nan == 0 and n_inf == 0:
+        return
+    raise InvalidParameterError(
+        f"The {name!r} parameter{_fmt(caller)} must be finite; got {n_nan} NaN and "
+        f"{n_inf} inf entries. Remove or replace them before calling."
+    )
+
+
+def check_param(
+    value,
+    name: str,
+    caller: str = "",
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    integer: bool = False,
+    allow_inf: bool = False,
+):
+    """Validate a real scalar parameter against an interval.
+
+    Returns ``float(value)`` (or ``int(value)`` when ``integer=True``).
+    """
+    kind = "an integer" if integer else "a float"
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
+    msg = f"The {name!r} parameter{_fmt(caller)} must be {kind} in {interval}. Got {value!r} instead."
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value.item()
+        else:
+            raise InvalidParameterError(msg)
+    if integer:
+        if not float(value).is_integer():
+            raise InvalidParameterError(msg)
+        value = int(value)
+    else:
+        value = float(value)
+    if np.isnan(value) or (np.isinf(value) and not allow_inf):
+        raise InvalidParameterError(msg)
+    if low is not None and (value < low or (low_open and value == low)):
+        raise InvalidParameterError(msg)
+    if high is not None and (value > high or (high_open and value == high)):
+        raise InvalidParameterError(msg)
+    return value
+
+
+def check_choice(value, name: str, choices, caller: str = ""):
+    """Validate that ``value`` is one of ``choices`` (a dict's keys or a sequence)."""
+    options = sorted(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be one of {options}; got {value!r}."
+        )
+    return value
+
+
+def check_points(
+    x,
+    name: str = "x",
+    caller: str = "",
+    *,
+    on_sphere: bool = True,
+    atol: float = 1e-10,
+    min_d: int = 2,
+    min_n: int = 1,
+) -> np.ndarray:
+    """Validate a point cloud of shape ``(n, d)``.
+
+    Parameters
+    ----------
+    x : array_like of shape (n, d)
+        Points (rows). Converted to C-contiguous float64.
+    on_sphere : bool
+        Require unit rows: ``max_i |‖x_i‖ − 1| <= atol``.
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64
+    """
+    if isinstance(x, (str, bytes)) or x is None:
+        raise InvalidParameterError(
+            f"{name} must be an array of shape (n, d); got {type(x).__name__}."
+        )
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # pragma: no cover - exotic array-likes
+        raise InvalidParameterError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise InvalidParameterError(
+            f"{name} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
+        )
+    if np.iscomplexobj(arr):
+        raise InvalidParameterError(f"{name} must be real; got complex dtype {arr.dtype}.")
+    if arr.ndim != 2 or arr.shape[1] < min_d or arr.shape[0] < min_n:
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must have shape (n, d) with n >= {min_n} and d >= {min_d}; "
+            f"got shape {arr.shape}."
+        )
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    check_finite(arr, name, caller)
+    if on_sphere:
+        dev = float(np.max(np.abs(np.sqrt(np.einsum("ij,ij->i", arr, arr)) - 1.0)))
+        if dev > atol:
+            raise InvalidParameterError(
+                f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
+                f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+            )
+    return arr
+
+
+def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> np.ndarray:
+    """Validate probability weights of length ``n``; ``None`` means uniform.
+
+    Weights must be finite, non-negative and sum to 1 within 1e-8 (they are then
+    renormalised exactly, so the returned vector sums to 1 to round-off).
+    """
+    if weights is None:
+        return np.full(n, 1.0 / n)
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must have shape ({n},) to match the points; got shape {w.shape}."
+        )
+    check_finite(w, name, caller)
+    if np.any(w < 0):
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}."
+        )
+    s = w.sum()
+    if abs(s - 1.0) > 1e-8:
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum()."
+        )
+    return w / s
+
+
+def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> np.ndarray:
+    """Validate a stack of square matrices; a single ``(d, d)`` matrix becomes ``(1, d, d)``."""
+    if a is None or isinstance(a, (str, bytes)):
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must be an array of shape (d, d) or (H, d, d); got {type(a).__name__}."
+        )
+    arr = np.asarray(a)
+    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must hold real numbers; got dtype {arr.dtype}."
+        )
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim == 2:
+        arr = arr[None]
+    if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[0] < 1:
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must have shape (d, d) or (H, d, d); got shape {np.shape(a)}."
+        )
+    if d is not None and arr.shape[1] != d:
+        raise InvalidParameterError(
+            f"{name}{_fmt(caller)} must be {d} x {d} to match the other matrices; got shape {np.shape(a)}."
+        )
+    check_finite(arr, name, caller)
+    return np.ascontiguousarray(arr)

@@ -1,0 +1,97 @@
+"""Bad input raises clear errors naming the argument and the fix."""
+
+import numpy as np
+import pytest
+
+from particles import InvalidParameterError, MultiHead, SaveAt, sample_uniform, simulate
+from particles import theory as th
+
+
+@pytest.fixture
+def model():
+    return MultiHead(np.eye(3), beta=1.0, kind="softmax")
+
+
+@pytest.mark.parametrize(
+    "x, match",
+    [
+        (np.ones(5), r"x of MultiHead must have shape \(n, d\).*got shape \(5,\)"),
+        (np.ones((4, 3)), r"must lie on the unit sphere \(max \|‖x_i‖ − 1\| = 7.3e-01 > atol=1e-10\); use x / np.linalg.norm"),
+        (np.array([[np.nan, 0, 0]]), r"must be finite; got 1 NaN and 0 inf"),
+        (np.array([[np.inf, 0, 0]]), r"got 0 NaN and 1 inf"),
+        (np.eye(4), r"x has d = 4 columns but the heads are 3 x 3"),
+        ("abc", r"x must be an array of shape"),
+        (np.array([["a", "b"]]), r"must hold real numbers"),
+    ],
+)
+def test_bad_points(model, x, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        model.velocity(x)
+
+
+def test_error_is_value_and_type_error():
+    assert issubclass(InvalidParameterError, ValueError) and issubclass(InvalidParameterError, TypeError)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(beta=-1.0), r"The 'beta' parameter of MultiHead must be a float in \[0.0, inf\). Got -1.0 instead."),
+        (dict(beta=np.nan), r"'beta' parameter"),
+        (dict(beta="1"), r"'beta' parameter"),
+        (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of \['relu', 'relu_rownorm', 'softmax', 'usa'\]; got 'gelu'"),
+        (dict(geometry="torus"), r"'geometry' parameter of MultiHead must be one of \['flat', 'sphere'\]"),
+        (dict(log_time_scale="big"), r"must be a float or 'auto'"),
+        (dict(W=np.eye(4)), r"W of MultiHead must be 3 x 3"),
+        (dict(W=np.stack([np.eye(3)] * 2)), r"one value matrix per head"),
+    ],
+)
+def test_bad_model_parameters(kwargs, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        MultiHead(kwargs.pop("M", np.eye(3)), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "M, match",
+    [
+        (np.ones((3, 4)), r"M of MultiHead must have shape \(d, d\) or \(H, d, d\); got shape \(3, 4\)"),
+        (np.array([[np.nan, 0], [0, 1]]), r"'M' parameter of MultiHead must be finite"),
+        (None, r"M of MultiHead must be an array"),
+    ],
+)
+def test_bad_matrices(M, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        MultiHead(M)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of \['dopri5', 'euler', 'euler_maruyama', 'rk4'\]; got 'rk5'"),
+        (dict(method="rk4"), r"method 'rk4' is fixed-step: pass dt"),
+        (dict(dt=-0.1), r"'dt' parameter of simulate must be a float in \(0.0, inf\)"),
+        (dict(dt=0.1, kappa=1.0), r"kappa=1 adds noise: use method='euler_maruyama'"),
+        (dict(dt=0.1, t0=2.0), r"t1 must be greater than t0"),
+        (dict(dt=0.1, on_failure="ignore"), r"'on_failure' parameter"),
+        (dict(dt=0.1, save=SaveAt(ts=[0.5, 0.2])), r"SaveAt.ts must be strictly increasing"),
+        (dict(dt=0.1, save=SaveAt(ts=[0.5, 3.0])), r"SaveAt.ts must lie in \[t0, t1\]"),
+        (dict(dt=0.1, geometry="flat"), r"conflicts with the model's geometry"),
+    ],
+)
+def test_bad_simulate_arguments(model, kwargs, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        simulate(sample_uniform(3, 3, 0), model, t1=1.0, **kwargs)
+
+
+def test_bad_field():
+    with pytest.raises(InvalidParameterError, match="field must be a MultiHead or a callable"):
+        simulate(sample_uniform(3, 3, 0), 3.0, t1=1.0, dt=0.1)
+
+
+def test_bad_theory_arguments():
+    with pytest.raises(InvalidParameterError, match=r"'rho' parameter of equiangular_tokens"):
+        th.equiangular_tokens(4, -0.5)
+    with pytest.raises(InvalidParameterError, match=r"'d' parameter of equiangular_tokens"):
+        th.equiangular_tokens(4, 0.1, d=3)
+    with pytest.raises(InvalidParameterError, match="log_head_energies needs beta > 0"):
+        MultiHead(np.eye(3), beta=0.0).log_head_energies(np.eye(3))
