@@ -66,6 +66,8 @@ DEFAULT_BLOCK_ELEMENTS = 2**18
 # a row partition function below this (in shifted units) is recomputed with the exact max
 _UNDERFLOW = 1e-250
 _LOG_OVERFLOW = 700.0
+# below this n the tile bookkeeping of the symmetric pass costs more than the exps it saves
+_SYMMETRIC_MIN_N = 512
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,54 @@ def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
         z = out[:, d]
     mean = out[:, :d] / z[:, None]
     return _Pass(mean=mean, logz=m + np.log(z))
+
+
+def _exp_pass_symmetric(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
+    """As :func:`_exp_pass` for a symmetric logit matrix (M = Mᵀ): each off-diagonal tile
+    ``exp(L_I X_Jᵀ − m)`` serves rows I and, transposed, rows J, so half the exps are done.
+
+    The shift is one global bound m = max_i β‖M x_i‖ max_j‖x_j‖, so that tiles are
+    symmetric; rows whose partition function underflows under it are redone by the exact
+    row-wise fallback of :func:`_exp_pass`.
+    """
+    n, d = X.shape
+    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+    m = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
+    La = np.empty((n, d + 1))
+    La[:, :d] = L
+    La[:, d] = -m
+    Xa = np.empty((n, d + 1))
+    Xa[:, :d] = X
+    Xa[:, d] = 1.0
+    XaT = np.ascontiguousarray(Xa.T)
+    out = np.zeros((n, d + 1))
+    side = max(64, int(np.sqrt(block_elements)))
+    tile = np.empty((side, side))
+    starts = range(0, n, side)
+    for I in starts:
+        sI = slice(I, min(n, I + side))
+        for J in starts:
+            if J < I:
+                continue
+            sJ = slice(J, min(n, J + side))
+            T = tile[: sI.stop - sI.start, : sJ.stop - sJ.start]
+            np.matmul(La[sI], XaT[:, sJ], out=T)
+            np.exp(T, out=T)
+            out[sI] += T @ Xa[sJ]
+            if J != I:
+                out[sJ] += T.T @ Xa[sI]
+    z = out[:, d]
+    logz = np.full(n, m)
+    bad = np.flatnonzero(~(z > _UNDERFLOW))
+    if bad.size:
+        T = L[bad] @ X.T
+        mx = T.max(axis=1)
+        T -= mx[:, None]
+        np.exp(T, out=T)
+        out[bad] = T @ Xa
+        logz[bad] = mx
+        z = out[:, d]
+    return _Pass(mean=out[:, :d] / z[:, None], logz=logz + np.log(z))
 
 
 def _relu_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
@@ -264,6 +314,8 @@ class MultiHead:
         # s_ij = <x_i, M x_j> = (x_i^T M) x_j, so the left factor is β X M
         L = x @ (self.beta * Mh)
         if kind_pass == "exp":
+            if self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N:
+                return _exp_pass_symmetric(L, x, self.block_elements)
             return _exp_pass(L, x, self.block_elements)
         return _relu_pass(L, x, self.block_elements)
 

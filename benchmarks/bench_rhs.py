@@ -1,0 +1,101 @@
+"""Seconds per right-hand-side evaluation against the GEMM + exp work it cannot avoid.
+
+For each (n, d, H) the script times, with one BLAS thread, in the same run:
+
+- ``ours``: ``MultiHead.velocity`` (blocked, shifted, projected);
+- ``floor``: per head, the same row blocks doing only logits GEMM, in-place exp and the
+  output GEMM (no shift, no normalisation, no projection): the work no implementation of
+  softmax attention avoids;
+- ``dense``: a plain reference materialising the (n, n) matrices with scipy.special.softmax.
+
+and prints ``ours / floor`` (target <= 1.3 at n >= 1024) and ``dense / ours``.
+
+Run:  python benchmarks/bench_rhs.py [--kind softmax] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy.special import softmax
+from threadpoolctl import threadpool_limits
+
+import particles
+from particles.attention import _rows_per_block
+
+
+def best_time(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def floor_fn(model, x):
+    n, d = x.shape
+    B = _rows_per_block(n, model.block_elements)
+    tile = np.empty((B, n))
+    XT = np.ascontiguousarray(x.T)
+    out = np.empty((n, d))
+
+    def run():
+        for h in range(model.n_heads):
+            L = x @ (model.beta * model.M[h])
+            for s in range(0, n, B):
+                e = min(n, s + B)
+                T = tile[: e - s]
+                np.matmul(L[s:e], XT, out=T)
+                np.exp(T, out=T)
+                np.matmul(T, x, out=out[s:e])
+
+    return run
+
+
+def dense_fn(model, x):
+    def run():
+        v = np.zeros_like(x)
+        for h in range(model.n_heads):
+            A = softmax(model.beta * (x @ model.M[h] @ x.T), axis=1)
+            v += A @ x @ model.W[h].T
+        return particles.project_tangent(x, v)
+
+    return run
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--kind", default="softmax", choices=sorted(particles.KINDS))
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--sizes", default="256,1024,4096")
+    args = p.parse_args(argv)
+    rng = np.random.default_rng(0)
+    rows = []
+    with threadpool_limits(1, user_api="blas"):
+        for n in map(int, args.sizes.split(",")):
+            for d in (3, 64):
+                for H in (1, 8):
+                    A = rng.standard_normal((H, d, d)) / np.sqrt(d)
+                    M = (A + A.transpose(0, 2, 1)) / 2
+                    model = particles.MultiHead(M, beta=1.0, kind=args.kind, log_time_scale="auto")
+                    x = particles.sample_uniform(n, d, rng)
+                    ours = best_time(lambda model=model, x=x: model.velocity(x), args.repeat)
+                    floor = best_time(floor_fn(model, x), args.repeat)
+                    dense = best_time(dense_fn(model, x), max(1, args.repeat // 2)) if args.kind == "softmax" else np.nan
+                    rows.append((n, d, H, ours, floor, dense))
+                    print(f"{n:6d} {d:4d} {H:3d}  {ours * 1e3:10.3f} ms  floor {floor * 1e3:10.3f} ms  "
+                          f"ours/floor {ours / floor:5.2f}  dense/ours {dense / ours:5.2f}", flush=True)
+    print()
+    print(f"kind={args.kind}, one BLAS thread, best of {args.repeat}")
+    print("|     n |  d |  H | ours (ms) | floor (ms) | ours/floor | dense/ours |")
+    print("|------:|---:|---:|----------:|-----------:|-----------:|-----------:|")
+    for n, d, H, ours, floor, dense in rows:
+        print(f"| {n:5d} | {d:2d} | {H:2d} | {ours * 1e3:9.3f} | {floor * 1e3:10.3f} | {ours / floor:10.2f} | {dense / ours:10.2f} |")
+
+
+if __name__ == "__main__":
+    main()
