@@ -7,7 +7,7 @@ Which kinds each result covers is stated in each docstring ("USA", "softmax", ..
 - Equiangular reduction: :func:`equiangular_rhs`, :func:`solve_equiangular`,
   :func:`rho_beta0`, :func:`time_to_rho_beta0`, :func:`hitting_time`.
 - Theorem 22: :func:`phi`, :func:`lambda_max`, :func:`lambda_c`, :func:`early_rate`,
-  :func:`late_rate`.
+  :func:`late_rate`, :func:`superadditivity_gain`.
 - Theorem 25: :func:`relu_time_linear`, :func:`softmax_time_linear`.
 - Theorem 27: :func:`entropy_equiangular`.
 """
@@ -37,6 +37,7 @@ __all__ = [
     "lambda_c",
     "early_rate",
     "late_rate",
+    "superadditivity_gain",
     "relu_time_linear",
     "softmax_time_linear",
     "entropy_equiangular",
@@ -211,6 +212,16 @@ def lambda_c(beta, n) -> float:
 def early_rate(lambdas, beta, n) -> float:
     r"""Softmax :math:`\dot\rho(0) = \sum_h \varphi(\lambda_h)` from orthogonal tokens."""
     return float(np.sum(phi(np.asarray(lambdas, dtype=np.float64), beta, n)))
+
+
+def superadditivity_gain(lambdas, beta, n) -> float:
+    r"""Theorem 22: :math:`\sum_h\varphi(\lambda_h) - H\varphi(\Lambda/H)` (softmax, orthogonal start).
+
+    Positive when the heads are spread inside the convex regime λ > λ_c (Jensen): the same
+    total strength Λ split unequally clusters faster early on than split equally.
+    """
+    lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
+    return float(np.sum(phi(lam, beta, n)) - lam.size * phi(lam.sum() / lam.size, beta, n))
 
 
 def late_rate(lambdas) -> float:

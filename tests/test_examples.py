@@ -28,3 +28,51 @@ def test_flagship_full(tmp_path):
     ds = flagship.main(["--out", str(tmp_path)])
     final = ds.isel(time=-1)
     np.testing.assert_allclose(final.mean_entropy.isel(head=0), np.log(ds.n_particles), rtol=1e-6)
+
+
+def test_critical_beta_example(tmp_path):
+    from examples import critical_beta
+
+    rows = critical_beta.main(["--out", str(tmp_path), "--quick"])
+    for H, bstar, cos_sim, cstar, gap, below, above in rows:
+        assert bstar > 0 and cstar == pytest.approx(cos_sim, abs=1e-12), H
+        assert gap < 1e-12 and below > 0 > above
+    assert (tmp_path / "critical_beta.png").exists() and (tmp_path / "critical_beta.md").exists()
+
+
+def test_equiangular_example(tmp_path):
+    from examples import equiangular
+
+    rows = equiangular.main(["--out", str(tmp_path), "--quick"])
+    assert len(rows) == 5 and max(r[-1] for r in rows) < 1e-9
+
+
+def test_heterogeneous_heads_example(tmp_path):
+    from examples import heterogeneous_heads
+
+    rows = heterogeneous_heads.main(["--out", str(tmp_path), "--quick"])
+    early = [r for r in rows if r[0] == "early rate"]
+    np.testing.assert_allclose([r[2] for r in early], [r[3] for r in early], rtol=1e-10)
+    assert all(r[4] > 0 for r in early[1:]) and np.all(np.diff([r[2] for r in early]) > 0)
+    unequal, equal = [r for r in rows if r[0] == "hitting time"]
+    assert unequal[4] > 1e-3 and abs(equal[4]) < 1e-4  # strict iff the heads differ
+    late = [r for r in rows if r[0] == "late rate"][0]
+    assert abs(late[4]) < 1e-3 * late[3]
+
+
+def test_relu_vs_softmax_example(tmp_path):
+    from examples import relu_vs_softmax
+
+    rows, slope = relu_vs_softmax.main(["--out", str(tmp_path), "--quick"])
+    (r1, Tr1, _, Ts1, _), (r2, Tr2, _, Ts2, _) = rows
+    assert Tr2 - Tr1 > 0.8 * 3 * np.log(10)  # ReLU: each decade of rho0 costs ~ n ln10 / (2 beta)
+    assert Ts2 - Ts1 < 0.1 * (Tr2 - Tr1)  # softmax: bounded
+
+
+def test_entropy_example(tmp_path):
+    from examples import entropy
+
+    rows = entropy.main(["--out", str(tmp_path), "--quick"])
+    vals = {r[1]: r[2] for r in rows}
+    assert vals["max |FD - prediction|"] < 1e-7
+    assert vals["max |H particles - H(rho)|"] < 1e-10 and vals["monotone rise"] == 1
