@@ -3,11 +3,34 @@
 The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 """
 
+from . import accessor  # noqa: F401  (registers ds.attn)
+from .accessor import model_from_attrs
 from .clustering import cluster_labels, cluster_sizes, n_clusters, silhouette
 from .dataset import COORDS, model_attrs, netcdf_safe, trajectory_to_dataset
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .registry import METRICS, Metric, evaluate
+from .sweep import SWEEP_PARAMS, default_model, run_sweep
+from .transport import (
+    distance_to_uniform,
+    geodesic_cost,
+    sinkhorn_divergence,
+    sliced_wasserstein_sphere,
+    wasserstein,
+)
 
 __all__ = [
+    "model_from_attrs",
+    "METRICS",
+    "Metric",
+    "evaluate",
+    "SWEEP_PARAMS",
+    "default_model",
+    "run_sweep",
+    "distance_to_uniform",
+    "geodesic_cost",
+    "sinkhorn_divergence",
+    "sliced_wasserstein_sphere",
+    "wasserstein",
     "cluster_labels",
     "cluster_sizes",
     "n_clusters",

@@ -1,0 +1,77 @@
+"""OT metrics: known values, symmetry, identity, rotation invariance, bad input."""
+
+import numpy as np
+import pytest
+
+from metrics import distance_to_uniform, sinkhorn_divergence, sliced_wasserstein_sphere, wasserstein
+from particles import InvalidParameterError, sample_uniform
+
+
+def rotation(rng, d):
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    return q
+
+
+def test_wasserstein_known_values():
+    e = np.eye(3)
+    # a Dirac moved by a quarter turn: W_p = π/2 for every p
+    for p in (1, 2, 3):
+        assert wasserstein(e[:1], e[1:2], p=p) == pytest.approx(np.pi / 2, rel=1e-12)
+    # half the mass moved by π/2: W_1 = π/4, W_2 = (π²/8)^{1/2}
+    x = e[:2]
+    y = np.array([e[0], e[2]])
+    assert wasserstein(x, y, p=1) == pytest.approx(np.pi / 4, rel=1e-12)
+    assert wasserstein(x, y, p=2) == pytest.approx(np.sqrt(np.pi**2 / 8), rel=1e-12)
+
+
+@pytest.mark.parametrize("fn", [wasserstein, sinkhorn_divergence, sliced_wasserstein_sphere])
+def test_metric_axioms_and_rotation_invariance(rng, fn):
+    x = sample_uniform(20, 3, rng)
+    y = sample_uniform(25, 3, rng)
+    assert fn(x, x) == pytest.approx(0.0, abs=1e-9)
+    dxy = fn(x, y)
+    assert dxy > 1e-3
+    if fn is not sliced_wasserstein_sphere:  # random projections are not rotated with the data
+        assert fn(y, x) == pytest.approx(dxy, rel=1e-6)
+        q = rotation(rng, 3)
+        assert fn(x @ q.T, y @ q.T) == pytest.approx(dxy, rel=1e-6)
+
+
+def test_weights_matter_and_uniform_default(rng):
+    x = sample_uniform(10, 3, rng)
+    y = sample_uniform(10, 3, rng)
+    assert wasserstein(x, y) == pytest.approx(wasserstein(x, y, np.full(10, 0.1), np.full(10, 0.1)), rel=1e-12)
+    a = np.zeros(10)
+    a[0] = 1.0
+    assert wasserstein(x, x, a) > 0
+
+
+def test_sinkhorn_bounds_exact(rng):
+    x = sample_uniform(20, 3, rng)
+    y = sample_uniform(20, 3, rng)
+    w2sq = wasserstein(x, y, p=2) ** 2
+    s_big = sinkhorn_divergence(x, y, reg=0.5)
+    s_small = sinkhorn_divergence(x, y, reg=0.05, max_iter=50000, tol=1e-8)
+    assert 0 < s_big < s_small <= w2sq * 1.001
+    assert abs(s_small - w2sq) < 0.2 * w2sq  # approaches W2² as reg → 0
+
+
+def test_sliced_same_seed_same_value_and_uniform(rng):
+    x = sample_uniform(40, 3, rng)
+    y = sample_uniform(40, 3, rng)
+    assert sliced_wasserstein_sphere(x, y, seed=3) == sliced_wasserstein_sphere(x, y, seed=3)
+    far = distance_to_uniform(np.tile(np.eye(3)[:1], (40, 1)))
+    near = distance_to_uniform(sample_uniform(4000, 3, rng))
+    assert near < 0.02 < far
+
+
+def test_transport_bad_input(rng):
+    x = sample_uniform(5, 3, rng)
+    with pytest.raises(InvalidParameterError, match="same R\\^d"):
+        wasserstein(x, sample_uniform(5, 4, rng))
+    with pytest.raises(InvalidParameterError, match="must lie on the unit sphere"):
+        wasserstein(2 * x, x)
+    with pytest.raises(InvalidParameterError, match=r"a of wasserstein must sum to 1"):
+        wasserstein(x, x, np.ones(5))
+    with pytest.raises(InvalidParameterError, match=r"b of wasserstein must have shape \(5,\)"):
+        wasserstein(x, x, None, np.ones(4) / 4)
