@@ -3,6 +3,20 @@
 The middle layer: imports particles, numpy and scipy only.
 """
 
+from .field import first_variation, measure_energy, measure_velocity
+from .flow import SCHEMES, MeanFieldResult, circle_velocity, wasserstein_ascent
 from .measure import EmpiricalMeasure, GridMeasure, circle_grid, fibonacci_sphere
 
-__all__ = ["EmpiricalMeasure", "GridMeasure", "circle_grid", "fibonacci_sphere"]
+__all__ = [
+    "EmpiricalMeasure",
+    "GridMeasure",
+    "circle_grid",
+    "fibonacci_sphere",
+    "measure_velocity",
+    "measure_energy",
+    "first_variation",
+    "wasserstein_ascent",
+    "MeanFieldResult",
+    "SCHEMES",
+    "circle_velocity",
+]

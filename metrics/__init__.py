@@ -5,7 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
-from .clustering import cluster_labels, cluster_sizes, n_clusters, silhouette
+from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import COORDS, model_attrs, netcdf_safe, trajectory_to_dataset
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
 from .registry import METRICS, Metric, evaluate
@@ -34,6 +34,7 @@ __all__ = [
     "cluster_labels",
     "cluster_sizes",
     "n_clusters",
+    "n_clusters_batch",
     "silhouette",
     "COORDS",
     "model_attrs",

@@ -12,7 +12,7 @@ import numpy as np
 
 from particles.validation import InvalidParameterError, check_param, check_points, check_weights
 
-__all__ = ["cluster_labels", "n_clusters", "cluster_sizes", "silhouette"]
+__all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
 
 
 def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
@@ -77,3 +77,22 @@ def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     D = geodesic_distance(x[:, None, :], x[None, :, :])
     np.fill_diagonal(D, 0.0)
     return float(silhouette_score(D, labels, metric="precomputed"))
+
+
+def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
+    r"""Cluster counts of a stack of systems ``x`` of shape (S, n, d), shape (S,).
+
+    On S^1 (d = 2) this is vectorised: sort the angles, and the ε-connected components
+    are the arcs between consecutive gaps wider than ε (a full circle without such a gap
+    is one cluster). For d > 2 it loops over :func:`n_clusters`.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 3:
+        raise InvalidParameterError(f"x of n_clusters_batch must have shape (S, n, d); got {x.shape}.")
+    eps = check_param(eps, "eps", "n_clusters_batch", low=0.0, high=np.pi, low_open=True)
+    if x.shape[2] != 2:
+        return np.array([n_clusters(xs, eps=eps) for xs in x])
+    theta = np.sort(np.arctan2(x[..., 1], x[..., 0]), axis=1)
+    gaps = np.diff(theta, axis=1, append=theta[:, :1] + 2 * np.pi)
+    wide = (gaps > eps).sum(axis=1)
+    return np.maximum(wide, 1)

@@ -8,6 +8,7 @@ from . import theory
 from ._steppers import STEPPERS
 from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, MultiHead
 from .diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
+from .ensemble import Ensemble
 from .simulate import simulate
 from .sphere import (
     FLAT,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MultiHead",
+    "Ensemble",
     "theory",
     "equiangular_tokens",
     "orthogonal_tokens",

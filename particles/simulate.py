@@ -58,8 +58,9 @@ def simulate(
     --------------
     x0 : array_like of shape (n, d)
         Initial tokens (unit rows on the sphere).
-    field : MultiHead or callable ``field(t, x) -> (n, d)``
-        The velocity. A :class:`MultiHead` fixes the geometry; a plain callable runs on
+    field : MultiHead, Ensemble or callable ``field(t, x) -> (n, d)``
+        The velocity. A :class:`MultiHead` fixes the geometry; an :class:`Ensemble`
+        integrates a stack x0 of shape (S, n, d) at once; a plain callable runs on
         ``geometry`` (default "sphere") and must return tangent vectors there.
     t1 : float
         Final time.
@@ -108,6 +109,13 @@ def simulate(
         if geometry is not None and geometry != field.geometry:
             raise InvalidParameterError(
                 f"geometry={geometry!r} conflicts with the model's geometry {field.geometry!r}; omit it."
+            )
+        geom = field.geom
+        x = field.check_x(x0, "x0")
+    elif getattr(field, "batched", False):
+        if geometry is not None and geometry != field.geometry:
+            raise InvalidParameterError(
+                f"geometry={geometry!r} conflicts with the ensemble's geometry {field.geometry!r}; omit it."
             )
         geom = field.geom
         x = field.check_x(x0, "x0")

@@ -1,0 +1,139 @@
+r"""Many small independent systems at once: a batched attention field.
+
+:class:`Ensemble` evaluates the velocity of S independent token systems of the same size,
+stacked as ``x`` of shape (S, n, d), sharing the heads (M_h, W_h) and the kind but each
+with its own inverse temperature ``beta[s]``. It is a field for :func:`particles.simulate`
+(which then integrates the whole stack at once, with every stepper of ``STEPPERS``) and is
+built for phase-diagram workloads: thousands of systems with n ≲ 100, where one system at a
+time would be dominated by Python overhead.
+
+Cost and memory: O(S n² H) exps per evaluation, done in chunks of ``chunk`` systems, so
+memory is O(chunk · n²). Softmax logits are shifted by the Cauchy–Schwarz bound
+:math:`\beta\|M^\top x_i\|` (no max pass, no overflow); USA heads are not supported here
+(their scale is system-dependent: use :class:`MultiHead` per system).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .sphere import GEOMETRIES
+from .validation import InvalidParameterError, check_choice, check_finite, check_square_stack
+
+__all__ = ["Ensemble"]
+
+_ENSEMBLE_KINDS = ("softmax", "relu", "relu_rownorm")
+
+
+@dataclass(frozen=True, eq=False)
+class Ensemble:
+    r"""S independent systems :math:`\dot x^{(s)}_i = P_{x_i}\sum_h\sum_j A^{h,(s)}_{ij} W_h x^{(s)}_j`.
+
+    Parameters
+    ----------
+    M, W : array_like of shape (H, d, d) or (d, d)
+        Shared score and value matrices (``W=None`` means W = M).
+    beta : array_like of shape (S,)
+        One inverse temperature per system.
+    kind : {"softmax", "relu", "relu_rownorm"}
+    geometry : {"sphere", "flat"}
+    chunk : int
+        Systems per evaluation chunk.
+
+    Examples
+    --------
+    >>> ens = Ensemble(np.eye(2), beta=[1.0, 5.0])
+    >>> x = np.stack([np.eye(2), np.eye(2)])
+    >>> ens.velocity(x).shape
+    (2, 2, 2)
+    """
+
+    M: np.ndarray
+    W: np.ndarray | None = None
+    beta: np.ndarray = None
+    kind: str = "softmax"
+    geometry: str = "sphere"
+    chunk: int = 2048
+    batched = True
+
+    def __post_init__(self):
+        M = check_square_stack(self.M, "M", caller="Ensemble")
+        W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=M.shape[1], caller="Ensemble")
+        beta = np.atleast_1d(np.asarray(self.beta, dtype=np.float64))
+        if beta.ndim != 1 or beta.size == 0:
+            raise InvalidParameterError(f"beta of Ensemble must be a 1-D array of shape (S,); got shape {beta.shape}.")
+        check_finite(beta, "beta", "Ensemble")
+        if np.any(beta < 0):
+            raise InvalidParameterError(f"beta of Ensemble must be >= 0; got min {beta.min():g}.")
+        check_choice(self.kind, "kind", _ENSEMBLE_KINDS, "Ensemble")
+        check_choice(self.geometry, "geometry", GEOMETRIES, "Ensemble")
+        object.__setattr__(self, "M", M)
+        object.__setattr__(self, "W", W)
+        object.__setattr__(self, "beta", beta)
+
+    @property
+    def geom(self):
+        return GEOMETRIES[self.geometry]
+
+    @property
+    def n_systems(self) -> int:
+        return self.beta.size
+
+    def check_x(self, x, name: str = "x") -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        d = self.M.shape[1]
+        if x.ndim != 3 or x.shape[0] != self.n_systems or x.shape[2] != d:
+            raise InvalidParameterError(
+                f"{name} of Ensemble must have shape (S, n, d) = ({self.n_systems}, n, {d}); got {x.shape}."
+            )
+        check_finite(x, name, "Ensemble")
+        if self.geom.on_sphere:
+            dev = float(np.max(np.abs(np.linalg.norm(x, axis=-1) - 1)))
+            if dev > 1e-10:
+                raise InvalidParameterError(
+                    f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol=1e-10); "
+                    f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+                )
+        return x
+
+    def velocity(self, x) -> np.ndarray:
+        """Velocities of all systems, shape (S, n, d)."""
+        return self._velocity(self.check_x(x))
+
+    def __call__(self, t, x):
+        return self._velocity(x)
+
+    def _velocity(self, x: np.ndarray) -> np.ndarray:
+        S, n, d = x.shape
+        out = np.empty_like(x)
+        for s0 in range(0, S, self.chunk):
+            sl = slice(s0, min(S, s0 + self.chunk))
+            xs = x[sl]
+            b = self.beta[sl][:, None, None]
+            v = np.zeros_like(xs)
+            for h in range(self.M.shape[0]):
+                left = (xs @ self.M[h]) * b  # s_ij = (x_i^T M) x_j
+                T = left @ xs.transpose(0, 2, 1)
+                if self.kind == "softmax":
+                    R = np.sqrt(np.max(np.einsum("sij,sij->si", xs, xs), axis=1))[:, None]
+                    m = np.sqrt(np.einsum("sij,sij->si", left, left)) * R
+                    raw = T.copy() if np.max(2 * m) > 575 else None  # the bound may overshoot: keep logits
+                    T -= m[:, :, None]
+                    np.exp(T, out=T)
+                    z = T.sum(axis=2, keepdims=True)
+                    if raw is not None and np.min(z) < 1e-250:
+                        # the Cauchy–Schwarz shift overshot the row max: redo this chunk exactly
+                        T = np.exp(raw - raw.max(axis=2, keepdims=True))
+                        z = T.sum(axis=2, keepdims=True)
+                    v += (T @ xs) / z @ self.W[h].T
+                else:
+                    np.maximum(T, 0.0, out=T)
+                    if self.kind == "relu":
+                        v += (T @ xs) @ self.W[h].T / n
+                    else:
+                        tot = T.sum(axis=2, keepdims=True)
+                        v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
+            out[sl] = self.geom.project_tangent(xs, v)
+        return out
