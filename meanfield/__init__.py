@@ -6,6 +6,7 @@ The middle layer: imports particles, numpy and scipy only.
 from .field import first_variation, measure_energy, measure_velocity
 from .flow import SCHEMES, MeanFieldResult, circle_velocity, wasserstein_ascent
 from .measure import EmpiricalMeasure, GridMeasure, circle_grid, fibonacci_sphere
+from .stability import critical_kappa, uniform_growth_rate
 
 __all__ = [
     "EmpiricalMeasure",
@@ -19,4 +20,6 @@ __all__ = [
     "MeanFieldResult",
     "SCHEMES",
     "circle_velocity",
+    "uniform_growth_rate",
+    "critical_kappa",
 ]

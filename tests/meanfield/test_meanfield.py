@@ -1,0 +1,158 @@
+"""Mean-field layer: cross-checks with particles, conservation, known values, orders, stability."""
+
+import numpy as np
+import pytest
+from scipy.special import i0e
+
+import meanfield as mf
+from particles import MultiHead, SaveAt, sample_uniform, simulate
+from tests.helpers import random_symmetric
+
+
+def circle_density(m, fn):
+    pts, areas = mf.circle_grid(m)
+    return mf.GridMeasure.from_density(pts, areas, lambda y: fn(np.arctan2(y[:, 1], y[:, 0])))
+
+
+def w1_circle(p, q):
+    """W1 between two measures on the same uniform circle grid: ∫|G − median G| dθ, G = F_p − F_q."""
+    G = np.cumsum(p - q)
+    return float(np.abs(G - np.median(G)).sum() * 2 * np.pi / len(p))
+
+
+@pytest.mark.parametrize("kind", ["usa", "softmax"])
+def test_measure_velocity_and_energy_equal_particles(rng, kind):
+    model = MultiHead(random_symmetric(rng, 2, 3), beta=1.4, kind=kind)
+    x = sample_uniform(15, 3, rng)
+    np.testing.assert_allclose(mf.measure_velocity(model, x), model.velocity(x), atol=1e-13)
+    assert mf.measure_energy(model, x) == pytest.approx(model.energy(x), rel=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["usa", "softmax"])
+def test_lagrangian_scheme_is_the_particle_flow(rng, kind):
+    model = MultiHead(random_symmetric(rng, 2, 3), beta=1.0, kind=kind)
+    x0 = sample_uniform(12, 3, rng)
+    res = mf.wasserstein_ascent(mf.EmpiricalMeasure(x0), model, t1=1.0, n_saves=5, dt=0.01)
+    traj = simulate(x0, model, t1=1.0, dt=0.01, save=SaveAt(ts=res.t))
+    np.testing.assert_allclose(res.points, traj.x, atol=1e-12)
+    np.testing.assert_allclose(res.mass.sum(1), 1.0, atol=1e-15)
+
+
+def test_uniform_circle_energy_is_bessel():
+    """∬ exp(β cos(θ−φ)) dθ dφ/(2π)² = I0(β), so E = I0(β)/(2β) for M = I."""
+    for beta in (0.5, 3.0, 40.0):
+        model = MultiHead(np.eye(2), beta=beta, kind="usa", log_time_scale=0.0)
+        pts, areas = mf.circle_grid(512)
+        logE = mf.measure_energy(model, pts, np.full(512, 1 / 512), log=True)
+        assert logE == pytest.approx(np.log(i0e(beta)) + beta - np.log(2 * beta), rel=1e-12)
+
+
+def test_fft_face_velocity_equals_dense():
+    """The FFT convolution (scalar heads) against the dense weighted kernel sum at the faces."""
+    mu0 = circle_density(96, lambda t: 1 + 0.6 * np.cos(t) + 0.2 * np.sin(2 * t))
+    for kind in ("usa", "softmax"):
+        scalar = MultiHead.scalar([1.3, 0.4], d=2, beta=2.0, kind=kind)
+        th = (np.arange(96) + 1.0) * 2 * np.pi / 96
+        faces = np.stack([np.cos(th), np.sin(th)], 1)
+        v = mf.measure_velocity(scalar, mu0.points, mu0.mass, at=faces)
+        tangential = -v[:, 0] * np.sin(th) + v[:, 1] * np.cos(th)
+        np.testing.assert_allclose(mf.circle_velocity(scalar, mu0.mass), tangential, atol=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["usa", "softmax"])
+def test_fv_circle_conservation_positivity_energy(kind):
+    model = MultiHead.scalar([1.0], d=2, beta=2.0, kind=kind)
+    mu0 = circle_density(128, lambda t: 1 + 0.5 * np.cos(t) + 0.3 * np.sin(3 * t))
+    res = mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=13, scheme="fv_circle")
+    np.testing.assert_allclose(res.mass.sum(1), 1.0, atol=1e-13)
+    assert res.mass.min() >= 0
+    if kind == "usa":
+        assert np.all(np.diff(res.energy) > 0)  # gradient ascent of E_multi
+    assert res.mass[-1].max() > 2 * res.mass[0].max()  # it concentrates
+
+
+def test_fv_circle_grid_refinement_order():
+    model = MultiHead.scalar([1.0], d=2, beta=2.0, kind="usa")
+    fn = lambda t: 1 + 0.5 * np.cos(t) + 0.3 * np.sin(3 * t)  # noqa: E731
+    finals = {m: mf.wasserstein_ascent(circle_density(m, fn), model, t1=1.0, n_saves=2, scheme="fv_circle").mass[-1]
+              for m in (64, 128, 256, 512)}
+    # successive differences in W1 after mapping to the common finest grid
+    def up(p, m_to):
+        return np.repeat(p, m_to // len(p)) / (m_to // len(p))
+
+    errs = [w1_circle(up(finals[m], 512), up(finals[2 * m], 512)) for m in (64, 128)]
+    order = np.log2(errs[0] / errs[1])
+    assert 0.8 < order < 2.2  # first-order upwind in space and its time step
+
+
+def test_jko_blurs_a_dirac_with_variance_gamma_over_2():
+    m = 1440
+    pts, areas = mf.circle_grid(m)
+    mass = np.zeros(m)
+    mass[0] = 1.0
+    model = MultiHead(np.zeros((2, 2)), beta=1.0, kind="usa")  # F = 0: w is constant
+    gamma = 4e-3
+    res = mf.wasserstein_ascent(mf.GridMeasure(pts, areas, mass), model, t1=0.01, n_saves=2, scheme="jko",
+                                dt=0.01, gamma=gamma)
+    theta = np.arctan2(pts[:, 1], pts[:, 0]) - np.arctan2(pts[0, 1], pts[0, 0])
+    theta = (theta + np.pi) % (2 * np.pi) - np.pi
+    var = np.sum(res.mass[-1] * theta**2)
+    assert var == pytest.approx(gamma / 2, rel=1e-2)
+    assert res.mass[-1].sum() == pytest.approx(1.0, abs=1e-14)
+
+
+def test_jko_energy_and_agreement_with_fv():
+    model = MultiHead.scalar([1.0], d=2, beta=2.0, kind="usa")
+    fn = lambda t: 1 + 0.5 * np.cos(t) + 0.3 * np.sin(3 * t)  # noqa: E731
+    mu0 = circle_density(512, fn)
+    fv = mf.wasserstein_ascent(mu0, model, t1=1.0, n_saves=6, scheme="fv_circle")
+    gaps = {}
+    for dt in (0.01, 0.05):
+        jko = mf.wasserstein_ascent(mu0, model, t1=1.0, n_saves=6, scheme="jko", dt=dt)
+        assert np.all(np.diff(jko.energy) > 0)
+        np.testing.assert_allclose(jko.mass.sum(1), 1.0, atol=1e-13)
+        gaps[dt] = w1_circle(jko.mass[-1], fv.mass[-1])
+    # the linearised step is first order in dt (plus the entropic blur γ/(2τ))
+    assert gaps[0.01] < 0.02 and gaps[0.01] < 0.5 * gaps[0.05]
+    np.testing.assert_allclose(jko.energy[-1], fv.energy[-1], rtol=5e-2)
+
+
+def test_jko_on_the_two_sphere():
+    pts, areas = mf.fibonacci_sphere(400)
+    mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: 1 + 0.8 * y[:, 2])
+    model = MultiHead(np.diag([1.0, 0.5, 1.5]), beta=1.0, kind="usa")
+    res = mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=3, scheme="jko", dt=0.05)
+    np.testing.assert_allclose(res.mass.sum(1), 1.0, atol=1e-13)
+    assert res.mass.min() >= 0 and np.all(np.diff(res.energy) > 0)
+
+
+@pytest.mark.parametrize("kind", ["usa", "softmax"])
+@pytest.mark.parametrize("kappa_factor", [0.5, 2.0])
+def test_noisy_uniform_state_growth_rate(kind, kappa_factor):
+    """Mode-1 amplitude around the uniform state grows/decays at σ_1 = μI_1(a)/(aZ_0) − 1/κ."""
+    beta, lam = 2.0, 1.0
+    kappa = kappa_factor * mf.critical_kappa(beta, lam, kind=kind)
+    sigma = mf.uniform_growth_rate(beta, lam, kind=kind, kappa=kappa)
+    model = MultiHead.scalar([lam], d=2, beta=beta, kind=kind)
+    mu0 = circle_density(64, lambda t: 1 + 1e-4 * np.cos(t))
+    T = 1.5
+    res = mf.wasserstein_ascent(mu0, model, t1=T, n_saves=2, scheme="fv_circle", kappa=kappa)
+    amp = [abs(np.fft.rfft(p)[1]) for p in res.mass]
+    rate = np.log(amp[1] / amp[0]) / T
+    assert rate == pytest.approx(sigma, abs=0.02 * abs(sigma) + 2e-3)
+    assert (rate > 0) == (kappa_factor > 1)  # clustered for large coupling, uniform stable for small
+
+
+def test_meanfield_bad_input(rng):
+    model = MultiHead(np.eye(2), beta=1.0, kind="softmax")
+    pts, areas = mf.circle_grid(16)
+    with pytest.raises(ValueError, match="scheme 'jko' is the Wasserstein gradient ascent"):
+        mf.wasserstein_ascent(mf.GridMeasure(pts, areas, np.full(16, 1 / 16)), model, t1=1.0, scheme="jko", dt=0.1)
+    with pytest.raises(ValueError, match="'scheme' parameter of wasserstein_ascent must be one of"):
+        mf.wasserstein_ascent(mf.EmpiricalMeasure(pts), model, t1=1.0, scheme="spectral")
+    with pytest.raises(ValueError, match="mass of GridMeasure must sum to 1"):
+        mf.GridMeasure(pts, areas, np.ones(16))
+    with pytest.raises(ValueError, match="needs an EmpiricalMeasure"):
+        mf.wasserstein_ascent(mf.GridMeasure(pts, areas, np.full(16, 1 / 16)), model, t1=1.0, dt=0.1)
+    with pytest.raises(ValueError, match="supports kinds 'usa' and 'softmax'"):
+        mf.measure_velocity(MultiHead(np.eye(2), kind="relu"), pts)
