@@ -9,6 +9,7 @@ from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_ba
 from .dataset import COORDS, model_attrs, netcdf_safe, trajectory_to_dataset
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
 from .registry import METRICS, Metric, evaluate
+from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
 from .transport import (
     distance_to_uniform,
@@ -26,6 +27,8 @@ __all__ = [
     "SWEEP_PARAMS",
     "default_model",
     "run_sweep",
+    "mean_field_limit_study",
+    "sample_grid_measure",
     "distance_to_uniform",
     "geodesic_cost",
     "sinkhorn_divergence",

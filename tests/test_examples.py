@@ -76,3 +76,26 @@ def test_entropy_example(tmp_path):
     vals = {r[1]: r[2] for r in rows}
     assert vals["max |FD - prediction|"] < 1e-7
     assert vals["max |H particles - H(rho)|"] < 1e-10 and vals["monotone rise"] == 1
+
+
+def test_meanfield_runs_example(tmp_path):
+    from examples import meanfield_runs
+
+    rows = {r[0]: r for r in meanfield_runs.main(["--out", str(tmp_path), "--quick"])}
+    for name in ("S^1 fv_circle", "S^1 jko", "S^2 jko"):
+        _, mass_err, min_mass, rising, _ = rows[name]
+        assert mass_err < 1e-13 and min_mass >= 0 and rising == 1
+    for factor, unstable in (("0.5", 0), ("2", 1)):
+        _, rate, sigma, flag, _ = rows[f"noisy S^1, kappa = {factor} kappa*"]
+        assert flag == unstable and rate == pytest.approx(sigma, rel=0.02)
+
+
+def test_mean_field_limit_example(tmp_path):
+    from examples import mean_field_limit
+
+    ds = mean_field_limit.main(["--out", str(tmp_path), "--quick"])
+    with xr.open_dataset(tmp_path / "mean_field_limit.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+    w1 = ds.w1.mean("seed").isel(time=0).values
+    assert np.all(np.diff(w1) < 0)  # the gap shrinks as n grows
+    assert -0.9 < ds.attrs["w1_rate_at_t0"] < -0.3  # ~ n^{-1/2} (few seeds, small n)
