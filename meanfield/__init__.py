@@ -4,7 +4,7 @@ The middle layer: imports particles, numpy and scipy only.
 """
 
 from .field import first_variation, measure_energy, measure_velocity
-from .flow import SCHEMES, MeanFieldResult, circle_velocity, wasserstein_ascent
+from .flow import SCHEMES, MeanFieldResult, SphereMesh, circle_velocity, wasserstein_ascent
 from .measure import EmpiricalMeasure, GridMeasure, circle_grid, fibonacci_sphere
 from .stability import critical_kappa, uniform_growth_rate
 
@@ -20,6 +20,7 @@ __all__ = [
     "MeanFieldResult",
     "SCHEMES",
     "circle_velocity",
+    "SphereMesh",
     "uniform_growth_rate",
     "critical_kappa",
 ]

@@ -82,7 +82,7 @@ def test_meanfield_runs_example(tmp_path):
     from examples import meanfield_runs
 
     rows = {r[0]: r for r in meanfield_runs.main(["--out", str(tmp_path), "--quick"])}
-    for name in ("S^1 fv_circle", "S^1 jko", "S^2 jko"):
+    for name in ("S^1 fv_circle", "S^1 jko", "S^2 jko", "S^2 fv_sphere"):
         _, mass_err, min_mass, rising, _ = rows[name]
         assert mass_err < 1e-13 and min_mass >= 0 and rising == 1
     for factor, unstable in (("0.5", 0), ("2", 1)):
