@@ -71,14 +71,17 @@ def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10,
     ``err`` is the RMS of the embedded difference scaled by ``atol + rtol·|x|``; the
     step is accepted when ``err <= 1``.
     """
-    k = [field(t, x)]
-    for s in range(1, 7):
-        y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
-        k.append(field(t + _C[s] * dt, y))
-    y5 = x + dt * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
-    diff = dt * sum(e * kk for e, kk in zip(_E, k))
-    scale = atol + rtol * np.maximum(np.abs(x), np.abs(y5))
-    err = float(np.sqrt(np.mean((diff / scale) ** 2)))
+    # a trial step that is far too long may overflow in its stages: it is not an error,
+    # the estimate comes out non-finite and the controller rejects the step
+    with np.errstate(over="ignore", invalid="ignore"):
+        k = [field(t, x)]
+        for s in range(1, 7):
+            y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
+            k.append(field(t + _C[s] * dt, y))
+        y5 = x + dt * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
+        diff = dt * sum(e * kk for e, kk in zip(_E, k))
+        scale = atol + rtol * np.maximum(np.abs(x), np.abs(y5))
+        err = float(np.sqrt(np.mean((diff / scale) ** 2)))
     return geom.retract(y5, np.zeros_like(y5)) if geom.on_sphere else y5, err
 
 

@@ -311,8 +311,10 @@ class MultiHead:
     # ---------------------------------------------------------------- passes
     def _pass(self, x: np.ndarray, h: int, kind_pass: str, transpose: bool = False) -> _Pass:
         Mh = self.M[h].T if transpose else self.M[h]
-        # s_ij = <x_i, M x_j> = (x_i^T M) x_j, so the left factor is β X M
-        L = x @ (self.beta * Mh)
+        # s_ij = <x_i, M x_j> = (x_i^T M) x_j, so the left factor is β X M; row-normalised
+        # ReLU weights do not depend on β > 0 (ReLU(βs) = β ReLU(s)), so β stays out of them
+        scale = 1.0 if (self.kind == "relu_rownorm" and kind_pass == "relu" and self.beta > 0) else self.beta
+        L = x @ (scale * Mh)
         if kind_pass == "exp":
             if self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N:
                 return _exp_pass_symmetric(L, x, self.block_elements)
@@ -384,7 +386,8 @@ class MultiHead:
         ReLU: :math:`\mathrm{ReLU}(\beta s)/n`; row-normalised ReLU: rows sum to 1 or 0.
         The velocity is ``P_x (scale * Σ_h weights[h] @ x @ W[h].T)`` with scale 1/n for USA.
         """
-        s = self.beta * self.scores(x)
+        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
+        s = scale * self.scores(x)
         if self.kind == "softmax":
             return np.exp(s - logsumexp(s, axis=-1, keepdims=True))
         if self.kind == "usa":
