@@ -17,11 +17,6 @@ from particles import MultiHead, SaveAt, sample_uniform, simulate
 from particles import theory as th
 
 
-def mean_rho(x):
-    G = x @ x.T
-    return G[np.triu_indices(len(x), 1)].mean()
-
-
 def entropy_rate_identity(model, x):
     """(finite-difference dH/dt, Theorem 27 prediction), one value per token (head 0)."""
     M = model.M[0]
@@ -50,7 +45,7 @@ def run(n=10, beta=3.0, lam=1.0, t1=10.0, seed=1):
     eq = MultiHead.scalar([lam], d=n, beta=beta, kind="softmax")
     traj_eq = simulate(th.equiangular_tokens(n, 0.0), eq, t1=t1, dt=0.01,
                        save=SaveAt(ts=ts, fn=lambda t, y: {"H": eq.entropy(y)[0]}))
-    rho = np.array([mean_rho(y) for y in traj_eq.x])
+    rho = np.array([th.mean_rho(y) for y in traj_eq.x])
     H_closed = th.entropy_equiangular(rho, n, beta, lam)
     rows = [
         ("Theorem 27 identity, generic data", "max |FD - prediction|", float(np.abs(fd - pred).max())),

@@ -19,11 +19,6 @@ from particles import MultiHead, SaveAt, simulate
 from particles import theory as th
 
 
-def mean_rho(x):
-    G = x @ x.T
-    return G[np.triu_indices(len(x), 1)].mean()
-
-
 def particle_rate0(lambdas, beta, n):
     x0 = th.orthogonal_tokens(n)
     model = MultiHead.scalar(list(lambdas), d=n, beta=beta, kind="softmax")
@@ -38,7 +33,7 @@ def particle_hitting_time(lambdas, beta, n, rho1, dt=2e-3, t_max=200.0):
     t, r = 0.0, 0.0
     while t < t_max:
         x_new = simulate(x, model, t1=dt, dt=dt).x[-1]
-        r_new = mean_rho(x_new)
+        r_new = th.mean_rho(x_new)
         if r_new >= rho1:
             return t + dt * (rho1 - r) / (r_new - r)
         x, r, t = x_new, r_new, t + dt
@@ -63,7 +58,7 @@ def run(n=8, beta=1.0, rho1=0.5):
     ts = np.array([6.0, 8.0])
     model = MultiHead.scalar([0.6, 0.4], d=n, beta=beta, kind="softmax")
     traj = simulate(th.orthogonal_tokens(n), model, t1=8.0, dt=2e-3, save=SaveAt(ts=np.append(0.0, ts)))
-    r6, r8 = mean_rho(traj.x[1]), mean_rho(traj.x[2])
+    r6, r8 = th.mean_rho(traj.x[1]), th.mean_rho(traj.x[2])
     rows.append(("late rate", "lambdas=(0.6,0.4)", float(-np.log((1 - r8) / (1 - r6)) / 2.0), th.late_rate([0.6, 0.4]),
                  float(-np.log((1 - r8) / (1 - r6)) / 2.0 - th.late_rate([0.6, 0.4]))))
     return rows, (lm, lc)

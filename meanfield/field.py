@@ -66,6 +66,11 @@ def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndar
     """
     y, w, logw = _prepare(model, points, weights, "measure_velocity")
     q = y if at is None else check_points(at, "at", "measure_velocity", on_sphere=model.geom.on_sphere)
+    return _velocity(model, y, logw, q)
+
+
+def _velocity(model: MultiHead, y: np.ndarray, logw: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """v[μ] at q for validated atoms y with log-weights logw (also the Lagrangian field)."""
     v = np.zeros_like(q)
     for h in range(model.n_heads):
         logz, mean = _weighted_pass(model, h, q, y, logw)

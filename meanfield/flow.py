@@ -105,17 +105,9 @@ def _lagrangian(mu0, model, ts, *, dt=None, method="rk4", kappa=np.inf, **_):
 
 def _lagrangian_velocity(model, x, w):
     # inside the solve loop: the atoms were validated once, at the start
-    from .field import _weighted_pass
+    from .field import _velocity
 
-    logw = np.log(w)
-    v = np.zeros_like(x)
-    for h in range(model.n_heads):
-        logz, mean = _weighted_pass(model, h, x, x, logw)
-        f = mean @ model.W[h].T
-        if model.kind == "usa":
-            f *= np.exp(logz - model.log_time_scale)[:, None]
-        v += f
-    return model.geom.project_tangent(x, v)
+    return _velocity(model, x, np.log(w), x)
 
 
 # ------------------------------------------------------------------ finite volumes on S^1
@@ -169,13 +161,34 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
     return v
 
 
+def _ssp_rk2(rhs, p, ts, cfl, max_steps):
+    """SSP-RK2 (Heun) from p over the save times; ``rhs(p) -> (dp/dt, rate)`` where
+    dt · rate ≤ 1 keeps a forward-Euler stage, hence the whole step, non-negative."""
+    t = float(ts[0])
+    masses, n_steps = [p.copy()], 0
+    for target in ts[1:]:
+        while t < target - 1e-14 * max(1.0, abs(target)):
+            L1, rate = rhs(p)
+            h = min(target - t, cfl / (rate + 1e-300))
+            p1 = p + h * L1
+            L2, _ = rhs(p1)
+            p = 0.5 * (p + p1 + h * L2)
+            t += h
+            n_steps += 1
+            if n_steps > max_steps:
+                raise InvalidParameterError(f"max_steps={max_steps} reached at t={t:.4g}; coarsen the grid.")
+        masses.append(p.copy())
+    return np.array(masses), n_steps
+
+
 def _fv_rhs(model, p, D, delta):
     v = circle_velocity(model, p)  # face f sits between cells f and f+1
     flux = np.maximum(v, 0) * p + np.minimum(v, 0) * np.roll(p, -1)
     if D > 0:
         flux -= D * (np.roll(p, -1) - p) / delta
     flux /= delta
-    return -(flux - np.roll(flux, 1)), float(np.abs(v).max())
+    # positivity of forward Euler: dt (max|v|/Δ + 2D/Δ²) ≤ 1
+    return -(flux - np.roll(flux, 1)), float(np.abs(v).max()) / delta + 2 * D / delta**2
 
 
 def _fv_circle(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **_):
@@ -187,23 +200,7 @@ def _fv_circle(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, 
     if not np.allclose(mu0.points, expected, atol=1e-12):
         raise InvalidParameterError("scheme 'fv_circle' needs the points of meanfield.circle_grid(m).")
     D = 0.0 if not np.isfinite(kappa) else 1.0 / kappa
-    p = mu0.mass.copy()
-    t = float(ts[0])
-    masses, n_steps = [p.copy()], 0
-    for target in ts[1:]:
-        while t < target - 1e-14 * max(1.0, abs(target)):
-            L1, vmax = _fv_rhs(model, p, D, delta)
-            # positivity of forward Euler, hence of SSP-RK2: dt (|v|/Δ + 2D/Δ²) ≤ 1
-            h = min(target - t, cfl / (vmax / delta + 2 * D / delta**2 + 1e-300))
-            p1 = p + h * L1
-            L2, _ = _fv_rhs(model, p1, D, delta)
-            p = 0.5 * (p + p1 + h * L2)
-            t += h
-            n_steps += 1
-            if n_steps > max_steps:
-                raise InvalidParameterError(f"max_steps={max_steps} reached at t={t:.4g}; coarsen the grid.")
-        masses.append(p.copy())
-    masses = np.array(masses)
+    masses, n_steps = _ssp_rk2(lambda p: _fv_rhs(model, p, D, delta), mu0.mass.copy(), ts, cfl, max_steps)
     energy = np.array([measure_energy(model, mu0.points, q / q.sum()) for q in masses])
     return MeanFieldResult(np.asarray(ts), mu0.points, masses, energy, "fv_circle", n_steps,
                            {"min_mass": float(masses.min()), "mass_error": float(np.abs(masses.sum(1) - 1).max())})
@@ -274,23 +271,7 @@ def _fv_sphere(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, 
         raise InvalidParameterError("scheme 'fv_sphere' needs a GridMeasure on S^2 (e.g. fibonacci_sphere points).")
     mesh = SphereMesh.from_points(mu0.points)
     D = 0.0 if not np.isfinite(kappa) else 1.0 / kappa
-    p = mu0.mass.copy()
-    t = float(ts[0])
-    masses, n_steps = [p.copy()], 0
-    for target in ts[1:]:
-        while t < target - 1e-14 * max(1.0, abs(target)):
-            L1, rate = _fv_sphere_rhs(model, mesh, p, D)
-            # forward Euler keeps p ≥ 0 when dt · (outflow rate / area) ≤ 1 for every cell
-            h = min(target - t, cfl / (rate + 1e-300))
-            p1 = p + h * L1
-            L2, _ = _fv_sphere_rhs(model, mesh, p1, D)
-            p = 0.5 * (p + p1 + h * L2)
-            t += h
-            n_steps += 1
-            if n_steps > max_steps:
-                raise InvalidParameterError(f"max_steps={max_steps} reached at t={t:.4g}; coarsen the mesh.")
-        masses.append(p.copy())
-    masses = np.array(masses)
+    masses, n_steps = _ssp_rk2(lambda p: _fv_sphere_rhs(model, mesh, p, D), mu0.mass.copy(), ts, cfl, max_steps)
     energy = np.array([measure_energy(model, mu0.points, q / q.sum()) for q in masses])
     return MeanFieldResult(np.asarray(ts), mu0.points, masses, energy, "fv_sphere", n_steps,
                            {"min_mass": float(masses.min()), "mass_error": float(np.abs(masses.sum(1) - 1).max()),

@@ -88,6 +88,31 @@ def _rows_per_block(n: int, block_elements: int) -> int:
     return max(1, min(n, block_elements // max(n, 1)))
 
 
+def _with_column(A: np.ndarray, col) -> np.ndarray:
+    """[A, col]: one extra column, so that a shift or a row sum rides along a GEMM."""
+    out = np.empty((A.shape[0], A.shape[1] + 1))
+    out[:, :-1] = A
+    out[:, -1] = col
+    return out
+
+
+def _finish_exp_pass(L, X, Xa, out, logshift) -> _Pass:
+    """Normalise the accumulated [Σ e^{..} x_j, Σ e^{..}]; rows whose sum underflowed (the
+    shift overshot the true row max by > ~575) are recomputed with the exact row max."""
+    d = X.shape[1]
+    z = out[:, d]
+    bad = np.flatnonzero(~(z > _UNDERFLOW))
+    if bad.size:
+        T = L[bad] @ X.T
+        mx = T.max(axis=1)
+        T -= mx[:, None]
+        np.exp(T, out=T)
+        out[bad] = T @ Xa
+        logshift[bad] = mx
+        z = out[:, d]
+    return _Pass(mean=out[:, :d] / z[:, None], logz=logshift + np.log(z))
+
+
 def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
     """Softmax means and log-partition functions of the logits ``L @ X.T`` (row-blocked).
 
@@ -96,12 +121,8 @@ def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
     n, d = X.shape
     R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
     m = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
-    La = np.empty((n, d + 1))
-    La[:, :d] = L
-    La[:, d] = -m
-    Xa = np.empty((n, d + 1))
-    Xa[:, :d] = X
-    Xa[:, d] = 1.0
+    La = _with_column(L, -m)
+    Xa = _with_column(X, 1.0)
     XaT = np.ascontiguousarray(Xa.T)
     out = np.empty((n, d + 1))
     B = _rows_per_block(n, block_elements)
@@ -112,19 +133,7 @@ def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
         np.matmul(La[start:stop], XaT, out=T)
         np.exp(T, out=T)
         np.matmul(T, Xa, out=out[start:stop])
-    z = out[:, d]
-    bad = np.flatnonzero(~(z > _UNDERFLOW))
-    if bad.size:
-        # the Cauchy–Schwarz shift overshot the true row max by > ~575: use the exact max
-        T = L[bad] @ X.T
-        mx = T.max(axis=1)
-        T -= mx[:, None]
-        np.exp(T, out=T)
-        out[bad] = T @ Xa
-        m[bad] = mx
-        z = out[:, d]
-    mean = out[:, :d] / z[:, None]
-    return _Pass(mean=mean, logz=m + np.log(z))
+    return _finish_exp_pass(L, X, Xa, out, m)
 
 
 def _exp_pass_symmetric(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
@@ -138,12 +147,8 @@ def _exp_pass_symmetric(L: np.ndarray, X: np.ndarray, block_elements: int) -> _P
     n, d = X.shape
     R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
     m = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
-    La = np.empty((n, d + 1))
-    La[:, :d] = L
-    La[:, d] = -m
-    Xa = np.empty((n, d + 1))
-    Xa[:, :d] = X
-    Xa[:, d] = 1.0
+    La = _with_column(L, -m)
+    Xa = _with_column(X, 1.0)
     XaT = np.ascontiguousarray(Xa.T)
     out = np.zeros((n, d + 1))
     side = max(64, int(np.sqrt(block_elements)))
@@ -161,26 +166,13 @@ def _exp_pass_symmetric(L: np.ndarray, X: np.ndarray, block_elements: int) -> _P
             out[sI] += T @ Xa[sJ]
             if J != I:
                 out[sJ] += T.T @ Xa[sI]
-    z = out[:, d]
-    logz = np.full(n, m)
-    bad = np.flatnonzero(~(z > _UNDERFLOW))
-    if bad.size:
-        T = L[bad] @ X.T
-        mx = T.max(axis=1)
-        T -= mx[:, None]
-        np.exp(T, out=T)
-        out[bad] = T @ Xa
-        logz[bad] = mx
-        z = out[:, d]
-    return _Pass(mean=out[:, :d] / z[:, None], logz=logz + np.log(z))
+    return _finish_exp_pass(L, X, Xa, out, np.full(n, m))
 
 
 def _relu_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
     """Σ_j ReLU(L_i·x_j) x_j and Σ_j ReLU(L_i·x_j), row-blocked."""
     n, d = X.shape
-    Xa = np.empty((n, d + 1))
-    Xa[:, :d] = X
-    Xa[:, d] = 1.0
+    Xa = _with_column(X, 1.0)
     XT = np.ascontiguousarray(X.T)
     out = np.empty((n, d + 1))
     B = _rows_per_block(n, block_elements)

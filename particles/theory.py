@@ -24,6 +24,7 @@ from .validation import InvalidParameterError, check_choice, check_param
 __all__ = [
     "equiangular_tokens",
     "orthogonal_tokens",
+    "mean_rho",
     "c_star",
     "beta_star",
     "cos_angle_orthogonal",
@@ -77,6 +78,14 @@ def orthogonal_tokens(n: int, d: int | None = None, rng=None) -> np.ndarray:
         q, r = np.linalg.qr(np.random.default_rng(rng).standard_normal((d, d)))
         x = x @ (q * np.sign(np.diag(r))).T
     return x
+
+
+def mean_rho(x) -> float:
+    r"""Mean off-diagonal overlap :math:`\frac{2}{n(n-1)}\sum_{i<j}\langle x_i, x_j\rangle` (ρ of equiangular data)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    s = x.sum(axis=0)
+    return float((s @ s - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
 
 
 def c_star(H) -> float:
