@@ -11,9 +11,14 @@ Run:  python examples/critical_beta.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
-from examples._common import parse, pyplot, write_table
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead, diagnose
 from particles import theory as th
 
@@ -24,9 +29,11 @@ def run(n=24, alpha=1.0, Hs=(2, 3, 4)):
     for H in Hs:
         bstar = th.beta_star(H, n, alpha)
         betas = np.linspace(0.0, 2 * bstar, 41)
-        margin = [diagnose(MultiHead.scalar([alpha] * H, d=n, beta=b), x)["rd_margin_min"].min() for b in betas]
-        cos = [diagnose(MultiHead.scalar([alpha] * H, d=n, beta=b), x)["cos_angle"].mean() for b in betas]
-        curves[H] = (betas, np.array(cos), np.array(margin))
+        diags = [diagnose(MultiHead.scalar([alpha] * H, d=n, beta=b), x, include=["rd_margin_min", "cos_angle"])
+                 for b in betas]
+        margin = np.array([dg["rd_margin_min"].min() for dg in diags])
+        cos = np.array([dg["cos_angle"].mean() for dg in diags])
+        curves[H] = (betas, cos, margin)
         at = diagnose(MultiHead.scalar([alpha] * H, d=n, beta=bstar), x)
         below = diagnose(MultiHead.scalar([alpha] * H, d=n, beta=0.99 * bstar), x)["rd_margin_min"].min()
         above = diagnose(MultiHead.scalar([alpha] * H, d=n, beta=1.01 * bstar), x)["rd_margin_min"].min()
@@ -56,9 +63,7 @@ def main(argv=None):
     a.set(xlabel="beta / beta*", ylabel="cos angle(f_i^h, x_i)", title="cos = c*(H) at beta*")
     b.set(xlabel="beta / beta*", ylabel="min RD margin (scaled)", title="Radial dominance iff beta <= beta*")
     a.legend()
-    fig.tight_layout()
-    fig.savefig(out / "critical_beta.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "critical_beta.png")
     return rows
 
 

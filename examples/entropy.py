@@ -10,9 +10,14 @@ Run:  python examples/entropy.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
-from examples._common import parse, pyplot, write_table
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead, SaveAt, sample_uniform, simulate
 from particles import theory as th
 
@@ -70,9 +75,7 @@ def main(argv=None):
     b.axhline(np.log(n), c="gray", ls=":", label="log n")
     b.set(xlabel="t", ylabel="H (nat)", title="Equiangular: rises to log n")
     b.legend()
-    fig.tight_layout()
-    fig.savefig(out / "entropy.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "entropy.png")
     return rows
 
 

@@ -10,9 +10,14 @@ Run:  python examples/equiangular.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
-from examples._common import parse, pyplot, write_table
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead, SaveAt, simulate
 from particles import theory as th
 
@@ -52,9 +57,7 @@ def main(argv=None):
         ax.plot(ts[::4], rp[::4], "o", ms=3, c=ax.lines[-1].get_color())
     ax.set(xlabel="t", ylabel="rho(t)", title="Equiangular reduction: ODE (lines) vs particles (dots)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "equiangular.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "equiangular.png")
     return rows
 
 

@@ -12,9 +12,14 @@ Run:  python examples/heterogeneous_heads.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
-from examples._common import parse, pyplot, write_table
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead, SaveAt, simulate
 from particles import theory as th
 
@@ -79,9 +84,7 @@ def main(argv=None):
     ax.axvline(lc, ls=":", c="C2", label="lambda_c (inflection)")
     ax.set(xlabel="lambda", ylabel="phi(lambda)", title=f"Per-head early rate, n={n}, beta={beta}")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "heterogeneous_heads.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "heterogeneous_heads.png")
     return rows
 
 

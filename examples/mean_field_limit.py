@@ -11,10 +11,16 @@ Run:  python examples/mean_field_limit.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
 import metrics
-from examples._common import parse, pyplot, write_table
+
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead
 
 
@@ -44,9 +50,7 @@ def main(argv=None):
         b.semilogy(ds.time, w1.sel(n_particles=k), label=f"n={k}")
     b.set(xlabel="t", ylabel="W1", title="Gap along the flow")
     b.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "mean_field_limit.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "mean_field_limit.png")
     return ds
 
 

@@ -12,10 +12,16 @@ Run:  python examples/meanfield_runs.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
 import meanfield as mf
-from examples._common import parse, pyplot, write_table
+
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead
 
 
@@ -81,9 +87,7 @@ def main(argv=None):
         axes[2].semilogy(res.t, np.exp(sigma * res.t), "k:", lw=0.8)
     axes[2].set(xlabel="t", ylabel="mode-1 amplitude", title=f"Uniform state: stable iff kappa < kappa*={kstar:.3f}")
     axes[2].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "meanfield_runs.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "meanfield_runs.png")
     print(write_table(out / "meanfield_runs.md",
                       ["run", "max |mass - 1| / measured rate", "min mass / closed-form rate",
                        "energy rising / unstable", "final energy / amplitude ratio"], rows))

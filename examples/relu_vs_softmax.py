@@ -12,9 +12,14 @@ Run:  python examples/relu_vs_softmax.py --out outputs
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import numpy as np
 
-from examples._common import parse, pyplot, write_table
+# run as a script (python examples/x.py) or as a module (python -m examples.x)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead, SaveAt, simulate
 from particles import theory as th
 
@@ -59,9 +64,7 @@ def main(argv=None):
     ax.invert_xaxis()
     ax.set(xlabel="rho_0", ylabel="time to rho = 0.5", title="ReLU O(n log 1/rho0) vs softmax O(n)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "relu_vs_softmax.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "relu_vs_softmax.png")
     return rows, slope
 
 

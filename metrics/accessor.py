@@ -51,10 +51,13 @@ class AttnAccessor:
 
     def metric(self, name: str) -> xr.DataArray:
         """Named metric of :data:`metrics.METRICS` at each time, as a DataArray (time,)."""
-        pos = self._positions()
-        model = self.model if METRICS.get(name) is not None and METRICS[name].needs_model else None
-        vals = [evaluate([name], pos.isel(time=k).values, None, model)[name] for k in range(pos.sizes["time"])]
+        from particles.validation import check_choice
+
+        check_choice(name, "name", METRICS, "ds.attn.metric")
         m = METRICS[name]
+        pos = self._positions()
+        model = self.model if m.needs_model else None
+        vals = [evaluate([name], pos.isel(time=k).values, None, model)[name] for k in range(pos.sizes["time"])]
         return xr.DataArray(np.asarray(vals), dims=("time",), coords={"time": pos.time}, name=name,
                             attrs={"long_name": m.long_name, "units": m.units})
 

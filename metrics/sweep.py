@@ -29,7 +29,7 @@ import pathlib
 import numpy as np
 import xarray as xr
 
-from particles import MultiHead, SaveAt, __version__, sample_uniform, simulate
+from particles import MultiHead, SaveAt, __version__, diagnose, sample_uniform, simulate
 from particles.validation import InvalidParameterError, check_choice
 
 from .dataset import netcdf_safe
@@ -79,8 +79,6 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None) -
     names = settings["metrics"]
 
     def save_fn(t, x):
-        from particles import diagnose
-
         row = {name: METRICS[name].fn(x, None, model) for name in names}
         diag = diagnose(model, x, include=["kinetic", "rate_residual"])
         row.update(diag)
