@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from particles import MultiHead
+from particles.summation import DEFAULT_TOL
 
 from .registry import METRICS, evaluate
 from .transport import wasserstein
@@ -25,7 +26,8 @@ def model_from_attrs(attrs: dict) -> MultiHead:
         M = np.asarray(attrs["M"], dtype=float).reshape(shape)
         W = np.asarray(attrs["W"], dtype=float).reshape(shape)
         return MultiHead(M, W, beta=float(attrs["beta"]), kind=str(attrs["kind"]), geometry=str(attrs["geometry"]),
-                         log_time_scale=float(attrs["log_time_scale"]))
+                         log_time_scale=float(attrs["log_time_scale"]), summation=str(attrs.get("summation", "auto")),
+                         tol=float(attrs.get("summation_tol", DEFAULT_TOL)))
     except KeyError as exc:
         raise ValueError(
             f"the Dataset attrs lack {exc.args[0]!r}: build it with metrics.trajectory_to_dataset(traj, model)."

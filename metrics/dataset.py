@@ -70,6 +70,8 @@ def model_attrs(model: MultiHead) -> dict:
         "M": model.M,
         "W": model.W,
         "matrix_shape": list(model.M.shape),
+        "summation": model.summation,
+        "summation_tol": model.tol,
     })
 
 
@@ -119,6 +121,10 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     }
     if model is not None:
         base.update(model_attrs(model))
+    if "summation_bound" in traj.saved:
+        # the largest bound met along the run: every saved diagnostic is within it
+        base["summation_bound_max"] = float(np.max(traj.saved["summation_bound"]))
+        base["summation_fast_fraction"] = float(np.mean(traj.saved["summation_fast"]))
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
