@@ -9,6 +9,14 @@ from ._steppers import STEPPERS
 from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, MultiHead
 from .diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
 from .ensemble import Ensemble
+from .misalignment import (
+    MISALIGNMENT,
+    delta_v,
+    misaligned_model,
+    misalignment_fn,
+    misalignment_rates,
+    value_misalignment,
+)
 from .simulate import simulate
 from .sphere import (
     FLAT,
@@ -49,6 +57,12 @@ __all__ = [
     "diagnose",
     "diagnostics_fn",
     "DIAGNOSTICS",
+    "misaligned_model",
+    "value_misalignment",
+    "misalignment_rates",
+    "misalignment_fn",
+    "delta_v",
+    "MISALIGNMENT",
     "project_tangent",
     "retract",
     "normalize",
