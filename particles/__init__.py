@@ -17,6 +17,7 @@ from .misalignment import (
     misalignment_rates,
     value_misalignment,
 )
+from .orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
 from .simulate import simulate
 from .sphere import (
     FLAT,
@@ -63,6 +64,9 @@ __all__ = [
     "misalignment_fn",
     "delta_v",
     "MISALIGNMENT",
+    "orthogonality_defect",
+    "head_rate_bounds",
+    "head_rate_bounds_fn",
     "project_tangent",
     "retract",
     "normalize",

@@ -99,3 +99,16 @@ def test_mean_field_limit_example(tmp_path):
     w1 = ds.w1.mean("seed").isel(time=0).values
     assert np.all(np.diff(w1) < 0)  # the gap shrinks as n grows
     assert -0.9 < ds.attrs["w1_rate_at_t0"] < -0.3  # ~ n^{-1/2} (few seeds, small n)
+
+
+def test_misalignment_example(tmp_path):
+    from examples import misalignment
+
+    rows1, rows2 = misalignment.main(["--out", str(tmp_path), "--quick"])
+    for *_, min_rate, gap, uniform, _, residual in rows1:
+        assert gap >= -1e-12 and min_rate >= uniform and residual < 1e-12  # Theorem 12 bounds and split
+    assert rows1[0][1] == 0 and rows1[0][5] == 1  # aligned values: Theorem 11, always certified
+    for *_, gap, slack, _, off in rows2:
+        assert gap >= -1e-12 and off <= slack + 1e-12
+    assert rows2[0][1] == 0 and rows2[0][3] == pytest.approx(0, abs=1e-12)  # exact at delta = 0
+    assert (tmp_path / "misalignment.png").exists() and (tmp_path / "misalignment.md").exists()
