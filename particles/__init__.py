@@ -18,6 +18,15 @@ from .misalignment import (
     value_misalignment,
 )
 from .orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
+from .rd import (
+    RD_CANDIDATES,
+    RDReport,
+    RDThreshold,
+    radial_dominance,
+    rd_margins,
+    rd_threshold,
+    rd_threshold_equiangular,
+)
 from .simulate import simulate
 from .sphere import (
     FLAT,
@@ -67,6 +76,13 @@ __all__ = [
     "orthogonality_defect",
     "head_rate_bounds",
     "head_rate_bounds_fn",
+    "RD_CANDIDATES",
+    "RDReport",
+    "RDThreshold",
+    "radial_dominance",
+    "rd_margins",
+    "rd_threshold",
+    "rd_threshold_equiangular",
     "project_tangent",
     "retract",
     "normalize",

@@ -112,3 +112,15 @@ def test_misalignment_example(tmp_path):
         assert gap >= -1e-12 and off <= slack + 1e-12
     assert rows2[0][1] == 0 and rows2[0][3] == pytest.approx(0, abs=1e-12)  # exact at delta = 0
     assert (tmp_path / "misalignment.png").exists() and (tmp_path / "misalignment.md").exists()
+
+
+def test_radial_dominance_example(tmp_path):
+    from examples import radial_dominance
+
+    rows, rep = radial_dominance.main(["--out", str(tmp_path), "--quick"])
+    for T, lower, upper, pred, bstar, _ in rows:
+        assert lower <= pred + 1e-9 <= upper + 1e-9 and upper <= bstar + 5e-3, T
+    assert rows[0][3] == rows[0][4]  # at T = 0 the threshold is beta*
+    assert rows[-1][1] < rows[0][1] - 0.1  # a longer run loses radial dominance at a lower beta
+    assert np.all(rep.holds["orthogonal"][rep.holds["pointwise"]])  # Condition 8 is the strongest
+    assert (tmp_path / "radial_dominance.png").exists() and (tmp_path / "radial_dominance.md").exists()
