@@ -124,3 +124,13 @@ def test_radial_dominance_example(tmp_path):
     assert rows[-1][1] < rows[0][1] - 0.1  # a longer run loses radial dominance at a lower beta
     assert np.all(rep.holds["orthogonal"][rep.holds["pointwise"]])  # Condition 8 is the strongest
     assert (tmp_path / "radial_dominance.png").exists() and (tmp_path / "radial_dominance.md").exists()
+
+
+def test_sphere_stability_example(tmp_path):
+    from examples import sphere_stability
+
+    rows = sphere_stability.main(["--out", str(tmp_path), "--quick"])
+    for name, measured, predicted, rel in rows:
+        assert abs(rel) < (0.02 if "fv_sphere" in name else 1e-5), name
+        assert np.sign(measured) == np.sign(predicted)  # both sides of kappa* on S^2
+    assert (tmp_path / "sphere_stability.png").exists() and (tmp_path / "sphere_stability.md").exists()
