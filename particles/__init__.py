@@ -7,6 +7,16 @@ energies, diagnostics, integrators and the one solve loop. Imports numpy and sci
 from . import theory
 from ._steppers import STEPPERS
 from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, MultiHead
+from .critical import (
+    CriticalPoint,
+    HessianSpectrum,
+    euclidean_hessian,
+    field_jacobian,
+    find_critical_point,
+    hessian_spectrum,
+    riemannian_hessian,
+    tangent_basis,
+)
 from .diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
 from .ensemble import Ensemble
 from .misalignment import (
@@ -77,6 +87,14 @@ __all__ = [
     "head_rate_bounds",
     "head_rate_bounds_fn",
     "RD_CANDIDATES",
+    "CriticalPoint",
+    "HessianSpectrum",
+    "euclidean_hessian",
+    "field_jacobian",
+    "find_critical_point",
+    "hessian_spectrum",
+    "riemannian_hessian",
+    "tangent_basis",
     "RDReport",
     "RDThreshold",
     "radial_dominance",
