@@ -134,3 +134,13 @@ def test_sphere_stability_example(tmp_path):
         assert abs(rel) < (0.02 if "fv_sphere" in name else 1e-5), name
         assert np.sign(measured) == np.sign(predicted)  # both sides of kappa* on S^2
     assert (tmp_path / "sphere_stability.png").exists() and (tmp_path / "sphere_stability.md").exists()
+
+
+def test_metastability_example(tmp_path):
+    from examples import metastability
+
+    steps, cp, expected = metastability.main(["--out", str(tmp_path), "--quick"])
+    assert len(steps) >= 2 and np.all(np.diff([s.energy for s in steps]) > 0)
+    assert steps[-1].normalised_energy == pytest.approx(steps[-1].sum_sq_masses, rel=1e-3)  # staircase identity
+    assert cp.converged and cp.spectrum.index == expected >= 1  # the last plateau is a saddle
+    assert (tmp_path / "metastability.png").exists() and (tmp_path / "metastability.md").exists()
