@@ -6,7 +6,7 @@ energies, diagnostics, integrators and the one solve loop. Imports numpy and sci
 
 from . import theory
 from ._steppers import STEPPERS
-from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, MultiHead
+from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, UPDATES, MultiHead
 from .critical import (
     CriticalPoint,
     HessianSpectrum,
@@ -59,6 +59,7 @@ from .validation import (
     check_points,
     check_weights,
 )
+from .variants import TimeDependent, simulate_layers
 
 __version__ = "0.1.0"
 
@@ -69,6 +70,9 @@ __all__ = [
     "equiangular_tokens",
     "orthogonal_tokens",
     "KINDS",
+    "UPDATES",
+    "TimeDependent",
+    "simulate_layers",
     "DEFAULT_BLOCK_ELEMENTS",
     "STEPPERS",
     "simulate",

@@ -144,3 +144,14 @@ def test_metastability_example(tmp_path):
     assert steps[-1].normalised_energy == pytest.approx(steps[-1].sum_sq_masses, rel=1e-3)  # staircase identity
     assert cp.converged and cp.spectrum.index == expected >= 1  # the last plateau is a saddle
     assert (tmp_path / "metastability.png").exists() and (tmp_path / "metastability.md").exists()
+
+
+def test_variants_example(tmp_path):
+    from examples import variants
+
+    rows = {r[0].split(":")[0]: r[1] for r in variants.main(["--out", str(tmp_path), "--quick"])}
+    assert rows["causal scalar heads"] == 0.0 and rows["causal USA, C3+C4"] > 0.1
+    assert rows["post-LN Euler"] == pytest.approx(2.0, rel=0.15) and rows["nGPT update"] <= 1.0
+    assert rows["W(t) = (1 + t) W vs constant run at t + t^2/2"] < 1e-8
+    assert rows["3 identical layers vs one run"] < 1e-13
+    assert (tmp_path / "variants.png").exists() and (tmp_path / "variants.md").exists()
