@@ -155,7 +155,8 @@ def misalignment_rates(model: MultiHead, x) -> dict:
 def _delta_model(model: MultiHead) -> MultiHead:
     """Same scores and units, values Δ_h: its head outputs summed over h are D_i (times e^{-c})."""
     return MultiHead(model.M, model.W - model.M, beta=model.beta, kind="usa", geometry=model.geometry,
-                     log_time_scale=model.log_time_scale, block_elements=model.block_elements)
+                     log_time_scale=model.log_time_scale, block_elements=model.block_elements,
+                     summation=model.summation, tol=model.tol)
 
 
 def _rates(model: MultiHead, x: np.ndarray, dmodel: MultiHead | None) -> dict:
