@@ -6,7 +6,8 @@ The middle layer: imports particles, numpy and scipy only.
 from .field import first_variation, measure_energy, measure_velocity
 from .flow import SCHEMES, MeanFieldResult, SphereMesh, circle_velocity, wasserstein_ascent
 from .measure import EmpiricalMeasure, GridMeasure, circle_grid, fibonacci_sphere
-from .stability import critical_kappa, uniform_growth_rate
+from .quadrature import sphere_quadrature
+from .stability import critical_kappa, funk_hecke_exp, growth_rates, harmonic_growth, uniform_growth_rate
 
 __all__ = [
     "EmpiricalMeasure",
@@ -23,4 +24,8 @@ __all__ = [
     "SphereMesh",
     "uniform_growth_rate",
     "critical_kappa",
+    "funk_hecke_exp",
+    "growth_rates",
+    "harmonic_growth",
+    "sphere_quadrature",
 ]

@@ -1,47 +1,184 @@
-r"""Linear stability of the uniform measure on S^1 under noise (scalar heads).
+r"""Linear stability of the uniform measure on :math:`S^{d-1}` (scalar heads, with or without noise).
 
-Around :math:`\rho_0 = 1/(2\pi)`, a mode :math:`\varepsilon\cos k\theta` of the noisy mean-field
-equation :math:`\partial_t\rho + \partial_\theta(\rho v[\rho]) = \kappa^{-1}\partial_\theta^2\rho`
-with one scalar head (M = λI, W = μI, a = βλ) grows at the rate
+Heads :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (the interaction depends on
+:math:`\langle x, y\rangle` only), :math:`a_h = \beta\lambda_h`, σ the normalised uniform measure,
+:math:`\nu = (d-2)/2`. The velocity is a sphere gradient, :math:`v[\mu] = \nabla_S\Phi[\mu]` with
+:math:`\Phi = \sum_h\frac{\mu_h}{a_h}\int e^{a_h\langle x,y\rangle}d\mu(y)` (USA) or
+:math:`\sum_h\frac{\mu_h}{a_h}\log\int e^{a_h\langle x,y\rangle}d\mu(y)` (softmax), and
+:math:`v[\sigma] = 0`. By the Funk–Hecke formula a spherical harmonic :math:`Y_l` of degree l is an
+eigenfunction of every zonal kernel,
 
-.. math:: \sigma_k = k^2\Big(\frac{\mu\, I_k(a)}{a\, Z_0} - \frac1\kappa\Big),
-   \qquad Z_0 = 1 \text{ (USA)},\quad Z_0 = I_0(a) \text{ (softmax)},
+.. math:: \int e^{a\langle x,y\rangle}Y_l(y)\,d\sigma(y) = \hat g_a(l)\,Y_l(x),\qquad
+   \hat g_a(l) = \Gamma(\nu+1)\Big(\frac2a\Big)^{\nu} I_{l+\nu}(a)
+   = \frac{\int_0^\pi e^{a\cos\theta}P^{(d)}_l(\cos\theta)\sin^{d-2}\theta\,d\theta}{\int_0^\pi\sin^{d-2}\theta\,d\theta},
 
-using :math:`\int_0^{2\pi} e^{a\cos\psi}\sin\psi\sin k\psi\,d\psi = 2\pi k I_k(a)/a`. Mode 1
-is the most unstable, so the uniform state is stable iff
-:math:`\kappa < \kappa^* = a Z_0 / (\mu I_1(a))` — small coupling keeps it, large coupling clusters.
+(:math:`P^{(d)}_l` the Gegenbauer polynomial normalised by :math:`P^{(d)}_l(1) = 1`;
+:math:`\hat g_{-a}(l) = (-1)^l\hat g_a(l)`). Linearising
+:math:`\partial_t\rho + \operatorname{div}(\rho v[\rho]) = \kappa^{-1}\Delta_S\rho` at
+:math:`\rho = 1 + \varepsilon Y_l` and using :math:`\Delta_S Y_l = -l(l+d-2)Y_l`:
+
+.. math:: \sigma_l = l(l+d-2)\Big(\sum_h \mu_h G_h(l) - \frac1\kappa\Big),\qquad
+   G_h(l) = \frac{\hat g_{a_h}(l)}{a_h}\ \text{(USA)},\quad
+   G_h(l) = \frac{\hat g_{a_h}(l)}{a_h\,\hat g_{a_h}(0)}\ \text{(softmax)}.
+
+On the circle (d = 2, ν = 0) :math:`\hat g_a(l) = I_l(a)` and this is
+:math:`\sigma_k = k^2(\mu I_k(a)/(a Z_0) - 1/\kappa)`. As a → 0, :math:`G(1) \to 1/d`. For USA heads
+:math:`v[\sigma + \varepsilon Y_l] = \varepsilon\sum_h\mu_h G_h(l)\nabla_S Y_l` exactly (v is linear in
+μ). For one head with a > 0 the ratio decreases in l, so mode 1 destabilises first and the
+uniform state is stable iff :math:`\kappa < \kappa^* = 1/\max_{l\ge1}\sum_h\mu_h G_h(l)`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ive
+from scipy.special import gammaln, ive
 
-from particles.validation import check_choice, check_param
+from particles import MultiHead
+from particles.validation import InvalidParameterError, check_choice, check_model, check_param
 
-__all__ = ["uniform_growth_rate", "critical_kappa"]
+__all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
+
+_L_MAX = 64
 
 
-def _ratio(k, a, kind):
-    """μ-free factor I_k(a)/(a Z_0), overflow-free through the scaled Bessel ive."""
+def _log_fh_scaled(a: float, l: int, nu: float) -> float:
+    """log(ĝ_{|a|}(l) e^{-|a|}) for |a| > 0, from the scaled Bessel function ive."""
+    b = abs(a)
+    return gammaln(nu + 1) + nu * np.log(2 / b) + np.log(ive(l + nu, b))
+
+
+def funk_hecke_exp(a, l, d: int = 3) -> float:
+    r"""Funk–Hecke coefficient :math:`\hat g_a(l)` of :math:`e^{a t}` on :math:`S^{d-1}` (module docstring).
+
+    Examples
+    --------
+    >>> from scipy.special import iv
+    >>> bool(np.isclose(funk_hecke_exp(1.5, 2, d=2), iv(2, 1.5)))
+    True
+    >>> bool(np.isclose(funk_hecke_exp(1.0, 0, d=3), np.sinh(1.0)))  # mean of e^{t} over S^2
+    True
+    """
+    caller = "funk_hecke_exp"
+    a = check_param(a, "a", caller)
+    l = check_param(l, "l", caller, low=0, integer=True)
+    d = check_param(d, "d", caller, low=2, integer=True)
     if a == 0:
-        return 0.5 if k == 1 else 0.0  # I_1(a)/a → 1/2
+        return 1.0 if l == 0 else 0.0
+    sign = (-1.0) ** l if a < 0 else 1.0
+    return float(sign * np.exp(_log_fh_scaled(a, l, (d - 2) / 2) + abs(a)))
+
+
+def _ratio(l: int, a: float, kind: str, d: int) -> float:
+    """μ-free factor G(l) of one head (module docstring), overflow-free for softmax."""
+    nu = (d - 2) / 2
+    if a == 0:
+        return 1.0 / d if l == 1 else 0.0
+    sign = (-1.0) ** l if a < 0 else 1.0
     if kind == "softmax":
-        return ive(k, a) / (a * ive(0, a))
-    return ive(k, a) * np.exp(abs(a)) / a
+        return float(sign * np.exp(_log_fh_scaled(a, l, nu) - _log_fh_scaled(a, 0, nu)) / a)
+    return float(sign * np.exp(_log_fh_scaled(a, l, nu) + abs(a)) / a)
 
 
-def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1) -> float:
-    r"""Growth rate :math:`\sigma_k` of mode k around the uniform measure (module docstring)."""
-    beta = check_param(beta, "beta", "uniform_growth_rate", low=0.0)
-    check_choice(kind, "kind", ("usa", "softmax"), "uniform_growth_rate")
-    kappa = check_param(kappa, "kappa", "uniform_growth_rate", low=0.0, low_open=True, allow_inf=True)
-    mu = lam if mu is None else mu
-    a = beta * lam
-    return float(k * k * (mu * _ratio(k, a, kind) - 1.0 / kappa))
+def _heads(lam, mu, caller):
+    lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
+    mu = lam.copy() if mu is None else np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    if lam.ndim != 1 or mu.shape != lam.shape:
+        raise InvalidParameterError(
+            f"lam and mu of {caller} must be scalars or 1-D arrays of one strength per head of the same "
+            f"length; got shapes {lam.shape} and {mu.shape}."
+        )
+    if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(mu))):
+        raise InvalidParameterError(f"lam and mu of {caller} must be finite.")
+    return lam, mu
 
 
-def critical_kappa(beta, lam, mu=None, *, kind="usa") -> float:
-    r""":math:`\kappa^* = a Z_0/(\mu I_1(a))`: the uniform measure is linearly stable iff κ < κ*."""
-    mu = lam if mu is None else mu
-    return float(1.0 / (mu * _ratio(1, beta * lam, kind)))
+def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=2) -> float:
+    r"""Growth rate :math:`\sigma_l` (``l = k``) of degree-k harmonics around the uniform measure on
+    :math:`S^{d-1}` (module docstring). ``lam``, ``mu``: one strength per head (default ``mu = lam``).
+
+    Examples
+    --------
+    >>> bool(np.isclose(uniform_growth_rate(0.0, 1.0, d=3), 2 / 3))  # l(l+1) · 1/d at a -> 0
+    True
+    """
+    caller = "uniform_growth_rate"
+    beta = check_param(beta, "beta", caller, low=0.0)
+    check_choice(kind, "kind", ("usa", "softmax"), caller)
+    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    k = check_param(k, "k", caller, low=0, integer=True)
+    d = check_param(d, "d", caller, low=2, integer=True)
+    lam, mu = _heads(lam, mu, caller)
+    G = sum(m * _ratio(k, beta * la, kind, d) for la, m in zip(lam, mu))
+    return float(k * (k + d - 2) * (G - 1.0 / kappa))
+
+
+def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
+    r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
+    :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
+    caller = "growth_rates"
+    check_model(model, caller, kinds=("usa", "softmax"), geometries=("sphere",))
+    eye = np.eye(model.d)
+    lam, mu = model.M[:, 0, 0], model.W[:, 0, 0]
+    if not (np.allclose(model.M, lam[:, None, None] * eye, rtol=0, atol=1e-14)
+            and np.allclose(model.W, mu[:, None, None] * eye, rtol=0, atol=1e-14)):
+        raise InvalidParameterError(
+            f"The 'model' parameter of {caller} must have scalar heads M_h = lambda_h I and W_h = mu_h I "
+            "(only then do spherical harmonics diagonalise the linearised flow); build it with MultiHead.scalar."
+        )
+    l_max = check_param(l_max, "l_max", caller, low=0, integer=True)
+    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    # USA outputs of a model in rescaled time carry e^{-c}; the noise term κ⁻¹Δ does not
+    scale = np.exp(-model.log_time_scale) if model.kind == "usa" else 1.0
+    G = np.array([sum(m * _ratio(l, model.beta * la, model.kind, model.d) for la, m in zip(lam, mu))
+                  for l in range(l_max + 1)])
+    l = np.arange(l_max + 1)
+    return l * (l + model.d - 2) * (scale * G - 1.0 / kappa)
+
+
+def critical_kappa(beta, lam, mu=None, *, kind="usa", d=2) -> float:
+    r""":math:`\kappa^* = 1/\max_{1\le l\le 64}\sum_h\mu_h G_h(l)`: the uniform measure is linearly
+    stable iff κ < κ* (``inf`` if no degree is ever unstable). For one head with a > 0 the maximum
+    is at l = 1: :math:`\kappa^* = a Z_0/(\mu I_1(a))` on the circle."""
+    caller = "critical_kappa"
+    beta = check_param(beta, "beta", caller, low=0.0)
+    check_choice(kind, "kind", ("usa", "softmax"), caller)
+    d = check_param(d, "d", caller, low=2, integer=True)
+    lam, mu = _heads(lam, mu, caller)
+    best = max(sum(m * _ratio(l, beta * la, kind, d) for la, m in zip(lam, mu)) for l in range(1, _L_MAX + 1))
+    return float(1.0 / best) if best > 0 else np.inf
+
+
+def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves: int = 4, kappa=np.inf,
+                    eps: float = 1e-3):
+    r"""Growth of one harmonic in the S^2 finite-volume solver: (t, amplitude, fitted rate).
+
+    Starts ``fv_sphere`` on the Voronoi cells of ``m`` Fibonacci points from the densities
+    :math:`1 \pm \varepsilon Y` (``harmonic_fn(points) -> Y``) and returns the half difference of
+    :math:`A_\pm(t) = \sum_k p_k(t) Y(y_k)`, which cancels the drift of the discrete uniform state
+    (not exactly stationary on a mesh) and the O(ε²) terms, and the least-squares slope of
+    :math:`\log A` against t, to compare with :math:`\sigma_l` of :func:`growth_rates`.
+    """
+    from .flow import SphereMesh, wasserstein_ascent
+    from .measure import GridMeasure, fibonacci_sphere
+
+    caller = "harmonic_growth"
+    check_model(model, caller, kinds=("usa", "softmax"), geometries=("sphere",))
+    if model.d != 3:
+        raise InvalidParameterError(f"harmonic_growth runs on S^2: the model must have d = 3; got d = {model.d}.")
+    eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
+    pts, _ = fibonacci_sphere(m)
+    mesh = SphereMesh.from_points(pts)
+    Y = np.asarray(harmonic_fn(pts), dtype=np.float64)
+    if Y.shape != (len(pts),) or not np.all(np.isfinite(Y)):
+        raise InvalidParameterError(
+            f"harmonic_fn of {caller} must return finite values of shape ({len(pts)},) for points (m, 3)."
+        )
+    scale = float(np.max(np.abs(Y)))
+    amps = []
+    for sign in (1.0, -1.0):
+        p0 = mesh.areas * (1 + sign * eps * Y / scale)
+        mu0 = GridMeasure(pts, mesh.areas, p0 / p0.sum())
+        res = wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, scheme="fv_sphere", kappa=kappa)
+        amps.append(res.mass @ Y)
+    amp = (amps[0] - amps[1]) / 2
+    return res.t, amp, float(np.polyfit(res.t, np.log(np.abs(amp)), 1)[0])

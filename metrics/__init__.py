@@ -8,6 +8,7 @@ from .accessor import model_from_attrs
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import COORDS, model_attrs, netcdf_safe, trajectory_to_dataset
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
@@ -48,4 +49,9 @@ __all__ = [
     "leaders",
     "log_head_energies",
     "mean_entropy",
+    "Plateau",
+    "StaircaseStep",
+    "cluster_energy",
+    "plateaus",
+    "staircase",
 ]

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import logsumexp
 
-from .sphere import GEOMETRIES
+from .sphere import GEOMETRIES, normalize
 from .summation import DEFAULT_TOL, SUMMATIONS, HeadSums, exp_sums, fast_route, relu_sums
 from .validation import (
     InvalidParameterError,
@@ -61,7 +61,16 @@ from .validation import (
     check_square_stack,
 )
 
-__all__ = ["MultiHead", "KINDS", "DEFAULT_BLOCK_ELEMENTS"]
+__all__ = ["MultiHead", "KINDS", "UPDATES", "DEFAULT_BLOCK_ELEMENTS"]
+
+#: how head outputs become the velocity (model variants of the reference codes), and the
+#: geometry each needs: v_i = scale · Σ_h f_i^h, then
+#: "standard": P_{x_i} v_i (sphere) or v_i (flat);
+#: "pre_ln" (flat): v_i computed from the normalised tokens x_j/‖x_j‖ (pre-LN residual stream);
+#: "post_ln" (sphere): v_i unprojected, so that Euler with the retraction is the post-LN layer
+#: x ← (x + dt v)/‖x + dt v‖, whose dt → 0 limit is the sphere flow;
+#: "ngpt" (sphere): P_{x_i}(v_i/‖v_i‖), the continuous nGPT update (normalised step direction).
+UPDATES = {"standard": None, "pre_ln": "flat", "post_ln": "sphere", "ngpt": "sphere"}
 
 #: attention kinds and whether their weights come from the exponential pass
 KINDS = {"usa": "exp", "softmax": "exp", "relu": "relu", "relu_rownorm": "relu"}
@@ -104,6 +113,13 @@ class MultiHead:
     tol : float in (0, 1)
         Bound on the relative error of every partition function :math:`Z_i` on the fast
         path (velocities err by at most ``2 * tol * max|W|``).
+    causal : bool
+        Causal masking: token i attends to tokens j <= i only (dense exact sums, O(H n²)
+        memory). Token 1 then evolves on its own and token k depends only on tokens <= k;
+        E_multi is no longer a Lyapunov function (``gradient_flow`` is False).
+    update : {"standard", "pre_ln", "post_ln", "ngpt"}
+        How head outputs become the velocity (:data:`UPDATES`); ``"pre_ln"`` needs
+        ``geometry="flat"``, ``"post_ln"`` and ``"ngpt"`` need ``geometry="sphere"``.
 
     Examples
     --------
@@ -122,6 +138,8 @@ class MultiHead:
     block_elements: int = DEFAULT_BLOCK_ELEMENTS
     summation: str = "auto"
     tol: float = DEFAULT_TOL
+    causal: bool = False
+    update: str = "standard"
     symmetric: bool = field(init=False)
     aligned: bool = field(init=False)
 
@@ -151,6 +169,16 @@ class MultiHead:
         tol = check_param(self.tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
         if self.summation == "fast":
             _check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
+        if not isinstance(self.causal, (bool, np.bool_)):
+            raise InvalidParameterError(f"The 'causal' parameter of MultiHead must be a bool; got {self.causal!r}.")
+        if self.causal and self.summation == "fast":
+            raise InvalidParameterError("causal=True is exact-only: use summation='exact' or 'auto'.")
+        check_choice(self.update, "update", UPDATES, caller)
+        need = UPDATES[self.update]
+        if need is not None and need != self.geometry:
+            raise InvalidParameterError(
+                f"update={self.update!r} of MultiHead needs geometry={need!r}; got geometry={self.geometry!r}."
+            )
         scale = max(1.0, float(np.max(np.abs(M))))
         sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
         aligned = bool(np.array_equal(M, W))
@@ -259,7 +287,21 @@ class MultiHead:
         x = self.check_x(x)
         return self._head_outputs(x)
 
+    @property
+    def gradient_flow(self) -> bool:
+        """True when the field is n · grad E_multi (Theorem 11): USA heads, C3, C4, no mask, standard update."""
+        return self.kind == "usa" and self.symmetric and self.aligned and not self.causal and self.update == "standard"
+
+    @property
+    def variant(self) -> bool:
+        """True for causal masking or a non-standard update (these bypass the blocked sums)."""
+        return bool(self.causal) or self.update != "standard"
+
     def _head_outputs(self, x: np.ndarray, sums: list[HeadSums] | None = None) -> np.ndarray:
+        if self.update == "pre_ln":
+            x = normalize(x)  # attention reads the normalised tokens; the stream itself is not
+        if self.causal:
+            return np.einsum("hij,jd,hed->hie", self._dense_weights(x), x, self.W)
         sums = self._sums(x) if sums is None else sums
         return np.stack([self._outputs_from(x, h, p) for h, p in enumerate(sums)])
 
@@ -269,6 +311,14 @@ class MultiHead:
         return self._velocity(x)
 
     def _velocity(self, x: np.ndarray) -> np.ndarray:
+        if self.variant:
+            v = self._head_outputs(x).sum(axis=0) * self._velocity_scale(x.shape[0])
+            if self.update in ("pre_ln", "post_ln"):
+                return v
+            if self.update == "ngpt":
+                norm = np.linalg.norm(v, axis=1, keepdims=True)
+                v = np.divide(v, norm, out=np.zeros_like(v), where=norm > 0)
+            return self.geom.project_tangent(x, v)
         sums = self._sums(x)
         v = self._outputs_from(x, 0, sums[0])
         for h in range(1, self.n_heads):
@@ -291,9 +341,16 @@ class MultiHead:
         USA: :math:`e^{\beta s}` (times :math:`e^{-c}`); softmax: row-stochastic;
         ReLU: :math:`\mathrm{ReLU}(\beta s)/n`; row-normalised ReLU: rows sum to 1 or 0.
         The velocity is ``P_x (scale * Σ_h weights[h] @ x @ W[h].T)`` with scale 1/n for USA.
+        With ``causal=True`` the weights of j > i are zero (softmax rows normalised over j <= i).
         """
+        return self._dense_weights(self.check_x(x))
+
+    def _dense_weights(self, x: np.ndarray) -> np.ndarray:
         scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
-        s = scale * self.scores(x)
+        s = scale * np.einsum("id,hde,je->hij", x, self.M, x)
+        if self.causal:
+            n = x.shape[0]
+            s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
         if self.kind == "softmax":
             return np.exp(s - logsumexp(s, axis=-1, keepdims=True))
         if self.kind == "usa":

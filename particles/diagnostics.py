@@ -70,9 +70,15 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     n = x.shape[0]
     H = model.n_heads
     exp_passes = model._exp_sums(x)
-    f = model._head_outputs(x, exp_passes if KINDS[model.kind] == "exp" else None)
-    v = f.sum(axis=0) * model._velocity_scale(n)
-    xdot = model.geom.project_tangent(x, v)
+    if model.variant:
+        # causal masks and LN variants: the true field, so that the rates say how far it is
+        # from the gradient flow (rate_residual != 0)
+        f = model._head_outputs(x)
+        xdot = model._velocity(x)
+    else:
+        f = model._head_outputs(x, exp_passes if KINDS[model.kind] == "exp" else None)
+        v = f.sum(axis=0) * model._velocity_scale(n)
+        xdot = model.geom.project_tangent(x, v)
     out: dict = {}
     if model.beta > 0:
         logE = np.array([logsumexp(p.logz) for p in exp_passes]) - np.log(2 * model.beta * n * n)

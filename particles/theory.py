@@ -28,6 +28,7 @@ __all__ = [
     "c_star",
     "beta_star",
     "cos_angle_orthogonal",
+    "cos_angle_equiangular",
     "equiangular_rhs",
     "solve_equiangular",
     "rho_beta0",
@@ -123,6 +124,24 @@ def cos_angle_orthogonal(beta, n, alpha) -> float:
     tokens and a scalar head α (USA or softmax), computed stably."""
     ba = float(beta) * float(alpha)
     return float(1.0 / np.sqrt(1.0 + (n - 1) * np.exp(-2 * ba)))
+
+
+def cos_angle_equiangular(rho, beta, n, alpha=1.0):
+    r"""Softmax, equiangular tokens :math:`\langle x_i, x_j\rangle = \rho`, scalar head α:
+    :math:`\cos\angle(f_i, x_i) = \frac{q + (1-q)\rho}{\sqrt{q^2 + 2q(1-q)\rho + (1-q)^2\frac{1+(n-2)\rho}{n-1}}}`
+    with :math:`q = 1/(1 + (n-1)e^{-\beta\alpha(1-\rho)})` the token's weight on itself.
+    At ρ = 0 this is :func:`cos_angle_orthogonal`; it is what Condition 8 compares with
+    :math:`c^*(H)` for H equal heads.
+
+    Examples
+    --------
+    >>> bool(np.isclose(cos_angle_equiangular(0.0, 1.0, 5), cos_angle_orthogonal(1.0, 5, 1.0)))
+    True
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    q = 1.0 / (1.0 + (n - 1) * np.exp(-float(beta) * float(alpha) * (1 - rho)))
+    f2 = q * q + 2 * q * (1 - q) * rho + (1 - q) ** 2 * (1 + (n - 2) * rho) / (n - 1)
+    return (q + (1 - q) * rho) / np.sqrt(f2)
 
 
 #: kinds with an equiangular reduction

@@ -99,3 +99,59 @@ def test_mean_field_limit_example(tmp_path):
     w1 = ds.w1.mean("seed").isel(time=0).values
     assert np.all(np.diff(w1) < 0)  # the gap shrinks as n grows
     assert -0.9 < ds.attrs["w1_rate_at_t0"] < -0.3  # ~ n^{-1/2} (few seeds, small n)
+
+
+def test_misalignment_example(tmp_path):
+    from examples import misalignment
+
+    rows1, rows2 = misalignment.main(["--out", str(tmp_path), "--quick"])
+    for *_, min_rate, gap, uniform, _, residual in rows1:
+        assert gap >= -1e-12 and min_rate >= uniform and residual < 1e-12  # Theorem 12 bounds and split
+    assert rows1[0][1] == 0 and rows1[0][5] == 1  # aligned values: Theorem 11, always certified
+    for *_, gap, slack, _, off in rows2:
+        assert gap >= -1e-12 and off <= slack + 1e-12
+    assert rows2[0][1] == 0 and rows2[0][3] == pytest.approx(0, abs=1e-12)  # exact at delta = 0
+    assert (tmp_path / "misalignment.png").exists() and (tmp_path / "misalignment.md").exists()
+
+
+def test_radial_dominance_example(tmp_path):
+    from examples import radial_dominance
+
+    rows, rep = radial_dominance.main(["--out", str(tmp_path), "--quick"])
+    for T, lower, upper, pred, bstar, _ in rows:
+        assert lower <= pred + 1e-9 <= upper + 1e-9 and upper <= bstar + 5e-3, T
+    assert rows[0][3] == rows[0][4]  # at T = 0 the threshold is beta*
+    assert rows[-1][1] < rows[0][1] - 0.1  # a longer run loses radial dominance at a lower beta
+    assert np.all(rep.holds["orthogonal"][rep.holds["pointwise"]])  # Condition 8 is the strongest
+    assert (tmp_path / "radial_dominance.png").exists() and (tmp_path / "radial_dominance.md").exists()
+
+
+def test_sphere_stability_example(tmp_path):
+    from examples import sphere_stability
+
+    rows = sphere_stability.main(["--out", str(tmp_path), "--quick"])
+    for name, measured, predicted, rel in rows:
+        assert abs(rel) < (0.02 if "fv_sphere" in name else 1e-5), name
+        assert np.sign(measured) == np.sign(predicted)  # both sides of kappa* on S^2
+    assert (tmp_path / "sphere_stability.png").exists() and (tmp_path / "sphere_stability.md").exists()
+
+
+def test_metastability_example(tmp_path):
+    from examples import metastability
+
+    steps, cp, expected = metastability.main(["--out", str(tmp_path), "--quick"])
+    assert len(steps) >= 2 and np.all(np.diff([s.energy for s in steps]) > 0)
+    assert steps[-1].normalised_energy == pytest.approx(steps[-1].sum_sq_masses, rel=1e-3)  # staircase identity
+    assert cp.converged and cp.spectrum.index == expected >= 1  # the last plateau is a saddle
+    assert (tmp_path / "metastability.png").exists() and (tmp_path / "metastability.md").exists()
+
+
+def test_variants_example(tmp_path):
+    from examples import variants
+
+    rows = {r[0].split(":")[0]: r[1] for r in variants.main(["--out", str(tmp_path), "--quick"])}
+    assert rows["causal scalar heads"] == 0.0 and rows["causal USA, C3+C4"] > 0.1
+    assert rows["post-LN Euler"] == pytest.approx(2.0, rel=0.15) and rows["nGPT update"] <= 1.0
+    assert rows["W(t) = (1 + t) W vs constant run at t + t^2/2"] < 1e-8
+    assert rows["3 identical layers vs one run"] < 1e-13
+    assert (tmp_path / "variants.png").exists() and (tmp_path / "variants.md").exists()
