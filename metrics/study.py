@@ -36,7 +36,7 @@ def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
 
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
-                           seed: int = 0) -> xr.Dataset:
+                           seed: int = 0, progress: bool = False) -> xr.Dataset:
     """Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -50,6 +50,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         Cells of the mean-field grid (its own error must stay below the n^{-1/2} gap).
     dt : float
         RK4 step of the particle runs.
+    progress : bool
+        tqdm progress bar over the (n, seed) particle runs.
     """
     if model.d != 2:
         raise InvalidParameterError(f"mean_field_limit_study runs on S^1: the model must have d = 2; got d = {model.d}.")
@@ -60,8 +62,15 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     shape = (len(n_values), n_seeds, len(ts))
     w1, w2, energy, entropy, clusters = (np.empty(shape) for _ in range(5))
     children = np.random.SeedSequence(seed).spawn(n_seeds)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(n_values) * n_seeds, desc="study", unit="run")
     for a, n in enumerate(n_values):
         for s, ss in enumerate(children):
+            if bar is not None:
+                bar.update(1)
             x0 = sample_grid_measure(mu0, int(n), np.random.default_rng(ss))
             traj = simulate(x0, model, t1=t1, dt=dt, save=SaveAt(ts=ts))
             for k, x in enumerate(traj.x):
@@ -72,6 +81,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                 energy[a, s, k] = model.energy(x)
                 entropy[a, s, k] = model.entropy(x).mean()
                 clusters[a, s, k] = n_clusters(x, eps=1e-3)
+    if bar is not None:
+        bar.close()
     dims = ("n_particles", "seed", "time")
     ds = xr.Dataset(
         {
