@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from mkdocs.structure.files import File
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 RUN = os.environ.get("HEADFLOW_GALLERY_RUN", "") not in ("", "0")
+_TMP: list[pathlib.Path] = []  # example output folders, removed after the build
 
 
 def _doc(path: pathlib.Path) -> tuple[str, str]:
@@ -46,6 +48,8 @@ def on_config(config):
 def on_files(files, config):
     rows = []
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="headflow-gallery-")) if RUN else None
+    if tmp is not None:
+        _TMP.append(tmp)
     for path in EXAMPLES:
         title, body = _doc(path)
         rel = path.relative_to(ROOT).as_posix()
@@ -69,3 +73,8 @@ def on_files(files, config):
              "example's `--quick` run.", "", "| example | what it shows |", "|---|---|", *rows, ""]
     files.append(File.generated(config, "gallery/index.md", content="\n".join(index)))
     return files
+
+
+def on_post_build(config):
+    while _TMP:
+        shutil.rmtree(_TMP.pop(), ignore_errors=True)
