@@ -59,6 +59,16 @@ def test_umbrella_import_is_lazy_and_identical():
     assert info["same"] and pathlib.Path(info["file"]).resolve().is_relative_to(ROOT)
 
 
+def test_umbrella_detects_a_shadowing_package(tmp_path):
+    fake = tmp_path / "metrics"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('"""code metrics, not headflow"""\n')
+    code = (f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(ROOT)!r}]; import headflow\n"
+            "try:\n    headflow.metrics\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "is not headflow's" in out.stdout and "pip uninstall metrics" in out.stdout, out.stdout + out.stderr
+
+
 def test_umbrella_unknown_attribute():
     import headflow
 
