@@ -23,7 +23,7 @@ from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
 import particles
-from particles.attention import _rows_per_block
+from particles.summation import _rows_per_block
 
 
 def best_time(fn, repeat):
@@ -38,7 +38,7 @@ def best_time(fn, repeat):
 
 def floor_fn(model, x):
     n, d = x.shape
-    B = _rows_per_block(n, model.block_elements)
+    B = _rows_per_block(n, n, model.block_elements)
     tile = np.empty((B, n))
     XT = np.ascontiguousarray(x.T)
     out = np.empty((n, d))
@@ -81,7 +81,7 @@ def main(argv=None):
                 for H in (1, 8):
                     A = rng.standard_normal((H, d, d)) / np.sqrt(d)
                     M = (A + A.transpose(0, 2, 1)) / 2
-                    model = particles.MultiHead(M, beta=1.0, kind=args.kind, log_time_scale="auto")
+                    model = particles.MultiHead(M, beta=1.0, kind=args.kind, log_time_scale="auto", summation="exact")
                     x = particles.sample_uniform(n, d, rng)
                     ours = best_time(lambda model=model, x=x: model.velocity(x), args.repeat)
                     floor = best_time(floor_fn(model, x), args.repeat)

@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 
 
 _MODEL = {"kind": "usa", "geometry": "sphere", "d": 3, "beta": 2.0, "lambdas": [1.0, 0.4], "M": None, "W": None,
-          "log_time_scale": "auto"}
+          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10}
 _OUTPUT = {"path": None, "format": "netcdf"}
 
 #: every section, key and default of each command's config
@@ -79,6 +79,8 @@ d = 3                     # ambient dimension: tokens on S^{d-1}
 beta = 2.0                # inverse temperature
 lambdas = [1.0, 0.4]      # scalar heads M_h = W_h = lambda_h I; or give M (and W) as nested lists
 log_time_scale = "auto"   # USA heads: integrate in rescaled time (no overflow)
+summation = "auto"        # "exact", "fast" (NUFFT, needs finufft) or "auto"
+tol = 1e-10               # bound on the relative error of every partition function (fast/auto)
 
 [run]
 n = 64                    # number of tokens
@@ -188,7 +190,8 @@ def _model(section: dict):
     import particles
 
     common = {"beta": float(section["beta"]), "kind": section["kind"], "geometry": section["geometry"],
-              "log_time_scale": section["log_time_scale"]}
+              "log_time_scale": section["log_time_scale"], "summation": section["summation"],
+              "tol": float(section["tol"])}
     if section["M"] is not None:
         W = None if section["W"] is None else np.asarray(section["W"], dtype=float)
         model = particles.MultiHead(np.asarray(section["M"], dtype=float), W, **common)
@@ -399,8 +402,8 @@ def _print_info(data: dict) -> None:
         else:
             print(f"  {k:20s} {v}")
     print("\nsummation paths")
-    notes = {"exact": "blocked exact pass, O(n^2) work, error bound 0",
-             "finufft": "fast path for exp-kernel heads (needs the finufft package)"}
+    notes = {"exact": 'blocked exact pass, O(n^2) work, error bound 0 (summation="exact")',
+             "finufft": 'NUFFT routes of summation="fast"/"auto", error bound tol (needs the finufft package)'}
     for k, ok in data["summation"].items():
         print(f"  {k:20s} {'available' if ok else 'NOT available'}   {notes.get(k, '')}")
 

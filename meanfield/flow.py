@@ -107,7 +107,7 @@ def _lagrangian_velocity(model, x, w):
     # inside the solve loop: the atoms were validated once, at the start
     from .field import _velocity
 
-    return _velocity(model, x, np.log(w), x)
+    return _velocity(model, x, w, x)
 
 
 # ------------------------------------------------------------------ finite volumes on S^1

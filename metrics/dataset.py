@@ -110,33 +110,32 @@ def dependency_versions() -> dict:
 
 
 def summation_paths(*, check_import: bool = False) -> dict:
-    """Which ways of evaluating the attention sums are available here.
+    """Which ways of evaluating the attention sums (:mod:`particles.summation`) are available.
 
-    ``"exact"`` (the blocked exact pass) always is; ``"finufft"`` (the fast path for
-    exp-kernel heads) needs the ``finufft`` package. With ``check_import=True`` the package
-    is imported (slower, and catches a broken binary), else only looked up.
+    ``"exact"`` (the blocked exact pass) always is; ``"finufft"`` (the fast NUFFT routes of
+    ``summation="fast"`` / ``"auto"``) needs the ``finufft`` package. With
+    ``check_import=True`` the package is imported (:func:`particles.summation.fast_available`:
+    slower, and catches a broken install), else only looked up.
 
     >>> summation_paths()["exact"]
     True
     """
     if check_import:
-        try:
-            import finufft  # noqa: F401
+        from particles.summation import fast_available
 
-            fast = True
-        except Exception:  # a broken binary raises OSError/ImportError: report it as unavailable
-            fast = False
+        fast = fast_available()
     else:
         fast = importlib.util.find_spec("finufft") is not None
     return {"exact": True, "finufft": fast}
 
 
-def _summation(model) -> tuple[str, float]:
-    """The model's summation path and relative error bound (exact pass: 0)."""
-    path = str(getattr(model, "summation", "exact"))
-    bound = getattr(model, "summation_error_bound", None)
-    bound = 0.0 if bound is None and path == "exact" else bound
-    return path, (float("nan") if bound is None else float(bound))
+def _summation(model) -> tuple[str, float, float]:
+    """The model's summation mode, its tolerance and the bound on the relative error of every
+    partition function: 0 for the exact pass; ``tol`` for "fast" and "auto" (auto falls back to
+    the exact pass wherever the fast bound cannot meet ``tol``)."""
+    mode = str(getattr(model, "summation", "exact"))
+    tol = float(getattr(model, "tol", 0.0))
+    return mode, tol, (0.0 if mode == "exact" else tol)
 
 
 def provenance(*, config: dict | None = None, seeds: dict | None = None, model: MultiHead | None = None) -> dict:
@@ -149,7 +148,8 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
     seeds : dict, optional
         Seeds or SeedSequence entropies (JSON in ``attrs["seeds"]``).
     model : particles.MultiHead, optional
-        Its summation path and error bound are recorded (exact pass: ``"exact"``, 0).
+        Its summation mode, tolerance and error bound are recorded (exact pass: ``"exact"``, 0);
+        the bound actually met at each saved state is the ``summation_bound`` diagnostic.
 
     Returns
     -------
@@ -161,7 +161,7 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
     >>> json.loads(attrs["config"]), attrs["Conventions"], attrs["summation"]
     ({'beta': 1.0}, 'CF-1.10', 'exact')
     """
-    path, bound = _summation(model) if model is not None else ("exact", 0.0)
+    mode, tol, bound = _summation(model) if model is not None else ("exact", 0.0, 0.0)
     versions = dependency_versions()
     return netcdf_safe({
         "Conventions": CONVENTIONS,
@@ -170,7 +170,8 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
         "versions": to_json(versions),
         "config": to_json(config or {}),
         "seeds": to_json(seeds or {}),
-        "summation": path,
+        "summation": mode,
+        "summation_tol": tol,
         "summation_error_bound": bound,
     })
 
@@ -186,6 +187,8 @@ def model_attrs(model: MultiHead) -> dict:
         "log_time_scale": model.log_time_scale,
         "score_symmetric": model.symmetric,
         "value_aligned": model.aligned,
+        "summation": getattr(model, "summation", "exact"),
+        "summation_tol": float(getattr(model, "tol", 0.0)),
         "M": model.M,
         "W": model.W,
         "matrix_shape": list(model.M.shape),

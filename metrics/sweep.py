@@ -216,7 +216,9 @@ def run_sweep(
     ds = _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
     # the engine is left out: serial, process and dask runs of one config give identical datasets
     config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": n_saves, **key_settings}
-    ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"}))
+    probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
+    ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"},
+                               model=probe))
     return ds
 
 

@@ -18,7 +18,12 @@ flat space, with :math:`P_x = I - x x^\top`.
 
 Numerics and cost
 -----------------
-Every head is evaluated by one blocked pass over rows: for a block of rows the logits
+Every exp head goes through the summation layer (:mod:`particles.summation`):
+``summation="exact"`` is the blocked pass below, ``"fast"`` the NUFFT routes (O(n log n)
+for scalar heads on S^1 and S^2 and heads of rank ≤ 3 on any sphere) with an a-posteriori
+bound ``tol`` on the relative error of every partition function, and ``"auto"`` (default)
+takes the fast route where it is cheaper and its bound holds, the exact pass elsewhere.
+ReLU kinds are always exact. In the exact pass each head is one blocked pass over rows: for a block of rows the logits
 :math:`\beta s_{ij} - m_i` come out of a single GEMM on augmented matrices
 :math:`[\beta X M, -m]\,[X, 1]^\top`, with the shift :math:`m_i = \beta\|M^\top x_i\|\max_j\|x_j\|
 \ge \max_j \beta s_{ij}` (Cauchy–Schwarz), so ``exp`` never overflows, for any β; a second
@@ -46,6 +51,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .sphere import GEOMETRIES
+from .summation import DEFAULT_TOL, SUMMATIONS, HeadSums, exp_sums, fast_route, relu_sums
 from .validation import (
     InvalidParameterError,
     SolverError,
@@ -63,127 +69,9 @@ KINDS = {"usa": "exp", "softmax": "exp", "relu": "relu", "relu_rownorm": "relu"}
 #: entries of one (block x n) logit tile; 2**18 doubles = 2 MiB stays in cache
 DEFAULT_BLOCK_ELEMENTS = 2**18
 
-# a row partition function below this (in shifted units) is recomputed with the exact max
-_UNDERFLOW = 1e-250
 _LOG_OVERFLOW = 700.0
 # below this n the tile bookkeeping of the symmetric pass costs more than the exps it saves
 _SYMMETRIC_MIN_N = 512
-
-
-@dataclass(frozen=True)
-class _Pass:
-    """Result of one blocked pass of one head (see :func:`_exp_pass`, :func:`_relu_pass`).
-
-    ``exp`` pass: ``logz[i] = log Σ_j exp(β s_ij)``, ``mean[i] = Σ_j p_ij x_j``.
-    ``relu`` pass: ``logz`` is ``None``; ``total[i] = Σ_j ReLU(β s_ij)``,
-    ``mean[i] = Σ_j ReLU(β s_ij) x_j`` (not normalised).
-    """
-
-    mean: np.ndarray
-    logz: np.ndarray | None = None
-    total: np.ndarray | None = None
-
-
-def _rows_per_block(n: int, block_elements: int) -> int:
-    return max(1, min(n, block_elements // max(n, 1)))
-
-
-def _with_column(A: np.ndarray, col) -> np.ndarray:
-    """[A, col]: one extra column, so that a shift or a row sum rides along a GEMM."""
-    out = np.empty((A.shape[0], A.shape[1] + 1))
-    out[:, :-1] = A
-    out[:, -1] = col
-    return out
-
-
-def _finish_exp_pass(L, X, Xa, out, logshift) -> _Pass:
-    """Normalise the accumulated [Σ e^{..} x_j, Σ e^{..}]; rows whose sum underflowed (the
-    shift overshot the true row max by > ~575) are recomputed with the exact row max."""
-    d = X.shape[1]
-    z = out[:, d]
-    bad = np.flatnonzero(~(z > _UNDERFLOW))
-    if bad.size:
-        T = L[bad] @ X.T
-        mx = T.max(axis=1)
-        T -= mx[:, None]
-        np.exp(T, out=T)
-        out[bad] = T @ Xa
-        logshift[bad] = mx
-        z = out[:, d]
-    return _Pass(mean=out[:, :d] / z[:, None], logz=logshift + np.log(z))
-
-
-def _exp_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
-    """Softmax means and log-partition functions of the logits ``L @ X.T`` (row-blocked).
-
-    L : (n, d) left factor (β X M), X : (n, d) keys and values.
-    """
-    n, d = X.shape
-    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
-    m = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
-    La = _with_column(L, -m)
-    Xa = _with_column(X, 1.0)
-    XaT = np.ascontiguousarray(Xa.T)
-    out = np.empty((n, d + 1))
-    B = _rows_per_block(n, block_elements)
-    tile = np.empty((B, n))
-    for start in range(0, n, B):
-        stop = min(n, start + B)
-        T = tile[: stop - start]
-        np.matmul(La[start:stop], XaT, out=T)
-        np.exp(T, out=T)
-        np.matmul(T, Xa, out=out[start:stop])
-    return _finish_exp_pass(L, X, Xa, out, m)
-
-
-def _exp_pass_symmetric(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
-    """As :func:`_exp_pass` for a symmetric logit matrix (M = Mᵀ): each off-diagonal tile
-    ``exp(L_I X_Jᵀ − m)`` serves rows I and, transposed, rows J, so half the exps are done.
-
-    The shift is one global bound m = max_i β‖M x_i‖ max_j‖x_j‖, so that tiles are
-    symmetric; rows whose partition function underflows under it are redone by the exact
-    row-wise fallback of :func:`_exp_pass`.
-    """
-    n, d = X.shape
-    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
-    m = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
-    La = _with_column(L, -m)
-    Xa = _with_column(X, 1.0)
-    XaT = np.ascontiguousarray(Xa.T)
-    out = np.zeros((n, d + 1))
-    side = max(64, int(np.sqrt(block_elements)))
-    tile = np.empty((side, side))
-    starts = range(0, n, side)
-    for I in starts:
-        sI = slice(I, min(n, I + side))
-        for J in starts:
-            if J < I:
-                continue
-            sJ = slice(J, min(n, J + side))
-            T = tile[: sI.stop - sI.start, : sJ.stop - sJ.start]
-            np.matmul(La[sI], XaT[:, sJ], out=T)
-            np.exp(T, out=T)
-            out[sI] += T @ Xa[sJ]
-            if J != I:
-                out[sJ] += T.T @ Xa[sI]
-    return _finish_exp_pass(L, X, Xa, out, np.full(n, m))
-
-
-def _relu_pass(L: np.ndarray, X: np.ndarray, block_elements: int) -> _Pass:
-    """Σ_j ReLU(L_i·x_j) x_j and Σ_j ReLU(L_i·x_j), row-blocked."""
-    n, d = X.shape
-    Xa = _with_column(X, 1.0)
-    XT = np.ascontiguousarray(X.T)
-    out = np.empty((n, d + 1))
-    B = _rows_per_block(n, block_elements)
-    tile = np.empty((B, n))
-    for start in range(0, n, B):
-        stop = min(n, start + B)
-        T = tile[: stop - start]
-        np.matmul(L[start:stop], XT, out=T)
-        np.maximum(T, 0.0, out=T)
-        np.matmul(T, Xa, out=out[start:stop])
-    return _Pass(mean=out[:, :d], total=out[:, d])
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,6 +96,14 @@ class MultiHead:
         0 otherwise. Energy rates are reported in the same scaled units.
     block_elements : int
         Entries of one logit tile (memory O(block_elements) per head pass).
+    summation : {"auto", "exact", "fast"}
+        How the exponential sums are evaluated (:mod:`particles.summation`): ``"fast"``
+        raises if a head has no fast route (ReLU kinds, rank > 3, d > 3 scalar heads) or its
+        bound cannot meet ``tol``; ``"auto"`` falls back to exact there, and below
+        about 2000 tokens, logging why.
+    tol : float in (0, 1)
+        Bound on the relative error of every partition function :math:`Z_i` on the fast
+        path (velocities err by at most ``2 * tol * max|W|``).
 
     Examples
     --------
@@ -224,6 +120,8 @@ class MultiHead:
     geometry: str = "sphere"
     log_time_scale: float | str = 0.0
     block_elements: int = DEFAULT_BLOCK_ELEMENTS
+    summation: str = "auto"
+    tol: float = DEFAULT_TOL
     symmetric: bool = field(init=False)
     aligned: bool = field(init=False)
 
@@ -249,11 +147,15 @@ class MultiHead:
         else:
             c = check_param(self.log_time_scale, "log_time_scale", caller)
         block = check_param(self.block_elements, "block_elements", caller, low=1, integer=True)
+        check_choice(self.summation, "summation", SUMMATIONS, caller)
+        tol = check_param(self.tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+        if self.summation == "fast":
+            _check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
         scale = max(1.0, float(np.max(np.abs(M))))
         sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
         aligned = bool(np.array_equal(M, W))
         for name, value in [("M", M), ("W", W), ("beta", beta), ("log_time_scale", c),
-                            ("block_elements", block), ("symmetric", sym), ("aligned", aligned)]:
+                            ("block_elements", block), ("tol", tol), ("symmetric", sym), ("aligned", aligned)]:
             object.__setattr__(self, name, value)
 
     # ---------------------------------------------------------------- constructors
@@ -301,19 +203,31 @@ class MultiHead:
         return x
 
     # ---------------------------------------------------------------- passes
-    def _pass(self, x: np.ndarray, h: int, kind_pass: str, transpose: bool = False) -> _Pass:
-        Mh = self.M[h].T if transpose else self.M[h]
-        # s_ij = <x_i, M x_j> = (x_i^T M) x_j, so the left factor is β X M; row-normalised
-        # ReLU weights do not depend on β > 0 (ReLU(βs) = β ReLU(s)), so β stays out of them
-        scale = 1.0 if (self.kind == "relu_rownorm" and kind_pass == "relu" and self.beta > 0) else self.beta
-        L = x @ (scale * Mh)
-        if kind_pass == "exp":
-            if self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N:
-                return _exp_pass_symmetric(L, x, self.block_elements)
-            return _exp_pass(L, x, self.block_elements)
-        return _relu_pass(L, x, self.block_elements)
+    def _exp_sums(self, x: np.ndarray, *, sources: np.ndarray | None = None, weights: np.ndarray | None = None,
+                  transpose: bool = False) -> list[HeadSums]:
+        """Z_i and softmax means of every head at targets x (sources default: x), weighted sources.
 
-    def _outputs_from(self, x: np.ndarray, h: int, p: _Pass) -> np.ndarray:
+        s_ij = <x_i, M y_j> = (x_i^T M) y_j: the logit matrix of head h is β M_h (β M_hᵀ transposed).
+        """
+        same = sources is None
+        y = x if same else sources
+        BM = self.beta * (self.M.transpose(0, 2, 1) if transpose else self.M)
+        return exp_sums(BM, x, y, weights, summation=self.summation, tol=self.tol,
+                        on_sphere=self.geom.on_sphere, block_elements=self.block_elements, same_points=same,
+                        symmetric=self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N)
+
+    def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
+        # row-normalised ReLU weights do not depend on β > 0 (ReLU(βs) = β ReLU(s)), so β stays out
+        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
+        return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
+
+    def _sums(self, x: np.ndarray) -> list[HeadSums]:
+        """The sums of the model's own kind, every head."""
+        if KINDS[self.kind] == "exp":
+            return self._exp_sums(x)
+        return [self._relu_sums(x, h) for h in range(self.n_heads)]
+
+    def _outputs_from(self, x: np.ndarray, h: int, p: HeadSums) -> np.ndarray:
         """f_i^h of the model's kind from a pass of the matching type."""
         n = x.shape[0]
         Wt = self.W[h].T
@@ -345,9 +259,9 @@ class MultiHead:
         x = self.check_x(x)
         return self._head_outputs(x)
 
-    def _head_outputs(self, x: np.ndarray) -> np.ndarray:
-        kp = KINDS[self.kind]
-        return np.stack([self._outputs_from(x, h, self._pass(x, h, kp)) for h in range(self.n_heads)])
+    def _head_outputs(self, x: np.ndarray, sums: list[HeadSums] | None = None) -> np.ndarray:
+        sums = self._sums(x) if sums is None else sums
+        return np.stack([self._outputs_from(x, h, p) for h, p in enumerate(sums)])
 
     def velocity(self, x) -> np.ndarray:
         r"""The field :math:`\dot x_i = P_{x_i} v_i` (sphere) or :math:`v_i` (flat), shape (n, d)."""
@@ -355,10 +269,10 @@ class MultiHead:
         return self._velocity(x)
 
     def _velocity(self, x: np.ndarray) -> np.ndarray:
-        kp = KINDS[self.kind]
-        v = self._outputs_from(x, 0, self._pass(x, 0, kp))
+        sums = self._sums(x)
+        v = self._outputs_from(x, 0, sums[0])
         for h in range(1, self.n_heads):
-            v += self._outputs_from(x, h, self._pass(x, h, kp))
+            v += self._outputs_from(x, h, sums[h])
         v *= self._velocity_scale(x.shape[0])
         return self.geom.project_tangent(x, v)
 
@@ -403,9 +317,7 @@ class MultiHead:
                 "which returns the finite part lim (E_h - 1/(2 beta)) there."
             )
         n = x.shape[0]
-        return np.array([logsumexp(self._pass(x, h, "exp").logz) for h in range(self.n_heads)]) - np.log(
-            2 * self.beta * n * n
-        )
+        return np.array([logsumexp(p.logz) for p in self._exp_sums(x)]) - np.log(2 * self.beta * n * n)
 
     def head_energies(self, x) -> np.ndarray:
         r"""Energies :math:`E_h = \frac{1}{2\beta n^2}\sum_{ij} e^{\beta s^h_{ij}}`, shape (H,).
@@ -434,22 +346,21 @@ class MultiHead:
         :math:`f_i/n^2` for aligned USA heads.
         """
         x = self.check_x(x)
-        return self._energy_gradient(x, [self._pass(x, h, "exp") for h in range(self.n_heads)])
+        return self._head_gradients(x, self._exp_sums(x)).sum(axis=0)
 
-    def _energy_gradient(self, x: np.ndarray, passes: list[_Pass]) -> np.ndarray:
-        g = self._head_gradient(x, 0, passes[0])
-        for h in range(1, self.n_heads):
-            g += self._head_gradient(x, h, passes[h])
-        return g
+    def _head_gradients(self, x: np.ndarray, sums: list[HeadSums]) -> np.ndarray:
+        """∇E_h (times e^{-c}) of every head, shape (H, n, d), from the heads' exp sums; the
+        transposed sums only if some M_h ≠ M_hᵀ."""
+        sums_t = None if self.symmetric else self._exp_sums(x, transpose=True)
+        return np.stack([self._head_gradient(x, h, sums[h], None if sums_t is None else sums_t[h])
+                         for h in range(self.n_heads)])
 
-    def _head_gradient(self, x: np.ndarray, h: int, p: _Pass) -> np.ndarray:
-        """∇E_h (times e^{-c}) from the head's exp pass; the transposed pass only if M_h ≠ M_hᵀ."""
+    def _head_gradient(self, x: np.ndarray, h: int, p: HeadSums, q: HeadSums | None) -> np.ndarray:
         n = x.shape[0]
         z = _safe_exp(p.logz - self.log_time_scale)
-        if self.symmetric:
+        if q is None:
             # s_ji = s_ij and M^T = M: both halves of the gradient coincide
             return z[:, None] * (p.mean @ self.M[h].T) / (n * n)
-        q = self._pass(x, h, "exp", transpose=True)
         zq = _safe_exp(q.logz - self.log_time_scale)
         return (z[:, None] * (p.mean @ self.M[h].T) + zq[:, None] * (q.mean @ self.M[h])) / (2 * n * n)
 
@@ -459,12 +370,27 @@ class MultiHead:
         Computed without the n×n matrix as :math:`\log Z_i - \beta\langle x_i, M\bar x_i\rangle`.
         """
         x = self.check_x(x)
-        return np.stack([self._entropy_from(x, h, self._pass(x, h, "exp")) for h in range(self.n_heads)])
+        return np.stack([self._entropy_from(x, h, p) for h, p in enumerate(self._exp_sums(x))])
 
-    def _entropy_from(self, x, h, p: _Pass) -> np.ndarray:
+    def _entropy_from(self, x, h, p: HeadSums) -> np.ndarray:
         ent = p.logz - self.beta * np.einsum("id,de,ie->i", x, self.M[h], p.mean)
         # H <= log n exactly; round-off can push a uniform row a few ulps over
         return np.clip(ent, 0.0, np.log(x.shape[0]))
+
+
+def _check_fast(M: np.ndarray, beta: float, kind: str, on_sphere: bool) -> None:
+    """Refuse summation='fast' up front where no head can take a fast route."""
+    if KINDS[kind] != "exp":
+        raise InvalidParameterError(
+            f"summation='fast' needs exponential heads; kind={kind!r} (ReLU) is not smooth and has no fast "
+            "path with a proven error. Use summation='exact' or 'auto'."
+        )
+    for h, Mh in enumerate(M):
+        info = fast_route(beta * Mh, on_sphere)
+        if info.route is None:
+            raise InvalidParameterError(
+                f"summation='fast' cannot be used for head {h}: {info.reason}. Use summation='auto' or 'exact'."
+            )
 
 
 def _safe_exp(a: np.ndarray) -> np.ndarray:

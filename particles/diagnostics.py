@@ -12,7 +12,12 @@ r"""Diagnostics of a multi-head state, computed from one pass per head.
   :math:`\cos\angle(f^h_i, x_i)`;
 - ``rd_margin`` (H, n): :math:`m^h_i = \|P f^h_i\|^2 - \|f^h_i\|\sum_{k\ne h}|a^k_i|` and
   ``rd_margin_min`` (H,): its minimum over tokens (Condition 8 holds iff all are >= 0);
-- ``entropy`` (H, n): softmax attention entropy :math:`H^h_i`.
+- ``entropy`` (H, n): softmax attention entropy :math:`H^h_i`;
+- ``summation_bound`` (H,): the bound on the relative error of every partition function
+  :math:`Z_i` of each head (0 where the sums were exact), and ``summation_fast`` (H,): 1
+  where the head took a fast route of :mod:`particles.summation`, else 0. Every other
+  diagnostic comes from the same sums, so it carries the same bound: energies and log-USA
+  weights to relative ``summation_bound``, softmax means to ``2 * summation_bound``.
 
 Rates and shadows of USA models are in the units scaled by :math:`e^{-c}` of
 ``model.log_time_scale`` (identity when c = 0). :func:`diagnostics_fn` wraps
@@ -42,6 +47,8 @@ DIAGNOSTICS = {
     "rd_margin": ("radial-dominance margin m_i^h", "1", ("head", "particle")),
     "rd_margin_min": ("minimum over tokens of the radial-dominance margin", "1", ("head",)),
     "entropy": ("softmax attention entropy H_i^h (nats)", "1", ("head", "particle")),
+    "summation_bound": ("bound on the relative error of the partition functions Z_i", "1", ("head",)),
+    "summation_fast": ("head evaluated by fast summation (1) or exactly (0)", "1", ("head",)),
 }
 
 
@@ -62,11 +69,8 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     x = model.check_x(x)
     n = x.shape[0]
     H = model.n_heads
-    exp_passes = [model._pass(x, h, "exp") for h in range(H)]
-    if KINDS[model.kind] == "exp":
-        f = np.stack([model._outputs_from(x, h, exp_passes[h]) for h in range(H)])
-    else:
-        f = model._head_outputs(x)
+    exp_passes = model._exp_sums(x)
+    f = model._head_outputs(x, exp_passes if KINDS[model.kind] == "exp" else None)
     v = f.sum(axis=0) * model._velocity_scale(n)
     xdot = model.geom.project_tangent(x, v)
     out: dict = {}
@@ -78,9 +82,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
         out["log_energy"] = np.full(H, np.inf)
         out["energy"] = model.head_energies(x)
     out["energy_multi"] = float(out["energy"].sum())
-    head_rate = np.empty(H)
-    for h in range(H):
-        head_rate[h] = np.sum(model._head_gradient(x, h, exp_passes[h]) * xdot)
+    head_rate = np.einsum("hid,id->h", model._head_gradients(x, exp_passes), xdot)
     out["head_energy_rate"] = head_rate
     out["energy_rate"] = float(head_rate.sum())
     out["kinetic"] = float(np.sum(xdot * xdot) / n)
@@ -96,6 +98,8 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     out["rd_margin"] = tang2 - fnorm * others
     out["rd_margin_min"] = out["rd_margin"].min(axis=1)
     out["entropy"] = np.stack([model._entropy_from(x, h, exp_passes[h]) for h in range(H)])
+    out["summation_bound"] = np.array([p.bound for p in exp_passes])
+    out["summation_fast"] = np.array([float(p.method != "exact") for p in exp_passes])
     if include is not None:
         out = {k: out[k] for k in include}
     return out

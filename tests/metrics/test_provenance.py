@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 
 import metrics
+import particles
 from particles import MultiHead, SaveAt, __version__, diagnostics_fn, sample_uniform, simulate
 
 cf_xarray = pytest.importorskip("cf_xarray")  # in the "test" extra
@@ -39,7 +40,8 @@ def test_provenance_attrs(datasets, kind):
         assert versions[dep] not in ("", "not installed"), dep
     config = json.loads(ds.attrs["config"])
     assert config and json.loads(ds.attrs["seeds"])
-    assert ds.attrs["summation"] == "exact" and ds.attrs["summation_error_bound"] == 0.0
+    assert ds.attrs["summation"] == "auto"  # the MultiHead default
+    assert ds.attrs["summation_error_bound"] == ds.attrs["summation_tol"] == particles.summation.DEFAULT_TOL
     assert ds.attrs["source"] == f"headflow {__version__}"
 
 
@@ -90,6 +92,13 @@ def test_zarr_round_trip(datasets, kind, tmp_path):
     ds.to_zarr(tmp_path / "x.zarr", consolidated=False)  # consolidated metadata is not in the zarr v3 spec
     with xr.open_zarr(tmp_path / "x.zarr", consolidated=False) as back:
         xr.testing.assert_identical(back.load(), ds)
+
+
+def test_exact_summation_is_recorded_with_bound_zero():
+    model = MultiHead.scalar([1.0], d=3, beta=1.0, summation="exact")
+    traj = simulate(sample_uniform(4, 3, 0), model, t1=0.1, dt=0.05)
+    ds = metrics.trajectory_to_dataset(traj, model)
+    assert ds.attrs["summation"] == "exact" and ds.attrs["summation_error_bound"] == 0.0
 
 
 def test_summation_paths_reports_finufft():
