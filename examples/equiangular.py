@@ -1,7 +1,7 @@
 """Equiangular tokens: particle runs against the reduced ODE of every attention kind.
 
 Equiangular data <x_i, x_j> = rho stays equiangular under scalar heads, and rho solves
-one ODE (THEORY.md §4) for softmax, USA, ReLU and row-normalised ReLU heads. We integrate
+one ODE (docs/theory.md §4) for softmax, USA, ReLU and row-normalised ReLU heads. We integrate
 the particles with RK4 (dt = 1e-3) and the ODE with DOP853 (rtol 1e-13) and report the
 largest gap; at beta = 0 the softmax solution is also checked against its closed form.
 

@@ -3,7 +3,7 @@
 One softmax head (M = W = I, beta = 2) from the density 1 + 0.5 cos(theta). The mean-field
 equation is solved once by finite volumes (1024 cells); for n = 16 ... 1024 tokens drawn
 i.i.d. from the same law we run the particle flow and measure W1 and W2 (POT, exact,
-geodesic cost) between mu_n(t) and mu(t). THEORY.md §6 predicts W1(mu_n(0), mu(0)) ~ n^{-1/2}
+geodesic cost) between mu_n(t) and mu(t). docs/theory.md §6 predicts W1(mu_n(0), mu(0)) ~ n^{-1/2}
 on S^1. Writes mean_field_limit.nc, a table and a figure of the rate.
 
 Run:  python examples/mean_field_limit.py --out outputs

@@ -1,4 +1,4 @@
-r"""The mean-field velocity and energy of a weighted measure (THEORY.md §6).
+r"""The mean-field velocity and energy of a weighted measure (docs/theory.md §6).
 
 For :math:`\mu = \sum_l w_l\delta_{y_l}` and query points :math:`x_k`:
 

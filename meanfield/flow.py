@@ -1,4 +1,4 @@
-r"""Wasserstein gradient ascent of :math:`E_{multi}` for measures on the sphere (THEORY.md §6).
+r"""Wasserstein gradient ascent of :math:`E_{multi}` for measures on the sphere (docs/theory.md §6).
 
 :math:`\partial_t\mu + \operatorname{div}(\mu\, v[\mu]) = \kappa^{-1}\Delta_S\mu`, solved by one of
 :data:`SCHEMES`. A scheme is a function ``scheme(mu0, model, ts, **options) -> MeanFieldResult``:

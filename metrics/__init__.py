@@ -6,7 +6,16 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
-from .dataset import COORDS, model_attrs, netcdf_safe, trajectory_to_dataset
+from .dataset import (
+    CONVENTIONS,
+    COORDS,
+    dependency_versions,
+    model_attrs,
+    netcdf_safe,
+    provenance,
+    summation_paths,
+    trajectory_to_dataset,
+)
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate
@@ -41,6 +50,10 @@ __all__ = [
     "n_clusters_batch",
     "silhouette",
     "COORDS",
+    "CONVENTIONS",
+    "provenance",
+    "dependency_versions",
+    "summation_paths",
     "model_attrs",
     "netcdf_safe",
     "trajectory_to_dataset",

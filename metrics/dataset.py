@@ -3,19 +3,40 @@
 Conventions (CF-style): dims ``time``, ``particle``, ``component``, ``head``; every
 variable and coordinate has ``long_name`` and ``units`` attrs (``"1"`` if dimensionless);
 run parameters are Dataset attrs, netCDF-safe (no None, booleans as int, arrays as lists
-of floats); ``title``, ``source`` and ``history`` are always set.
+of floats); ``title``, ``source``, ``history`` and ``Conventions`` are always set.
+
+Units are UDUNITS strings (``"1"`` when dimensionless: entropies are in nats, which is a
+dimensionless unit and not a UDUNITS symbol; ``"nat"`` would parse as nano-technical-atmospheres).
+``standard_name`` is set only where the CF table has one: none of the quantities here has one
+(model time is dimensionless, so it is not CF ``time``).
+
+Provenance (:func:`provenance`): every dataset also carries the full configuration of the run
+(``config``, JSON), the library and dependency versions (``headflow_version``, ``versions``),
+the seeds (``seeds``, JSON) and how the attention sums were evaluated (``summation``,
+``summation_error_bound``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.metadata
+import importlib.util
+import json
+import platform
 
 import numpy as np
 import xarray as xr
 
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
 
-__all__ = ["trajectory_to_dataset", "model_attrs", "netcdf_safe", "COORDS", "VARIABLES"]
+__all__ = ["trajectory_to_dataset", "model_attrs", "netcdf_safe", "provenance", "dependency_versions",
+           "summation_paths", "COORDS", "VARIABLES", "CONVENTIONS"]
+
+CONVENTIONS = "CF-1.10"
+
+#: distributions whose versions every dataset records (PyPI names)
+DEPENDENCIES = ("numpy", "scipy", "pot", "scikit-learn", "xarray", "netCDF4", "matplotlib", "tqdm",
+                "dask", "distributed", "zarr", "finufft")
 
 COORDS = {
     "time": {"long_name": "time", "units": "1"},
@@ -27,7 +48,7 @@ COORDS = {
 #: long name, units and trailing dims of every named variable a Dataset may hold
 VARIABLES = dict(DIAGNOSTICS)
 VARIABLES.update({
-    "mean_entropy": ("token-averaged softmax attention entropy", "nat", ("head",)),
+    "mean_entropy": ("token-averaged softmax attention entropy (nats)", "1", ("head",)),
     "n_clusters": ("number of clusters (eps-connected components)", "1", ()),
     "largest_cluster": ("mass of the largest cluster", "1", ()),
     "w2_to_uniform": ("sliced W2 distance to the uniform measure", "rad", ()),
@@ -56,6 +77,105 @@ def netcdf_safe(attrs: dict) -> dict:
     return out
 
 
+def _jsonable(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (np.integer, np.floating, np.bool_)):
+        return obj.item()
+    if callable(obj):
+        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+    return str(obj)
+
+
+def to_json(obj) -> str:
+    """JSON text of a config or seed record (numpy values, paths and callables made plain)."""
+    return json.dumps(obj, sort_keys=True, default=_jsonable)
+
+
+def dependency_versions() -> dict:
+    """Versions of Python, headflow and every dependency (``"not installed"`` when absent).
+
+    Read from the installed distributions' metadata, so nothing is imported.
+
+    >>> dependency_versions()["headflow"] == __version__
+    True
+    """
+    out = {"python": platform.python_version(), "headflow": __version__}
+    for name in DEPENDENCIES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def summation_paths(*, check_import: bool = False) -> dict:
+    """Which ways of evaluating the attention sums (:mod:`particles.summation`) are available.
+
+    ``"exact"`` (the blocked exact pass) always is; ``"finufft"`` (the fast NUFFT routes of
+    ``summation="fast"`` / ``"auto"``) needs the ``finufft`` package. With
+    ``check_import=True`` the package is imported (:func:`particles.summation.fast_available`:
+    slower, and catches a broken install), else only looked up.
+
+    >>> summation_paths()["exact"]
+    True
+    """
+    if check_import:
+        from particles.summation import fast_available
+
+        fast = fast_available()
+    else:
+        fast = importlib.util.find_spec("finufft") is not None
+    return {"exact": True, "finufft": fast}
+
+
+def _summation(model) -> tuple[str, float, float]:
+    """The model's summation mode, its tolerance and the bound on the relative error of every
+    partition function: 0 for the exact pass; ``tol`` for "fast" and "auto" (auto falls back to
+    the exact pass wherever the fast bound cannot meet ``tol``)."""
+    mode = str(getattr(model, "summation", "exact"))
+    tol = float(getattr(model, "tol", 0.0))
+    return mode, tol, (0.0 if mode == "exact" else tol)
+
+
+def provenance(*, config: dict | None = None, seeds: dict | None = None, model: MultiHead | None = None) -> dict:
+    """Provenance attrs of a dataset: config, versions, seeds, summation path, conventions.
+
+    Parameters
+    ----------
+    config : dict, optional
+        The full configuration of the run (stored as JSON in ``attrs["config"]``).
+    seeds : dict, optional
+        Seeds or SeedSequence entropies (JSON in ``attrs["seeds"]``).
+    model : particles.MultiHead, optional
+        Its summation mode, tolerance and error bound are recorded (exact pass: ``"exact"``, 0);
+        the bound actually met at each saved state is the ``summation_bound`` diagnostic.
+
+    Returns
+    -------
+    dict of netCDF-safe attrs
+
+    Examples
+    --------
+    >>> attrs = provenance(config={"beta": 1.0}, seeds={"x0": 0})
+    >>> json.loads(attrs["config"]), attrs["Conventions"], attrs["summation"]
+    ({'beta': 1.0}, 'CF-1.10', 'exact')
+    """
+    mode, tol, bound = _summation(model) if model is not None else ("exact", 0.0, 0.0)
+    versions = dependency_versions()
+    return netcdf_safe({
+        "Conventions": CONVENTIONS,
+        "headflow_version": __version__,
+        "python_version": versions["python"],
+        "versions": to_json(versions),
+        "config": to_json(config or {}),
+        "seeds": to_json(seeds or {}),
+        "summation": mode,
+        "summation_tol": tol,
+        "summation_error_bound": bound,
+    })
+
+
 def model_attrs(model: MultiHead) -> dict:
     """Run parameters of a model as netCDF-safe attrs (matrices flattened, with their shape)."""
     return netcdf_safe({
@@ -67,6 +187,8 @@ def model_attrs(model: MultiHead) -> dict:
         "log_time_scale": model.log_time_scale,
         "score_symmetric": model.symmetric,
         "value_aligned": model.aligned,
+        "summation": getattr(model, "summation", "exact"),
+        "summation_tol": float(getattr(model, "tol", 0.0)),
         "M": model.M,
         "W": model.W,
         "matrix_shape": list(model.M.shape),
@@ -76,12 +198,14 @@ def model_attrs(model: MultiHead) -> dict:
 
 
 def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, title: str = "headflow trajectory",
-                          attrs: dict | None = None) -> xr.Dataset:
+                          attrs: dict | None = None, config: dict | None = None,
+                          seeds: dict | None = None) -> xr.Dataset:
     """Convert a :class:`particles.Trajectory` into an ``xr.Dataset``.
 
     ``positions`` (time, particle, component) when stored; each saved statistic with the
     dims of :data:`particles.DIAGNOSTICS` when its name is known there, else generic dims
-    ``<name>_dim<k>``.
+    ``<name>_dim<k>``. The attrs carry :func:`provenance`: ``config`` (default: the model
+    and solver settings known from ``traj`` and ``model``) and ``seeds``.
 
     Examples
     --------
@@ -109,11 +233,14 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     for dim in ("particle", "component", "head"):
         if dim in ds.dims:
             ds = ds.assign_coords({dim: (dim, np.arange(ds.sizes[dim]), COORDS[dim])})
+    if config is None:
+        config = {"method": traj.method, "t0": float(traj.t[0]), "t1": float(traj.t[-1]), "n_saves": len(traj.t),
+                  "n_steps": traj.n_steps, "model": None if model is None else model_attrs(model)}
     base = {
         "title": title,
         "source": f"headflow {__version__}",
         "history": f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} created by headflow",
-        "Conventions": "CF-1.10",
+        **provenance(config=config, seeds=seeds, model=model),
         "status": traj.status,
         "message": traj.message,
         "method": traj.method,

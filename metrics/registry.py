@@ -40,7 +40,7 @@ METRICS = {
     "log_energy_multi": Metric(lambda x, w=None, model=None: float(np.logaddexp.reduce(model.log_head_energies(x))),
                                "log of the total energy", "1", True),
     "mean_entropy": Metric(lambda x, w=None, model=None: float(model.entropy(x).mean()),
-                           "token- and head-averaged attention entropy", "nat", True),
+                           "token- and head-averaged attention entropy (nats)", "1", True),
 }
 
 

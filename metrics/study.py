@@ -5,7 +5,7 @@ r"""The n → ∞ study: particle systems against the mean-field solution from t
 density for several seeds, runs the particle flow, and measures at each save time the
 exact :math:`W_1` and :math:`W_2` (POT, geodesic cost) between :math:`\mu_n(t)` and
 :math:`\mu(t)`, with energy, attention entropy and cluster count of each particle system.
-Theory (THEORY.md §6): :math:`W_1(\mu_n(0), \mu(0)) \sim n^{-1/2}` on S^1 and the gap grows at
+Theory (docs/theory.md §6): :math:`W_1(\mu_n(0), \mu(0)) \sim n^{-1/2}` on S^1 and the gap grows at
 most like :math:`e^{Lt}` after.
 """
 
@@ -19,7 +19,7 @@ from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError
 
 from .clustering import n_clusters
-from .dataset import model_attrs, netcdf_safe
+from .dataset import model_attrs, netcdf_safe, provenance
 from .transport import wasserstein
 
 __all__ = ["mean_field_limit_study", "sample_grid_measure"]
@@ -36,7 +36,7 @@ def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
 
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
-                           seed: int = 0) -> xr.Dataset:
+                           seed: int = 0, progress: bool = False) -> xr.Dataset:
     """Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -50,6 +50,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         Cells of the mean-field grid (its own error must stay below the n^{-1/2} gap).
     dt : float
         RK4 step of the particle runs.
+    progress : bool
+        tqdm progress bar over the (n, seed) particle runs.
     """
     if model.d != 2:
         raise InvalidParameterError(f"mean_field_limit_study runs on S^1: the model must have d = 2; got d = {model.d}.")
@@ -60,8 +62,15 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     shape = (len(n_values), n_seeds, len(ts))
     w1, w2, energy, entropy, clusters = (np.empty(shape) for _ in range(5))
     children = np.random.SeedSequence(seed).spawn(n_seeds)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(n_values) * n_seeds, desc="study", unit="run")
     for a, n in enumerate(n_values):
         for s, ss in enumerate(children):
+            if bar is not None:
+                bar.update(1)
             x0 = sample_grid_measure(mu0, int(n), np.random.default_rng(ss))
             traj = simulate(x0, model, t1=t1, dt=dt, save=SaveAt(ts=ts))
             for k, x in enumerate(traj.x):
@@ -72,13 +81,15 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                 energy[a, s, k] = model.energy(x)
                 entropy[a, s, k] = model.entropy(x).mean()
                 clusters[a, s, k] = n_clusters(x, eps=1e-3)
+    if bar is not None:
+        bar.close()
     dims = ("n_particles", "seed", "time")
     ds = xr.Dataset(
         {
             "w1": (dims, w1, {"long_name": "W1(mu_n(t), mu(t)), geodesic cost", "units": "rad"}),
             "w2": (dims, w2, {"long_name": "W2(mu_n(t), mu(t)), geodesic cost", "units": "rad"}),
             "energy": (dims, energy, {"long_name": "particle energy E_multi[mu_n]", "units": "1"}),
-            "mean_entropy": (dims, entropy, {"long_name": "token-averaged attention entropy", "units": "nat"}),
+            "mean_entropy": (dims, entropy, {"long_name": "token-averaged attention entropy (nats)", "units": "1"}),
             "n_clusters": (dims, clusters, {"long_name": "number of clusters (geodesic eps = 1e-3)", "units": "1"}),
             "energy_meanfield": (("time",), ref.energy, {"long_name": "mean-field energy E_multi[mu]", "units": "1"}),
         },
@@ -96,5 +107,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         "m_grid": m_grid, "dt": dt, "t1": t1, "seed_entropy": str(np.random.SeedSequence(seed).entropy),
         "w1_rate_at_t0": float(slope),
         **model_attrs(model),
+        **provenance(
+            config={"n_values": list(n_values), "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "m_grid": m_grid,
+                    "dt": dt, "seed": seed, "density_fn": density_fn, "model": model_attrs(model),
+                    "reference": "meanfield.wasserstein_ascent(scheme='fv_circle')"},
+            seeds={"entropy": str(np.random.SeedSequence(seed).entropy), "children": "SeedSequence(seed).spawn(n_seeds)"},
+            model=model),
     })
     return ds

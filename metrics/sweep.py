@@ -32,7 +32,7 @@ import xarray as xr
 from particles import MultiHead, SaveAt, __version__, diagnose, sample_uniform, simulate
 from particles.validation import InvalidParameterError, check_choice
 
-from .dataset import netcdf_safe
+from .dataset import netcdf_safe, provenance
 from .registry import METRICS
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS"]
@@ -213,7 +213,13 @@ def run_sweep(
         )
     if bar is not None:
         bar.close()
-    return _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
+    ds = _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
+    # the engine is left out: serial, process and dask runs of one config give identical datasets
+    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": n_saves, **key_settings}
+    probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
+    ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"},
+                               model=probe))
+    return ds
 
 
 def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:

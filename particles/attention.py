@@ -1,6 +1,6 @@
 r"""Multi-head self-attention as a vector field on the sphere (or in flat space).
 
-The model (THEORY.md §1). Tokens :math:`x_1..x_n` on :math:`S^{d-1}`, heads
+The model (docs/theory.md §1). Tokens :math:`x_1..x_n` on :math:`S^{d-1}`, heads
 :math:`h = 1..H` with score matrices :math:`M_h = Q_h^\top K_h` and value matrices
 :math:`W_h`, scores :math:`s^h_{ij} = \langle x_i, M_h x_j\rangle`. Head outputs
 
@@ -189,7 +189,7 @@ class MultiHead:
     # ---------------------------------------------------------------- constructors
     @classmethod
     def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
-        """Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (THEORY.md §4)."""
+        """Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
         lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
         if lam.ndim != 1:
             raise InvalidParameterError(f"lambdas must be a 1-D sequence; got shape {lam.shape}.")

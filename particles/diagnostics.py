@@ -2,7 +2,7 @@ r"""Diagnostics of a multi-head state, computed from one pass per head.
 
 :func:`diagnose` returns, for a state ``x`` of a :class:`~particles.MultiHead` model:
 
-- ``energy`` (H,) and ``log_energy`` (H,): :math:`E_h` and :math:`\log E_h` (THEORY.md §2);
+- ``energy`` (H,) and ``log_energy`` (H,): :math:`E_h` and :math:`\log E_h` (docs/theory.md §2);
   ``energy_multi``: :math:`\sum_h E_h`;
 - ``energy_rate``: the exact :math:`dE_{multi}/dt = \sum_i\langle\nabla_{x_i}E, \dot x_i\rangle`,
   ``head_energy_rate`` (H,): the same per head;
@@ -46,7 +46,7 @@ DIAGNOSTICS = {
     "cos_angle": ("cosine between head output and token", "1", ("head", "particle")),
     "rd_margin": ("radial-dominance margin m_i^h", "1", ("head", "particle")),
     "rd_margin_min": ("minimum over tokens of the radial-dominance margin", "1", ("head",)),
-    "entropy": ("softmax attention entropy H_i^h", "nat", ("head", "particle")),
+    "entropy": ("softmax attention entropy H_i^h (nats)", "1", ("head", "particle")),
     "summation_bound": ("bound on the relative error of the partition functions Z_i", "1", ("head",)),
     "summation_fast": ("head evaluated by fast summation (1) or exactly (0)", "1", ("head",)),
 }

@@ -1,4 +1,4 @@
-r"""Closed forms of THEORY.md §3–§5 and the special token configurations they use.
+r"""Closed forms of docs/theory.md §3–§5 and the special token configurations they use.
 
 Which kinds each result covers is stated in each docstring ("USA", "softmax", ...).
 
@@ -149,7 +149,7 @@ EQUIANGULAR_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
 
 
 def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
-    r"""Right-hand side :math:`\dot\rho` of the equiangular reduction (THEORY.md §4).
+    r"""Right-hand side :math:`\dot\rho` of the equiangular reduction (docs/theory.md §4).
 
     With :math:`p(\rho) = (1-\rho)((n-1)\rho+1)` and scalar heads :math:`\lambda_h`:
 

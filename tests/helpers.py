@@ -11,7 +11,7 @@ def random_symmetric(rng, H, d, scale=1.0):
 
 
 def dense_velocity(model, x):
-    """Reference velocity from the dense weight matrices (THEORY.md §1, written out)."""
+    """Reference velocity from the dense weight matrices (docs/theory.md §1, written out)."""
     n = x.shape[0]
     w = model.weights(x)
     scale = 1.0 / n if model.kind == "usa" else 1.0

@@ -1,4 +1,4 @@
-"""THEORY.md §2–§3: Theorem 11, its failure modes, Theorem 12, Theorems 16–17, cautions."""
+"""docs/theory.md §2–§3: Theorem 11, its failure modes, Theorem 12, Theorems 16–17, cautions."""
 
 import numpy as np
 import pytest
@@ -144,7 +144,7 @@ def test_one_softmax_head_rate(rng):
 
 
 def test_two_softmax_heads_caution_counterexample(rng):
-    """THEORY.md §2: with ≥ 2 softmax heads E_multi can decrease (n=4, d=3, H=2, β=1)."""
+    """docs/theory.md §2: with ≥ 2 softmax heads E_multi can decrease (n=4, d=3, H=2, β=1)."""
     M = np.array([np.diag([-0.071, -0.901, 0.906]), np.diag([0.059, 0.740, -0.662])])
     model = MultiHead(M, beta=1.0, kind="softmax")
     rates = [diagnose(model, sample_uniform(4, 3, rng), include=["energy_rate"])["energy_rate"] for _ in range(3000)]

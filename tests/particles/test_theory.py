@@ -1,4 +1,4 @@
-"""THEORY.md §4–§5 closed forms against particle simulations (§7 items 3–6)."""
+"""docs/theory.md §4–§5 closed forms against particle simulations (§7 items 3–6)."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,62 @@
+"""The documentation: every page in the nav exists, every API directive resolves, no link leaves the repo."""
+
+import importlib
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _nav_files(nav):
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            yield from _nav_files(value)
+        else:
+            yield value
+
+
+def _config():
+    yaml = pytest.importorskip("yaml")  # PyYAML comes with dask, in the "test" extra
+    return yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+
+
+def test_nav_pages_exist():
+    pages = [p for p in _nav_files(_config()["nav"]) if not p.startswith("gallery/")]  # gallery: generated
+    assert "theory.md" in pages
+    for page in pages:
+        assert (DOCS / page).is_file(), page
+
+
+def test_api_directives_resolve():
+    for page in (DOCS / "api").glob("*.md"):
+        for target in re.findall(r"^::: ([\w.]+)", page.read_text(), re.M):
+            module, _, attr = target.rpartition(".")
+            try:
+                importlib.import_module(target)
+            except ModuleNotFoundError:
+                assert hasattr(importlib.import_module(module), attr), (page.name, target)
+
+
+def test_docs_stay_in_the_repository():
+    for page in DOCS.rglob("*.md"):
+        text = page.read_text()
+        assert "../shared" not in text and "THEORY.md" not in text, page
+
+
+def test_every_example_is_in_the_gallery():
+    hook = (DOCS / "_hooks" / "gallery.py").read_text()
+    assert 'glob("*.py")' in hook  # the gallery is generated from examples/, so it cannot miss one
+    assert [p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_")]
+
+
+@pytest.mark.slow
+def test_mkdocs_build_strict(tmp_path):
+    pytest.importorskip("mkdocs")  # the "docs" extra
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path)], cwd=ROOT, check=True)
+    assert (tmp_path / "theory" / "index.html").is_file() and (tmp_path / "gallery" / "flagship" / "index.html").is_file()

@@ -1,0 +1,84 @@
+"""Packaging: one version source, py.typed markers, the umbrella import, citation and changelog."""
+
+import importlib
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+import particles
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+PACKAGES = PYPROJECT["tool"]["setuptools"]["packages"]
+
+
+def test_one_version_source():
+    assert "version" not in PYPROJECT["project"] and "version" in PYPROJECT["project"]["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "particles.__version__"}
+    import headflow
+    import meanfield
+    import metrics
+
+    assert headflow.__version__ == particles.__version__
+    assert not hasattr(meanfield, "__version__") and not hasattr(metrics, "__version__")  # no second copy
+    cff = (ROOT / "CITATION.cff").read_text()
+    assert re.search(rf"^version: {re.escape(particles.__version__)}$", cff, re.M)
+    assert f"## [{particles.__version__}]" in (ROOT / "CHANGELOG.md").read_text()
+
+
+@pytest.mark.parametrize("package", ["particles", "meanfield", "metrics", "headflow"])
+def test_py_typed(package):
+    assert package in PACKAGES
+    assert (ROOT / package / "py.typed").is_file()
+    assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["*"]
+
+
+def test_console_script_resolves():
+    target = PYPROJECT["project"]["scripts"]["headflow"]
+    module, func = target.split(":")
+    assert callable(getattr(importlib.import_module(module), func))
+
+
+def test_umbrella_import_is_lazy_and_identical():
+    code = ("import sys, json, headflow; light = sorted(sys.modules); import metrics; "
+            "print(json.dumps({'light': light, 'same': headflow.metrics is metrics, "
+            "'file': headflow.particles.__file__}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    info = json.loads(out.stdout)
+    loaded = {m.split(".")[0] for m in info["light"]}
+    assert not loaded & {"metrics", "meanfield", "xarray", "ot", "sklearn"}, loaded
+    assert info["same"] and pathlib.Path(info["file"]).resolve().is_relative_to(ROOT)
+
+
+def test_umbrella_detects_a_shadowing_package(tmp_path):
+    fake = tmp_path / "metrics"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('"""code metrics, not headflow"""\n')
+    code = (f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(ROOT)!r}]; import headflow\n"
+            "try:\n    headflow.metrics\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "is not headflow's" in out.stdout and "pip uninstall metrics" in out.stdout, out.stdout + out.stderr
+
+
+def test_umbrella_unknown_attribute():
+    import headflow
+
+    with pytest.raises(AttributeError, match="its layers are"):
+        headflow.plotting
+
+
+def test_readme_links_stay_in_the_repository():
+    text = (ROOT / "README.md").read_text()
+    assert "../" not in text
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        if not target.startswith(("http://", "https://")):
+            assert (ROOT / target).exists(), target
