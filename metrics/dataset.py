@@ -187,8 +187,6 @@ def model_attrs(model: MultiHead) -> dict:
         "log_time_scale": model.log_time_scale,
         "score_symmetric": model.symmetric,
         "value_aligned": model.aligned,
-        "summation": getattr(model, "summation", "exact"),
-        "summation_tol": float(getattr(model, "tol", 0.0)),
         "M": model.M,
         "W": model.W,
         "matrix_shape": list(model.M.shape),
