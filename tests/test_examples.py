@@ -14,7 +14,7 @@ def test_flagship_quick(tmp_path, monkeypatch):
     ds = flagship.main(["--out", str(tmp_path), "--quick"])
     back = xr.open_dataset(tmp_path / "flagship.nc")
     xr.testing.assert_identical(back.load(), ds)
-    for name in ("clusters_energy_entropy", "spacetime", "theorem11_residual", "meanfield"):
+    for name in ("clusters_energy_entropy", "spacetime", "theorem11_residual", "meanfield", "large_n"):
         assert (tmp_path / f"flagship_{name}.png").stat().st_size > 10_000, name
     assert not list(tmp_path.glob("*.part"))
     assert ds.sizes["seed"] >= 2 and ds.sizes["n_particles"] >= 2  # error bars over seeds
@@ -28,6 +28,13 @@ def test_flagship_quick(tmp_path, monkeypatch):
         assert mf.w1.dims == ("n_particles", "seed", "time") and "energy_meanfield" in mf
         w1 = mf.w1.isel(time=0).mean("seed").values
         assert w1[-1] < w1[0]  # more tokens, closer to the mean field
+    with xr.open_dataset(tmp_path / "flagship_large_n.nc") as big:
+        # the large-n run took the fast route at every save, within its bound, and follows the mean field
+        assert big.attrs["summation_fast_fraction"] == 1.0
+        assert 0 < big.attrs["summation_bound_max"] <= flagship.QUICK["large_n"]["tol"]
+        assert float(big.w1_to_meanfield.max()) < 0.05
+        E, Emf = big.energy_multi.values, big.energy_meanfield.values
+        assert np.all(np.diff(E) > 0) and np.max(np.abs(E / Emf - 1)) < 0.05
 
 
 @pytest.mark.slow
@@ -40,6 +47,10 @@ def test_flagship_full(tmp_path):
     assert float(final.max()) < float(ds.n_particles.min()) / 4  # ... but the tokens did cluster
     with xr.open_dataset(tmp_path / "flagship_meanfield.nc") as mf:
         assert -0.8 < mf.attrs["w1_rate_at_t0"] < -0.3
+    with xr.open_dataset(tmp_path / "flagship_large_n.nc") as big:
+        # 2e5 tokens: W1 to the mean field at the scale of the grid and of n^-1/2, not of n = 256
+        assert float(big.w1_to_meanfield.max()) < 0.02
+        assert big.attrs["exact_run_hours_extrapolated"] > 1.0
 
 
 def test_critical_beta_example(tmp_path):
