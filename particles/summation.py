@@ -635,6 +635,12 @@ def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, on_s
                 for h in g.heads:
                     reasons[h] = f"{g.n_modes} Fourier modes exceed the memory guard (beta ||M|| too large)"
                 continue
+            t_fast, t_exact = _cost(g, m, sources.shape[0], sources.shape[1], eps_n)
+            if summation == "auto" and t_fast > t_exact:
+                for h in g.heads:
+                    reasons[h] = (f"the exact pass is cheaper here (estimated {t_exact:.2g} s against {t_fast:.2g} s "
+                                  f"for {g.n_modes} Fourier modes)")
+                continue
             norm_c = float(np.sum(g.c))
             for h, TS, off, merr in zip(g.heads, _run_group(g, sources, eps_n), g.offset, g.model_err):
                 err = (merr + NUFFT_SAFETY * np.sqrt(2.0) * 2 * eps_n) * norm_c
@@ -668,6 +674,23 @@ def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, on_s
         if not retry:
             break
         by_eps.update(retry)
+
+
+# cost model of "auto" (seconds, one core; fitted to benchmarks/bench_fastsum.py on a 2-core x86 machine)
+_EXACT_PAIR_SECONDS = 7e-9  # one (target, source) pair of one head: GEMM share + exp
+_POINT_SECONDS = 1.5e-7  # per non-uniform point and transform: sorting, bookkeeping
+_KERNEL_SECONDS = 6e-10  # per point, transform and entry of the w^r spreading stencil
+_FFT_SECONDS = 3e-8  # per fine-grid point and transform, FFT and deconvolution
+
+
+def _cost(g: _Group, m: int, n: int, d: int, eps: float) -> tuple[float, float]:
+    """Estimated seconds of the group's transforms and of the exact pass of its heads."""
+    nv = (d + 2) // 2
+    w = min(16, int(np.ceil(-np.log10(eps))) + 1)  # FINUFFT's kernel width for this tolerance
+    r = len(g.n_modes)
+    per_point = _POINT_SECONDS + _KERNEL_SECONDS * w**r
+    t_fast = nv * (n + len(g.heads) * m) * per_point + nv * (1 + len(g.heads)) * _fine_grid(g.n_modes) * _FFT_SECONDS
+    return t_fast, _EXACT_PAIR_SECONDS * m * n * len(g.heads)
 
 
 def _nufft_eps(eps_kernel: float) -> float:
