@@ -210,7 +210,7 @@ def test_auto_falls_back_and_says_why(rng, caplog):
     (p,) = model._exp_sums(x3)
     assert p.method == "exact" and "cheaper" in p.reason
     # at moderate beta and above the size threshold on a benign state, auto takes the fast route
-    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")._exp_sums(x3)
+    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")._exp_sums(sample_uniform(6000, 3, rng))
     assert p.method == "scalar" and p.bound <= DEFAULT_TOL
 
 
