@@ -108,8 +108,9 @@ class MultiHead:
     summation : {"auto", "exact", "fast"}
         How the exponential sums are evaluated (:mod:`particles.summation`): ``"fast"``
         raises if a head has no fast route (ReLU kinds, rank > 3, d > 3 scalar heads) or its
-        bound cannot meet ``tol``; ``"auto"`` falls back to exact there, and below
-        about 2000 tokens, logging why.
+        bound cannot meet ``tol``; ``"auto"`` falls back to exact there and wherever its
+        cost model finds the exact pass cheaper (below ~2000 tokens, or a few thousand at
+        large β on S^2), logging why on the ``headflow.summation`` logger.
     tol : float in (0, 1)
         Bound on the relative error of every partition function :math:`Z_i` on the fast
         path (velocities err by at most ``2 * tol * max|W|``).
