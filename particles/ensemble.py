@@ -10,7 +10,9 @@ time would be dominated by Python overhead.
 Cost and memory: O(S n² H) exps per evaluation, done in chunks of ``chunk`` systems, so
 memory is O(chunk · n²). Softmax logits are shifted by the Cauchy–Schwarz bound
 :math:`\beta\|M^\top x_i\|` (no max pass, no overflow); USA heads are not supported here
-(their scale is system-dependent: use :class:`MultiHead` per system).
+(their scale is system-dependent: use :class:`MultiHead` per system). The sums are always
+exact: at n ≲ 100 per system the NUFFT set-up of :mod:`particles.summation` costs more than
+the n² exps it would save, so the fast path does not help here.
 """
 
 from __future__ import annotations
