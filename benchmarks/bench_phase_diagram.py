@@ -37,28 +37,21 @@ def initial(S, seed):
 
 
 def anchor_one(x, beta, dt=0.1):
-    """The anchors' scheme for one system: projected Euler, dense softmax."""
-    for _ in range(int(round(T_FINAL / dt))):
-        s = beta * (x @ x.T)
-        p = np.exp(s - s.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        v = p @ x
-        v -= np.sum(v * x, axis=1, keepdims=True) * x
-        x = x + dt * v
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x
+    """The anchors' scheme for one system: projected Euler, dense softmax (a stack of one)."""
+    return anchor_batched(x[None], beta, dt)[0]
 
 
 def anchor_batched(x, beta, dt=0.1):
-    """The anchors' scheme for all systems of one beta at once: x of shape (S, n, d)."""
+    """The anchors' scheme, projected Euler with dense softmax, for all systems of one beta
+    at once: x of shape (S, n, d), one batched matmul per step."""
     for _ in range(int(round(T_FINAL / dt))):
         s = beta * (x @ x.transpose(0, 2, 1))
-        p = np.exp(s - s.max(axis=2, keepdims=True))
-        p /= p.sum(axis=2, keepdims=True)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
         v = p @ x
-        v -= np.sum(v * x, axis=2, keepdims=True) * x
+        v -= np.sum(v * x, axis=-1, keepdims=True) * x
         x = x + dt * v
-        x /= np.linalg.norm(x, axis=2, keepdims=True)
+        x /= np.linalg.norm(x, axis=-1, keepdims=True)
     return x
 
 

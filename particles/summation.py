@@ -513,8 +513,8 @@ def exp_sums(BM: np.ndarray, targets: np.ndarray, sources: np.ndarray, w: np.nda
     Parameters
     ----------
     BM : ndarray of shape (H, d, d)
-        Logit matrices :math:`\beta M_h^\top`-transposed convention: the logit of target i and
-        source j is :math:`\langle x_i, B_h y_j\rangle` with ``B_h = BM[h]``.
+        Logit matrices: the logit of target i and source j under head h is
+        :math:`\langle x_i, B_h y_j\rangle` with ``B_h = BM[h]`` (β M_h for a model's rows).
     targets : ndarray of shape (m, d)
     sources : ndarray of shape (n, d)
     w : ndarray of shape (n,) or None
