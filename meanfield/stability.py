@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ive
 
-from particles.validation import check_choice, check_param
+from particles.validation import InvalidParameterError, check_choice, check_param
 
 __all__ = ["uniform_growth_rate", "critical_kappa"]
 
@@ -36,12 +36,24 @@ def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1) ->
     beta = check_param(beta, "beta", "uniform_growth_rate", low=0.0)
     check_choice(kind, "kind", ("usa", "softmax"), "uniform_growth_rate")
     kappa = check_param(kappa, "kappa", "uniform_growth_rate", low=0.0, low_open=True, allow_inf=True)
-    mu = lam if mu is None else mu
+    lam = check_param(lam, "lam", "uniform_growth_rate")
+    mu = lam if mu is None else check_param(mu, "mu", "uniform_growth_rate")
+    k = check_param(k, "k", "uniform_growth_rate", low=1, integer=True)
     a = beta * lam
     return float(k * k * (mu * _ratio(k, a, kind) - 1.0 / kappa))
 
 
 def critical_kappa(beta, lam, mu=None, *, kind="usa") -> float:
     r""":math:`\kappa^* = a Z_0/(\mu I_1(a))`: the uniform measure is linearly stable iff κ < κ*."""
-    mu = lam if mu is None else mu
-    return float(1.0 / (mu * _ratio(1, beta * lam, kind)))
+    caller = "critical_kappa"
+    beta = check_param(beta, "beta", caller, low=0.0)
+    lam = check_param(lam, "lam", caller)
+    mu = lam if mu is None else check_param(mu, "mu", caller)
+    check_choice(kind, "kind", ("usa", "softmax"), caller)
+    rate = mu * _ratio(1, beta * lam, kind)
+    if not rate > 0:
+        raise InvalidParameterError(
+            f"critical_kappa needs an attracting head (mu I_1(a)/(a Z_0) > 0); got {rate:g}: the uniform state "
+            "is then stable for every kappa."
+        )
+    return float(1.0 / rate)
