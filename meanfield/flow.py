@@ -365,11 +365,44 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     """
     check_choice(scheme, "scheme", SCHEMES, "wasserstein_ascent")
     _check_model(model)
+    t0 = check_param(t0, "t0", "wasserstein_ascent")
     t1 = check_param(t1, "t1", "wasserstein_ascent")
     if t1 <= t0:
         raise InvalidParameterError(f"t1 must be greater than t0 = {t0:g}; got {t1:g}.")
     n_saves = check_param(n_saves, "n_saves", "wasserstein_ascent", low=2, integer=True)
     ts = np.linspace(t0, t1, n_saves)
+    _check_options(scheme, mu0, options)
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)
+
+
+#: options each scheme accepts (an unknown option is a typo: refused, not ignored)
+_OPTIONS = {"lagrangian": {"dt", "method"}, "fv_circle": {"cfl", "kappa", "max_steps"},
+            "fv_sphere": {"cfl", "kappa", "max_steps"}, "jko": {"dt", "gamma", "kappa"}}
+
+
+def _check_options(scheme, mu0, options):
+    """Validate the scheme options of wasserstein_ascent once, at the boundary."""
+    caller = "wasserstein_ascent"
+    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure)):
+        raise InvalidParameterError(
+            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure or GridMeasure; got {type(mu0).__name__}."
+        )
+    unknown = set(options) - _OPTIONS[scheme]
+    if unknown:
+        raise InvalidParameterError(
+            f"scheme {scheme!r} of {caller} takes the options {sorted(_OPTIONS[scheme])}; got unknown {sorted(unknown)}."
+        )
+    if "kappa" in options:
+        options["kappa"] = check_param(options["kappa"], "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    if "cfl" in options:
+        options["cfl"] = check_param(options["cfl"], "cfl", caller, low=0.0, high=1.0, low_open=True)
+    if "max_steps" in options:
+        options["max_steps"] = check_param(options["max_steps"], "max_steps", caller, low=1, integer=True)
+    if options.get("dt") is not None:
+        options["dt"] = check_param(options["dt"], "dt", caller, low=0.0, low_open=True)
+    if "method" in options:
+        from particles import STEPPERS
+
+        check_choice(options["method"], "method", STEPPERS, caller)

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from particles.validation import InvalidParameterError, check_param, check_points, check_weights
+from particles.validation import (
+    InvalidParameterError,
+    check_callable,
+    check_param,
+    check_points,
+    check_real_array,
+    check_returned,
+    check_weights,
+)
 
 __all__ = ["EmpiricalMeasure", "GridMeasure", "circle_grid", "fibonacci_sphere"]
 
@@ -70,7 +78,10 @@ class GridMeasure:
 
     def __post_init__(self):
         x = check_points(self.points, "points", "GridMeasure")
-        areas = np.asarray(self.areas, dtype=np.float64)
+        areas = check_real_array(self.areas, "areas", "GridMeasure", min_size=0)
+        if self.mass is None:
+            raise InvalidParameterError("mass of GridMeasure is required (cell masses summing to 1); "
+                                        "use GridMeasure.from_density for a density.")
         if areas.shape != (len(x),) or np.any(areas <= 0):
             raise InvalidParameterError(f"areas must be positive with shape ({len(x)},); got shape {areas.shape}.")
         object.__setattr__(self, "points", x)
@@ -80,7 +91,9 @@ class GridMeasure:
     @classmethod
     def from_density(cls, points, areas, density_fn) -> GridMeasure:
         """Cell masses ∝ density_fn(points) · areas (normalised to 1)."""
-        rho = np.asarray(density_fn(np.asarray(points)), dtype=np.float64)
+        check_callable(density_fn, "density_fn", "GridMeasure.from_density", signature="density_fn(points) -> (m,)")
+        points = check_points(points, "points", "GridMeasure.from_density")
+        rho = check_returned(density_fn(points), "density_fn(points)", (len(points),), "GridMeasure.from_density")
         if np.any(rho < 0) or not np.all(np.isfinite(rho)):
             raise InvalidParameterError("density_fn must return finite non-negative values.")
         p = rho * np.asarray(areas)

@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import gammaln, ive
 
 from particles import MultiHead
-from particles.validation import InvalidParameterError, check_choice, check_model, check_param
+from particles.validation import InvalidParameterError, check_choice, check_model, check_param, check_real_array
 
 __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
 
@@ -80,8 +80,9 @@ def _ratio(l: int, a: float, kind: str, d: int) -> float:
 
 
 def _heads(lam, mu, caller):
-    lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
-    mu = lam.copy() if mu is None else np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    lam = np.atleast_1d(check_real_array(lam, "lam", caller, ndim=(0, 1), expected="one strength per head"))
+    mu = lam.copy() if mu is None else np.atleast_1d(
+        check_real_array(mu, "mu", caller, ndim=(0, 1), expected="one strength per head"))
     if lam.ndim != 1 or mu.shape != lam.shape:
         raise InvalidParameterError(
             f"lam and mu of {caller} must be scalars or 1-D arrays of one strength per head of the same "

@@ -21,6 +21,13 @@ __all__ = ["AttnAccessor", "model_from_attrs"]
 
 def model_from_attrs(attrs: dict) -> MultiHead:
     """Rebuild the :class:`particles.MultiHead` recorded by :func:`metrics.model_attrs`."""
+    from collections.abc import Mapping
+
+    from particles.validation import InvalidParameterError
+
+    fix = "build the Dataset with metrics.trajectory_to_dataset(traj, model)."
+    if not isinstance(attrs, Mapping):
+        raise InvalidParameterError(f"attrs of model_from_attrs must be a dict (ds.attrs); got {type(attrs).__name__}.")
     try:
         shape = tuple(int(s) for s in np.atleast_1d(attrs["matrix_shape"]))
         M = np.asarray(attrs["M"], dtype=float).reshape(shape)
@@ -29,9 +36,11 @@ def model_from_attrs(attrs: dict) -> MultiHead:
                          log_time_scale=float(attrs["log_time_scale"]), summation=str(attrs.get("summation", "auto")),
                          tol=float(attrs.get("summation_tol", DEFAULT_TOL)))
     except KeyError as exc:
-        raise ValueError(
-            f"the Dataset attrs lack {exc.args[0]!r}: build it with metrics.trajectory_to_dataset(traj, model)."
-        ) from None
+        raise InvalidParameterError(f"the Dataset attrs lack {exc.args[0]!r}: {fix}") from None
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"the Dataset attrs do not describe a valid model ({exc}): {fix}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidParameterError(f"the Dataset attrs are malformed ({type(exc).__name__}: {exc}): {fix}") from None
 
 
 @xr.register_dataset_accessor("attn")
@@ -43,7 +52,9 @@ class AttnAccessor:
 
     def _positions(self) -> xr.DataArray:
         if "positions" not in self._ds:
-            raise ValueError("ds.attn needs a 'positions' variable (time, particle, component); "
+            from particles.validation import InvalidParameterError
+
+            raise InvalidParameterError("ds.attn needs a 'positions' variable (time, particle, component); "
                              "simulate with SaveAt(x=True).")
         return self._ds["positions"]
 

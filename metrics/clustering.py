@@ -1,28 +1,129 @@
-r"""Cluster structure of point clouds on the sphere, through scikit-learn.
+r"""Cluster structure of point clouds on the sphere, in O(n d) memory.
 
 Clusters are the connected components of the graph joining points at geodesic distance
-:math:`\le \varepsilon` (DBSCAN with ``min_samples=1``). On the unit sphere the geodesic
-threshold ε is the chord threshold :math:`2\sin(\varepsilon/2)`, so the neighbour search
-runs on Euclidean coordinates with a tree (no n×n distance matrix).
+:math:`\le \varepsilon` (single linkage at ε; DBSCAN with ``min_samples=1``). On the unit
+sphere the geodesic threshold ε is the chord threshold :math:`c = 2\sin(\varepsilon/2)`.
+
+The components are found without listing neighbourhoods (a collapsed cluster of n points
+has n² neighbour pairs, which is what made DBSCAN grow as n²): points are binned into
+cubes of side :math:`c/(2\sqrt d)`, whose diameter :math:`c/2` makes every cube one
+connected set; cubes whose representatives are within :math:`2c` are candidate edges
+(a KD-tree on the representatives), and a candidate edge is kept if its representatives
+are within c or, failing that, if the nearest pair across the two cubes is (a KD-tree on
+the larger cube). This is the exact grid algorithm of Gan & Tao (SIGMOD 2015) with a tree
+in place of the 3^d neighbour-cube enumeration. Memory is O(n d) plus the candidate edges.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import InvalidParameterError, check_param, check_points, check_weights
+from particles.validation import (
+    InvalidParameterError,
+    check_param,
+    check_points,
+    check_real_array,
+    check_weights,
+)
 
 __all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
 
+#: entries of one (block x n) distance tile of :func:`silhouette` (32 MiB of float64)
+SILHOUETTE_BLOCK_ELEMENTS = 2**22
+
+
+def _chord(eps: float) -> float:
+    return 2.0 * np.sin(eps / 2.0)
+
+
+def _components(x: np.ndarray, chord: float) -> np.ndarray:
+    """Labels 0..k-1 (arbitrary order) of the chord-``chord`` connected components of rows x."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    n, d = x.shape
+    side = chord / (2.0 * np.sqrt(d))
+    if side > 1e-12:
+        keys = np.floor(x / side).astype(np.int64)
+        reach = 2.0 * chord  # rep-to-rep bound: c/2 + c + c/2
+    else:  # ε below round-off: only exact duplicates share a cube
+        keys = x
+        reach = chord
+    _, group, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    group = group.ravel()
+    n_groups = counts.size
+    if n_groups == 1:
+        return np.zeros(n, dtype=np.int64)
+    first = np.empty(n_groups, dtype=np.int64)
+    first[group[::-1]] = np.arange(n - 1, -1, -1)
+    reps = x[first]
+    pairs = cKDTree(reps).query_pairs(reach, output_type="ndarray")
+    if pairs.size == 0:
+        return group.astype(np.int64)
+    gap = np.sqrt(np.einsum("ij,ij->i", reps[pairs[:, 0]] - reps[pairs[:, 1]], reps[pairs[:, 0]] - reps[pairs[:, 1]]))
+    direct = gap <= chord
+    edges = [pairs[direct]]
+    # pairs whose representatives are farther than c: decide from the nearest cross pair
+    maybe = pairs[~direct & ((counts[pairs[:, 0]] > 1) | (counts[pairs[:, 1]] > 1))]
+    if maybe.size:
+        graph = coo_matrix((np.ones(len(edges[0])), (edges[0][:, 0], edges[0][:, 1])), shape=(n_groups, n_groups))
+        _, comp = connected_components(graph, directed=False)
+        parent = {}
+
+        def find(a):
+            while parent.get(a, a) != a:
+                a = parent[a]
+            return a
+
+        order = np.argsort(group, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        members = lambda g: x[order[starts[g]: starts[g + 1]]]  # noqa: E731
+        kept = []
+        for ga, gb in maybe:
+            ra, rb = find(comp[ga]), find(comp[gb])
+            if ra == rb:
+                continue
+            A, B = members(ga), members(gb)
+            if len(A) > len(B):
+                A, B = B, A
+            dist, _ = cKDTree(B).query(A, k=1)
+            if float(dist.min()) <= chord:
+                parent[ra] = rb
+                kept.append((ga, gb))
+        if kept:
+            edges.append(np.asarray(kept, dtype=pairs.dtype))
+    e = np.concatenate(edges)
+    graph = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(n_groups, n_groups))
+    _, comp = connected_components(graph, directed=False)
+    return comp[group].astype(np.int64)
+
+
+def _by_first_appearance(labels: np.ndarray) -> np.ndarray:
+    """Relabel 0..k-1 in order of first appearance (deterministic labels)."""
+    values, first = np.unique(labels, return_index=True)
+    rank = np.empty(values.size, dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(values.size)
+    return rank[np.searchsorted(values, labels)]
+
 
 def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
-    r"""Labels 0..k−1 of the ε-connected components (geodesic ε) of ``x``.
+    r"""Labels 0..k−1 of the ε-connected components (geodesic ε) of ``x``, by first appearance.
 
     Parameters
     ----------
     x : ndarray of shape (n, d), unit rows
     eps : float in (0, π]
         Geodesic linking distance.
+
+    Returns
+    -------
+    ndarray of shape (n,), int64
+
+    Notes
+    -----
+    O(n d) memory (module docstring), so a collapsed state of 10⁶ tokens costs as much as a
+    spread one.
 
     Examples
     --------
@@ -31,52 +132,79 @@ def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
     >>> cluster_labels(x).tolist()
     [0, 0, 1]
     """
-    from sklearn.cluster import DBSCAN
-
     x = check_points(x, "x", "cluster_labels", atol=1e-8)
     eps = check_param(eps, "eps", "cluster_labels", low=0.0, high=np.pi, low_open=True)
-    chord = 2.0 * np.sin(eps / 2.0)
-    labels = DBSCAN(eps=chord, min_samples=1, metric="euclidean").fit(x).labels_
-    # relabel by first appearance so that labels are deterministic
-    _, first = np.unique(labels, return_index=True)
-    order = np.argsort(np.argsort(first))
-    return order[np.searchsorted(np.unique(labels), labels)]
+    return _by_first_appearance(_components(x, _chord(eps)))
 
 
 def n_clusters(x, weights=None, *, eps: float = 1e-2) -> int:
-    r"""Number of ε-connected components :math:`k` (weights are ignored: components are
-    a property of the support)."""
-    return int(cluster_labels(x, eps=eps).max() + 1)
+    r"""Number of ε-connected components :math:`k` (weights are validated but do not change
+    the count: components are a property of the support)."""
+    x = check_points(x, "x", "n_clusters", atol=1e-8)
+    check_weights(weights, len(x), caller="n_clusters")
+    eps = check_param(eps, "eps", "n_clusters", low=0.0, high=np.pi, low_open=True)
+    return int(np.unique(_components(x, _chord(eps))).size)
 
 
 def cluster_sizes(x, weights=None, *, eps: float = 1e-2) -> np.ndarray:
-    r"""Mass of each cluster, :math:`\sum_{i\in C_k} w_i`, sorted decreasingly (sums to 1)."""
+    r"""Mass of each cluster, :math:`\sum_{i\in C_k} w_i`, sorted decreasingly (sums to 1); O(n d) memory."""
+    x = check_points(x, "x", "cluster_sizes", atol=1e-8)
+    w = check_weights(weights, len(x), caller="cluster_sizes")
     labels = cluster_labels(x, eps=eps)
-    w = check_weights(weights, len(labels), caller="cluster_sizes")
     return np.sort(np.bincount(labels, weights=w))[::-1]
 
 
 def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
-    r"""Mean silhouette coefficient with the geodesic metric (scikit-learn).
+    r"""Mean silhouette coefficient with the geodesic metric.
 
-    :math:`s_i = (b_i - a_i)/\max(a_i, b_i)`, :math:`a_i` mean intra-cluster and
-    :math:`b_i` nearest-cluster mean geodesic distance. Needs 2 ≤ k ≤ n − 1 clusters.
+    :math:`s_i = (b_i - a_i)/\max(a_i, b_i)`, :math:`a_i` the mean geodesic distance to the
+    other members of i's cluster, :math:`b_i` the smallest mean distance to another cluster;
+    :math:`s_i = 0` in a cluster of one point (scikit-learn's convention). Needs
+    2 ≤ k ≤ n − 1 clusters.
+
+    Computed in row blocks (the distances of a block of rows to all points, summed per
+    cluster through a sparse one-hot matrix): O(n·block + n k) memory, O(n² d) time.
+    Distances come from the Gram matrix, :math:`2\arctan2(\sqrt{2-2c}, \sqrt{2+2c})`, which
+    rounds distances below ~1e-8 to 0 (harmless here: they only enter a_i).
     """
-    from sklearn.metrics import silhouette_score
+    from scipy.sparse import csr_matrix
 
-    from particles import geodesic_distance
-
-    x = check_points(x, "x", "silhouette", atol=1e-8)
-    labels = cluster_labels(x, eps=eps) if labels is None else np.asarray(labels)
-    k = len(np.unique(labels))
-    if not 2 <= k <= len(x) - 1:
+    caller = "silhouette"
+    x = check_points(x, "x", caller, atol=1e-8)
+    n = len(x)
+    if labels is None:
+        labels = cluster_labels(x, eps=eps)
+    else:
+        labels = check_real_array(labels, "labels", caller, shape=(n,))
+    values, codes = np.unique(labels, return_inverse=True)
+    k = values.size
+    if not 2 <= k <= n - 1:
         raise InvalidParameterError(
-            f"silhouette needs between 2 and n - 1 = {len(x) - 1} clusters (inclusive); got {k}. "
+            f"silhouette needs between 2 and n - 1 = {n - 1} clusters (inclusive); got {k}. "
             "Change eps or pass labels."
         )
-    D = geodesic_distance(x[:, None, :], x[None, :, :])
-    np.fill_diagonal(D, 0.0)
-    return float(silhouette_score(D, labels, metric="precomputed"))
+    counts = np.bincount(codes, minlength=k).astype(np.float64)
+    onehot = csr_matrix((np.ones(n), (np.arange(n), codes)), shape=(n, k))
+    B = max(1, SILHOUETTE_BLOCK_ELEMENTS // n)
+    total = 0.0
+    for start in range(0, n, B):
+        stop = min(n, start + B)
+        c = np.clip(x[start:stop] @ x.T, -1.0, 1.0)
+        D = 2.0 * np.arctan2(np.sqrt(2.0 - 2.0 * c), np.sqrt(2.0 + 2.0 * c))
+        S = np.asarray(onehot.T.dot(D.T).T)  # (block, k) sums of distances per cluster
+        own = codes[start:stop]
+        rows = np.arange(stop - start)
+        size = counts[own]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # a one-point cluster has no a_i: its s_i is set to 0 below, on purpose
+            a = S[rows, own] / (size - 1)
+        mean_other = S / counts[None, :]
+        mean_other[rows, own] = np.inf
+        b = mean_other.min(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = (b - a) / np.maximum(a, b)
+        total += float(np.sum(np.where(size > 1, np.nan_to_num(s), 0.0)))
+    return total / n
 
 
 def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
@@ -86,10 +214,12 @@ def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     are the arcs between consecutive gaps wider than ε (a full circle without such a gap
     is one cluster). For d > 2 it loops over :func:`n_clusters`.
     """
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 3:
-        raise InvalidParameterError(f"x of n_clusters_batch must have shape (S, n, d); got {x.shape}.")
-    eps = check_param(eps, "eps", "n_clusters_batch", low=0.0, high=np.pi, low_open=True)
+    caller = "n_clusters_batch"
+    x = check_real_array(x, "x", caller, ndim=3, min_size=0, expected="an array of shape (S, n, d)")
+    if x.shape[0] < 1 or x.shape[1] < 1 or x.shape[2] < 2:
+        raise InvalidParameterError(f"x of {caller} must have shape (S, n, d) with S, n >= 1, d >= 2; got {x.shape}.")
+    check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
+    eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
     if x.shape[2] != 2:
         return np.array([n_clusters(xs, eps=eps) for xs in x])
     theta = np.sort(np.arctan2(x[..., 1], x[..., 0]), axis=1)

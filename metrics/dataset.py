@@ -14,6 +14,11 @@ Provenance (:func:`provenance`): every dataset also carries the full configurati
 (``config``, JSON), the library and dependency versions (``headflow_version``, ``versions``),
 the seeds (``seeds``, JSON) and how the attention sums were evaluated (``summation``,
 ``summation_error_bound``).
+
+
+Write with the netCDF4 engine (xarray's default when netCDF4 is installed, and what
+:func:`metrics.run_sweep` uses): the netCDF3 format of the ``scipy`` engine has no 64-bit
+integers and narrows int64 coordinates (``particle``, ``seed``) to int32.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 import xarray as xr
 
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
+from particles.validation import InvalidParameterError, check_instance
 
 __all__ = ["trajectory_to_dataset", "model_attrs", "netcdf_safe", "provenance", "dependency_versions",
            "summation_paths", "COORDS", "VARIABLES", "CONVENTIONS"]
@@ -57,8 +63,12 @@ VARIABLES.update({
 
 def netcdf_safe(attrs: dict) -> dict:
     """Turn attrs into netCDF-storable values (None → "none", bool → int, arrays → lists)."""
+    if not isinstance(attrs, dict):
+        raise InvalidParameterError(f"attrs of netcdf_safe must be a dict; got {type(attrs).__name__}.")
     out = {}
     for key, val in attrs.items():
+        if not isinstance(key, str):
+            raise InvalidParameterError(f"attrs of netcdf_safe must have string keys; got {key!r}.")
         if val is None:
             val = "none"
         elif isinstance(val, (bool, np.bool_)):
@@ -178,6 +188,7 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
 
 def model_attrs(model: MultiHead) -> dict:
     """Run parameters of a model as netCDF-safe attrs (matrices flattened, with their shape)."""
+    check_instance(model, MultiHead, "model", "model_attrs")
     return netcdf_safe({
         "kind": model.kind,
         "geometry": model.geometry,
@@ -214,6 +225,14 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     >>> ds.positions.dims
     ('time', 'particle', 'component')
     """
+    caller = "trajectory_to_dataset"
+    check_instance(traj, Trajectory, "traj", caller, hint="Pass the result of particles.simulate(...).")
+    if model is not None:
+        check_instance(model, MultiHead, "model", caller)
+    if not isinstance(title, str):
+        raise InvalidParameterError(f"The 'title' parameter of {caller} must be a string; got {title!r}.")
+    if attrs is not None and not isinstance(attrs, dict):
+        raise InvalidParameterError(f"The 'attrs' parameter of {caller} must be a dict or None; got {type(attrs).__name__}.")
     data_vars = {}
     if traj.x is not None:
         data_vars["positions"] = (("time", "particle", "component"), traj.x,

@@ -15,6 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from particles.validation import (
+    InvalidParameterError,
+    check_bool,
+    check_callable,
+    check_instance,
+    check_names,
+    check_points,
+    check_weights,
+)
+
 from .clustering import cluster_sizes, n_clusters
 from .transport import distance_to_uniform
 
@@ -27,6 +37,16 @@ class Metric:
     long_name: str
     units: str
     needs_model: bool = False
+
+    def __post_init__(self):
+        check_callable(self.fn, "fn", "Metric", signature="fn(x, weights=None, model=None) -> float")
+        for name in ("long_name", "units"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of Metric must be a non-empty string (CF attrs); "
+                    f"got {getattr(self, name)!r}."
+                )
+        check_bool(self.needs_model, "needs_model", "Metric")
 
 
 METRICS = {
@@ -45,14 +65,28 @@ METRICS = {
 
 
 def evaluate(names, x, weights=None, model=None) -> dict:
-    """Evaluate the named metrics on one point cloud; returns ``{name: float}``."""
-    from particles.validation import check_choice
+    """Evaluate the named metrics on one point cloud; returns ``{name: float}``.
 
+    Parameters
+    ----------
+    names : list of str
+        Keys of :data:`METRICS` (a bare string is refused: wrap it in a list).
+    x : ndarray of shape (n, d), unit rows
+    weights : ndarray of shape (n,), optional
+    model : particles.MultiHead, optional
+        Required by the model-dependent metrics (``needs_model``).
+    """
+    from particles import MultiHead
+
+    names = check_names(names, "names", METRICS, "evaluate")
+    x = check_points(x, "x", "evaluate", atol=1e-8)
+    weights = check_weights(weights, len(x), caller="evaluate")
+    if model is not None:
+        check_instance(model, MultiHead, "model", "evaluate")
     out = {}
     for name in names:
-        check_choice(name, "metric", METRICS, "evaluate")
         m = METRICS[name]
         if m.needs_model and model is None:
-            raise ValueError(f"metric {name!r} needs the model: pass model=...")
+            raise InvalidParameterError(f"metric {name!r} of evaluate needs the model: pass model=MultiHead(...).")
         out[name] = float(m.fn(x, weights, model))
     return out

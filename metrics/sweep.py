@@ -11,11 +11,23 @@ Contract:
    seed index gives the same draw whatever the other parameters; ``entropy`` is stored in
    the attrs.
 2. **Incremental and resumable.** With ``store=DIR`` each finished cell is written to its
-   own netCDF file (written to a temporary name, then renamed, so a killed run never leaves
-   a file that looks complete); a rerun loads the finished cells and computes only the rest.
-3. **Engines.** ``"serial"`` (default), ``"process"`` (a local process pool), or a
+   own netCDF file (written to ``<name>.part<pid>``, then renamed, so a killed run never
+   leaves a file that looks complete); a rerun loads the finished cells and computes only
+   the rest. Part files left by dead writers are removed when a sweep starts.
+3. **Verified.** Every cell file carries in its attrs the hash of its parameters
+   (``cell_key``: parameters, seed index and settings) and the SHA-256 of its content
+   (``content_sha256``: names, dims, dtypes and bytes of every variable). Resume checks
+   both; a file that fails (unreadable, another cell's file, values edited) is recomputed,
+   with a :class:`CellWarning` naming it.
+4. **Failures are data.** A cell whose simulation fails (:class:`particles.SolverError`,
+   e.g. an overflowing USA head) is recorded with ``success = 0``, NaN rows after the last
+   finite save and its message in ``failure_message``; it does not abort the sweep.
+5. **Engines.** ``"serial"`` (default), ``"process"`` (a local process pool), or a
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
-   own cell, so a dead worker loses only its cell.
+   own cell, so a dead worker loses only its cell. Process-pool workers watch their parent
+   and exit within a second of its death (no orphans writing cells); if a worker dies, the
+   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Dask workers
+   follow dask's nanny semantics.
 """
 
 from __future__ import annotations
@@ -25,17 +37,33 @@ import itertools
 import json
 import os
 import pathlib
+import re
+import threading
+import time
+import warnings
 
 import numpy as np
 import xarray as xr
 
-from particles import MultiHead, SaveAt, __version__, diagnose, sample_uniform, simulate
-from particles.validation import InvalidParameterError, check_choice
+from particles import KINDS, STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
+from particles.validation import (
+    InvalidParameterError,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_instance,
+    check_names,
+    check_param,
+)
 
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
 
-__all__ = ["run_sweep", "default_model", "SWEEP_PARAMS"]
+__all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning"]
+
+
+class CellWarning(UserWarning):
+    """A stored sweep cell failed verification (or could not be read) and is recomputed."""
 
 #: parameters a grid may sweep, with their long names
 SWEEP_PARAMS = {
@@ -51,7 +79,15 @@ _DEFAULTS = {"n_particles": 32, "beta": 1.0, "n_heads": 1, "kind": "softmax", "d
 def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
     r"""Heads :math:`M_h = W_h = Q_h\,\mathrm{diag}(u_h)\,Q_h^\top/H` with random rotations
     :math:`Q_h` and :math:`u_h \sim U(0.5, 1.5)^d` (symmetric, value-aligned, positive definite)."""
-    H, d = int(params["n_heads"]), int(params["d"])
+    caller = "default_model"
+    if not isinstance(params, dict):
+        raise InvalidParameterError(f"params of {caller} must be a dict of sweep parameters; got {type(params).__name__}.")
+    missing = {"n_heads", "d", "beta", "kind"} - set(params)
+    if missing:
+        raise InvalidParameterError(f"params of {caller} lacks {sorted(missing)}; pass all of {sorted(_DEFAULTS)}.")
+    check_instance(rng, np.random.Generator, "rng", caller, hint="Use np.random.default_rng(seed).")
+    H = check_param(params["n_heads"], "params['n_heads']", caller, low=1, integer=True)
+    d = check_param(params["d"], "params['d']", caller, low=2, integer=True)
     M = np.empty((H, d, d))
     for h in range(H):
         q, r = np.linalg.qr(rng.standard_normal((d, d)))
@@ -61,17 +97,77 @@ def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
 
 
 def _cell_key(params: dict, seed_index: int, settings: dict) -> str:
+    """SHA-256 of everything that determines a cell (its file name is the first 16 digits)."""
     blob = json.dumps({"params": params, "seed": seed_index, "settings": settings}, sort_keys=True, default=str)
-    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None) -> xr.Dataset:
-    """Simulate one cell and return its Dataset (dims: time); write it to ``path`` if given,
-    or load it from there when a previous run finished it."""
+def _content_sha256(ds: xr.Dataset) -> str:
+    """SHA-256 over the names, dims, dtypes and bytes of every variable and coordinate."""
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds.variables[name]
+        values = np.ascontiguousarray(var.values)
+        h.update(json.dumps([name, list(var.dims), str(values.dtype), list(values.shape)]).encode())
+        h.update(values.tobytes())
+    return h.hexdigest()
+
+
+def _verified_cell(path: pathlib.Path, key: str):
+    """The stored cell at ``path`` if it is this cell's and intact, else (None, reason)."""
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+    except Exception as exc:  # unreadable or truncated: whatever the netCDF library says
+        return None, f"cannot be read ({type(exc).__name__}: {exc})"
+    if ds.attrs.get("cell_key") != key:
+        return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)"
+    if ds.attrs.get("content_sha256") != _content_sha256(ds):
+        return None, "fails its content checksum (values were changed or the file is corrupted)"
+    return ds, ""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    try:  # a zombie is dead: it only waits to be reaped
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _clean_stale_parts(store: pathlib.Path) -> list:
+    """Remove ``cell_*.nc.part<pid>`` files whose writer process is dead; return their names."""
+    removed = []
+    for part in store.glob("cell_*.nc.part*"):
+        m = re.fullmatch(r".*\.part(\d+)", part.name)
+        if m and not _pid_alive(int(m.group(1))):
+            part.unlink(missing_ok=True)
+            removed.append(part.name)
+    return removed
+
+
+def _watch_parent(parent_pid: int, interval: float = 0.2) -> None:
+    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented)."""
+
+    def watch():
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(interval)
+
+    threading.Thread(target=watch, name="headflow-parent-watch", daemon=True).start()
+
+
+def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, key: str = "") -> xr.Dataset:
+    """Simulate one cell and return its Dataset (dims: time); write it to ``path`` if given
+    (with its ``cell_key`` and ``content_sha256`` attrs)."""
     path = None if path is None else pathlib.Path(path)
-    if path is not None and path.exists():
-        with xr.open_dataset(path) as ds:
-            return ds.load()
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
     model = settings["model_fn"](params, rng_model)
@@ -84,19 +180,26 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None) -
         row.update(diag)
         return row
 
-    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
-                    save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
-                    kappa=settings["kappa"], rng=rng_noise, on_failure="return")
-    data = {k: ("time", np.asarray(v, dtype=float)) for k, v in traj.saved.items()}
     n_t = len(settings["ts"])
-    for k, (dims, v) in list(data.items()):
-        if len(v) < n_t:  # a failed run: pad, and say so in the status variable
-            data[k] = (dims, np.concatenate([v, np.full(n_t - len(v), np.nan)]))
-    data["status"] = ((), int(traj.success))
-    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))})
+    try:
+        traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
+                        save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
+                        kappa=settings["kappa"], rng=rng_noise, on_failure="return")
+        saved, success, message = traj.saved, traj.success, traj.message
+    except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
+        saved, success, message = {}, False, str(exc)
+    names = list(names) + ["kinetic", "rate_residual"]
+    data = {}
+    for k in names:  # a failed run: NaN after the last finite save, and say so in status
+        v = np.asarray(saved.get(k, []), dtype=float)
+        data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
+    data["status"] = ((), int(success))
+    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
+                    attrs={"cell_key": key, "failure_message": "" if success else message})
+    ds.attrs["content_sha256"] = _content_sha256(ds)
     if path is not None:
         tmp = path.with_name(path.name + f".part{os.getpid()}")
-        ds.to_netcdf(tmp)
+        ds.to_netcdf(tmp, engine="netcdf4")
         os.replace(tmp, path)
     return ds
 
@@ -117,6 +220,7 @@ def run_sweep(
     max_workers: int | None = None,
     store: str | os.PathLike | None = None,
     progress: bool = False,
+    max_pool_restarts: int = 2,
 ) -> xr.Dataset:
     """Run the grid × seeds and return one labelled Dataset.
 
@@ -140,30 +244,48 @@ def run_sweep(
         Folder for one netCDF file per finished cell; enables resuming.
     progress : bool
         tqdm progress bar over cells.
+    max_pool_restarts : int
+        With ``engine="process"``: how many times a pool broken by a dead worker is
+        restarted for the unfinished cells before giving up with :class:`particles.SolverError`.
+
+    Warns
+    -----
+    CellWarning
+        When a stored cell fails verification and is recomputed.
 
     Returns
     -------
     xr.Dataset with dims (*grid keys, seed, time)
     """
-    unknown = set(grid) - set(SWEEP_PARAMS)
-    if unknown:
+    caller = "run_sweep"
+    axes = _check_grid(grid)
+    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
+    if seed is not None:
+        seed = check_param(seed, "seed", caller, low=0, integer=True)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    check_choice(method, "method", STEPPERS, caller)
+    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    metrics = check_names(metrics, "metrics", METRICS, caller)
+    check_callable(model_fn, "model_fn", caller, signature="model_fn(params, rng) -> MultiHead")
+    if max_workers is not None:
+        max_workers = check_param(max_workers, "max_workers", caller, low=1, integer=True)
+    progress = check_bool(progress, "progress", caller)
+    max_pool_restarts = check_param(max_pool_restarts, "max_pool_restarts", caller, low=0, integer=True)
+    is_dask = hasattr(engine, "submit") and hasattr(engine, "gather")
+    if not is_dask and engine not in ("serial", "process"):
         raise InvalidParameterError(
-            f"grid keys must be among {sorted(SWEEP_PARAMS)}; got unknown {sorted(unknown)}."
+            f"engine must be 'serial', 'process' or a dask.distributed.Client; got {engine!r}."
         )
-    for name in metrics:
-        check_choice(name, "metrics", METRICS, "run_sweep")
-    axes = {k: list(v) for k, v in grid.items()}
-    for k, v in axes.items():
-        if len(v) == 0:
-            raise InvalidParameterError(f"grid[{k!r}] is empty; give at least one value.")
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
     entropy = np.random.SeedSequence(seed).entropy
     ts = np.linspace(0.0, t1, n_saves)
     settings = {"entropy": entropy, "t1": float(t1), "dt": float(dt), "method": method, "kappa": float(kappa),
                 "ts": ts, "metrics": list(metrics), "model_fn": model_fn}
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
     key_settings["model_fn"] = f"{model_fn.__module__}.{model_fn.__qualname__}"
-    if store is not None:
-        pathlib.Path(store).mkdir(parents=True, exist_ok=True)
     names = list(axes)
     cells = []
     for values in itertools.product(*axes.values()):
@@ -171,46 +293,54 @@ def run_sweep(
         params.update(dict(zip(names, values)))
         for s in range(n_seeds):
             cells.append((values, s, params))
-    paths = [None if store is None else str(pathlib.Path(store) / f"cell_{_cell_key(params, s, key_settings)}.nc")
-             for _, s, params in cells]
+    keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
+    paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
 
     results = {}
+    if store is not None:
+        folder = pathlib.Path(store)
+        folder.mkdir(parents=True, exist_ok=True)
+        _clean_stale_parts(folder)
+        for idx, path in enumerate(paths):
+            if not os.path.exists(path):
+                continue
+            ds, reason = _verified_cell(pathlib.Path(path), keys[idx])
+            if ds is None:
+                warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
+                              f"{reason}; recomputing it.", CellWarning, stacklevel=2)
+                os.unlink(path)
+            else:
+                results[idx] = ds
+    todo = [idx for idx in range(len(cells)) if idx not in results]
+
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(cells), desc="sweep", unit="cell")
+        bar = tqdm(total=len(cells), initial=len(results), desc="sweep", unit="cell")
 
     def done(idx, ds):
         results[idx] = ds
         if bar is not None:
             bar.update(1)
 
-    if engine == "serial":
-        for idx, (_, s, params) in enumerate(cells):
-            done(idx, _run_cell(params, s, settings, paths[idx]))
-    elif engine == "process":
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+    def job(idx):
+        _, s, params = cells[idx]
+        return (_run_cell, params, s, settings, paths[idx], keys[idx])
 
-        # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
-        with ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futs = {pool.submit(_run_cell, params, s, settings, paths[idx]): idx
-                    for idx, (_, s, params) in enumerate(cells)}
-            for fut in as_completed(futs):
-                done(futs[fut], fut.result())
-    elif hasattr(engine, "submit") and hasattr(engine, "gather"):
+    if engine == "serial":
+        for idx in todo:
+            fn, *args = job(idx)
+            done(idx, fn(*args))
+    elif engine == "process":
+        _run_pool(todo, job, done, max_workers, max_pool_restarts)
+    else:
         from distributed import as_completed as dask_completed
 
-        futs = [engine.submit(_run_cell, params, s, settings, paths[idx], pure=False)
-                for idx, (_, s, params) in enumerate(cells)]
-        where = {f.key: i for i, f in enumerate(futs)}
+        futs = [engine.submit(*job(idx), pure=False) for idx in todo]
+        where = {f.key: idx for f, idx in zip(futs, todo)}
         for fut in dask_completed(futs):
             done(where[fut.key], fut.result())
-    else:
-        raise InvalidParameterError(
-            f"engine must be 'serial', 'process' or a dask.distributed.Client; got {engine!r}."
-        )
     if bar is not None:
         bar.close()
     ds = _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
@@ -220,6 +350,71 @@ def run_sweep(
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"},
                                model=probe))
     return ds
+
+
+def _check_grid(grid) -> dict:
+    """grid: a dict of swept parameter -> non-empty list of valid values."""
+    caller = "run_sweep"
+    if not isinstance(grid, dict):
+        raise InvalidParameterError(
+            f"The 'grid' parameter of {caller} must be a dict of parameter name -> list of values, e.g. "
+            f"{{'beta': [0.5, 1.0]}}; got {type(grid).__name__}."
+        )
+    unknown = set(grid) - set(SWEEP_PARAMS)
+    if unknown:
+        raise InvalidParameterError(
+            f"grid keys must be among {sorted(SWEEP_PARAMS)}; got unknown {sorted(map(str, unknown))}."
+        )
+    axes = {}
+    for k, v in grid.items():
+        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"):
+            raise InvalidParameterError(f"grid[{k!r}] of {caller} must be a list of values; got {v!r}. Use [{v!r}].")
+        values = list(np.asarray(v).tolist()) if isinstance(v, np.ndarray) else list(v)
+        if len(values) == 0:
+            raise InvalidParameterError(f"grid[{k!r}] is empty; give at least one value.")
+        if len(set(map(repr, values))) != len(values):
+            raise InvalidParameterError(f"grid[{k!r}] of {caller} repeats a value; got {values}.")
+        for val in values:
+            name = f"grid[{k!r}]"
+            if k == "kind":
+                check_choice(val, name, KINDS, caller)
+            elif k == "beta":
+                check_param(val, name, caller, low=0.0)
+            else:
+                check_param(val, name, caller, low=2 if k == "d" else 1, integer=True)
+        axes[k] = values
+    return axes
+
+
+def _run_pool(todo, job, done, max_workers, max_restarts) -> None:
+    """Run the jobs on a spawn process pool whose workers exit when this process dies; a
+    pool broken by a dead worker is restarted for the unfinished jobs."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    remaining = list(todo)
+    for _ in range(max_restarts + 1):
+        # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
+        try:
+            with ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+                futs = {pool.submit(*job(idx)): idx for idx in remaining}
+                for fut in as_completed(futs):
+                    try:
+                        ds = fut.result()
+                    except BrokenProcessPool:
+                        continue  # a worker died: this cell is redone by the next pool
+                    done(futs[fut], ds)
+                    remaining.remove(futs[fut])
+        except BrokenProcessPool:
+            pass
+        if not remaining:
+            return
+    raise SolverError(
+        f"the process pool broke {max_restarts + 1} times (a worker died, e.g. killed or out of memory); "
+        f"{len(remaining)} cells are unfinished. Rerun with the same store to resume, or use fewer max_workers."
+    )
 
 
 def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:

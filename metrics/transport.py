@@ -5,14 +5,20 @@ All functions take plain arrays ``(x, y, a=None, b=None)``: points of shape (n, 
 the geodesic distance :math:`d(x, y) = 2\arctan2(\|x-y\|, \|x+y\|)`.
 
 - :func:`wasserstein`: exact :math:`W_p(\mu,\nu) = (\min_{\pi\in\Pi(a,b)}\sum_{ij}\pi_{ij}d(x_i,y_j)^p)^{1/p}`
-  (network simplex, ``ot.emd2``); O(nm) memory.
+  (network simplex, ``ot.emd2``); O(nm) memory by nature, so it refuses
+  :math:`nm >` :data:`MAX_DENSE_PAIRS` (about 70 bytes per pair inside the solver).
 - :func:`sinkhorn_divergence`: debiased entropic cost
   :math:`S_\varepsilon = OT_\varepsilon(a,b) - \tfrac12 OT_\varepsilon(a,a) - \tfrac12 OT_\varepsilon(b,b)`
-  with cost :math:`d^2`, log-domain Sinkhorn (``ot.sinkhorn2(method="sinkhorn_log")``).
+  with cost :math:`d^2`, log-domain Sinkhorn; dense costs, so it refuses
+  :math:`\max(nm, n^2, m^2) >` :data:`MAX_DENSE_PAIRS`.
 - :func:`sliced_wasserstein_sphere`: spherical sliced :math:`SSW_p` (Bonet et al. 2023,
-  ``ot.sliced_wasserstein_sphere``), O((n + m) L) for L projections; circle coordinates
-  are normalised to length 1, so values are in units of one full turn.
-- :func:`distance_to_uniform`: :math:`SSW_2(\mu, \mathrm{Unif}(S^{d-1}))` (``ot.sliced_wasserstein_sphere_unif``).
+  ``ot.sliced_wasserstein_sphere``), O((n + m) L) time for L projections, evaluated a few
+  projections at a time so that memory stays O(n + m); circle coordinates are normalised
+  to length 1, so values are in units of one full turn.
+- :func:`distance_to_uniform`: :math:`SSW_2(\mu, \mathrm{Unif}(S^{d-1}))` (``ot.sliced_wasserstein_sphere_unif``),
+  projections chunked in the same way.
+
+The sliced distances are the scalable ones: use them past :data:`MAX_DENSE_PAIRS`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from particles.sphere import geodesic_distance
+from particles.sphere import _geodesic_distance
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
@@ -30,7 +36,32 @@ from particles.validation import (
     check_weights,
 )
 
-__all__ = ["geodesic_cost", "wasserstein", "sinkhorn_divergence", "sliced_wasserstein_sphere", "distance_to_uniform"]
+__all__ = [
+    "geodesic_cost",
+    "wasserstein",
+    "sinkhorn_divergence",
+    "sliced_wasserstein_sphere",
+    "distance_to_uniform",
+    "MAX_DENSE_PAIRS",
+]
+
+#: largest n·m (and n², m² for Sinkhorn) the dense-cost distances accept: 4·10⁶ pairs is
+#: ~300 MB inside POT's network simplex (cost, plan and arcs) and ~200 MB for Sinkhorn
+MAX_DENSE_PAIRS = 4_000_000
+
+# entries (projections x points) of one chunk of the sliced distances
+_SLICED_CHUNK_ENTRIES = 2**20
+
+
+def _check_dense(sizes, caller):
+    big = max(a * b for a, b in sizes)
+    if big > MAX_DENSE_PAIRS:
+        shown = " x ".join(str(v) for v in max(sizes, key=lambda ab: ab[0] * ab[1]))
+        raise InvalidParameterError(
+            f"{caller} needs a dense {shown} cost matrix ({big:.3g} pairs > MAX_DENSE_PAIRS = {MAX_DENSE_PAIRS:.3g}), "
+            "which would exhaust memory. Use the scalable sliced_wasserstein_sphere(x, y) (or distance_to_uniform(x)), "
+            "or subsample the clouds."
+        )
 
 
 def _clouds(x, y, a, b, caller):
@@ -44,8 +75,15 @@ def _clouds(x, y, a, b, caller):
 
 
 def geodesic_cost(x, y, p: float = 1.0) -> np.ndarray:
-    r"""Cost matrix :math:`C_{ij} = d(x_i, y_j)^p`, shape (n, m)."""
-    return geodesic_distance(x[:, None, :], y[None, :, :]) ** p
+    r"""Cost matrix :math:`C_{ij} = d(x_i, y_j)^p`, shape (n, m); refuses n·m > :data:`MAX_DENSE_PAIRS`."""
+    x, y, _, _ = _clouds(x, y, None, None, "geodesic_cost")
+    p = check_param(p, "p", "geodesic_cost", low=0.0, low_open=True)
+    _check_dense([(len(x), len(y))], "geodesic_cost")
+    return _cost(x, y, p)
+
+
+def _cost(x, y, p):
+    return _geodesic_distance(x[:, None, :], y[None, :, :]) ** p
 
 
 def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
@@ -62,7 +100,8 @@ def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
 
     x, y, a, b = _clouds(x, y, a, b, "wasserstein")
     p = check_param(p, "p", "wasserstein", low=1.0)
-    cost = ot.emd2(a, b, geodesic_cost(x, y, p), numItermax=10_000_000)
+    _check_dense([(len(x), len(y))], "wasserstein")
+    cost = ot.emd2(a, b, _cost(x, y, p), numItermax=10_000_000)
     return float(max(cost, 0.0) ** (1.0 / p))
 
 
@@ -120,13 +159,17 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     log-domain Sinkhorn, the symmetric terms from the averaged symmetric fixed point.
     Warns :class:`~particles.ConvergenceWarning` if a loop stops above ``tol``.
     """
-    x, y, a, b = _clouds(x, y, a, b, "sinkhorn_divergence")
-    reg = check_param(reg, "reg", "sinkhorn_divergence", low=0.0, low_open=True)
+    caller = "sinkhorn_divergence"
+    x, y, a, b = _clouds(x, y, a, b, caller)
+    reg = check_param(reg, "reg", caller, low=0.0, low_open=True)
+    max_iter = check_param(max_iter, "max_iter", caller, low=1, integer=True)
+    tol = check_param(tol, "tol", caller, low=0.0, low_open=True)
+    _check_dense([(len(x), len(y)), (len(x), len(x)), (len(y), len(y))], caller)
     if x.shape == y.shape and np.array_equal(x, y) and np.array_equal(a, b):
         return 0.0  # S_ε(μ, μ) = 0 exactly; alternating Sinkhorn would crawl towards it
-    xy, e1 = _entropic_dual(a, b, geodesic_cost(x, y, 2), reg, max_iter, tol)
-    xx, e2 = _entropic_self(a, geodesic_cost(x, x, 2), reg, max_iter, tol)
-    yy, e3 = _entropic_self(b, geodesic_cost(y, y, 2), reg, max_iter, tol)
+    xy, e1 = _entropic_dual(a, b, _cost(x, y, 2), reg, max_iter, tol)
+    xx, e2 = _entropic_self(a, _cost(x, x, 2), reg, max_iter, tol)
+    yy, e3 = _entropic_self(b, _cost(y, y, 2), reg, max_iter, tol)
     if max(e1, e2, e3) > 10 * tol:
         warnings.warn(
             f"Sinkhorn stopped with error {max(e1, e2, e3):.1e} > tol={tol:g}; increase max_iter or reg.",
@@ -135,20 +178,63 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     return float(max(xy - 0.5 * xx - 0.5 * yy, 0.0))
 
 
+def _seed(seed, caller):
+    return None if seed is None else check_param(seed, "seed", caller, low=0, high=2**32 - 1, integer=True)
+
+
+def _chunked_projected(fn, d, n_points, n_projections, seed):
+    """Per-projection values of a POT spherical-sliced function, a chunk of projections at
+    a time (POT's own projections for this seed, so the result is POT's to round-off; POT
+    reshapes by ``n_projections``, so each call passes the chunk's length)."""
+    from ot.sliced import get_projections_sphere
+
+    proj = get_projections_sphere(d, n_projections, seed=seed)
+    step = max(1, _SLICED_CHUNK_ENTRIES // max(1, n_points))
+    vals = [fn(proj[s: s + step]) for s in range(0, n_projections, step)]
+    return np.concatenate([np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in vals])
+
+
 def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200, p: float = 2.0, seed: int = 0) -> float:
-    r"""Spherical sliced Wasserstein :math:`SSW_p` (POT); the same ``seed`` gives the same projections."""
+    r"""Spherical sliced Wasserstein :math:`SSW_p` (POT); the same ``seed`` gives the same projections.
+
+    :math:`SSW_p^p` is the mean over projections of the circle :math:`W_p^p`; the projections
+    are evaluated in chunks, so memory is O(n + m) whatever ``n_projections``.
+
+    Parameters
+    ----------
+    x, y : ndarray of shape (n, d), (m, d), unit rows
+    a, b : ndarray of shape (n,), (m,), optional
+    n_projections : int >= 1
+    p : float >= 1
+    seed : int in [0, 2**32) or None
+    """
     import ot
 
-    x, y, a, b = _clouds(x, y, a, b, "sliced_wasserstein_sphere")
-    n_projections = check_param(n_projections, "n_projections", "sliced_wasserstein_sphere", low=1, integer=True)
-    return float(ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=n_projections, p=p, seed=seed))
+    caller = "sliced_wasserstein_sphere"
+    x, y, a, b = _clouds(x, y, a, b, caller)
+    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
+    p = check_param(p, "p", caller, low=1.0)
+    seed = _seed(seed, caller)
+
+    def chunk(proj):
+        return ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]["projected_emds"]
+
+    vals = _chunked_projected(chunk, x.shape[1], len(x) + len(y), n_projections, seed)
+    return float(np.mean(vals) ** (1.0 / p))
 
 
 def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int = 0) -> float:
-    r""":math:`SSW_2(\mu, \sigma)` to the uniform measure σ on :math:`S^{d-1}` (POT)."""
+    r""":math:`SSW_2(\mu, \sigma)` to the uniform measure σ on :math:`S^{d-1}` (POT), projections chunked."""
     import ot
 
-    x = check_points(x, "x", "distance_to_uniform", atol=1e-8)
-    w = check_weights(weights, len(x), caller="distance_to_uniform")
-    n_projections = check_param(n_projections, "n_projections", "distance_to_uniform", low=1, integer=True)
-    return float(ot.sliced_wasserstein_sphere_unif(x, w, n_projections=n_projections, seed=seed))
+    caller = "distance_to_uniform"
+    x = check_points(x, "x", caller, atol=1e-8)
+    w = check_weights(weights, len(x), caller=caller)
+    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
+    seed = _seed(seed, caller)
+
+    def chunk(proj):
+        return ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]["projected_emds"]
+
+    vals = _chunked_projected(chunk, x.shape[1], len(x), n_projections, seed)
+    return float(np.mean(vals) ** 0.5)

@@ -58,6 +58,7 @@ from .validation import (
     check_choice,
     check_param,
     check_points,
+    check_real_array,
     check_square_stack,
 )
 
@@ -191,9 +192,8 @@ class MultiHead:
     @classmethod
     def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
         """Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
-        lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-        if lam.ndim != 1:
-            raise InvalidParameterError(f"lambdas must be a 1-D sequence; got shape {lam.shape}.")
+        lam = np.atleast_1d(check_real_array(lambdas, "lambdas", "MultiHead.scalar", ndim=(0, 1),
+                                             expected="a non-empty 1-D sequence of head strengths"))
         d = check_param(d, "d", "MultiHead.scalar", low=1, integer=True)
         M = lam[:, None, None] * np.eye(d)[None]
         return cls(M, M.copy(), **kwargs)
@@ -266,11 +266,7 @@ class MultiHead:
             logscale = p.logz - self.log_time_scale
             top = float(logscale.max())
             if top > _LOG_OVERFLOW:
-                raise SolverError(
-                    f"USA head {h} overflows float64: log of its largest row weight is {top:.1f} "
-                    f"> {_LOG_OVERFLOW:g} at beta={self.beta:g}. Build the model with "
-                    "log_time_scale='auto' to integrate in rescaled time."
-                )
+                raise SolverError(_usa_overflow_message(h, top, self.beta, x))
             return np.exp(logscale)[:, None] * (p.mean @ Wt)
         if self.kind == "relu":
             return (p.mean @ Wt) / n
@@ -458,3 +454,15 @@ def _safe_exp(a: np.ndarray) -> np.ndarray:
     ok = a < _LOG_OVERFLOW + 9.0
     out[ok] = np.exp(a[ok])
     return out
+
+
+def _usa_overflow_message(h: int, top: float, beta: float, x: np.ndarray) -> str:
+    """Why a USA head overflowed: the log-weight itself (never its exponential), and whether
+    the state had left the sphere (a Runge–Kutta stage pushed off by a huge velocity)."""
+    msg = (f"USA head {h} overflows float64 at beta={beta:g}: the log of its largest row weight is "
+           f"{top:.4g} > {_LOG_OVERFLOW:g}")
+    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", x, x))))
+    if R > 1.0 + 1e-6:
+        msg += (f", evaluated at a Runge–Kutta stage state that left the sphere (max ‖x_i‖ = {R:.3g}): "
+                "the velocity, of order exp(beta ‖M‖)/n, is far too large for this dt")
+    return msg + ". Build the model with log_time_scale='auto' to integrate in rescaled time."

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .attention import KINDS, MultiHead, _safe_exp
+from .validation import check_instance, check_names
 
 __all__ = ["diagnose", "diagnostics_fn", "DIAGNOSTICS"]
 
@@ -66,6 +67,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     -------
     dict of str to float or ndarray
     """
+    include = _check_diagnose_args(model, include, "diagnose")
     x = model.check_x(x)
     n = x.shape[0]
     H = model.n_heads
@@ -114,7 +116,14 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
 def diagnostics_fn(model: MultiHead, include=None):
     """A ``save_fn(t, x) -> dict`` computing :func:`diagnose` (for ``SaveAt(fn=...)``)."""
 
+    include = _check_diagnose_args(model, include, "diagnostics_fn")
+
     def save_fn(t, x):
         return diagnose(model, x, include=include)
 
     return save_fn
+
+
+def _check_diagnose_args(model, include, caller):
+    check_instance(model, MultiHead, "model", caller, hint="Build one with particles.MultiHead(M, W, beta=...).")
+    return None if include is None else check_names(include, "include", DIAGNOSTICS, caller)

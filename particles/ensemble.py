@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .sphere import GEOMETRIES
-from .validation import InvalidParameterError, check_choice, check_finite, check_square_stack
+from .validation import (
+    InvalidParameterError,
+    check_choice,
+    check_finite,
+    check_param,
+    check_real_array,
+    check_square_stack,
+)
 
 __all__ = ["Ensemble"]
 
@@ -63,14 +70,13 @@ class Ensemble:
     def __post_init__(self):
         M = check_square_stack(self.M, "M", caller="Ensemble")
         W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=M.shape[1], caller="Ensemble")
-        beta = np.atleast_1d(np.asarray(self.beta, dtype=np.float64))
-        if beta.ndim != 1 or beta.size == 0:
-            raise InvalidParameterError(f"beta of Ensemble must be a 1-D array of shape (S,); got shape {beta.shape}.")
-        check_finite(beta, "beta", "Ensemble")
+        beta = np.atleast_1d(check_real_array(self.beta, "beta", "Ensemble", ndim=(0, 1),
+                                              expected="a 1-D array of shape (S,)"))
         if np.any(beta < 0):
             raise InvalidParameterError(f"beta of Ensemble must be >= 0; got min {beta.min():g}.")
         check_choice(self.kind, "kind", _ENSEMBLE_KINDS, "Ensemble")
         check_choice(self.geometry, "geometry", GEOMETRIES, "Ensemble")
+        object.__setattr__(self, "chunk", check_param(self.chunk, "chunk", "Ensemble", low=1, integer=True))
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
@@ -84,11 +90,12 @@ class Ensemble:
         return self.beta.size
 
     def check_x(self, x, name: str = "x") -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=np.float64)
         d = self.M.shape[1]
-        if x.ndim != 3 or x.shape[0] != self.n_systems or x.shape[2] != d:
+        x = check_real_array(x, name, "Ensemble", finite=False, min_size=0, expected="an array of shape (S, n, d)")
+        if x.ndim != 3 or x.shape[0] != self.n_systems or x.shape[2] != d or x.shape[1] < 1:
             raise InvalidParameterError(
-                f"{name} of Ensemble must have shape (S, n, d) = ({self.n_systems}, n, {d}); got {x.shape}."
+                f"{name} of Ensemble must have shape (S, n, d) = ({self.n_systems}, n, {d}) with n >= 1; "
+                f"got {x.shape}."
             )
         check_finite(x, name, "Ensemble")
         if self.geom.on_sphere:

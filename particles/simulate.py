@@ -13,24 +13,69 @@ from ._steppers import STEPPERS
 from .attention import MultiHead
 from .sphere import GEOMETRIES
 from .trajectory import SaveAt, Trajectory
-from .validation import InvalidParameterError, SolverError, check_choice, check_param, check_points
+from .validation import (
+    InvalidParameterError,
+    SolverError,
+    check_bool,
+    check_choice,
+    check_instance,
+    check_param,
+    check_points,
+    check_real_array,
+    check_returned,
+    check_rng,
+)
 
 __all__ = ["simulate"]
 
 
 def _save_times(save: SaveAt, t0: float, t1: float):
+    """SaveAt.ts (validated by SaveAt) checked against the interval [t0, t1]."""
     if save.ts is None:
         return None
-    ts = np.asarray(save.ts, dtype=np.float64).ravel()
-    if ts.size == 0 or not np.all(np.isfinite(ts)):
-        raise InvalidParameterError("SaveAt.ts must be a non-empty array of finite times.")
-    if np.any(np.diff(ts) <= 0):
-        raise InvalidParameterError("SaveAt.ts must be strictly increasing.")
+    ts = save.ts
     if ts[0] < t0 or ts[-1] > t1 + 1e-12 * max(1.0, abs(t1)):
         raise InvalidParameterError(
             f"SaveAt.ts must lie in [t0, t1] = [{t0:g}, {t1:g}]; got [{ts[0]:g}, {ts[-1]:g}]."
         )
     return ts
+
+
+def _check_row(row, first, caller="simulate"):
+    """A row returned by ``SaveAt.fn``: a dict of str to real arrays, with the keys and
+    shapes of the first row (so that rows stack along time)."""
+    fix = "SaveAt.fn must return a dict mapping names to arrays of fixed shape, e.g. {'energy': model.energy(x)}."
+    if not isinstance(row, dict) or not row or not all(isinstance(k, str) for k in row):
+        raise InvalidParameterError(f"SaveAt.fn of {caller} returned {type(row).__name__}; {fix}")
+    shapes = {}
+    for key, val in row.items():
+        shapes[key] = check_real_array(val, f"SaveAt.fn()[{key!r}]", caller, finite=False, min_size=0).shape
+    if first is not None and shapes != first:
+        raise InvalidParameterError(
+            f"SaveAt.fn of {caller} returned keys/shapes {shapes} after {first} at the first save; {fix}"
+        )
+    return shapes
+
+
+# a fixed step that moves a token by more than this (radians) does not resolve the flow
+_MAX_MOVE = 1.0
+
+
+def _check_resolved(x, x_new, t, n_steps, h):
+    """Refuse a step that jumps a token by more than _MAX_MOVE radians: the retraction keeps
+    such a state on the sphere, but it is no longer a solution (e.g. USA heads at large
+    beta without log_time_scale, where |v| ~ e^beta)."""
+    with np.errstate(invalid="ignore"):
+        # a non-finite x_new is reported by the finiteness check instead
+        chord2 = np.einsum("...i,...i->...", x_new - x, x_new - x)
+        worst = float(np.max(chord2)) if chord2.size else 0.0
+    if np.isfinite(worst) and worst > (2.0 * np.sin(_MAX_MOVE / 2.0)) ** 2:
+        angle = 2.0 * np.arcsin(min(1.0, np.sqrt(worst) / 2.0))
+        raise SolverError(
+            f"step {n_steps} at t={t:.6g} moved a token by {angle:.3g} rad > {_MAX_MOVE:g} rad with dt={h:g}: "
+            "the step does not resolve the flow. Reduce dt, use method='dopri5', or lower beta "
+            "(or use log_time_scale='auto' for USA heads)."
+        )
 
 
 def simulate(
@@ -103,6 +148,7 @@ def simulate(
     """
     caller = "simulate"
     check_choice(method, "method", STEPPERS, caller)
+    progress = check_bool(progress, "progress", caller)
     check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
     stepper = STEPPERS[method]
     if isinstance(field, MultiHead):
@@ -126,6 +172,7 @@ def simulate(
         raise InvalidParameterError(
             f"field must be a MultiHead or a callable field(t, x); got {type(field).__name__}."
         )
+    plain_callable = not isinstance(field, MultiHead) and not getattr(field, "batched", False)
     t0 = check_param(t0, "t0", caller)
     t1 = check_param(t1, "t1", caller)
     if t1 <= t0:
@@ -146,22 +193,26 @@ def simulate(
     max_steps = check_param(max_steps, "max_steps", caller, low=1, integer=True)
     check_every = check_param(check_every, "check_every", caller, low=1, integer=True)
     save = SaveAt() if save is None else save
-    if not isinstance(save, SaveAt):
-        raise InvalidParameterError(f"save must be a SaveAt; got {type(save).__name__}.")
+    check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
     ts = _save_times(save, t0, t1)
-    every = None
-    if ts is None and save.every is not None:
-        every = check_param(save.every, "SaveAt.every", caller, low=1, integer=True)
-    rng = np.random.default_rng(rng)
+    every = save.every if ts is None else None
+    rng = check_rng(rng, "rng", caller)
+    if plain_callable:
+        # checked once, on a probe call: a (1, d) or (n,) return would be broadcast silently
+        check_returned(field(t0, x), "field(t0, x0)", x.shape, caller,
+                       fix="The field must return one velocity row per token.")
 
     times, xs, rows = [], [], []
+    row_shapes = [None]
 
     def record(t, state):
         times.append(t)
         if save.x:
             xs.append(state.copy())
         if save.fn is not None:
-            rows.append(save.fn(t, state))
+            row = save.fn(t, state)
+            row_shapes[0] = _check_row(row, row_shapes[0], caller)
+            rows.append(row)
 
     if ts is None:
         if save.t0:
@@ -218,6 +269,8 @@ def simulate(
                     h_next = h * fac
                 else:
                     t_new = target if h == remaining else t + h
+                if not stepper.adaptive and geom.on_sphere:
+                    _check_resolved(x, x_new, t, n_steps, h)
                 x = x_new
                 n_steps += 1
                 if bar is not None:

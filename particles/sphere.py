@@ -37,59 +37,160 @@ def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("...i,...i->...", a, b)
 
 
-def project_tangent(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _project_tangent(x, v):
+    return v - _rowdot(x, v)[..., None] * x
+
+
+def _normalize(y):
+    return y / np.sqrt(_rowdot(y, y))[..., None]
+
+
+def _retract(x, v):
+    return _normalize(x + v)
+
+
+def _exp_map(x, v):
+    t = np.sqrt(_rowdot(v, v))[..., None]
+    return _normalize(np.cos(t) * x + np.sinc(t / np.pi) * v)
+
+
+def _geodesic_distance(x, y):
+    a = x - y
+    b = x + y
+    return 2.0 * np.arctan2(np.sqrt(_rowdot(a, a)), np.sqrt(_rowdot(b, b)))
+
+
+# tolerance of the public functions for "on the sphere" (states of the solvers are unit to ~1e-15)
+_ATOL = 1e-8
+
+
+def _pair(x, v, caller, *, x_on_sphere=True, second="v"):
+    """Validate the (x, v) pair of a public geometry function: real finite arrays of shape
+    (..., d) with the same d that broadcast against each other, x on the sphere."""
+    from .validation import InvalidParameterError, check_real_array
+
+    x = check_real_array(x, "x", caller, expected="an array of shape (..., d)")
+    v = check_real_array(v, second, caller, expected="an array of shape (..., d)")
+    if x.ndim == 0 or v.ndim == 0 or x.shape[-1] != v.shape[-1] or x.shape[-1] < 2:
+        raise InvalidParameterError(
+            f"x and {second} of {caller} must have shape (..., d) with the same d >= 2; "
+            f"got shapes {x.shape} and {v.shape}."
+        )
+    try:
+        np.broadcast_shapes(x.shape, v.shape)
+    except ValueError:
+        raise InvalidParameterError(
+            f"x and {second} of {caller} must broadcast against each other; got shapes {x.shape} and {v.shape}. "
+            "Pass arrays of the same shape, or add axes (x[:, None, :], y[None, :, :]) for all pairs."
+        ) from None
+    if x_on_sphere:
+        _check_unit(x, "x", caller)
+    return x, v
+
+
+def _check_unit(x, name, caller):
+    from .validation import InvalidParameterError
+
+    dev = float(np.max(np.abs(np.sqrt(_rowdot(x, x)) - 1.0)))
+    if dev > _ATOL:
+        raise InvalidParameterError(
+            f"{name} of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
+            f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+        )
+
+
+def project_tangent(x, v) -> np.ndarray:
     r"""Tangent projection :math:`P_x v = v - \langle x, v\rangle x` (rows of unit norm).
 
     Parameters
     ----------
     x : ndarray of shape (..., d), unit rows
-    v : ndarray of shape (..., d)
+    v : ndarray of shape (..., d), broadcasting against x
 
     Examples
     --------
     >>> project_tangent(np.array([[1.0, 0.0]]), np.array([[2.0, 3.0]]))
     array([[0., 3.]])
     """
-    return v - _rowdot(x, v)[..., None] * x
+    return _project_tangent(*_pair(x, v, "project_tangent"))
 
 
-def normalize(y: np.ndarray) -> np.ndarray:
-    """Rescale rows to unit norm (the metric projection onto the sphere)."""
-    return y / np.sqrt(_rowdot(y, y))[..., None]
+def normalize(y) -> np.ndarray:
+    """Rescale rows to unit norm (the metric projection onto the sphere).
+
+    Parameters
+    ----------
+    y : ndarray of shape (..., d), finite rows of positive norm
+        A zero row has no direction and is refused (it would become NaN).
+    """
+    from .validation import InvalidParameterError, check_real_array
+
+    y = check_real_array(y, "y", "normalize", expected="an array of shape (..., d)")
+    if y.ndim == 0 or y.shape[-1] < 2:
+        raise InvalidParameterError(f"y of normalize must have shape (..., d) with d >= 2; got shape {y.shape}.")
+    norms = np.sqrt(_rowdot(y, y))
+    if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
+        bad = int(np.sum(~(norms > 0) | ~np.isfinite(norms)))
+        raise InvalidParameterError(
+            f"y of normalize has {bad} row(s) of zero (or overflowing) norm, which have no direction on the "
+            "sphere; drop them or perturb them before normalising."
+        )
+    return y / norms[..., None]
 
 
-def retract(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+def retract(x, v) -> np.ndarray:
     r"""Projective retraction :math:`R_x(v) = (x + v) / \|x + v\|`.
 
     Agrees with the exponential map to second order in ``|v|``; ``retract(x, 0) == x``.
+    ``v`` must be tangent at ``x`` (then :math:`\|x + v\| \ge 1`).
     """
-    return normalize(x + v)
+    x, v = _pair(x, v, "retract")
+    _check_tangent(x, v, "retract")
+    return _retract(x, v)
 
 
-def exp_map(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _check_tangent(x, v, caller):
+    from .validation import InvalidParameterError
+
+    dots = np.abs(_rowdot(x, v))
+    scale = np.maximum(1.0, np.sqrt(_rowdot(v, v)))
+    dev = float(np.max(dots / scale))
+    if dev > 1e-6:
+        raise InvalidParameterError(
+            f"v of {caller} must be tangent at x (max |⟨x_i, v_i⟩| / max(1, |v_i|) = {dev:.1e} > 1e-6); "
+            "project it first with particles.project_tangent(x, v)."
+        )
+
+
+def exp_map(x, v) -> np.ndarray:
     r"""Exponential map :math:`\exp_x(v) = \cos(\|v\|)x + \operatorname{sinc}(\|v\|)v`.
 
     ``v`` must be tangent at ``x``. np.sinc is used for sin(t)/t, which is exact at t = 0
     (no Taylor switch needed); the result is renormalised to round-off.
     """
-    t = np.sqrt(_rowdot(v, v))[..., None]
-    return normalize(np.cos(t) * x + np.sinc(t / np.pi) * v)
+    x, v = _pair(x, v, "exp_map")
+    _check_tangent(x, v, "exp_map")
+    return _exp_map(x, v)
 
 
-def geodesic_distance(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    r"""Great-circle distance :math:`2\arctan2(\|x-y\|, \|x+y\|)`.
+def geodesic_distance(x, y) -> np.ndarray:
+    r"""Great-circle distance :math:`2\arctan2(\|x-y\|, \|x+y\|)`, shape: broadcast of the rows.
 
     Accurate at every angle, unlike arccos of the inner product, which loses half the
     digits near 0 and near π.
+
+    Parameters
+    ----------
+    x, y : ndarray of shape (..., d), unit rows, broadcasting against each other
 
     Examples
     --------
     >>> float(geodesic_distance(np.array([1.0, 0.0]), np.array([0.0, 1.0])))  # doctest: +ELLIPSIS
     1.5707963...
     """
-    a = x - y
-    b = x + y
-    return 2.0 * np.arctan2(np.sqrt(_rowdot(a, a)), np.sqrt(_rowdot(b, b)))
+    x, y = _pair(x, y, "geodesic_distance", second="y")
+    _check_unit(y, "y", "geodesic_distance")
+    return _geodesic_distance(x, y)
 
 
 def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
@@ -97,12 +198,12 @@ def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
 
     ``rng`` is a ``np.random.Generator``, a seed, or ``None``.
     """
-    from .validation import check_param
+    from .validation import check_param, check_rng
 
     n = check_param(n, "n", "sample_uniform", low=1, integer=True)
     d = check_param(d, "d", "sample_uniform", low=2, integer=True)
-    g = np.random.default_rng(rng).standard_normal((n, d))
-    return normalize(g)
+    g = check_rng(rng, "rng", "sample_uniform").standard_normal((n, d))
+    return _normalize(g)
 
 
 def _flat_project(x, v):
@@ -134,6 +235,8 @@ class Geometry:
     on_sphere: bool
 
 
-SPHERE = Geometry("sphere", project_tangent, retract, exp_map, geodesic_distance, sample_uniform, True)
+# the solve loop evaluates these on Runge–Kutta stage states (off the sphere): the bundle
+# holds the unvalidated kernels; the public functions above validate, then call them
+SPHERE = Geometry("sphere", _project_tangent, _retract, _exp_map, _geodesic_distance, sample_uniform, True)
 FLAT = Geometry("flat", _flat_project, _flat_retract, _flat_retract, _flat_distance, _flat_sample, False)
 GEOMETRIES = {"sphere": SPHERE, "flat": FLAT}

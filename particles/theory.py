@@ -17,9 +17,17 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
-from scipy.special import lambertw
+from scipy.special import expit, lambertw
 
-from .validation import InvalidParameterError, check_choice, check_param
+from .validation import (
+    InvalidParameterError,
+    SolverError,
+    check_choice,
+    check_param,
+    check_points,
+    check_real_array,
+    check_rng,
+)
 
 __all__ = [
     "equiangular_tokens",
@@ -76,14 +84,14 @@ def orthogonal_tokens(n: int, d: int | None = None, rng=None) -> np.ndarray:
     d = n if d is None else check_param(d, "d", "orthogonal_tokens", low=n, integer=True)
     x = np.eye(d)[:n]
     if rng is not None:
-        q, r = np.linalg.qr(np.random.default_rng(rng).standard_normal((d, d)))
+        q, r = np.linalg.qr(check_rng(rng, "rng", "orthogonal_tokens").standard_normal((d, d)))
         x = x @ (q * np.sign(np.diag(r))).T
     return x
 
 
 def mean_rho(x) -> float:
     r"""Mean off-diagonal overlap :math:`\frac{2}{n(n-1)}\sum_{i<j}\langle x_i, x_j\rangle` (ρ of equiangular data)."""
-    x = np.asarray(x, dtype=np.float64)
+    x = check_points(x, "x", "mean_rho", atol=1e-8, min_n=2)
     n = len(x)
     s = x.sum(axis=0)
     return float((s @ s - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
@@ -122,8 +130,11 @@ def beta_star(H, n, alpha) -> float:
 def cos_angle_orthogonal(beta, n, alpha) -> float:
     r""":math:`\cos\angle(f_i, x_i) = e^{\beta\alpha}/\sqrt{e^{2\beta\alpha} + n - 1}` for orthogonal
     tokens and a scalar head α (USA or softmax), computed stably."""
-    ba = float(beta) * float(alpha)
-    return float(1.0 / np.sqrt(1.0 + (n - 1) * np.exp(-2 * ba)))
+    caller = "cos_angle_orthogonal"
+    beta = check_param(beta, "beta", caller, low=0.0)
+    n = check_param(n, "n", caller, low=1, integer=True)
+    alpha = check_param(alpha, "alpha", caller, low=0.0)
+    return float(1.0 / np.sqrt(1.0 + (n - 1) * np.exp(-2 * beta * alpha)))
 
 
 def cos_angle_equiangular(rho, beta, n, alpha=1.0):
@@ -159,9 +170,9 @@ def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
     - row-normalised ReLU: :math:`2\rho(1-\rho)\sum_h\lambda_h` (the heads with
       :math:`\lambda_h\rho > 0`).
     """
+    lam, beta, n = _heads(lambdas, beta, n, "equiangular_rhs")
     check_choice(kind, "kind", EQUIANGULAR_KINDS, "equiangular_rhs")
-    lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-    rho = np.asarray(rho, dtype=np.float64)
+    rho = check_real_array(rho, "rho", "equiangular_rhs")
     p = (1 - rho) * ((n - 1) * rho + 1)
     r = rho[..., None]
     if kind == "softmax":
@@ -180,34 +191,66 @@ def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
 
 def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, atol=1e-15):
     """Solve the equiangular ODE with scipy's DOP853; returns ρ at ``ts`` (ts[0] = start)."""
-    ts = np.asarray(ts, dtype=np.float64)
+    caller = "solve_equiangular"
+    lam, beta, n = _heads(lambdas, beta, n, caller)
+    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
+    rho0 = _rho(rho0, n, "rho0", caller)
+    ts = check_real_array(ts, "ts", caller, ndim=1, min_size=2, expected="a 1-D array of at least 2 times")
+    if np.any(np.diff(ts) <= 0):
+        raise InvalidParameterError(f"ts of {caller} must be strictly increasing; got {ts.tolist()[:6]}.")
+    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
+    atol = check_param(atol, "atol", caller, low=0.0, low_open=True)
     sol = solve_ivp(
         lambda t, y: equiangular_rhs(y, lambdas, beta, n, kind),
         (ts[0], ts[-1]), [float(rho0)], t_eval=ts, method="DOP853", rtol=rtol, atol=atol,
     )
     if not sol.success:  # pragma: no cover - DOP853 on a scalar smooth ODE
-        raise RuntimeError(sol.message)
+        raise SolverError(f"solve_equiangular: DOP853 failed ({sol.message}); lower beta or loosen rtol.")
     return sol.y[0]
 
 
 def rho_beta0(t, Lambda, n):
     r"""Softmax heads at β = 0 from :math:`\rho_0 = 0`:
     :math:`\rho(t) = (e^{2\Lambda t} - 1)/(e^{2\Lambda t} + n - 1)`, Λ = Σ_h λ_h."""
-    e = np.exp(2 * Lambda * np.asarray(t, dtype=np.float64))
-    return (e - 1) / (e + n - 1)
+    t = check_real_array(t, "t", "rho_beta0")
+    Lambda = check_param(Lambda, "Lambda", "rho_beta0")
+    n = check_param(n, "n", "rho_beta0", low=1, integer=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        # e^{2Λt} → inf: ρ → 1, the limit of the closed form
+        e = np.exp(2 * Lambda * t)
+        out = (e - 1) / (e + n - 1)
+    return np.where(np.isinf(e), 1.0, out)
 
 
 def time_to_rho_beta0(r, Lambda, n):
     r"""Time for softmax heads at β = 0 to go from ρ = 0 to ρ = r:
     :math:`\ln((1 + (n-1)r)/(1-r)) / (2\Lambda)`."""
-    r = np.asarray(r, dtype=np.float64)
+    caller = "time_to_rho_beta0"
+    r = check_real_array(r, "r", caller)
+    Lambda = check_param(Lambda, "Lambda", caller, low=0.0, low_open=True)
+    n = check_param(n, "n", caller, low=1, integer=True)
+    if np.any((r < 0) | (r >= 1)):
+        raise InvalidParameterError(f"r of {caller} must lie in [0, 1) (ρ = 1 is reached only as t → inf).")
     return np.log((1 + (n - 1) * r) / (1 - r)) / (2 * Lambda)
 
 
 def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
     r"""Time to go from ρ0 to ρ1 along the equiangular ODE: :math:`\int_{\rho_0}^{\rho_1} d\rho/\dot\rho`."""
-    if not rho1 > rho0:
-        raise InvalidParameterError(f"hitting_time needs rho1 > rho0; got rho0={rho0}, rho1={rho1}.")
+    caller = "hitting_time"
+    lam, beta, n = _heads(lambdas, beta, n, caller)
+    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
+    rho0 = _rho(rho0, n, "rho0", caller)
+    rho1 = _rho(rho1, n, "rho1", caller)
+    if not rho1 > rho0 or rho1 >= 1.0:
+        raise InvalidParameterError(
+            f"hitting_time needs rho0 < rho1 < 1 (ρ = 1 is reached only as t → inf); got rho0={rho0}, rho1={rho1}."
+        )
+    probe = equiangular_rhs(np.linspace(rho0, rho1, 65), lam, beta, n, kind)
+    if not np.all(probe > 0):
+        raise InvalidParameterError(
+            f"the equiangular flow ({kind}, lambdas={lam.tolist()}, beta={beta:g}) does not increase rho on "
+            f"[{rho0:g}, {rho1:g}] (its rate is <= 0 there), so rho1 is never reached; use positive lambdas."
+        )
     val, _ = quad(lambda r: 1.0 / float(equiangular_rhs(r, lambdas, beta, n, kind)), rho0, rho1,
                   limit=200, epsabs=0, epsrel=1e-12)
     return float(val)
@@ -216,13 +259,23 @@ def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
 def phi(lam, beta, n):
     r"""Theorem 22 (softmax): per-head early rate :math:`\varphi(\lambda) = 2\lambda/(e^{\lambda\beta} + n - 1)`,
     so that :math:`\dot\rho(0) = \sum_h\varphi(\lambda_h)` from orthogonal tokens."""
-    lam = np.asarray(lam, dtype=np.float64)
-    return 2 * lam / (np.exp(lam * beta) + n - 1)
+    lam = check_real_array(lam, "lam", "phi")
+    beta = check_param(beta, "beta", "phi", low=0.0)
+    n = check_param(n, "n", "phi", low=1, integer=True)
+    return _phi(lam, beta, n)
+
+
+def _phi(lam, beta, n):
+    # 2λ/(e^a + n − 1) written as 2λ e^{−a}/(1 + (n−1)e^{−a}) when a = λβ > 0 (no overflow)
+    a = lam * beta
+    e = np.exp(-np.abs(a))
+    return np.where(a > 0, 2 * lam * e / (1 + (n - 1) * e), 2 * lam / (e + n - 1))
 
 
 def lambda_max(beta, n) -> float:
     r"""Maximiser of φ: :math:`\lambda_{max} = (1 + W_0((n-1)/e))/\beta` (Lambert W)."""
     beta = check_param(beta, "beta", "lambda_max", low=0.0, low_open=True)
+    n = check_param(n, "n", "lambda_max", low=1, integer=True)
     return float((1 + lambertw((n - 1) / np.e, 0).real) / beta)
 
 
@@ -230,16 +283,19 @@ def lambda_c(beta, n) -> float:
     r"""Inflection point of φ: φ is convex for λ > λ_c, where :math:`x = \lambda_c\beta` solves
     :math:`e^x(x-2) = (n-1)(x+2)` (the root x > 2)."""
     beta = check_param(beta, "beta", "lambda_c", low=0.0, low_open=True)
-    g = lambda x: np.exp(x) * (x - 2) - (n - 1) * (x + 2)  # noqa: E731
+    n = check_param(n, "n", "lambda_c", low=2, integer=True)
+    # in logs, x + log(x − 2) = log(n − 1) + log(x + 2): no overflow for any n
+    g = lambda x: x + np.log(x - 2) - np.log(n - 1) - np.log(x + 2)  # noqa: E731
     hi = 3.0
     while g(hi) <= 0:
         hi *= 2
-    return float(brentq(g, 2.0, hi, xtol=1e-15, rtol=1e-15) / beta)
+    return float(brentq(g, 2.0 + 1e-12, hi, xtol=1e-15, rtol=1e-15) / beta)
 
 
 def early_rate(lambdas, beta, n) -> float:
     r"""Softmax :math:`\dot\rho(0) = \sum_h \varphi(\lambda_h)` from orthogonal tokens."""
-    return float(np.sum(phi(np.asarray(lambdas, dtype=np.float64), beta, n)))
+    lam, beta, n = _heads(lambdas, beta, n, "early_rate")
+    return float(np.sum(_phi(lam, beta, n)))
 
 
 def superadditivity_gain(lambdas, beta, n) -> float:
@@ -248,36 +304,67 @@ def superadditivity_gain(lambdas, beta, n) -> float:
     Positive when the heads are spread inside the convex regime λ > λ_c (Jensen): the same
     total strength Λ split unequally clusters faster early on than split equally.
     """
-    lam = np.atleast_1d(np.asarray(lambdas, dtype=np.float64))
-    return float(np.sum(phi(lam, beta, n)) - lam.size * phi(lam.sum() / lam.size, beta, n))
+    lam, beta, n = _heads(lambdas, beta, n, "superadditivity_gain")
+    return float(np.sum(_phi(lam, beta, n)) - lam.size * _phi(lam.sum() / lam.size, beta, n))
 
 
 def late_rate(lambdas) -> float:
     r"""Late-time rate 2Λ: :math:`1 - \rho \sim C e^{-2\Lambda t}` (softmax, Λ = Σλ_h)."""
-    return 2.0 * float(np.sum(lambdas))
+    return 2.0 * float(np.sum(_lambdas(lambdas, "late_rate")))
 
 
 def relu_time_linear(rho0, lambdas, beta, n) -> float:
     r"""Theorem 25, ReLU linearised at ρ ≈ 0: :math:`T \approx n\log(1/\rho_0)/(2\beta\sum_h\lambda_h^2)`
     (time for ρ to grow from ρ0 to O(1))."""
-    lam = np.asarray(lambdas, dtype=np.float64)
+    caller = "relu_time_linear"
+    lam, beta, n = _heads(lambdas, beta, n, caller)
+    rho0 = check_param(rho0, "rho0", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    if beta == 0 or not np.any(lam != 0):
+        raise InvalidParameterError(f"{caller} needs beta > 0 and a nonzero head (the ReLU flow is frozen otherwise).")
     return float(n * np.log(1.0 / rho0) / (2 * beta * np.sum(lam**2)))
 
 
 def softmax_time_linear(lambdas, beta, n) -> float:
     r"""Theorem 25, softmax linearised at ρ = 0: :math:`T \approx 1/\dot\rho(0) = 1/\sum_h\varphi(\lambda_h)`,
     O(n) (time scale for ρ to grow by O(1) from 0)."""
-    return 1.0 / early_rate(lambdas, beta, n)
+    rate = early_rate(lambdas, beta, n)
+    if not rate > 0:
+        raise InvalidParameterError(
+            f"softmax_time_linear needs a positive early rate sum_h phi(lambda_h); got {rate:g}. Use positive lambdas."
+        )
+    return 1.0 / rate
 
 
 def entropy_equiangular(rho, n, beta, lam):
     r"""Theorem 27, equiangular tokens, one scalar head λ (softmax weights):
     :math:`H(\rho) = -q\log q - (1-q)\log\frac{1-q}{n-1}`, :math:`q = 1/(1 + (n-1)e^{-\beta\lambda(1-\rho)})`.
     """
-    rho = np.asarray(rho, dtype=np.float64)
-    q = 1.0 / (1.0 + (n - 1) * np.exp(-beta * lam * (1 - rho)))
+    caller = "entropy_equiangular"
+    rho = check_real_array(rho, "rho", caller)
+    n = check_param(n, "n", caller, low=2, integer=True)
+    beta = check_param(beta, "beta", caller, low=0.0)
+    lam = check_param(lam, "lam", caller)
+    q = expit(beta * lam * (1 - rho) - np.log(n - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         # q → 1 at large β: 0·log 0 is 0 by continuity
         t1 = np.where(q > 0, -q * np.log(q), 0.0)
         t2 = np.where(q < 1, -(1 - q) * np.log((1 - q) / (n - 1)), 0.0)
     return t1 + t2
+
+
+def _lambdas(lambdas, caller):
+    return np.atleast_1d(check_real_array(lambdas, "lambdas", caller, ndim=(0, 1),
+                                          expected="a non-empty 1-D sequence of head strengths"))
+
+
+def _heads(lambdas, beta, n, caller):
+    """The (lambdas, beta, n) triple shared by the closed forms."""
+    lam = _lambdas(lambdas, caller)
+    beta = check_param(beta, "beta", caller, low=0.0)
+    n = check_param(n, "n", caller, low=2, integer=True)
+    return lam, beta, n
+
+
+def _rho(rho, n, name, caller):
+    """An overlap of n equiangular unit vectors: −1/(n−1) < ρ <= 1."""
+    return check_param(rho, name, caller, low=-1.0 / (n - 1), high=1.0, low_open=True)

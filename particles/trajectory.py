@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .validation import (
+    InvalidParameterError,
+    check_bool,
+    check_callable,
+    check_choice,
+    check_param,
+    check_real_array,
+)
+
 __all__ = ["Trajectory", "SaveAt"]
 
 
@@ -33,6 +42,22 @@ class SaveAt:
     t0: bool = True
     x: bool = True
     fn: object = None
+
+    def __post_init__(self):
+        caller = "SaveAt"
+        if self.ts is not None:
+            ts = check_real_array(self.ts, "ts", caller, ndim=(0, 1), expected="a 1-D array of save times")
+            ts = np.atleast_1d(ts)
+            if np.any(np.diff(ts) <= 0):
+                raise InvalidParameterError(f"SaveAt.ts must be strictly increasing; got {ts.tolist()[:6]}.")
+            object.__setattr__(self, "ts", ts)
+        if self.every is not None:
+            object.__setattr__(self, "every", check_param(self.every, "every", caller, low=1, integer=True))
+        object.__setattr__(self, "t0", check_bool(self.t0, "t0", caller))
+        object.__setattr__(self, "x", check_bool(self.x, "x", caller))
+        check_callable(self.fn, "fn", caller, signature="fn(t, x) -> dict", allow_none=True)
+        if not self.x and self.fn is None:
+            raise InvalidParameterError("SaveAt(x=False) without fn saves nothing; pass fn=... or keep x=True.")
 
 
 @dataclass(frozen=True)
@@ -63,6 +88,26 @@ class Trajectory:
     n_rejected: int = 0
     x_final: np.ndarray | None = None
     method: str = ""
+
+    def __post_init__(self):
+        caller = "Trajectory"
+        t = np.atleast_1d(check_real_array(self.t, "t", caller, ndim=(0, 1), min_size=0))
+        object.__setattr__(self, "t", t)
+        if self.x is not None:
+            x = check_real_array(self.x, "x", caller, finite=False, min_size=0,
+                                 expected="an array of shape (n_times, n, d)")
+            if x.ndim < 3 or x.shape[0] != t.size:
+                raise InvalidParameterError(
+                    f"x of Trajectory must have shape (n_times, n, d) with n_times = len(t) = {t.size}; "
+                    f"got shape {x.shape}."
+                )
+        if not isinstance(self.saved, dict):
+            raise InvalidParameterError(f"saved of Trajectory must be a dict; got {type(self.saved).__name__}.")
+        check_choice(self.status, "status", ("finished", "failed"), caller)
+        check_param(self.n_steps, "n_steps", caller, low=0, integer=True)
+        check_param(self.n_rejected, "n_rejected", caller, low=0, integer=True)
+        if not isinstance(self.message, str) or not isinstance(self.method, str):
+            raise InvalidParameterError("message and method of Trajectory must be strings.")
 
     @property
     def success(self) -> bool:

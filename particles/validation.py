@@ -9,6 +9,7 @@ code trusts what these functions return and never re-validates.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -16,15 +17,23 @@ __all__ = [
     "InvalidParameterError",
     "SolverError",
     "ConvergenceWarning",
+    "LIBRARY_ERRORS",
     "check_points",
     "check_param",
     "check_choice",
+    "check_names",
     "check_weights",
     "check_square_stack",
     "check_finite",
     "check_model",
     "check_states",
     "check_times",
+    "check_real_array",
+    "check_bool",
+    "check_callable",
+    "check_instance",
+    "check_rng",
+    "check_returned",
 ]
 
 
@@ -92,13 +101,17 @@ def check_param(
             value = value.item()
         else:
             raise InvalidParameterError(msg)
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond float64
+        raise InvalidParameterError(msg) from None
     if integer:
-        if not float(value).is_integer():
+        if not as_float.is_integer():
             raise InvalidParameterError(msg)
         value = int(value)
     else:
-        value = float(value)
-    if np.isnan(value) or (np.isinf(value) and not allow_inf):
+        value = as_float
+    if np.isnan(as_float) or (np.isinf(as_float) and not allow_inf):
         raise InvalidParameterError(msg)
     if low is not None and (value < low or (low_open and value == low)):
         raise InvalidParameterError(msg)
@@ -117,6 +130,66 @@ def check_choice(value, name: str, choices, caller: str = ""):
     return value
 
 
+def _typename(value) -> str:
+    return type(value).__name__
+
+
+def check_real_array(
+    a,
+    name: str,
+    caller: str = "",
+    *,
+    ndim: int | tuple | None = None,
+    shape: tuple | None = None,
+    finite: bool = True,
+    min_size: int = 1,
+    expected: str = "",
+) -> np.ndarray:
+    """Convert ``a`` to a C-contiguous float64 array, refusing what would be cast silently.
+
+    Refused: ``None``, strings, ragged or object arrays, booleans, complex numbers (numpy
+    would drop the imaginary part with only a warning), non-finite entries (unless
+    ``finite=False``), fewer than ``min_size`` entries, and a wrong ``ndim`` or ``shape``
+    (``None`` entries of ``shape`` match any length).
+    """
+    what = expected or (f"a real array of shape {shape}" if shape is not None else "a real array")
+    where = f"{name}{_fmt(caller)}"
+    if a is None or isinstance(a, (str, bytes, dict, set)) or callable(a):
+        raise InvalidParameterError(f"{where} must be {what}; got {_typename(a)}.")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a ragged sequence must not become an object array quietly
+            arr = np.asarray(a)
+    except Exception as exc:
+        raise InvalidParameterError(
+            f"{where} must be {what}; got {_typename(a)} that numpy cannot turn into a rectangular array ({exc})."
+        ) from None
+    if np.iscomplexobj(arr):
+        raise InvalidParameterError(
+            f"{where} must be real; got complex dtype {arr.dtype}. Pass the real part explicitly (np.real(...))."
+        )
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
+        raise InvalidParameterError(
+            f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
+        )
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(s is None or s == k for s, k in zip(shape, arr.shape))
+        if not ok:
+            spec = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise InvalidParameterError(f"{where} must have shape {spec}; got shape {arr.shape}.")
+    elif ndims is not None and arr.ndim not in ndims:
+        raise InvalidParameterError(
+            f"{where} must be {what} with {' or '.join(map(str, ndims))} dimension(s); got shape {arr.shape}."
+        )
+    if arr.size < min_size:
+        raise InvalidParameterError(f"{where} must have at least {min_size} entries; got shape {arr.shape}.")
+    arr = np.asarray(arr, dtype=np.float64, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    if finite:
+        check_finite(arr, name, caller)
+    return arr
+
+
 def check_points(
     x,
     name: str = "x",
@@ -126,6 +199,7 @@ def check_points(
     atol: float = 1e-10,
     min_d: int = 2,
     min_n: int = 1,
+    d: int | None = None,
 ) -> np.ndarray:
     """Validate a point cloud of shape ``(n, d)``.
 
@@ -135,31 +209,25 @@ def check_points(
         Points (rows). Converted to C-contiguous float64.
     on_sphere : bool
         Require unit rows: ``max_i |‖x_i‖ − 1| <= atol``.
+    d : int, optional
+        Required number of columns (the ambient dimension of the other arguments).
 
     Returns
     -------
     ndarray of shape (n, d), float64
     """
+    where = f"{name}{_fmt(caller)}"
     if isinstance(x, (str, bytes)) or x is None:
-        raise InvalidParameterError(
-            f"{name} must be an array of shape (n, d); got {type(x).__name__}."
-        )
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic array-likes
-        raise InvalidParameterError(f"{name} could not be converted to an array: {exc}") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise InvalidParameterError(
-            f"{name} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
-        )
-    if np.iscomplexobj(arr):
-        raise InvalidParameterError(f"{name} must be real; got complex dtype {arr.dtype}.")
+        raise InvalidParameterError(f"{where} must be an array of shape (n, d); got {_typename(x)}.")
+    arr = check_real_array(x, name, caller, finite=False, min_size=0, expected="an array of shape (n, d)")
     if arr.ndim != 2 or arr.shape[1] < min_d or arr.shape[0] < min_n:
         raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must have shape (n, d) with n >= {min_n} and d >= {min_d}; "
-            f"got shape {arr.shape}."
+            f"{where} must have shape (n, d) with n >= {min_n} and d >= {min_d}; got shape {arr.shape}."
         )
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if d is not None and arr.shape[1] != d:
+        raise InvalidParameterError(
+            f"{where} must have d = {d} columns to match the other arguments; got shape {arr.shape}."
+        )
     check_finite(arr, name, caller)
     if on_sphere:
         dev = float(np.max(np.abs(np.sqrt(np.einsum("ij,ij->i", arr, arr)) - 1.0)))
@@ -179,7 +247,7 @@ def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> n
     """
     if weights is None:
         return np.full(n, 1.0 / n)
-    w = np.asarray(weights, dtype=np.float64)
+    w = check_real_array(weights, name, caller, finite=False, min_size=0, expected=f"an array of shape ({n},)")
     if w.shape != (n,):
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} must have shape ({n},) to match the points; got shape {w.shape}."
@@ -203,15 +271,10 @@ def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> 
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} must be an array of shape (d, d) or (H, d, d); got {type(a).__name__}."
         )
-    arr = np.asarray(a)
-    if arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must hold real numbers; got dtype {arr.dtype}."
-        )
-    arr = np.asarray(arr, dtype=np.float64)
+    arr = check_real_array(a, name, caller, finite=False, min_size=0, expected="an array of shape (d, d) or (H, d, d)")
     if arr.ndim == 2:
         arr = arr[None]
-    if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[0] < 1:
+    if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[0] < 1 or arr.shape[1] < 1:
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} must have shape (d, d) or (H, d, d); got shape {np.shape(a)}."
         )
@@ -302,3 +365,95 @@ def check_times(ts, n_times: int, name: str = "ts", caller: str = "") -> np.ndar
     if n_times > 1 and np.any(np.diff(t) <= 0):
         raise InvalidParameterError(f"{name}{_fmt(caller)} must be strictly increasing.")
     return t
+
+
+def check_bool(value, name: str, caller: str = "") -> bool:
+    """Validate a flag: ``True``/``False`` (or a numpy bool), nothing else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be True or False. Got {value!r} instead."
+        )
+    return bool(value)
+
+
+def check_callable(fn, name: str, caller: str = "", *, signature: str = "", allow_none: bool = False):
+    """Validate that ``fn`` is callable (``None`` passes through when ``allow_none``)."""
+    if fn is None and allow_none:
+        return None
+    if not callable(fn):
+        sig = f" {signature}" if signature else ""
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a callable{sig}. Got {_typename(fn)} instead."
+        )
+    return fn
+
+
+def check_instance(obj, cls, name: str, caller: str = "", *, hint: str = ""):
+    """Validate ``isinstance(obj, cls)``; ``hint`` says how to build a valid one."""
+    if not isinstance(obj, cls):
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a {names}. Got {_typename(obj)} instead."
+            + (f" {hint}" if hint else "")
+        )
+    return obj
+
+
+def check_rng(rng, name: str = "rng", caller: str = "") -> np.random.Generator:
+    """``np.random.default_rng(rng)`` for a Generator, a non-negative int, a SeedSequence or None."""
+    if isinstance(rng, (bool, np.bool_, float, str, bytes)) or (isinstance(rng, numbers.Integral) and rng < 0):
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a np.random.Generator, a non-negative int, "
+            f"a SeedSequence or None. Got {rng!r} instead."
+        )
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a np.random.Generator, a non-negative int, "
+            f"a SeedSequence or None. Got {_typename(rng)} instead ({exc})."
+        ) from None
+
+
+def check_names(names, name: str, choices, caller: str = "") -> list:
+    """Validate a sequence of names, each one of ``choices``; a bare string is refused
+    (iterating it would ask for its letters)."""
+    if isinstance(names, (str, bytes)):
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a list of names; got the string {names!r}. "
+            f"Wrap it in a list: [{names!r}]."
+        )
+    try:
+        out = list(names)
+    except TypeError:
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be a list of names from {sorted(choices)}. "
+            f"Got {_typename(names)} instead."
+        ) from None
+    for item in out:
+        check_choice(item, name, choices, caller)
+    return out
+
+
+def check_returned(value, what: str, expected_shape: tuple, caller: str = "", *, fix: str = "") -> np.ndarray:
+    """Validate the value returned by a user callable on a probe call.
+
+    ``what`` names the call (e.g. ``"field(t0, x0)"``); the value must be a finite real
+    array of exactly ``expected_shape`` (no broadcasting).
+    """
+    if value is None:
+        raise InvalidParameterError(
+            f"{what}{_fmt(caller)} returned None; it must return an array of shape {expected_shape}. {fix}".rstrip()
+        )
+    arr = check_real_array(value, what, caller, finite=False, min_size=0,
+                           expected=f"an array of shape {expected_shape}")
+    if arr.shape != tuple(expected_shape):
+        raise InvalidParameterError(
+            f"{what}{_fmt(caller)} must return an array of shape {tuple(expected_shape)}; got shape {arr.shape} "
+            f"(it is not broadcast). {fix}".rstrip()
+        )
+    return arr
+
+
+#: every exception type raised on purpose by headflow (bad input or a failed solve)
+LIBRARY_ERRORS = (InvalidParameterError, SolverError)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from metrics import cluster_labels, cluster_sizes, leaders, mean_entropy, n_clusters, silhouette
+from metrics import cluster_labels, cluster_sizes, leaders, mean_entropy, n_clusters, n_clusters_batch, silhouette
 from particles import InvalidParameterError, MultiHead, normalize, sample_uniform
 
 
@@ -54,3 +54,54 @@ def test_entropy_and_leaders(rng):
     y[1:4] = normalize(y[0] + 1e-3 * rng.standard_normal((3, 3)))
     assert leaders(y, hot, k=4).shape == (1, 4)
     assert set(leaders(y, hot, k=4)[0]) == {0, 1, 2, 3}
+
+
+def test_components_match_dbscan(rng):
+    """The bounded-memory components equal scikit-learn's DBSCAN(min_samples=1) partition."""
+    from sklearn.cluster import DBSCAN
+
+    from metrics.clustering import _by_first_appearance
+
+    for _ in range(40):
+        d = int(rng.integers(2, 6))
+        x, _ = caps(rng, int(rng.integers(1, 6)), int(rng.integers(1, 20)), d=d, spread=10 ** rng.uniform(-5, -1.5))
+        x = np.concatenate([x, sample_uniform(int(rng.integers(1, 15)), d, rng)])
+        eps = 10 ** rng.uniform(-3, -0.5)
+        ref = _by_first_appearance(DBSCAN(eps=2 * np.sin(eps / 2), min_samples=1).fit(x).labels_)
+        np.testing.assert_array_equal(cluster_labels(x, eps=eps), ref)
+
+
+def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
+    import importlib
+
+    from sklearn.metrics import silhouette_score
+
+    from particles import geodesic_distance
+
+    clustering = importlib.import_module("metrics.clustering")
+    energy = importlib.import_module("metrics.energy")  # (metrics.energy is also a function)
+
+    x = normalize(np.repeat(sample_uniform(4, 3, rng), 15, 0) + 0.05 * rng.standard_normal((60, 3)))
+    labels = rng.integers(0, 4, 60)
+    labels[0] = 9  # a one-point cluster: s_0 = 0
+    D = geodesic_distance(x[:, None, :], x[None, :, :])
+    np.fill_diagonal(D, 0.0)
+    monkeypatch.setattr(clustering, "SILHOUETTE_BLOCK_ELEMENTS", 7 * 60)  # several row blocks
+    assert silhouette(x, labels) == pytest.approx(silhouette_score(D, labels, metric="precomputed"), rel=1e-8)
+    model = MultiHead(np.eye(3), beta=3.0, kind="softmax")
+    s = 3.0 * model.scores(x)[0]
+    p = np.exp(s - s.max(1, keepdims=True))
+    received = (p / p.sum(1, keepdims=True)).sum(0)
+    monkeypatch.setattr(energy, "LEADERS_BLOCK_ELEMENTS", 5 * 60)
+    np.testing.assert_array_equal(leaders(x, model, k=6)[0], np.argsort(-received, kind="stable")[:6])
+    with pytest.raises(InvalidParameterError, match=r"'k' parameter of leaders must be an integer in \[1, 60\]"):
+        leaders(x, model, k=61)
+    with pytest.raises(InvalidParameterError, match=r"labels of silhouette must have shape \(60,\)"):
+        silhouette(x, labels[:-1])
+
+
+def test_n_clusters_batch_refuses_off_sphere():
+    with pytest.raises(InvalidParameterError, match="must lie on the unit sphere"):
+        n_clusters_batch(np.zeros((2, 3, 2)))
+    with pytest.raises(InvalidParameterError, match="must be finite"):
+        n_clusters_batch(np.full((2, 3, 2), np.nan))

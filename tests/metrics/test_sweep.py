@@ -68,3 +68,21 @@ def test_sweep_bad_input():
         run_sweep(GRID, metrics=("nope",))
     with pytest.raises(InvalidParameterError, match="engine must be"):
         run_sweep({"beta": [1.0]}, t1=0.1, dt=0.05, engine="mpi")
+
+
+def test_overflowing_cell_is_recorded_not_fatal():
+    # USA at beta = 100 without log-time rescaling overflows: that cell fails, the sweep goes on
+    ds = run_sweep({"kind": ["usa"], "beta": [0.5, 100.0]}, n_seeds=1, t1=0.5, dt=0.05, n_saves=3,
+                   metrics=("n_clusters",))
+    assert ds.success.sel(beta=0.5).item() == 1 and ds.success.sel(beta=100.0).item() == 0
+    assert np.all(np.isfinite(ds.n_clusters.sel(beta=0.5)))
+    assert np.all(np.isnan(ds.n_clusters.sel(beta=100.0).isel(time=slice(1, None))))
+
+
+def test_sweep_grid_validation():
+    with pytest.raises(InvalidParameterError, match=r"grid\['kind'\] of run_sweep must be a list of values"):
+        run_sweep({"kind": "softmax"})
+    with pytest.raises(InvalidParameterError, match=r"The \"grid\['beta'\]\" parameter of run_sweep must be a float"):
+        run_sweep({"beta": [-1.0]})
+    with pytest.raises(InvalidParameterError, match="must be a list of names; got the string 'n_clusters'"):
+        run_sweep({"beta": [1.0]}, metrics="n_clusters")

@@ -75,3 +75,27 @@ def test_transport_bad_input(rng):
         wasserstein(x, x, np.ones(5))
     with pytest.raises(InvalidParameterError, match=r"b of wasserstein must have shape \(5,\)"):
         wasserstein(x, x, None, np.ones(4) / 4)
+
+
+def test_dense_distances_refuse_large_clouds(monkeypatch):
+    from metrics import transport
+
+    monkeypatch.setattr(transport, "MAX_DENSE_PAIRS", 100)
+    x = sample_uniform(11, 3, 0)
+    for fn in (wasserstein, sinkhorn_divergence):
+        with pytest.raises(InvalidParameterError, match=r"121 pairs > MAX_DENSE_PAIRS = 100.*sliced_wasserstein_sphere"):
+            fn(x, x[::-1])
+    assert sliced_wasserstein_sphere(x, x[::-1]) >= 0.0  # the scalable one still runs
+
+
+def test_sliced_chunks_equal_pot(monkeypatch):
+    import ot
+
+    from metrics import transport
+
+    monkeypatch.setattr(transport, "_SLICED_CHUNK_ENTRIES", 50)  # one or two projections per chunk
+    x, y = sample_uniform(30, 3, 1), sample_uniform(20, 3, 2)
+    assert sliced_wasserstein_sphere(x, y, seed=4) == pytest.approx(
+        ot.sliced_wasserstein_sphere(x, y, n_projections=200, seed=4), rel=1e-12)
+    assert distance_to_uniform(x, seed=4) == pytest.approx(
+        ot.sliced_wasserstein_sphere_unif(x, n_projections=200, seed=4), rel=1e-12)

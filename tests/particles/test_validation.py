@@ -20,7 +20,7 @@ def model():
         (np.array([[np.nan, 0, 0]]), r"must be finite; got 1 NaN and 0 inf"),
         (np.array([[np.inf, 0, 0]]), r"got 0 NaN and 1 inf"),
         (np.eye(4), r"x has d = 4 columns but the heads are 3 x 3"),
-        ("abc", r"x must be an array of shape"),
+        ("abc", r"x of MultiHead must be an array of shape"),
         (np.array([["a", "b"]]), r"must hold real numbers"),
     ],
 )
@@ -73,7 +73,6 @@ def test_bad_matrices(M, match):
         (dict(dt=0.1, kappa=1.0), r"kappa=1 adds noise: use method='euler_maruyama'"),
         (dict(dt=0.1, t0=2.0), r"t1 must be greater than t0"),
         (dict(dt=0.1, on_failure="ignore"), r"'on_failure' parameter"),
-        (dict(dt=0.1, save=SaveAt(ts=[0.5, 0.2])), r"SaveAt.ts must be strictly increasing"),
         (dict(dt=0.1, save=SaveAt(ts=[0.5, 3.0])), r"SaveAt.ts must lie in \[t0, t1\]"),
         (dict(dt=0.1, geometry="flat"), r"conflicts with the model's geometry"),
     ],

@@ -1,0 +1,147 @@
+"""Crash tests of resumable sweeps: SIGKILL the parent, SIGKILL one worker, corrupt cells.
+
+Each scenario ends with the same check: the resumed sweep equals an uninterrupted serial
+run bit for bit (``xr.testing.assert_identical``). Linux only (reads /proc for the pool's
+processes).
+"""
+
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from metrics import run_sweep
+from metrics.sweep import CellWarning
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GRID = {"beta": [0.5, 1.0, 2.0]}
+# cells of ~0.3 s each: long enough to kill a sweep in the middle
+KW = dict(n_seeds=2, t1=8.0, dt=0.01, n_saves=3, metrics=["n_clusters", "energy_multi"])
+
+DRIVER = textwrap.dedent(
+    """
+    import sys
+    from metrics import run_sweep
+    ds = run_sweep({grid!r}, engine="process", max_workers=2, store=sys.argv[1], **{kw!r})
+    ds.to_netcdf(sys.argv[2])
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return run_sweep(GRID, **KW)
+
+
+def _children(pid):
+    """(pid, cmdline) of the direct children of ``pid``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = pathlib.Path(f"/proc/{entry}/stat").read_text()
+            cmd = pathlib.Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            out.append((int(entry), cmd))
+    return out
+
+
+def _alive(pid):
+    try:
+        stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+def _start(store, out):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    script = DRIVER.format(grid=GRID, kw=KW)
+    return subprocess.Popen([sys.executable, "-c", script, str(store), str(out)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_for_cells(proc, store, at_least, timeout=120.0):
+    """Wait until ``at_least`` cell files exist and the pool's workers are up; return the workers."""
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        workers = [pid for pid, cmd in _children(proc.pid) if "spawn_main" in cmd]
+        if len(list(store.glob("cell_*.nc"))) >= at_least and workers:
+            return workers
+        time.sleep(0.02)
+    raise AssertionError("the sweep did not start writing cells in time")
+
+
+def test_sigkill_parent_then_corrupt_and_resume(tmp_path, reference):
+    store = tmp_path / "cells"
+    proc = _start(store, tmp_path / "out.nc")
+    _wait_for_cells(proc, store, at_least=1)
+    family = [pid for pid, _ in _children(proc.pid)]
+    assert family
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    t_end = time.monotonic() + 5.0
+    while any(_alive(pid) for pid in family) and time.monotonic() < t_end:
+        time.sleep(0.05)
+    assert [pid for pid in family if _alive(pid)] == []  # 0 processes alive 5 s after the parent died
+    n_written = len(list(store.glob("cell_*.nc")))
+    assert 1 <= n_written < 6  # killed mid-run
+
+    # resume: only the missing cells are computed, and nothing is lost
+    resumed = run_sweep(GRID, store=store, **KW)
+    xr.testing.assert_identical(resumed, reference)
+
+    # corrupt: NaN values under the old checksum, another cell's file under this name,
+    # a truncated file, and a part file whose writer is dead
+    cells = sorted(store.glob("cell_*.nc"))
+    assert len(cells) == 6
+    with xr.open_dataset(cells[0]) as ds:
+        ds = ds.load()
+    ds["energy_multi"][:] = np.nan
+    ds.to_netcdf(cells[0])
+    shutil.copyfile(cells[2], cells[1])
+    cells[3].write_bytes(cells[3].read_bytes()[:200])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = store / f"{cells[4].name}.part{int(dead.stdout)}"
+    stale.write_bytes(b"half a cell")
+    with pytest.warns(CellWarning) as record:
+        again = run_sweep(GRID, store=store, **KW)
+    messages = " ".join(str(w.message) for w in record)
+    assert "checksum" in messages and "another cell" in messages and "cannot be read" in messages
+    for cell in (cells[0], cells[1], cells[3]):
+        assert cell.name in messages
+    assert len(record) == 3  # the three broken cells, no false alarm
+    assert not stale.exists()
+    xr.testing.assert_identical(again, reference)
+    # and the recomputed files verify: a third run warns about nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CellWarning)
+        xr.testing.assert_identical(run_sweep(GRID, store=store, **KW), reference)
+
+
+def test_sigkill_one_worker(tmp_path, reference):
+    store = tmp_path / "cells"
+    out = tmp_path / "out.nc"
+    proc = _start(store, out)
+    workers = _wait_for_cells(proc, store, at_least=1)
+    os.kill(workers[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err.decode()  # the pool was restarted for the unfinished cells
+    with xr.open_dataset(out) as ds:
+        xr.testing.assert_identical(ds.load(), reference)
+    assert len(list(store.glob("cell_*.nc"))) == 6

@@ -1,0 +1,255 @@
+"""Property-based bad-input suite: every public name of every package, fed wrong shapes,
+dtypes, non-finite values and out-of-range scalars, must raise the library's own error
+(:data:`particles.validation.LIBRARY_ERRORS`), never return silently and never leak a
+numpy/POT/xarray exception.
+
+``CASES`` lists, for each public callable, a valid call and the tag of each argument;
+``test_every_public_name_is_covered`` fails when a name of an ``__all__`` is missing.
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import meanfield as mf
+import metrics
+import particles
+from particles import theory as th
+from particles.validation import LIBRARY_ERRORS
+
+X = particles.sample_uniform(5, 3, 0)
+MODEL = particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
+USA = particles.MultiHead(np.eye(3), beta=1.0, kind="usa")
+TRAJ = particles.simulate(X, MODEL, t1=0.1, dt=0.05)
+C_PTS, C_AREAS = mf.circle_grid(16)
+GRIDM = mf.GridMeasure(C_PTS, C_AREAS, np.full(16, 1 / 16))
+MODEL2 = particles.MultiHead(np.eye(2), beta=1.0, kind="softmax")
+
+
+def finite_floats(lo, hi):
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
+
+
+_common = [None, "abc", {"a": 1}, 1j, [1.0, 2.0j]]
+BAD = {
+    # point clouds (n, d) on the sphere
+    "points": st.one_of(
+        st.sampled_from(_common + [np.ones(5), np.zeros((0, 3)), np.ones((2, 3, 3)), np.eye(3) * (1 + 1j),
+                                   np.array([[np.nan, 0, 0]]), np.array([[np.inf, 0, 0]]), np.eye(3, dtype=bool),
+                                   [[1.0, 0.0, 0.0], [1.0]], np.zeros((3, 3))]),
+        # rows far from the unit sphere
+        hnp.arrays(np.float64, st.tuples(st.integers(1, 6), st.just(3)), elements=finite_floats(2.0, 10.0)),
+    ),
+    "weights": st.sampled_from(_common + [np.ones(5), -np.ones(5) / 5, np.ones(4) / 4, np.full(5, np.nan),
+                                          np.ones((5, 1)) / 5]),
+    "pos": st.one_of(st.sampled_from(_common + [0.0, -1.0, np.nan, np.inf, -np.inf, "1", True, np.ones(2)]),
+                     finite_floats(-1e6, -1e-9)),
+    "nonneg": st.one_of(st.sampled_from(_common + [-1.0, np.nan, np.inf, "1", np.ones(2)]), finite_floats(-1e6, -1e-9)),
+    "real": st.sampled_from(_common + [np.nan, np.inf, "1", np.ones(2)]),
+    "int": st.one_of(st.sampled_from(_common + [0, -1, 1.5, np.nan, np.inf, "3", 10**400]), st.integers(-10**6, 0)),
+    "choice": st.sampled_from([None, "bogus", 3, ["softmax"]]),
+    "callable": st.sampled_from([None, 3, "f", [1]]),
+    "model": st.sampled_from([None, "model", 3, np.eye(3)]),
+    "bool": st.sampled_from(["yes", 2, None, 1.0]),
+    "str": st.sampled_from([None, 3, ["a"], b"bytes"]),
+    "count": st.sampled_from([-1, 1.5, np.nan, "3", None, 1j]),
+    "times": st.sampled_from([None, "abc", np.array([np.nan]), 1j, [[1j]]]),
+    "matrix": st.sampled_from(_common + [np.ones((3, 4)), np.array([[np.nan, 0], [0, 1]]), np.ones((2, 2, 3)),
+                                         np.zeros((0, 3, 3))]),
+    "rng": st.sampled_from([-1, "seed", 1.5, [1j], {"a": 1}]),
+    "array": st.sampled_from(_common + [np.array([np.nan]), np.array([np.inf]), np.array([], dtype=float)]),
+    "stack": st.sampled_from(_common + [X, np.ones((2, 5, 3)), np.full((1, 5, 3), np.nan)]),
+}
+
+# name -> (callable, valid kwargs, {argument: tag})
+CASES = {
+    # ------------------------------------------------------------------ particles
+    "particles.MultiHead": (particles.MultiHead, dict(M=np.eye(3), beta=1.0),
+                            {"M": "matrix", "W": "matrix", "beta": "nonneg", "kind": "choice", "geometry": "choice",
+                             "block_elements": "int"}),
+    "particles.MultiHead.scalar": (particles.MultiHead.scalar, dict(lambdas=[1.0], d=3),
+                                   {"lambdas": "array", "d": "int"}),
+    "particles.MultiHead.from_qk": (particles.MultiHead.from_qk, dict(Q=np.eye(3), K=np.eye(3), W=np.eye(3)),
+                                    {"Q": "matrix", "K": "matrix", "W": "matrix_nn"}),
+    "particles.MultiHead.velocity": (MODEL.velocity, dict(x=X), {"x": "points"}),
+    "particles.MultiHead.energy": (USA.energy, dict(x=X), {"x": "points"}),
+    "particles.MultiHead.entropy": (MODEL.entropy, dict(x=X), {"x": "points"}),
+    "particles.MultiHead.weights": (MODEL.weights, dict(x=X), {"x": "points"}),
+    "particles.Ensemble": (particles.Ensemble, dict(M=np.eye(3), beta=[1.0]),
+                           {"M": "matrix", "beta": "array", "kind": "choice", "chunk": "int"}),
+    "particles.Ensemble.velocity": (particles.Ensemble(np.eye(3), beta=[1.0]).velocity, dict(x=X[None]),
+                                    {"x": "stack"}),
+    "particles.simulate": (particles.simulate, dict(x0=X, field=MODEL, t1=0.1, dt=0.05),
+                           {"x0": "points", "field": "callable", "t1": "real", "dt": "pos", "method": "choice",
+                            "kappa": "kappa", "rng": "rng", "rtol": "pos", "max_steps": "int", "check_every": "int",
+                            "on_failure": "choice", "progress": "bool", "save": "model"}),
+    "particles.SaveAt": (particles.SaveAt, dict(), {"ts": "array", "every": "int", "t0": "bool", "x": "bool",
+                                                     "fn": "callable"}),
+    "particles.Trajectory": (particles.Trajectory, dict(t=np.zeros(1), x=None, saved={"a": np.zeros(1)}),
+                             {"t": "times", "status": "choice", "n_steps": "count", "saved": "model"}),
+    "particles.diagnose": (particles.diagnose, dict(model=MODEL, x=X), {"model": "model", "x": "points",
+                                                                         "include": "choice"}),
+    "particles.diagnostics_fn": (particles.diagnostics_fn, dict(model=MODEL), {"model": "model", "include": "choice"}),
+    "particles.project_tangent": (particles.project_tangent, dict(x=X, v=X), {"x": "points", "v": "array"}),
+    "particles.retract": (particles.retract, dict(x=X, v=np.zeros_like(X)), {"x": "points", "v": "array"}),
+    "particles.normalize": (particles.normalize, dict(y=X), {"y": "array"}),
+    "particles.exp_map": (particles.exp_map, dict(x=X, v=np.zeros_like(X)), {"x": "points", "v": "array"}),
+    "particles.geodesic_distance": (particles.geodesic_distance, dict(x=X, y=X), {"x": "points", "y": "points"}),
+    "particles.sample_uniform": (particles.sample_uniform, dict(n=3, d=3), {"n": "int", "d": "int", "rng": "rng"}),
+    "particles.equiangular_tokens": (th.equiangular_tokens, dict(n=3, rho=0.2), {"n": "int", "rho": "real"}),
+    "particles.orthogonal_tokens": (th.orthogonal_tokens, dict(n=3), {"n": "int", "rng": "rng"}),
+    "particles.check_param": (particles.check_param, dict(value=1.0, name="v", low=0.0), {"value": "nonneg"}),
+    "particles.check_points": (particles.check_points, dict(x=X), {"x": "points"}),
+    "particles.check_weights": (particles.check_weights, dict(weights=None, n=5), {"weights": "weights_nn"}),
+    # ------------------------------------------------------------------ particles.theory
+    "theory.mean_rho": (th.mean_rho, dict(x=X), {"x": "points"}),
+    "theory.c_star": (th.c_star, dict(H=2), {"H": "pos"}),
+    "theory.beta_star": (th.beta_star, dict(H=2, n=4, alpha=1.0), {"H": "pos", "n": "int", "alpha": "pos"}),
+    "theory.cos_angle_orthogonal": (th.cos_angle_orthogonal, dict(beta=1.0, n=4, alpha=1.0),
+                                    {"beta": "nonneg", "n": "int", "alpha": "nonneg"}),
+    "theory.equiangular_rhs": (th.equiangular_rhs, dict(rho=0.1, lambdas=[1.0], beta=1.0, n=4),
+                               {"rho": "array", "lambdas": "array", "beta": "nonneg", "n": "int", "kind": "choice"}),
+    "theory.solve_equiangular": (th.solve_equiangular, dict(rho0=0.1, ts=[0, 1], lambdas=[1.0], beta=1.0, n=4),
+                                 {"rho0": "real", "ts": "array", "lambdas": "array", "beta": "nonneg", "n": "int",
+                                  "rtol": "pos"}),
+    "theory.rho_beta0": (th.rho_beta0, dict(t=1.0, Lambda=1.0, n=4), {"t": "array", "Lambda": "real", "n": "int"}),
+    "theory.time_to_rho_beta0": (th.time_to_rho_beta0, dict(r=0.5, Lambda=1.0, n=4),
+                                 {"r": "array", "Lambda": "pos", "n": "int"}),
+    "theory.hitting_time": (th.hitting_time, dict(rho0=0.1, rho1=0.5, lambdas=[1.0], beta=1.0, n=4),
+                            {"rho0": "real", "rho1": "real", "lambdas": "array", "beta": "nonneg", "n": "int"}),
+    "theory.phi": (th.phi, dict(lam=1.0, beta=1.0, n=4), {"lam": "array", "beta": "nonneg", "n": "int"}),
+    "theory.lambda_max": (th.lambda_max, dict(beta=1.0, n=4), {"beta": "pos", "n": "int"}),
+    "theory.lambda_c": (th.lambda_c, dict(beta=1.0, n=4), {"beta": "pos", "n": "int"}),
+    "theory.early_rate": (th.early_rate, dict(lambdas=[1.0], beta=1.0, n=4),
+                          {"lambdas": "array", "beta": "nonneg", "n": "int"}),
+    "theory.late_rate": (th.late_rate, dict(lambdas=[1.0]), {"lambdas": "array"}),
+    "theory.superadditivity_gain": (th.superadditivity_gain, dict(lambdas=[1.0, 2.0], beta=1.0, n=4),
+                                    {"lambdas": "array", "beta": "nonneg", "n": "int"}),
+    "theory.relu_time_linear": (th.relu_time_linear, dict(rho0=0.1, lambdas=[1.0], beta=1.0, n=4),
+                                {"rho0": "pos", "lambdas": "array", "beta": "pos", "n": "int"}),
+    "theory.softmax_time_linear": (th.softmax_time_linear, dict(lambdas=[1.0], beta=1.0, n=4),
+                                   {"lambdas": "array", "beta": "nonneg", "n": "int"}),
+    "theory.entropy_equiangular": (th.entropy_equiangular, dict(rho=0.1, n=4, beta=1.0, lam=1.0),
+                                   {"rho": "array", "n": "int", "beta": "nonneg", "lam": "real"}),
+    # ------------------------------------------------------------------ meanfield
+    "meanfield.EmpiricalMeasure": (mf.EmpiricalMeasure, dict(points=X), {"points": "points", "weights": "weights"}),
+    "meanfield.GridMeasure": (mf.GridMeasure, dict(points=C_PTS, areas=C_AREAS, mass=np.full(16, 1 / 16)),
+                              {"points": "points", "areas": "array", "mass": "array"}),
+    "meanfield.circle_grid": (mf.circle_grid, dict(m=8), {"m": "int"}),
+    "meanfield.fibonacci_sphere": (mf.fibonacci_sphere, dict(m=8), {"m": "int"}),
+    "meanfield.measure_velocity": (mf.measure_velocity, dict(model=MODEL, points=X),
+                                   {"model": "model", "points": "points", "weights": "weights", "at": "points"}),
+    "meanfield.measure_energy": (mf.measure_energy, dict(model=MODEL, points=X),
+                                 {"model": "model", "points": "points", "weights": "weights"}),
+    "meanfield.first_variation": (mf.first_variation, dict(model=MODEL, points=X),
+                                  {"model": "model", "points": "points", "weights": "weights"}),
+    "meanfield.wasserstein_ascent": (mf.wasserstein_ascent, dict(mu0=GRIDM, model=MODEL2, t1=0.05, scheme="fv_circle"),
+                                     {"mu0": "model", "model": "model", "t1": "real", "n_saves": "int",
+                                      "scheme": "choice", "kappa": "kappa", "cfl": "pos", "max_steps": "int"}),
+    "meanfield.uniform_growth_rate": (mf.uniform_growth_rate, dict(beta=1.0, lam=1.0),
+                                      {"beta": "nonneg", "lam": "real", "kind": "choice", "kappa": "kappa", "k": "int"}),
+    "meanfield.critical_kappa": (mf.critical_kappa, dict(beta=1.0, lam=1.0),
+                                 {"beta": "nonneg", "lam": "real", "kind": "choice"}),
+    # ------------------------------------------------------------------ metrics
+    "metrics.wasserstein": (metrics.wasserstein, dict(x=X, y=X), {"x": "points", "y": "points", "a": "weights",
+                                                                   "b": "weights", "p": "pos"}),
+    "metrics.sinkhorn_divergence": (metrics.sinkhorn_divergence, dict(x=X, y=X),
+                                    {"x": "points", "y": "points", "a": "weights", "reg": "pos", "max_iter": "int",
+                                     "tol": "pos"}),
+    "metrics.sliced_wasserstein_sphere": (metrics.sliced_wasserstein_sphere, dict(x=X, y=X),
+                                          {"x": "points", "y": "points", "a": "weights", "n_projections": "int",
+                                           "p": "pos", "seed": "int_or_none"}),
+    "metrics.distance_to_uniform": (metrics.distance_to_uniform, dict(x=X),
+                                    {"x": "points", "weights": "weights", "n_projections": "int"}),
+    "metrics.geodesic_cost": (metrics.geodesic_cost, dict(x=X, y=X), {"x": "points", "y": "points", "p": "pos"}),
+    "metrics.cluster_labels": (metrics.cluster_labels, dict(x=X), {"x": "points", "eps": "pos"}),
+    "metrics.n_clusters": (metrics.n_clusters, dict(x=X), {"x": "points", "weights": "weights", "eps": "pos"}),
+    "metrics.cluster_sizes": (metrics.cluster_sizes, dict(x=X), {"x": "points", "weights": "weights", "eps": "pos"}),
+    "metrics.silhouette": (metrics.silhouette, dict(x=X, labels=[0, 0, 1, 1, 2]), {"x": "points", "labels": "weights"}),
+    "metrics.n_clusters_batch": (metrics.n_clusters_batch, dict(x=X[None]), {"x": "stack", "eps": "pos"}),
+    "metrics.energy": (metrics.energy, dict(x=X, model=USA), {"x": "points", "model": "model"}),
+    "metrics.head_energies": (metrics.head_energies, dict(x=X, model=USA), {"x": "points", "model": "model"}),
+    "metrics.log_head_energies": (metrics.log_head_energies, dict(x=X, model=USA), {"x": "points", "model": "model"}),
+    "metrics.mean_entropy": (metrics.mean_entropy, dict(x=X, model=MODEL), {"x": "points", "model": "model"}),
+    "metrics.leaders": (metrics.leaders, dict(x=X, model=MODEL), {"x": "points", "model": "model", "k": "int"}),
+    "metrics.evaluate": (metrics.evaluate, dict(names=["n_clusters"], x=X),
+                         {"names": "choice", "x": "points", "weights": "weights"}),
+    "metrics.Metric": (metrics.Metric, dict(fn=len, long_name="l", units="1"),
+                       {"fn": "callable", "long_name": "str", "needs_model": "bool"}),
+    "metrics.model_attrs": (metrics.model_attrs, dict(model=MODEL), {"model": "model"}),
+    "metrics.model_from_attrs": (metrics.model_from_attrs, dict(attrs=metrics.model_attrs(MODEL)), {"attrs": "model"}),
+    "metrics.netcdf_safe": (metrics.netcdf_safe, dict(attrs={}), {"attrs": "model"}),
+    "metrics.trajectory_to_dataset": (metrics.trajectory_to_dataset, dict(traj=TRAJ),
+                                      {"traj": "model", "model": "model", "title": "str"}),
+    "metrics.default_model": (metrics.default_model, dict(params=dict(n_heads=1, d=3, beta=1.0, kind="softmax"),
+                                                          rng=np.random.default_rng(0)),
+                              {"params": "model", "rng": "rng"}),
+    "metrics.run_sweep": (metrics.run_sweep, dict(grid={"beta": [1.0]}, t1=0.1, dt=0.05, n_saves=2),
+                          {"grid": "model", "n_seeds": "int", "t1": "pos", "dt": "pos", "n_saves": "int",
+                           "method": "choice", "metrics": "choice", "model_fn": "callable", "engine": "choice",
+                           "max_workers": "int", "progress": "bool"}),
+}
+BAD["kappa"] = st.sampled_from(_common + [0.0, -1.0, np.nan, -np.inf, "1", np.ones(2)])
+BAD["weights_nn"] = BAD["weights"].filter(lambda v: v is not None)  # None documented as "uniform"
+BAD["matrix_nn"] = BAD["matrix"].filter(lambda v: v is not None)  # None documented as "W = M"
+BAD["int_or_none"] = st.sampled_from(_common[1:] + [-1, 1.5, np.nan, "3"])
+
+# constants, types and modules of the __all__ lists: not callables taking user input
+NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
+                "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
+                "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning"}
+# result types built by the library (their fields are validated where they are made)
+RESULTS = {"MeanFieldResult", "SphereMesh", "circle_velocity", "mean_field_limit_study", "sample_grid_measure"}
+
+
+def _public(module, prefix):
+    return {f"{prefix}.{name}" for name in module.__all__ if name not in NOT_CALLABLE | RESULTS}
+
+
+def test_every_public_name_is_covered():
+    public = (_public(particles, "particles") | _public(th, "theory") | _public(mf, "meanfield")
+              | _public(metrics, "metrics"))
+    public -= {"theory.equiangular_tokens", "theory.orthogonal_tokens"}  # covered as particles.*
+    assert sorted(public - set(CASES)) == []
+
+
+def test_valid_calls_succeed():
+    # the reference calls are valid: a bad-input failure below is caused by the bad argument
+    for fn, kwargs, _ in CASES.values():
+        fn(**kwargs)
+
+
+PAIRS = [(name, arg) for name, (_, _, tags) in CASES.items() for arg in tags]
+
+
+@pytest.mark.parametrize("name, arg", PAIRS, ids=[f"{n}-{a}" for n, a in PAIRS])
+@settings(max_examples=12, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bad_argument_raises_library_error(name, arg, data):
+    fn, kwargs, tags = CASES[name]
+    bad = data.draw(BAD[tags[arg]], label=arg)
+    param = inspect.signature(fn).parameters.get(arg)
+    assume(not (bad is None and param is not None and param.default is None))  # None is the documented default
+    call = dict(kwargs, **{arg: bad})
+    try:
+        out = fn(**call)
+    except LIBRARY_ERRORS as exc:
+        assert str(exc), "an error must say what was wrong"
+        return
+    except Exception as exc:  # noqa: BLE001 - the point of the suite
+        pytest.fail(f"obscure failure: {name}({arg}={bad!r}) raised {type(exc).__name__}: {exc}")
+    pytest.fail(f"silent: {name}({arg}={bad!r}) returned {type(out).__name__} instead of raising")
+
+
+def test_signature_arguments_exist():
+    # a tag on a misspelt argument would test nothing
+    for name, (fn, _, tags) in CASES.items():
+        params = inspect.signature(fn).parameters
+        if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            continue
+        assert set(tags) <= set(params), (name, set(tags) - set(params))
