@@ -34,7 +34,14 @@ import numpy as np
 from scipy.special import gammaln, ive
 
 from particles import MultiHead
-from particles.validation import InvalidParameterError, check_choice, check_model, check_param, check_real_array
+from particles.validation import (
+    InvalidParameterError,
+    check_callable,
+    check_choice,
+    check_model,
+    check_param,
+    check_real_array,
+)
 
 __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
 
@@ -166,10 +173,11 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     check_model(model, caller, kinds=("usa", "softmax"), geometries=("sphere",))
     if model.d != 3:
         raise InvalidParameterError(f"harmonic_growth runs on S^2: the model must have d = 3; got d = {model.d}.")
+    check_callable(harmonic_fn, "harmonic_fn", caller, signature="harmonic_fn(points of shape (m, 3)) -> (m,)")
     eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
     pts, _ = fibonacci_sphere(m)
     mesh = SphereMesh.from_points(pts)
-    Y = np.asarray(harmonic_fn(pts), dtype=np.float64)
+    Y = check_real_array(harmonic_fn(pts), "harmonic_fn(points)", caller, finite=False, min_size=0)
     if Y.shape != (len(pts),) or not np.all(np.isfinite(Y)):
         raise InvalidParameterError(
             f"harmonic_fn of {caller} must return finite values of shape ({len(pts)},) for points (m, 3)."

@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
-from particles.validation import InvalidParameterError, check_instance
+from particles.validation import InvalidParameterError, check_bool, check_instance, check_model
 
 __all__ = ["trajectory_to_dataset", "model_attrs", "netcdf_safe", "provenance", "dependency_versions",
            "summation_paths", "COORDS", "VARIABLES", "CONVENTIONS"]
@@ -130,7 +130,7 @@ def summation_paths(*, check_import: bool = False) -> dict:
     >>> summation_paths()["exact"]
     True
     """
-    if check_import:
+    if check_bool(check_import, "check_import", "summation_paths"):
         from particles.summation import fast_available
 
         fast = fast_available()
@@ -171,6 +171,12 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
     >>> json.loads(attrs["config"]), attrs["Conventions"], attrs["summation"]
     ({'beta': 1.0}, 'CF-1.10', 'exact')
     """
+    caller = "provenance"
+    for name, value in (("config", config), ("seeds", seeds)):
+        if value is not None:
+            check_instance(value, dict, name, caller, hint="Pass a dict (it is stored as JSON).")
+    if model is not None:
+        check_model(model, caller)
     mode, tol, bound = _summation(model) if model is not None else ("exact", 0.0, 0.0)
     versions = dependency_versions()
     return netcdf_safe({

@@ -32,7 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead, Trajectory
-from particles.validation import InvalidParameterError, check_model, check_param, check_states, check_times
+from particles.validation import (
+    InvalidParameterError,
+    check_bool,
+    check_model,
+    check_param,
+    check_real_array,
+    check_states,
+    check_times,
+    check_weights,
+)
 
 from .clustering import cluster_labels
 
@@ -77,11 +86,12 @@ def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None
     [(1.0, 0, 2), (2.0, 2, 4)]
     """
     caller = "plateaus"
-    v = np.asarray(values, dtype=np.float64)
+    v = check_real_array(values, "values", caller, min_size=0)
     if v.ndim != 1:
         raise InvalidParameterError(f"values of {caller} must be 1-D (one value per saved time); got shape {v.shape}.")
     t = check_times(t, len(v), "t", caller)
     rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
+    log_time = check_bool(log_time, "log_time", caller)
     orig = np.flatnonzero(t > 0) if log_time else np.arange(len(t))  # plateau indices refer to the input
     t, v = t[orig], v[orig]
     if len(v) < 3:
@@ -119,9 +129,11 @@ def cluster_energy(model: MultiHead, centres, masses) -> float:
     collapsed clusters at unit points ``centres`` (k, d) with ``masses`` (k,) summing to 1."""
     check_model(model, "cluster_energy")
     p = model.check_x(centres, "centres")
-    m = np.asarray(masses, dtype=np.float64)
-    if m.shape != (len(p),):
-        raise InvalidParameterError(f"masses of cluster_energy must have shape ({len(p)},); got {m.shape}.")
+    if masses is None:  # check_weights reads None as uniform; here the masses are required
+        raise InvalidParameterError(
+            f"masses of cluster_energy must be an array of shape ({len(p)},) summing to 1; got None."
+        )
+    m = check_weights(masses, len(p), "masses", "cluster_energy")
     if model.beta == 0:
         raise InvalidParameterError("cluster_energy needs beta > 0 (the energy is +inf at beta = 0).")
     S = np.einsum("cd,hde,ke->hck", p, model.M, p)
@@ -166,7 +178,15 @@ def staircase(model: MultiHead, traj, ts=None, *, eps: float = 1e-2, rtol: float
     """
     caller = "staircase"
     check_model(model, caller)
+    eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
+    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
+    log_time = check_bool(log_time, "log_time", caller)
     if isinstance(traj, Trajectory):
+        if ts is not None:
+            raise InvalidParameterError(
+                f"ts of {caller} is only for an array of states: a Trajectory carries its own times "
+                "(traj.t). Drop ts, or pass traj.x with ts."
+            )
         xs = check_states(traj.x, "traj.x", caller, d=model.d, min_times=3)
         t = np.asarray(traj.t, dtype=np.float64)
     else:

@@ -51,7 +51,7 @@ import numpy as np
 
 from .attention import MultiHead
 from .sphere import normalize, project_tangent
-from .validation import check_model, check_param
+from .validation import check_model, check_param, check_points
 
 __all__ = [
     "tangent_basis",
@@ -74,7 +74,7 @@ def tangent_basis(x) -> np.ndarray:
     >>> B.shape, bool(np.allclose(np.einsum("iad,id->ia", B, np.eye(3)), 0))
     ((3, 2, 3), True)
     """
-    x = np.asarray(x, dtype=np.float64)
+    x = check_points(x, "x", "tangent_basis", atol=1e-8)  # rows on the unit sphere
     # the right singular vectors of the 1 x d row x_i: the first is ±x_i, the rest span x_i^⊥
     _, _, vh = np.linalg.svd(x[:, None, :])
     return vh[:, 1:, :]

@@ -102,10 +102,12 @@ def delta_v(model: MultiHead, x=None) -> float:
     """
     check_model(model, "delta_v", kinds=("usa",), symmetric=True)
     R = 1.0
+    if x is not None:
+        x = model.check_x(x)  # validated even on the sphere, where it does not change R
     if not model.geom.on_sphere:
         if x is None:
             raise InvalidParameterError("delta_v of a flat model needs the state x (it sets R = max_j |x_j|).")
-        R = float(np.max(np.linalg.norm(model.check_x(x), axis=1)))
+        R = float(np.max(np.linalg.norm(x, axis=1)))
     return _delta_v(model, R)
 
 

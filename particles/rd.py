@@ -134,6 +134,11 @@ def radial_dominance(model: MultiHead, traj, ts=None) -> RDReport:
     caller = "radial_dominance"
     check_model(model, caller, geometries=("sphere",))
     if isinstance(traj, Trajectory):
+        if ts is not None:
+            raise InvalidParameterError(
+                f"ts of {caller} is only for an array of states: a Trajectory carries its own times "
+                "(traj.t). Drop ts, or pass traj.x with ts."
+            )
         xs = check_states(traj.x, "traj.x", caller, d=model.d)
         t = np.asarray(traj.t, dtype=np.float64)
     else:
@@ -297,7 +302,9 @@ def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, 
     t1 = check_param(t1, "t1", caller, low=0.0)
     n = check_param(n, "n", caller, low=2, integer=True)
     H = check_param(H, "H", caller, low=2, integer=True)
+    alpha = check_param(alpha, "alpha", caller, low=0.0, low_open=True)
     n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    xtol = check_param(xtol, "xtol", caller, low=0.0, low_open=True)
     cs = th.c_star(H)
     hi = th.beta_star(H, n, alpha)
     ts = np.linspace(0.0, t1, n_saves)

@@ -149,7 +149,17 @@ def cos_angle_equiangular(rho, beta, n, alpha=1.0):
     >>> bool(np.isclose(cos_angle_equiangular(0.0, 1.0, 5), cos_angle_orthogonal(1.0, 5, 1.0)))
     True
     """
-    rho = np.asarray(rho, dtype=np.float64)
+    caller = "cos_angle_equiangular"
+    beta = check_param(beta, "beta", caller, low=0.0)
+    n = check_param(n, "n", caller, low=2, integer=True)
+    alpha = check_param(alpha, "alpha", caller, low=0.0)
+    rho = check_real_array(rho, "rho", caller)
+    if np.any(rho < -1.0 / (n - 1) - 1e-12) or np.any(rho > 1.0 + 1e-12):
+        raise InvalidParameterError(
+            f"rho of {caller} must lie in [-1/(n-1), 1] = [{-1.0 / (n - 1):.4g}, 1] (the Gram matrix of n "
+            f"equiangular unit vectors is positive semi-definite only there); got range "
+            f"[{rho.min():.4g}, {rho.max():.4g}]."
+        )
     q = 1.0 / (1.0 + (n - 1) * np.exp(-float(beta) * float(alpha) * (1 - rho)))
     f2 = q * q + 2 * q * (1 - q) * rho + (1 - q) ** 2 * (1 + (n - 2) * rho) / (n - 1)
     return (q + (1 - q) * rho) / np.sqrt(f2)

@@ -356,7 +356,7 @@ def check_states(xs, name: str = "xs", caller: str = "", *, d: int | None = None
 
 def check_times(ts, n_times: int, name: str = "ts", caller: str = "") -> np.ndarray:
     """Validate strictly increasing finite times of length ``n_times``."""
-    t = np.asarray(ts, dtype=np.float64)
+    t = check_real_array(ts, name, caller, finite=False, min_size=0, expected=f"an array of shape ({n_times},)")
     if t.shape != (n_times,):
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} must have shape ({n_times},) to match the saved states; got shape {t.shape}."

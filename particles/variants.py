@@ -100,7 +100,15 @@ def simulate_layers(x0, layers, *, layer_time: float = 1.0, dt: float, method: s
         Times 0, ..., Lτ; ``x`` of shape (1 + L n_saves_per_layer, n, d).
     """
     caller = "simulate_layers"
-    layers = list(layers) if not isinstance(layers, MultiHead) else [layers]
+    if isinstance(layers, MultiHead):
+        layers = [layers]
+    else:
+        try:
+            layers = list(layers)
+        except TypeError:
+            raise InvalidParameterError(
+                f"layers of {caller} must be a MultiHead or a sequence of MultiHead; got {type(layers).__name__}."
+            ) from None
     if not layers:
         raise InvalidParameterError("layers of simulate_layers must hold at least one MultiHead.")
     for k, layer in enumerate(layers):

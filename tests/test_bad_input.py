@@ -151,9 +151,10 @@ CASES = {
                                      {"mu0": "model", "model": "model", "t1": "real", "n_saves": "int",
                                       "scheme": "choice", "kappa": "kappa", "cfl": "pos", "max_steps": "int"}),
     "meanfield.uniform_growth_rate": (mf.uniform_growth_rate, dict(beta=1.0, lam=1.0),
-                                      {"beta": "nonneg", "lam": "real", "kind": "choice", "kappa": "kappa", "k": "int"}),
+                                      {"beta": "nonneg", "lam": "array", "mu": "array", "kind": "choice", "kappa": "kappa",
+                                       "k": "nonneg_int"}),
     "meanfield.critical_kappa": (mf.critical_kappa, dict(beta=1.0, lam=1.0),
-                                 {"beta": "nonneg", "lam": "real", "kind": "choice"}),
+                                 {"beta": "nonneg", "lam": "array", "mu": "array", "kind": "choice"}),
     # ------------------------------------------------------------------ metrics
     "metrics.wasserstein": (metrics.wasserstein, dict(x=X, y=X), {"x": "points", "y": "points", "a": "weights",
                                                                    "b": "weights", "p": "pos"}),
@@ -193,17 +194,93 @@ CASES = {
                            "method": "choice", "metrics": "choice", "model_fn": "callable", "engine": "choice",
                            "max_workers": "int", "progress": "bool"}),
 }
+
+# ------------------------------------------------------------------ cases of the misalignment, orthogonality,
+# radial-dominance, critical-point, metastability, stability, variants and provenance modules
+SCALAR = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=1.0, kind="usa")
+SCALAR_SM = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax")
+TRAJ3 = particles.simulate(X, SCALAR, t1=0.2, dt=0.05, save=particles.SaveAt(ts=np.linspace(0.0, 0.2, 4)))
+CASES.update({
+    "particles.misaligned_model": (particles.misaligned_model, dict(M=np.eye(3), Delta=0.1 * np.eye(3), beta=1.0),
+                                   {"M": "matrix", "Delta": "matrix", "beta": "nonneg", "geometry": "choice",
+                                    "log_time_scale": "real"}),
+    "particles.value_misalignment": (particles.value_misalignment, dict(model=SCALAR), {"model": "model"}),
+    "particles.delta_v": (particles.delta_v, dict(model=SCALAR), {"model": "model", "x": "points"}),
+    "particles.misalignment_rates": (particles.misalignment_rates, dict(model=SCALAR, x=X),
+                                     {"model": "model", "x": "points"}),
+    "particles.misalignment_fn": (particles.misalignment_fn, dict(model=SCALAR), {"model": "model"}),
+    "particles.orthogonality_defect": (particles.orthogonality_defect, dict(M=np.eye(3)), {"M": "matrix"}),
+    "particles.head_rate_bounds": (particles.head_rate_bounds, dict(model=SCALAR, x=X),
+                                   {"model": "model", "x": "points"}),
+    "particles.head_rate_bounds_fn": (particles.head_rate_bounds_fn, dict(model=SCALAR), {"model": "model"}),
+    "particles.rd_margins": (particles.rd_margins, dict(model=SCALAR, x=X), {"model": "model", "x": "points"}),
+    "particles.radial_dominance": (particles.radial_dominance, dict(model=SCALAR, traj=TRAJ3),
+                                   {"model": "model", "traj": "stack", "ts": "array"}),
+    "particles.rd_threshold": (particles.rd_threshold,
+                               dict(make_model=lambda b: particles.MultiHead.scalar([1.0, 0.5], d=3, beta=b),
+                                    x0=X, t1=0.1, bracket=(0.0, 1.0), n_grid=2, xtol=0.3, n_saves=3),
+                               {"make_model": "callable", "x0": "points", "t1": "nonneg", "bracket": "array",
+                                "candidate": "choice", "n_grid": "int", "xtol": "pos", "n_saves": "int",
+                                "dt": "pos", "method": "choice"}),
+    "particles.rd_threshold_equiangular": (particles.rd_threshold_equiangular, dict(t1=0.5, n=4, n_saves=5, xtol=1e-3),
+                                           {"t1": "nonneg", "n": "int", "H": "int", "alpha": "pos", "n_saves": "int",
+                                            "xtol": "pos"}),
+    "particles.tangent_basis": (particles.tangent_basis, dict(x=X), {"x": "points"}),
+    "particles.euclidean_hessian": (particles.euclidean_hessian, dict(model=SCALAR, x=X),
+                                    {"model": "model", "x": "points"}),
+    "particles.riemannian_hessian": (particles.riemannian_hessian, dict(model=SCALAR, x=X),
+                                     {"model": "model", "x": "points"}),
+    "particles.field_jacobian": (particles.field_jacobian, dict(model=SCALAR, x=X),
+                                 {"model": "model", "x": "points", "step": "pos"}),
+    "particles.hessian_spectrum": (particles.hessian_spectrum, dict(model=SCALAR, x=X),
+                                   {"model": "model", "x": "points", "rtol": "pos"}),
+    "particles.find_critical_point": (particles.find_critical_point, dict(model=SCALAR, x0=X, max_iter=2),
+                                      {"model": "model", "x0": "points", "tol": "pos", "max_iter": "int",
+                                       "damping": "nonneg", "step": "pos"}),
+    "particles.TimeDependent": (particles.TimeDependent, dict(weights_fn=lambda t: (np.eye(3), np.eye(3)),
+                                                              template=SCALAR_SM),
+                                {"weights_fn": "callable", "template": "model"}),
+    "particles.simulate_layers": (particles.simulate_layers, dict(x0=X, layers=[MODEL, MODEL], dt=0.5),
+                                  {"x0": "points", "layers": "model", "layer_time": "pos", "dt": "pos",
+                                   "method": "choice", "n_saves_per_layer": "int"}),
+    "theory.cos_angle_equiangular": (th.cos_angle_equiangular, dict(rho=0.1, beta=1.0, n=4),
+                                     {"rho": "array", "beta": "nonneg", "n": "int", "alpha": "nonneg"}),
+    "meanfield.funk_hecke_exp": (mf.funk_hecke_exp, dict(a=1.0, l=1), {"a": "real", "l": "nonneg_int", "d": "int"}),
+    "meanfield.growth_rates": (mf.growth_rates, dict(model=SCALAR, l_max=3),
+                               {"model": "model", "l_max": "nonneg_int", "kappa": "kappa"}),
+    "meanfield.harmonic_growth": (mf.harmonic_growth, dict(model=SCALAR, harmonic_fn=lambda p: p[:, 2], m=40,
+                                                           t1=0.02, n_saves=3),
+                                  {"model": "model", "harmonic_fn": "callable", "m": "int", "t1": "pos",
+                                   "n_saves": "int", "kappa": "kappa", "eps": "pos"}),
+    "meanfield.sphere_quadrature": (mf.sphere_quadrature, dict(d=3, n=4), {"d": "int", "n": "int"}),
+    "metrics.plateaus": (metrics.plateaus, dict(t=np.linspace(0.1, 1.0, 6), values=np.ones(6)),
+                         {"t": "array", "values": "array", "rtol": "pos", "min_duration": "pos", "log_time": "bool"}),
+    "metrics.cluster_energy": (metrics.cluster_energy, dict(model=SCALAR, centres=X[:2], masses=[0.5, 0.5]),
+                               {"model": "model", "centres": "points", "masses": "weights"}),
+    "metrics.staircase": (metrics.staircase, dict(model=SCALAR, traj=TRAJ3),
+                          {"model": "model", "traj": "stack", "ts": "array", "eps": "pos", "rtol": "pos",
+                           "min_duration": "pos", "log_time": "bool"}),
+    "metrics.dependency_versions": (metrics.dependency_versions, dict(), {}),
+    "metrics.summation_paths": (metrics.summation_paths, dict(), {"check_import": "bool"}),
+    "metrics.provenance": (metrics.provenance, dict(config={"a": 1}, seeds={"x0": 0}, model=MODEL),
+                           {"config": "model", "seeds": "model", "model": "model"}),
+})
 BAD["kappa"] = st.sampled_from(_common + [0.0, -1.0, np.nan, -np.inf, "1", np.ones(2)])
 BAD["weights_nn"] = BAD["weights"].filter(lambda v: v is not None)  # None documented as "uniform"
 BAD["matrix_nn"] = BAD["matrix"].filter(lambda v: v is not None)  # None documented as "W = M"
+# k = 0 is meaningful (the l = 0 rate is 0 by mass conservation): only negatives/non-integers are bad
+BAD["nonneg_int"] = st.one_of(st.sampled_from(_common + [-1, 1.5, np.nan, np.inf, "3", 10**400]),
+                              st.integers(-10**6, -1))
 BAD["int_or_none"] = st.sampled_from(_common[1:] + [-1, 1.5, np.nan, "3"])
 
 # constants, types and modules of the __all__ lists: not callables taking user input
 NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
                 "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
-                "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning"}
+                "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
+                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS"}
 # result types built by the library (their fields are validated where they are made)
-RESULTS = {"MeanFieldResult", "SphereMesh", "circle_velocity", "mean_field_limit_study", "sample_grid_measure"}
+RESULTS = {"MeanFieldResult", "SphereMesh", "circle_velocity", "mean_field_limit_study", "sample_grid_measure",
+           "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep"}
 
 
 def _public(module, prefix):

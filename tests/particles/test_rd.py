@@ -94,7 +94,7 @@ def test_bad_input(rng):
     with pytest.raises(ValueError, match="ts of radial_dominance must have shape \\(2,\\)"):
         radial_dominance(model, np.stack([np.eye(3)] * 2), ts=[0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="traj.x of radial_dominance must be an array"):
-        radial_dominance(model, simulate(np.eye(3), model, t1=0.1, dt=0.1, save=SaveAt(x=False)))
+        radial_dominance(model, simulate(np.eye(3), model, t1=0.1, dt=0.1, save=SaveAt(x=False, fn=lambda t, x: {"n": np.float64(x.shape[0])})))
     with pytest.raises(ValueError, match="geometry in \\['sphere'\\]"):
         rd_margins(MultiHead.scalar([1.0], d=3, geometry="flat"), np.eye(3))
     with pytest.raises(ValueError, match="bracket of rd_threshold must be finite with lower < upper"):
