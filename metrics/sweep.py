@@ -117,6 +117,8 @@ def run_sweep(
     max_workers: int | None = None,
     store: str | os.PathLike | None = None,
     progress: bool = False,
+    cell_fn=None,
+    cell_settings: dict | None = None,
 ) -> xr.Dataset:
     """Run the grid × seeds and return one labelled Dataset.
 
@@ -140,6 +142,13 @@ def run_sweep(
         Folder for one netCDF file per finished cell; enables resuming.
     progress : bool
         tqdm progress bar over cells.
+    cell_fn : callable ``(params, seed_index, settings, path) -> xr.Dataset``, optional
+        Replaces the default cell (a particle run from uniform tokens); it must honour the same
+        contract (load ``path`` if it exists, else compute, write atomically, return dims ``time``).
+        Used by :func:`metrics.mean_field_limit_study`.
+    cell_settings : dict, optional
+        Extra entries of ``settings`` for ``cell_fn``; its ``"key"`` entry (a string) enters the
+        cell file names, so two studies with different settings never share cells.
 
     Returns
     -------
@@ -162,6 +171,10 @@ def run_sweep(
                 "ts": ts, "metrics": list(metrics), "model_fn": model_fn}
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
     key_settings["model_fn"] = f"{model_fn.__module__}.{model_fn.__qualname__}"
+    if cell_settings is not None:
+        settings.update(cell_settings)
+        key_settings["cell_key"] = str(cell_settings.get("key", ""))
+    run_cell = _run_cell if cell_fn is None else cell_fn
     if store is not None:
         pathlib.Path(store).mkdir(parents=True, exist_ok=True)
     names = list(axes)
@@ -188,21 +201,21 @@ def run_sweep(
 
     if engine == "serial":
         for idx, (_, s, params) in enumerate(cells):
-            done(idx, _run_cell(params, s, settings, paths[idx]))
+            done(idx, run_cell(params, s, settings, paths[idx]))
     elif engine == "process":
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
         with ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futs = {pool.submit(_run_cell, params, s, settings, paths[idx]): idx
+            futs = {pool.submit(run_cell, params, s, settings, paths[idx]): idx
                     for idx, (_, s, params) in enumerate(cells)}
             for fut in as_completed(futs):
                 done(futs[fut], fut.result())
     elif hasattr(engine, "submit") and hasattr(engine, "gather"):
         from distributed import as_completed as dask_completed
 
-        futs = [engine.submit(_run_cell, params, s, settings, paths[idx], pure=False)
+        futs = [engine.submit(run_cell, params, s, settings, paths[idx], pure=False)
                 for idx, (_, s, params) in enumerate(cells)]
         where = {f.key: i for i, f in enumerate(futs)}
         for fut in dask_completed(futs):
