@@ -37,7 +37,7 @@ __all__ = ["circle_quantile_atoms", "circle_wasserstein", "sphere_sliced_wassers
            "fit_rate", "EMD_MAX_ELEMENTS"]
 
 #: largest n·M for which the exact network simplex (``ot.emd2``) is used on S^1
-EMD_MAX_ELEMENTS = 2_000_000
+EMD_MAX_ELEMENTS = 200_000
 _TWO_PI = 2 * np.pi
 
 
