@@ -1,12 +1,17 @@
-"""The n -> infinity study on S^1: particles against the mean-field solution.
+"""The n -> infinity study on S^1 and S^2: particles against the mean-field solution.
 
-One softmax head (M = W = I, beta = 2) from the density 1 + 0.5 cos(theta). The mean-field
-equation is solved once by finite volumes (1024 cells); for n = 16 ... 1024 tokens drawn
-i.i.d. from the same law we run the particle flow and measure W1 and W2 (POT, exact,
-geodesic cost) between mu_n(t) and mu(t). docs/theory.md §6 predicts W1(mu_n(0), mu(0)) ~ n^{-1/2}
-on S^1. Writes mean_field_limit.nc, a table and a figure of the rate.
+S^1: two softmax heads (beta = 2) from the density 1 + 0.5 cos(theta); the mean-field
+equation is solved once by finite volumes (fv_circle), then for n = 10^2 ... 10^6 tokens
+(5 seeds) drawn i.i.d. from the same law we run the particle flow (summation="auto", so the
+O(n log n) NUFFT sums) and measure the exact W1 and W2 against the reference through POT
+(ot.emd2 for small n, ot.binary_search_circle beyond).
+S^2: one USA head, SSW_2 (ot.sliced_wasserstein_sphere) against a Lagrangian reference.
+docs/theory.md §6 predicts W(mu_n(0), mu(0)) ~ n^{-1/2}. Writes mean_field_limit_s1.nc,
+mean_field_limit_s2.nc, a table and a log-log figure with bootstrap error bars and the
+fitted slopes. Cells are stored under OUT/cells_*, so a killed run resumes.
 
-Run:  python examples/mean_field_limit.py --out outputs
+Run:  python examples/mean_field_limit.py --out outputs          (full)
+      python examples/mean_field_limit.py --out outputs --quick  (seconds)
 """
 
 from __future__ import annotations
@@ -24,32 +29,60 @@ from examples._common import parse, pyplot, save_figure, write_table
 from particles import MultiHead
 
 
+def _save(ds, path):
+    tmp = path.with_name(path.name + ".part")
+    ds.to_netcdf(tmp)
+    tmp.replace(path)
+
+
+def _panel(ax, ds, var, label):
+    n = ds.n_particles.values
+    for k in range(ds.sizes["time"]):
+        g = ds[var].isel(time=k)
+        mean = g.mean("seed").values
+        err = g.std("seed").values / np.sqrt(ds.sizes["seed"])
+        r, (lo, hi) = float(ds[f"rate_{var}"].isel(time=k)), ds[f"rate_{var}_ci"].isel(time=k).values
+        ax.errorbar(n, mean, yerr=err, fmt="o-", capsize=3,
+                    label=f"t={float(ds.time[k]):g}: slope {r:.2f} [{lo:.2f}, {hi:.2f}]")
+    ax.loglog(n, float(ds[var].isel(time=0).mean("seed")[0]) * (n / n[0]) ** -0.5, "k--", label="n^-1/2")
+    ax.set(xscale="log", yscale="log", xlabel="n", ylabel=label)
+    ax.legend(fontsize=7)
+
+
 def main(argv=None):
     args, out = parse(__doc__, argv)
-    model = MultiHead.scalar([1.0], d=2, beta=2.0, kind="softmax")
-    n_values = (16, 32, 64) if args.quick else (16, 32, 64, 128, 256, 512, 1024)
-    ds = metrics.mean_field_limit_study(model, lambda th: 1 + 0.5 * np.cos(th), n_values=n_values,
-                                        n_seeds=2 if args.quick else 4, t1=2.0, n_saves=5,
-                                        m_grid=256 if args.quick else 1024)
-    tmp = out / "mean_field_limit.nc.part"
-    ds.to_netcdf(tmp)
-    tmp.replace(out / "mean_field_limit.nc")
+    quick = args.quick
+    density1 = lambda th: 1 + 0.5 * np.cos(th)  # noqa: E731
+    model1 = MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind="softmax")
+    ds = metrics.mean_field_limit_study(
+        model1, density1,
+        n_values=(64, 256, 1024) if quick else (100, 1000, 10_000, 100_000, 1_000_000),
+        n_seeds=4 if quick else 5, t1=0.5 if quick else 1.0, n_saves=2 if quick else 6,
+        m_grid=256 if quick else 4096, dt=0.05, store=out / "cells_s1", progress=not quick)
+    _save(ds, out / "mean_field_limit_s1.nc")
+    model2 = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
+    ds2 = metrics.mean_field_limit_study(
+        model2, lambda y: 1 + 0.5 * y[:, 2],
+        n_values=(64, 256) if quick else (100, 1000, 10_000, 100_000),
+        n_seeds=3 if quick else 5, t1=0.5 if quick else 1.0, n_saves=2 if quick else 6,
+        m_grid=256, dt=0.05, n_reference=1024 if quick else 400_000, n_projections=20 if quick else 200,
+        n_batches=2 if quick else 5,
+        store=out / "cells_s2", progress=not quick)
+    _save(ds2, out / "mean_field_limit_s2.nc")
     w1 = ds.w1.mean("seed")
     rows = [(int(n), *[float(v) for v in w1.sel(n_particles=n).values]) for n in ds.n_particles.values]
     print(write_table(out / "mean_field_limit.md", ["n"] + [f"W1 at t={t:g}" for t in ds.time.values], rows))
-    print(f"fitted rate of W1 at t=0: n^{ds.attrs['w1_rate_at_t0']:.3f}   (theory: n^-0.5)")
+    lo, hi = ds.rate_w1_ci.isel(time=0).values
+    print(f"S^1: W1 at t=0 ~ n^{ds.attrs['w1_rate_at_t0']:.3f} [{lo:.3f}, {hi:.3f}]  (theory: n^-0.5); "
+          f"{ds.attrs['study_seconds']:.0f} s")
+    lo, hi = ds2.rate_sw2_ci.isel(time=0).values
+    print(f"S^2: SSW2 at t=0 ~ n^{float(ds2.rate_sw2.isel(time=0)):.3f} [{lo:.3f}, {hi:.3f}]; "
+          f"{ds2.attrs['study_seconds']:.0f} s")
     plt = pyplot()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8))
-    n = ds.n_particles.values
-    for t in ds.time.values:
-        a.loglog(n, w1.sel(time=t), "o-", label=f"t={t:g}")
-    a.loglog(n, float(w1.isel(time=0)[0]) * (n / n[0]) ** -0.5, "k--", label="n^-1/2")
-    a.set(xlabel="n", ylabel="W1(mu_n(t), mu(t))", title="Mean-field limit on S^1")
-    a.legend(fontsize=8)
-    for k in n:
-        b.semilogy(ds.time, w1.sel(n_particles=k), label=f"n={k}")
-    b.set(xlabel="t", ylabel="W1", title="Gap along the flow")
-    b.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    _panel(axes[0], ds, "w1", "W1(mu_n(t), mu(t))  [S^1]")
+    _panel(axes[1], ds, "energy_gap", "|E[mu_n] - E[mu]|  [S^1]")
+    _panel(axes[2], ds2, "sw2", "SSW2(mu_n(t), mu_ref(t))  [S^2]")
     save_figure(fig, out / "mean_field_limit.png")
     return ds
 

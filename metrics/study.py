@@ -1,15 +1,33 @@
 r"""The n → ∞ study: particle systems against the mean-field solution from the same law.
 
-:func:`mean_field_limit_study` solves the mean-field equation on S^1 once (finite volumes,
-:func:`meanfield.wasserstein_ascent`), draws n = 2^k i.i.d. tokens from the same initial
-density for several seeds, runs the particle flow, and measures at each save time the
-exact :math:`W_1` and :math:`W_2` (POT, geodesic cost) between :math:`\mu_n(t)` and
-:math:`\mu(t)`, with energy, attention entropy and cluster count of each particle system.
-Theory (docs/theory.md §6): :math:`W_1(\mu_n(0), \mu(0)) \sim n^{-1/2}` on S^1 and the gap grows at
-most like :math:`e^{Lt}` after.
+:func:`mean_field_limit_study` solves the mean-field equation once, then, through the
+resumable :func:`metrics.run_sweep` (one cell per (n, seed)), draws n i.i.d. tokens from the
+same initial law, runs the particle flow (the model's ``summation``, ``"auto"`` by default, so
+large n uses the O(n log n) sums), and measures at each save time
+
+- on S^1: exact :math:`W_1, W_2(\mu_n(t), \mu(t))` (geodesic, radians) against the quantile
+  atoms of the finite-volume reference (``fv_circle``), by ``ot.emd2`` for small n and
+  ``ot.binary_search_circle`` beyond (:mod:`metrics.limit`);
+- on S^{d-1}, d ≥ 3: the spherical sliced :math:`SSW_2` (``ot.sliced_wasserstein_sphere``,
+  with its Monte-Carlo standard error ``sw2_mc_error``) against a large-n Lagrangian
+  reference whose own error (SSW_2 between two independent reference samples at t = 0) is
+  reported in ``attrs["reference_error"]``;
+- the energy gap :math:`|E[\mu_n] - E[\mu]|`, the attention-entropy gap
+  :math:`|\bar H[\mu_n] - \bar H[\mu]|` with :math:`\bar H[\mu] = \int (\log Z_\mu(x) -
+  \beta\langle x, M m_\mu(x)\rangle)\,d\mu(x)` (the particle entropy minus log n), the cluster
+  count and the cluster masses (bounded memory);
+
+and fits the rates :math:`g \sim n^{r}` with bootstrap intervals over seeds (``rate_*``,
+``rate_*_ci`` data variables). Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim
+n^{-1/2}`, and the gap grows at most like :math:`e^{Lt}` after.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import pathlib
+import time as _time
 
 import numpy as np
 import xarray as xr
@@ -18,11 +36,17 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError
 
-from .clustering import n_clusters
 from .dataset import model_attrs, netcdf_safe, provenance
-from .transport import wasserstein
+from .limit import (
+    EMD_MAX_ELEMENTS,
+    bounded_clusters,
+    circle_quantile_atoms,
+    circle_wasserstein,
+    fit_rate,
+    sphere_sliced_wasserstein,
+)
 
-__all__ = ["mean_field_limit_study", "sample_grid_measure"]
+__all__ = ["mean_field_limit_study", "sample_grid_measure", "measure_entropy"]
 
 
 def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
@@ -34,84 +58,307 @@ def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
+def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None) -> float:
+    r"""Head-averaged attention entropy of a measure,
+    :math:`\bar H[\mu] = \frac1H\sum_h\int(\log Z^h_\mu(x) - \beta\langle x, M_h m^h_\mu(x)\rangle)\,d\mu(x)`,
+    :math:`Z^h_\mu(x) = \int e^{\beta\langle x, M_h y\rangle}d\mu(y)`; for :math:`\mu_n` it is the
+    particle attention entropy minus :math:`\log n`."""
+    w = np.full(len(y), 1.0 / len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    y, w = y[keep], w[keep] / w[keep].sum()
+    sums = model._exp_sums(y, sources=y, weights=w)
+    ent = [p.logz - model.beta * np.einsum("id,de,ie->i", y, model.M[h], p.mean) for h, p in enumerate(sums)]
+    return float(w @ np.mean(ent, axis=0))
+
+
+def _sample_sphere_density(density_fn, n, d, rng, bound):
+    """Rejection sampling from an (unnormalised) density on S^{d-1} with sup ≤ bound."""
+    out = np.empty((0, d))
+    while len(out) < n:
+        k = int(1.3 * (n - len(out))) + 64
+        y = rng.standard_normal((k, d))
+        y /= np.linalg.norm(y, axis=1, keepdims=True)
+        acc = rng.uniform(size=k) * bound < np.asarray(density_fn(y), dtype=np.float64)
+        out = np.concatenate([out, y[acc]])
+    return out[:n]
+
+
+class _StudyModel:
+    """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.__qualname__ = "mean_field_limit_study.model"
+
+    def __call__(self, params, rng):
+        return self.model
+
+
+def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+    """One (n, seed) particle run of the study, with run_sweep's cell contract."""
+    path = None if path is None else pathlib.Path(path)
+    if path is not None and path.exists():
+        with xr.open_dataset(path) as ds:
+            return ds.load()
+    n = int(params["n_particles"])
+    model, ts, d = settings["model"], settings["ts"], settings["dim"]
+    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
+    rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+    if d == 2:
+        x0 = sample_grid_measure(settings["mu0"], n, rng_init)
+        M = max(4 * n, 4 * len(settings["ref_mass"][0]))
+        atoms = [circle_quantile_atoms(q, M) for q in settings["ref_mass"]]
+    else:
+        x0 = _sample_sphere_density(settings["density_fn"], n, d, rng_init, settings["density_bound"])
+    K = settings["max_clusters"]
+
+    def save_fn(t, x):
+        k = int(np.argmin(np.abs(ts - t)))
+        row = {}
+        if d == 2:
+            theta = np.arctan2(x[:, 1], x[:, 0])
+            row["w1"] = circle_wasserstein(theta, atoms[k], p=1, method=settings["transport"])[0]
+            row["w2"] = (circle_wasserstein(theta, atoms[k], p=2, method=settings["transport"])[0]
+                         if n <= settings["w2_max_n"] else np.nan)
+        else:
+            row["sw2"], row["sw2_mc_error"] = sphere_sliced_wasserstein(
+                x, settings["ref_points"][k], n_projections=settings["n_projections"],
+                n_batches=settings["n_batches"], seed=int(1000 * seed_index + k))
+        row["energy_gap"] = abs(mf.measure_energy(model, x) - settings["ref_energy"][k])
+        row["entropy_gap"] = abs(measure_entropy(model, x) - settings["ref_entropy"][k])
+        masses = bounded_clusters(x, eps=settings["eps_cluster"])
+        row["n_clusters"] = float(len(masses))
+        top = np.zeros(K)
+        top[:min(K, len(masses))] = masses[:K]
+        for j in range(K):
+            row[f"cluster_mass_{j}"] = top[j]
+        return row
+
+    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
+                    kappa=settings["kappa"], rng=rng_noise, on_failure="return")
+    n_t = len(ts)
+    data = {}
+    for k, v in traj.saved.items():
+        v = np.asarray(v, dtype=float)
+        data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
+    data["status"] = ((), int(traj.success))
+    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
+    if path is not None:
+        tmp = path.with_name(path.name + f".part{os.getpid()}")
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    return ds
+
+
+def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport):
+    if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax"):
+        raise InvalidParameterError(
+            "model of mean_field_limit_study must be a particles.MultiHead with kind 'usa' or 'softmax' "
+            f"(the kinds the mean-field solvers accept); got {getattr(model, 'kind', type(model).__name__)!r}.")
+    if not callable(density_fn):
+        raise InvalidParameterError("density_fn of mean_field_limit_study must be a callable (θ on S^1, points on S^2).")
+    try:
+        nv = np.asarray(n_values)
+        ok = nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv > 0) \
+            and np.all(np.diff(nv) > 0)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise InvalidParameterError(
+            f"n_values of mean_field_limit_study must be at least two strictly increasing positive integers; "
+            f"got {n_values!r}.")
+    if int(n_seeds) != n_seeds or n_seeds < 1:
+        raise InvalidParameterError(f"n_seeds of mean_field_limit_study must be a positive integer; got {n_seeds!r}.")
+    if not (np.isfinite(t1) and t1 > 0):
+        raise InvalidParameterError(f"t1 of mean_field_limit_study must be finite and > 0; got {t1!r}.")
+    if int(n_saves) != n_saves or n_saves < 1:
+        raise InvalidParameterError(f"n_saves of mean_field_limit_study must be a positive integer; got {n_saves!r}.")
+    if int(m_grid) != m_grid or m_grid < 8:
+        raise InvalidParameterError(f"m_grid of mean_field_limit_study must be an integer >= 8; got {m_grid!r}.")
+    if not (np.isfinite(dt) and 0 < dt <= t1):
+        raise InvalidParameterError(f"dt of mean_field_limit_study must be in (0, t1]; got {dt!r}.")
+    if not kappa > 0:
+        raise InvalidParameterError(f"kappa of mean_field_limit_study must be > 0 (np.inf: noiseless); got {kappa!r}.")
+    if model.d >= 3 and np.isfinite(kappa):
+        raise InvalidParameterError(
+            "kappa of mean_field_limit_study must be np.inf on S^{d-1}, d >= 3: the Lagrangian reference is "
+            "noiseless. Use d = 2 (fv_circle reference) for noisy studies.")
+    if transport not in ("auto", "emd2", "circle"):
+        raise InvalidParameterError(f"transport of mean_field_limit_study must be 'auto', 'emd2' or 'circle'; "
+                                    f"got {transport!r}.")
+    return [int(n) for n in nv]
+
+
+def _check_density(values, name="density_fn"):
+    v = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(v)) or np.any(v < 0) or not v.sum() > 0:
+        raise InvalidParameterError(
+            f"{name} of mean_field_limit_study must return finite non-negative values with positive integral.")
+    return v
+
+
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
-                           seed: int = 0, progress: bool = False) -> xr.Dataset:
-    """Run the study and return a Dataset with dims (n_particles, seed, time).
+                           seed: int = 0, kappa: float = np.inf, n_reference: int | None = None,
+                           transport: str = "auto", n_projections: int = 200, n_batches: int = 5,
+                           w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8, n_boot: int = 1000,
+                           store=None, engine="serial", max_workers: int | None = None,
+                           progress: bool = False) -> xr.Dataset:
+    r"""Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
     ----------
-    model : MultiHead on d = 2 (kind "usa" or "softmax")
-    density_fn : callable θ -> density (unnormalised), vectorised
-    n_values : sequence of int
+    model : MultiHead (kind "usa" or "softmax", any number of heads)
+        On d = 2 the reference is ``fv_circle`` (noise ``kappa`` allowed); on d ≥ 3 a noiseless
+        Lagrangian reference of ``n_reference`` particles.
+    density_fn : callable
+        Unnormalised initial density: of the angle θ on S^1 (vectorised), of points (m, d) on d ≥ 3.
+    n_values : strictly increasing positive integers
     n_seeds : int
-    t1, n_saves : float, int
+        Seeds per n (the bootstrap of the rates resamples them; with one seed the interval is a point).
+    t1, n_saves, dt : time horizon, number of save times in [0, t1], RK4 step of the particle runs
     m_grid : int
-        Cells of the mean-field grid (its own error must stay below the n^{-1/2} gap).
-    dt : float
-        RK4 step of the particle runs.
-    progress : bool
-        tqdm progress bar over the (n, seed) particle runs.
+        Cells of the S^1 grid (its error, ≤ 2π/m_grid in W_p, must stay below the n^{-1/2} gap), or
+        the grid used to bound the density on d ≥ 3.
+    kappa : float
+        Noise (inverse temperature of the Brownian part); np.inf is noiseless.
+    n_reference : int, optional
+        Particles of the d ≥ 3 reference (default 16·max(n_values)).
+    transport : {"auto", "emd2", "circle"}
+        S^1 distance method; "auto" uses ``ot.emd2`` while n·M ≤ :data:`metrics.limit.EMD_MAX_ELEMENTS`.
+    w2_max_n : int
+        Largest n for which W2 is computed on S^1 (``ot.binary_search_circle`` costs seconds per
+        call at n = 10^5); beyond it ``w2`` is NaN and only W1 is reported.
+    n_projections, n_batches : sliced-Wasserstein projections per batch and batches (d ≥ 3)
+    eps_cluster, max_clusters : geodesic linking distance; number of largest cluster masses kept
+    n_boot : bootstrap resamples for the rate intervals
+    store, engine, max_workers, progress
+        Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
+        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
     """
-    if model.d != 2:
-        raise InvalidParameterError(f"mean_field_limit_study runs on S^1: the model must have d = 2; got d = {model.d}.")
-    pts, areas = mf.circle_grid(m_grid)
-    mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
-    ref = mf.wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, scheme="fv_circle")
-    ts = ref.t
-    shape = (len(n_values), n_seeds, len(ts))
-    w1, w2, energy, entropy, clusters = (np.empty(shape) for _ in range(5))
-    children = np.random.SeedSequence(seed).spawn(n_seeds)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
+    from .sweep import run_sweep
 
-        bar = tqdm(total=len(n_values) * n_seeds, desc="study", unit="run")
-    for a, n in enumerate(n_values):
-        for s, ss in enumerate(children):
-            if bar is not None:
-                bar.update(1)
-            x0 = sample_grid_measure(mu0, int(n), np.random.default_rng(ss))
-            traj = simulate(x0, model, t1=t1, dt=dt, save=SaveAt(ts=ts))
-            for k, x in enumerate(traj.x):
-                keep = ref.mass[k] > 1e-300
-                grid_pts, grid_w = pts[keep], ref.mass[k][keep] / ref.mass[k][keep].sum()
-                w1[a, s, k] = wasserstein(x, grid_pts, None, grid_w, p=1)
-                w2[a, s, k] = wasserstein(x, grid_pts, None, grid_w, p=2)
-                energy[a, s, k] = model.energy(x)
-                entropy[a, s, k] = model.entropy(x).mean()
-                clusters[a, s, k] = n_clusters(x, eps=1e-3)
-    if bar is not None:
-        bar.close()
+    d = model.d
+    t_start = _time.perf_counter()
+    ts = np.linspace(0.0, float(t1), int(n_saves))
+    settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
+                "transport": transport, "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters),
+                "n_projections": int(n_projections), "n_batches": int(n_batches),
+                "w2_max_n": int(w2_max_n)}
+    ref_attrs = {}
+    if d == 2:
+        pts, areas = mf.circle_grid(int(m_grid))
+        _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])))
+        mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
+        ref = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle", kappa=kappa)
+        settings.update(mu0=mu0, ref_mass=np.asarray(ref.mass), ref_energy=np.asarray(ref.energy),
+                        ref_entropy=np.array([measure_entropy(model, pts, q) for q in ref.mass]))
+        ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
+        ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')", "reference_cells": int(m_grid),
+                     "reference_error": 2 * np.pi / int(m_grid),
+                     "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
+                                             "(cell width); quantile-atom error 2*pi/M <= "
+                                             f"{ref_err:.2e} on top"}
+        metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
+        transports = {str(n): ("ot.emd2" if (transport == "emd2" or (transport == "auto" and n * max(4 * n, 4 * m_grid)
+                                                                     <= EMD_MAX_ELEMENTS))
+                               else "W1: circle closed form; W2: ot.binary_search_circle"
+                               + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
+                      for n in n_values}
+    else:
+        grid, _ = mf.fibonacci_sphere(int(m_grid))
+        bound = 1.5 * float(_check_density(density_fn(grid)).max())
+        n_ref = int(n_reference or 16 * max(n_values))
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**31,)))
+        y0 = _sample_sphere_density(density_fn, n_ref, d, rng, bound)
+        y0b = _sample_sphere_density(density_fn, n_ref, d, rng, bound)
+        rtraj = simulate(y0, model, t1=float(t1), dt=float(dt), save=SaveAt(ts=ts))
+        ref_pts = np.asarray(rtraj.x)
+        own, own_mc = sphere_sliced_wasserstein(y0, y0b, n_projections=int(n_projections), n_batches=int(n_batches))
+        settings.update(density_fn=density_fn, density_bound=bound, ref_points=ref_pts,
+                        ref_energy=np.array([mf.measure_energy(model, y) for y in ref_pts]),
+                        ref_entropy=np.array([measure_entropy(model, y) for y in ref_pts]))
+        ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model and dt)",
+                     "reference_particles": n_ref, "reference_error": own / np.sqrt(2), "reference_error_mc": own_mc,
+                     "reference_error_note": "SSW_2 between two independent reference samples at t = 0, "
+                                             "divided by sqrt(2): the reference's own sampling error"}
+        metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
+        transports = {str(n): f"ot.sliced_wasserstein_sphere ({n_batches} x {n_projections} projections)"
+                      for n in n_values}
+    t_ref = _time.perf_counter() - t_start
+    key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
+                      "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,
+                      "K": max_clusters, "w2_max_n": w2_max_n, "L": n_projections, "B": n_batches,
+                      "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True, default=str)
+    settings["key"] = key
+    sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
+                      n_saves=int(n_saves), kappa=float(kappa), model_fn=_StudyModel(model), engine=engine,
+                      max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
+                      cell_settings=settings, metrics=())
+    K = int(max_clusters)
+    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
+    units = {"w1": "rad", "w2": "rad", "sw2": "1"}
+    long = {
+        "w1": "W1(mu_n(t), mu(t)), geodesic cost",
+        "w2": "W2(mu_n(t), mu(t)), geodesic cost",
+        "sw2": "spherical sliced W2(mu_n(t), mu_ref(t)) (ot.sliced_wasserstein_sphere)",
+        "sw2_mc_error": "Monte-Carlo standard error of sw2 (over projection batches)",
+        "energy_gap": "|E_multi[mu_n(t)] - E_multi[mu(t)]|",
+        "entropy_gap": "|H[mu_n(t)] - H[mu(t)]|, head-averaged attention entropy (nats)",
+        "n_clusters": f"number of clusters (geodesic eps = {eps_cluster:g})",
+    }
     dims = ("n_particles", "seed", "time")
-    ds = xr.Dataset(
-        {
-            "w1": (dims, w1, {"long_name": "W1(mu_n(t), mu(t)), geodesic cost", "units": "rad"}),
-            "w2": (dims, w2, {"long_name": "W2(mu_n(t), mu(t)), geodesic cost", "units": "rad"}),
-            "energy": (dims, energy, {"long_name": "particle energy E_multi[mu_n]", "units": "1"}),
-            "mean_entropy": (dims, entropy, {"long_name": "token-averaged attention entropy (nats)", "units": "1"}),
-            "n_clusters": (dims, clusters, {"long_name": "number of clusters (geodesic eps = 1e-3)", "units": "1"}),
-            "energy_meanfield": (("time",), ref.energy, {"long_name": "mean-field energy E_multi[mu]", "units": "1"}),
-        },
-        coords={
-            "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
-            "seed": ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn)", "units": "1"}),
-            "time": ("time", ts, {"long_name": "time", "units": "1"}),
-        },
-    )
-    slope = np.polyfit(np.log(n_values), np.log(ds.w1.isel(time=0).mean("seed").values), 1)[0]
+    data = {v: (dims, sweep[v].values, {"long_name": long[v], "units": units.get(v, "1")})
+            for v in long if v in sweep}
+    data["cluster_mass"] = (dims + ("cluster_rank",), masses,
+                            {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
+    data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
+    data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
+                                {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
+    data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
+                                 {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
+    for v in metrics_rated:
+        g = sweep[v].values  # (N, S, T)
+        rows = np.all(np.isfinite(g), axis=(1, 2)) if v == "w2" else np.ones(len(n_values), bool)
+        g = g[rows]
+        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], n_boot=n_boot, rng=seed) for k in range(len(ts))])
+        data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
+        data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:],
+                                {"long_name": f"95% bootstrap interval (over seeds) of rate_{v}", "units": "1"})
+    coords = {
+        "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
+        "seed": ("seed", np.arange(int(n_seeds)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
+        "time": ("time", ts, {"long_name": "time", "units": "1"}),
+        "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
+        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "bootstrap quantile of the interval bound",
+                                                      "units": "1"}),
+    }
+    ds = xr.Dataset(data, coords=coords)
+    main_w = "w1" if d == 2 else "sw2"
     ds.attrs = netcdf_safe({
-        "title": "headflow mean-field limit study on S^1",
+        "title": f"headflow mean-field limit study on S^{d - 1}",
         "source": f"headflow {__version__}",
-        "history": "created by metrics.mean_field_limit_study",
-        "m_grid": m_grid, "dt": dt, "t1": t1, "seed_entropy": str(np.random.SeedSequence(seed).entropy),
-        "w1_rate_at_t0": float(slope),
+        "history": "created by metrics.mean_field_limit_study (cells by metrics.run_sweep)",
+        "m_grid": int(m_grid), "dt": float(dt), "t1": float(t1), "kappa": float(kappa),
+        "seed_entropy": str(np.random.SeedSequence(seed).entropy),
+        "w1_rate_at_t0": float(ds[f"rate_{main_w}"].isel(time=0)),
+        "transport_method": json.dumps(transports),
+        "transport_note": ("S^1: exact W_p against M = max(4n, 4 m_grid) quantile atoms of the reference; "
+                           "the emd2 and circle methods compute the same number" if d == 2 else
+                           "S^{d-1}: sliced surrogate SSW_2, same n^{-1/2} rate as W_2 for i.i.d. samples; "
+                           "sw2_mc_error is its Monte-Carlo standard error"),
+        "clustering": ("sorted-angle gaps (exact, O(n log n))" if d == 2 else
+                       "occupied-cube DBSCAN on a ball tree (bounded memory)"),
+        "reference_seconds": float(t_ref), "study_seconds": float(_time.perf_counter() - t_start),
+        **ref_attrs,
         **model_attrs(model),
         **provenance(
-            config={"n_values": list(n_values), "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "m_grid": m_grid,
-                    "dt": dt, "seed": seed, "density_fn": density_fn, "model": model_attrs(model),
-                    "reference": "meanfield.wasserstein_ascent(scheme='fv_circle')"},
-            seeds={"entropy": str(np.random.SeedSequence(seed).entropy), "children": "SeedSequence(seed).spawn(n_seeds)"},
+            config={"n_values": list(n_values), "n_seeds": int(n_seeds), "t1": t1, "n_saves": n_saves,
+                    "m_grid": m_grid, "dt": dt, "seed": seed, "kappa": kappa, "density_fn": density_fn,
+                    "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
+                    "reference": ref_attrs["reference"]},
+            seeds={"entropy": str(np.random.SeedSequence(seed).entropy), "spawn_key": "(seed index,)"},
             model=model),
     })
     return ds

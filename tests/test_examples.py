@@ -117,11 +117,14 @@ def test_mean_field_limit_example(tmp_path):
     from examples import mean_field_limit
 
     ds = mean_field_limit.main(["--out", str(tmp_path), "--quick"])
-    with xr.open_dataset(tmp_path / "mean_field_limit.nc") as back:
+    with xr.open_dataset(tmp_path / "mean_field_limit_s1.nc") as back:
         xr.testing.assert_identical(back.load(), ds)
+    assert (tmp_path / "mean_field_limit_s2.nc").exists() and (tmp_path / "mean_field_limit.png").exists()
     w1 = ds.w1.mean("seed").isel(time=0).values
     assert np.all(np.diff(w1) < 0)  # the gap shrinks as n grows
     assert -0.9 < ds.attrs["w1_rate_at_t0"] < -0.3  # ~ n^{-1/2} (few seeds, small n)
+    lo, hi = ds.rate_w1_ci.isel(time=0).values
+    assert lo <= ds.rate_w1.isel(time=0) <= hi
 
 
 def test_misalignment_example(tmp_path):

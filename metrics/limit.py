@@ -1,0 +1,163 @@
+r"""Scalable pieces of the mean-field limit study: transport to a reference, clustering, rates.
+
+Transport (all through POT; the method used is returned so the study can record it):
+
+- **S^1, exact, O(N log N).** The reference :math:`\mu` is a circle-grid measure
+  (piecewise-uniform density on m cells). It is replaced by its *quantile atoms*
+  :math:`y_j = F^{-1}((j + 1/2)/M)`, :math:`j < M`, with :math:`M = \max(16 n, 4m)`; on the
+  circle :math:`W_p(\mu, \hat\mu_M) \le 2\pi/M`, two orders below the :math:`n^{-1/2}` signal.
+  :math:`W_p(\mu_n, \hat\mu_M)` is then exact: W1 by the closed form (median of F_n - F), W2 by ``ot.binary_search_circle``, in units of turns times 2π = radians.
+  For small :math:`n\,M` the same atoms go through ``ot.emd2`` with the geodesic cost (the two
+  agree to round-off, which the tests check). ``ot.wasserstein_circle(p=1)`` (the closed
+  form) is not used: in POT 0.9.7 it returns wrong values when no atom lies near angle 0.
+- **S^{d-1}, d ≥ 3, O((n + m) L).** Spherical sliced Wasserstein :math:`SSW_2`
+  (``ot.sliced_wasserstein_sphere``), a surrogate with the same :math:`n^{-1/2}` rate
+  (it is a Wasserstein distance of 1-d pushforwards, each :math:`O(n^{-1/2})` for i.i.d.
+  samples). L projections are drawn in K independent batches; the value is their mean and its
+  Monte-Carlo error the standard error over batches.
+
+Clustering in bounded memory (no n×n matrix):
+
+- S^1: sort the angles; clusters are the arcs between gaps wider than ε (exact, O(n log n)).
+- d ≥ 3: bin points into cubes of side h = chord(ε)/2, then DBSCAN (ball tree) over the
+  occupied cubes with radius chord(ε) + √d h; memory is O(occupied cubes), and two points are
+  linked when at chord distance ≤ chord(ε), possibly up to chord(ε) + 2√d h.
+
+Rates: :func:`fit_rate` fits :math:`\log \bar g(n) = a + r \log n` to seed-averaged gaps and
+bootstraps the seeds (resampled independently for each n) for a percentile interval of r.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.validation import InvalidParameterError
+
+__all__ = ["circle_quantile_atoms", "circle_wasserstein", "sphere_sliced_wasserstein", "bounded_clusters",
+           "fit_rate", "EMD_MAX_ELEMENTS"]
+
+#: largest n·M for which the exact network simplex (``ot.emd2``) is used on S^1
+EMD_MAX_ELEMENTS = 200_000
+_TWO_PI = 2 * np.pi
+
+
+def circle_quantile_atoms(mass: np.ndarray, M: int) -> np.ndarray:
+    r"""Angles in [0, 2π) of the M quantile atoms :math:`F^{-1}((j+1/2)/M)` of the circle-grid
+    measure with cell masses ``mass`` on the cells :math:`[2\pi k/m, 2\pi(k+1)/m)` (uniform inside)."""
+    m = len(mass)
+    cdf = np.concatenate([[0.0], np.cumsum(mass)])
+    cdf /= cdf[-1]
+    q = (np.arange(M) + 0.5) / M
+    k = np.clip(np.searchsorted(cdf, q, side="right") - 1, 0, m - 1)
+    frac = (q - cdf[k]) / np.where(mass[k] > 0, cdf[k + 1] - cdf[k], 1.0)
+    return (k + np.clip(frac, 0.0, 1.0)) * _TWO_PI / m
+
+
+def circle_wasserstein(theta: np.ndarray, atoms: np.ndarray, *, p: int, method: str = "auto") -> tuple[float, str]:
+    r""":math:`W_p` (geodesic, radians) between the uniform measures on angles ``theta`` and ``atoms``.
+
+    ``method`` is ``"emd2"`` (network simplex, O(nM) memory), ``"circle"``
+    (W1 closed form, W2 by ``ot.binary_search_circle``, O((n+M) log(n+M))) or ``"auto"``
+    (emd2 when n·M ≤ :data:`EMD_MAX_ELEMENTS`). Returns (value, method used).
+    """
+    import ot
+
+    if method == "auto":
+        method = "emd2" if len(theta) * len(atoms) <= EMD_MAX_ELEMENTS else "circle"
+    u = np.mod(theta, _TWO_PI) / _TWO_PI
+    v = np.mod(atoms, _TWO_PI) / _TWO_PI
+    if method == "emd2":
+        d = np.abs(u[:, None] - v[None, :])
+        cost = (_TWO_PI * np.minimum(d, 1 - d)) ** p
+        val = ot.emd2(np.full(len(u), 1 / len(u)), np.full(len(v), 1 / len(v)), cost, numItermax=10_000_000)
+        return float(max(val, 0.0) ** (1 / p)), "ot.emd2"
+    if method != "circle":
+        raise InvalidParameterError(f"method of circle_wasserstein must be 'auto', 'emd2' or 'circle'; got {method!r}.")
+    if p == 1:
+        # POT 0.9.7's ot.wasserstein_circle and ot.binary_search_circle return wrong W1 values (up to a
+        # full turn) when no atom lies near angle 0; W1 is the closed form below instead
+        return _TWO_PI * _circle_w1(u, v), "circle W1 closed form (Rabin et al. 2011)"
+    val = ot.binary_search_circle(u, v, p=p, eps=1e-12)
+    name = "ot.binary_search_circle"
+    val = max(float(np.asarray(val).reshape(-1)[0]), 0.0)  # W_1, or W_p^p for p > 1, in turns
+    return _TWO_PI * (val if p == 1 else val ** (1 / p)), name
+
+
+def _circle_w1(u: np.ndarray, v: np.ndarray) -> float:
+    r""":math:`W_1 = \min_\alpha\int_0^1|F_u(s) - F_v(s) - \alpha|\,ds` on the circle of length 1
+    (uniform weights): G = F_u - F_v is piecewise constant between the merged sorted atoms, and the
+    optimal α is the median of G weighted by interval length."""
+    z = np.concatenate([u, v])
+    w = np.concatenate([np.full(len(u), 1 / len(u)), np.full(len(v), -1 / len(v))])
+    order = np.argsort(z, kind="stable")
+    z, G = z[order], np.cumsum(w[order])
+    G = np.concatenate([[0.0], G])  # G on [0, z_0) is 0
+    lengths = np.diff(np.concatenate([[0.0], z, [1.0]]))
+    o = np.argsort(G, kind="stable")
+    c = np.cumsum(lengths[o])
+    alpha = G[o][np.searchsorted(c, 0.5 * c[-1])]
+    return float(lengths @ np.abs(G - alpha))
+
+
+def sphere_sliced_wasserstein(x, y, b=None, *, n_projections: int = 200, n_batches: int = 5,
+                              seed: int = 0) -> tuple[float, float]:
+    r""":math:`SSW_2(\mu_n, \nu)` by ``ot.sliced_wasserstein_sphere`` with ``n_projections`` per batch;
+    returns (mean over ``n_batches`` batches, Monte-Carlo standard error of the mean)."""
+    import ot
+
+    vals = np.array([float(ot.sliced_wasserstein_sphere(x, y, None, b, n_projections=n_projections, p=2,
+                                                        seed=seed + k)) for k in range(n_batches)])
+    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches)) if n_batches > 1 else float("nan")
+
+
+def bounded_clusters(x: np.ndarray, *, eps: float) -> np.ndarray:
+    r"""Cluster masses (sorted decreasingly, summing to 1) of the ε-connected components of ``x``
+    (geodesic ε), in O(n log n) time and memory linear in n; see the module docstring."""
+    x = np.asarray(x, dtype=np.float64)
+    n, d = x.shape
+    if d == 2:
+        theta = np.sort(np.mod(np.arctan2(x[:, 1], x[:, 0]), _TWO_PI))
+        gaps = np.diff(theta, append=theta[0] + _TWO_PI)
+        cut = np.flatnonzero(gaps > eps)  # cluster ends after each wide gap
+        if len(cut) == 0:
+            return np.array([1.0])
+        sizes = np.diff(np.concatenate([cut, [cut[0] + n]]))
+        return np.sort(sizes / n)[::-1]
+    from sklearn.cluster import DBSCAN
+
+    chord = 2.0 * np.sin(eps / 2.0)
+    h = chord / 2.0
+    cubes, counts = np.unique(np.floor(x / h).astype(np.int64), axis=0, return_counts=True)
+    centres = (cubes + 0.5) * h
+    labels = DBSCAN(eps=chord + np.sqrt(d) * h, min_samples=1, algorithm="ball_tree").fit(centres).labels_
+    return np.sort(np.bincount(labels, weights=counts) / n)[::-1]
+
+
+def fit_rate(n_values, gaps: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
+             rng=0) -> tuple[float, float, float]:
+    r"""Slope r of :math:`\log \bar g(n)` against :math:`\log n` (least squares over n) and its
+    bootstrap percentile interval at ``level``, resampling the seeds of each n with replacement.
+
+    ``gaps`` has shape (len(n_values), n_seeds); non-finite or non-positive means give NaN.
+    """
+    g = np.asarray(gaps, dtype=np.float64)
+    logn = np.log(np.asarray(n_values, dtype=np.float64))
+    if g.ndim != 2 or len(logn) < 2 or not np.all(np.isfinite(g)):
+        return float("nan"), float("nan"), float("nan")
+    with np.errstate(divide="ignore"):
+        mean = np.log(g.mean(axis=1))
+    if not np.all(np.isfinite(mean)):
+        return float("nan"), float("nan"), float("nan")
+    slope = float(np.polyfit(logn, mean, 1)[0])
+    rng = np.random.default_rng(rng)
+    S = g.shape[1]
+    idx = rng.integers(0, S, size=(n_boot, g.shape[0], S))
+    boot_means = np.take_along_axis(g[None, :, :], idx, axis=2).mean(axis=2)  # (B, N)
+    with np.errstate(divide="ignore"):
+        y = np.log(boot_means)
+    ok = np.all(np.isfinite(y), axis=1)
+    xc = logn - logn.mean()
+    slopes = (y[ok] - y[ok].mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+    a = (1 - level) / 2
+    lo, hi = np.quantile(slopes, [a, 1 - a]) if len(slopes) else (np.nan, np.nan)
+    return slope, float(lo), float(hi)
