@@ -261,18 +261,28 @@ def _write(ds, path: pathlib.Path, fmt: str) -> None:
 # ---------------------------------------------------------------- commands
 
 
-def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
-    """``headflow simulate``: one run; returns the Dataset (or ``None`` when already done)."""
-    import numpy as np
-
-    import metrics
-    import particles
+def _start(cfg: dict, out, fmt, force: bool):
+    """Output path, format and public config of a run; ``path`` is None when an output with
+    the same config already exists (nothing to do)."""
     from metrics.dataset import to_json
 
     path, fmt = _output_path(cfg, out, fmt)
     config = _public(cfg)
     if _up_to_date(path, fmt, to_json(config), force):
         print(f"{path} is up to date (same config); nothing to do.")
+        return None, fmt, config
+    return path, fmt, config
+
+
+def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
+    """``headflow simulate``: one run; returns the Dataset (or ``None`` when already done)."""
+    import numpy as np
+
+    import metrics
+    import particles
+
+    path, fmt, config = _start(cfg, out, fmt, force)
+    if path is None:
         return None
     model = _model(cfg["model"])
     run = cfg["run"]
@@ -345,10 +355,8 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     import metrics
     from metrics.dataset import to_json
 
-    path, fmt = _output_path(cfg, out, fmt)
-    config = _public(cfg)
-    if _up_to_date(path, fmt, to_json(config), force):
-        print(f"{path} is up to date (same config); nothing to do.")
+    path, fmt, config = _start(cfg, out, fmt, force)
+    if path is None:
         return None
     model = _model(cfg["model"])
     st, dens = cfg["study"], cfg["density"]

@@ -387,7 +387,7 @@ class _Group:
     model_err: list  # per head: truncation + aliasing error per unit ‖c‖₁
 
 
-def _groups(infos, targets, sources, w, tol_model, on_sphere):
+def _groups(infos, targets, sources, w, tol_model):
     """Assemble the transform groups for the heads with a fast route."""
     groups = []
     wts = np.ones(sources.shape[0]) if w is None else w
@@ -569,7 +569,7 @@ def exp_sums(BM: np.ndarray, targets: np.ndarray, sources: np.ndarray, w: np.nda
         return exact_exp_sums(L, sources, w, block_elements, symmetric=symmetric and same_points and rows is None)
 
     if infos:
-        _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, on_sphere, exact)
+        _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, exact)
     for h in range(H):
         if results[h] is None:
             if np.max(np.abs(BM[h])) == 0.0:
@@ -590,7 +590,7 @@ def _constant_sums(m: int, sources: np.ndarray, w: np.ndarray | None) -> HeadSum
     return HeadSums(np.tile(mean, (m, 1)), np.full(m, np.log(z)))
 
 
-def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, on_sphere, exact):
+def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, exact):
     """Fill ``results`` for the heads in ``infos`` by their fast routes (module docstring)."""
     m = targets.shape[0]
     wts = np.ones(sources.shape[0]) if w is None else w
@@ -629,7 +629,7 @@ def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, on_s
         pending = {h: infos[h] for h in infos if results[h] is None and h not in reasons}
         if not pending:
             break
-        for g in _groups(pending, targets, sources, w, min(by_eps[h] for h in pending) / 4, on_sphere):
+        for g in _groups(pending, targets, sources, w, min(by_eps[h] for h in pending) / 4):
             eps_n = max(_EPS_MIN, _nufft_eps(min(by_eps[h] for h in g.heads)))
             if _fine_grid(g.n_modes) * (len(g.heads) + 1) > _MAX_FINE_GRID:
                 for h in g.heads:
