@@ -10,11 +10,15 @@ Transport (all through POT; the method used is returned so the study can record 
   For small :math:`n\,M` the same atoms go through ``ot.emd2`` with the geodesic cost (the two
   agree to round-off, which the tests check). ``ot.wasserstein_circle(p=1)`` (the closed
   form) is not used: in POT 0.9.7 it returns wrong values when no atom lies near angle 0.
-- **S^{d-1}, d ≥ 3, O((n + m) L).** Spherical sliced Wasserstein :math:`SSW_2`
-  (``ot.sliced_wasserstein_sphere``), a surrogate with the same :math:`n^{-1/2}` rate
-  (it is a Wasserstein distance of 1-d pushforwards, each :math:`O(n^{-1/2})` for i.i.d.
-  samples). L projections are drawn in K independent batches; the value is their mean and its
-  Monte-Carlo error the standard error over batches.
+- **S^{d-1}, d ≥ 3, O(L (n log n + M)).** Sliced :math:`SW_2` of the embedded measures
+  (:class:`SlicedReference`): a metric on measures, and a surrogate with the same
+  :math:`n^{-1/2}` rate as :math:`W_2` for i.i.d. samples, because each projection
+  :math:`\langle\theta, x\rangle` of a density on :math:`S^2` has a density on [-1, 1] bounded
+  below (Archimedes), so its empirical :math:`W_2` is :math:`O(n^{-1/2})` (Bobkov & Ledoux 2019,
+  finite :math:`J_2`; this holds for d ≤ 6). The spherical sliced distance of POT
+  (``ot.sliced_wasserstein_sphere``) estimates the same rate but re-sorts the reference and runs a
+  binary search per call: more than 15 minutes for one call against a 4·10^5-point reference
+  with 200 projections, against seconds here.
 
 Clustering in bounded memory (no n×n matrix):
 
@@ -33,7 +37,7 @@ import numpy as np
 
 from particles.validation import InvalidParameterError
 
-__all__ = ["circle_quantile_atoms", "circle_wasserstein", "sphere_sliced_wasserstein", "bounded_clusters",
+__all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "bounded_clusters",
            "fit_rate", "EMD_MAX_ELEMENTS"]
 
 #: largest n·M for which the exact network simplex (``ot.emd2``) is used on S^1
@@ -99,15 +103,71 @@ def _circle_w1(u: np.ndarray, v: np.ndarray) -> float:
     return float(lengths @ np.abs(G - alpha))
 
 
-def sphere_sliced_wasserstein(x, y, b=None, *, n_projections: int = 200, n_batches: int = 5,
-                              seed: int = 0) -> tuple[float, float]:
-    r""":math:`SSW_2(\mu_n, \nu)` by ``ot.sliced_wasserstein_sphere`` with ``n_projections`` per batch;
-    returns (mean over ``n_batches`` batches, Monte-Carlo standard error of the mean)."""
-    import ot
+class SlicedReference:
+    r"""Sliced :math:`SW_2` to a large reference sample, with the reference projected once.
 
-    vals = np.array([float(ot.sliced_wasserstein_sphere(x, y, None, b, n_projections=n_projections, p=2,
-                                                        seed=seed + k)) for k in range(n_batches)])
-    return float(vals.mean()), float(vals.std(ddof=1) / np.sqrt(n_batches)) if n_batches > 1 else float("nan")
+    :math:`SW_2^2(\mu, \nu) = \int_{S^{d-1}} W_2^2(\theta_\#\mu, \theta_\#\nu)\,d\sigma(\theta)`,
+    :math:`\theta_\#\mu` the law of :math:`\langle\theta, x\rangle` (Bonneel et al. 2015), is
+    estimated with L directions drawn once (``ot.sliced.get_random_projections``). Each projected
+    reference (one per save time) is stored as its M quantile atoms
+    :math:`q_j = Y_{(\lceil (j + 1/2) N / M\rceil)}`, so one call costs O(L (n log n + n + M)) and no
+    reference sort; :math:`W_2(\theta_\#\nu, \hat q) \le` the atom spacing, about
+    :math:`2/M`, far below the :math:`n^{-1/2}` signal. The 1-d :math:`W_2^2` between the sorted
+    projections and the atoms is exact (both quantile functions are step functions on the merged
+    grid :math:`\{i/n\} \cup \{j/M\}`).
+
+    Parameters
+    ----------
+    ref_points : array (T, N, d)
+        Reference samples at T save times.
+    n_projections : int
+        Directions L; the Monte-Carlo standard error of the estimate is returned with it.
+    n_quantiles : int
+        Atoms M per projected reference.
+    seed : int
+        Seed of the directions (the same for every call, so all rows share them).
+    """
+
+    def __init__(self, ref_points, *, n_projections: int = 256, n_quantiles: int = 16384, seed: int = 0):
+        from ot.sliced import get_random_projections
+
+        ref_points = np.asarray(ref_points, dtype=np.float64)
+        if ref_points.ndim != 3:
+            raise InvalidParameterError(f"ref_points of SlicedReference must have shape (T, N, d); got {ref_points.shape}.")
+        T, N, d = ref_points.shape
+        self.theta = np.ascontiguousarray(get_random_projections(d, int(n_projections), seed=seed).T)  # (L, d)
+        M = min(int(n_quantiles), N)
+        rank = np.minimum(((np.arange(M) + 0.5) * N / M).astype(np.int64), N - 1)
+        self.atoms = np.empty((T, M, len(self.theta)))
+        for k in range(T):
+            for c in _chunks(N, len(self.theta)):
+                self.atoms[k][:, c] = np.sort(ref_points[k] @ self.theta[c].T, axis=0)[rank]
+
+    def per_projection(self, x: np.ndarray, k: int) -> np.ndarray:
+        r""":math:`W_2^2(\theta_\#\mu_x, \theta_\#\nu_k)` for each direction (uniform weights on x)."""
+        n, M = len(x), self.atoms.shape[1]
+        t = np.union1d(np.arange(n + 1) / n, np.arange(M + 1) / M)
+        mid, length = 0.5 * (t[1:] + t[:-1]), np.diff(t)
+        i = np.minimum((mid * n).astype(np.int64), n - 1)
+        j = np.minimum((mid * M).astype(np.int64), M - 1)
+        out = np.empty(len(self.theta))
+        for c in _chunks(n + M, len(self.theta)):
+            xs = np.sort(x @ self.theta[c].T, axis=0)
+            out[c] = length @ (xs[i] - self.atoms[k][j][:, c]) ** 2
+        return out
+
+    def __call__(self, x: np.ndarray, k: int) -> tuple[float, float]:
+        r"""(:math:`SW_2`, its Monte-Carlo standard error by the delta method over directions)."""
+        w = self.per_projection(x, k)
+        sw = float(np.sqrt(w.mean()))
+        se = float(w.std(ddof=1) / np.sqrt(len(w)) / (2 * sw)) if sw > 0 and len(w) > 1 else float("nan")
+        return sw, se
+
+
+def _chunks(rows: int, L: int, budget: int = 4_000_000):
+    """Slices of the L directions with rows x (slice length) <= budget (bounded temporaries)."""
+    step = max(1, budget // max(rows, 1))
+    return [slice(a, min(a + step, L)) for a in range(0, L, step)]
 
 
 def bounded_clusters(x: np.ndarray, *, eps: float) -> np.ndarray:

@@ -1,6 +1,7 @@
 """The mean-field limit study at scale: schema, rates, transport agreement, resume, bad input."""
 
 import numpy as np
+import ot
 import pytest
 import xarray as xr
 
@@ -96,11 +97,40 @@ def test_bounded_clusters_circle_and_sphere():
 def test_sphere_study_schema():
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], n_values=(16, 64), n_seeds=2, t1=0.1,
-                                n_saves=2, m_grid=64, dt=0.1, n_reference=256, n_projections=10, n_batches=2,
+                                n_saves=2, m_grid=64, dt=0.1, n_reference=256, n_projections=10,
                                 n_boot=50)
     assert {"sw2", "sw2_mc_error", "rate_sw2", "rate_sw2_ci"} <= set(ds.data_vars)
     assert np.all(ds.sw2_mc_error.values >= 0) and ds.attrs["reference_particles"] == 256
-    assert "sliced_wasserstein_sphere" in ds.attrs["transport_method"]
+    assert "sliced SW_2" in ds.attrs["transport_method"]
+    assert ds.reference_error.dims == ("time",) and np.all(ds.reference_error > 0)
+    assert ds.attrs["reference_error"] == pytest.approx(float(ds.reference_error.max()))
+
+
+def test_noisy_sphere_study_reports_reference_error_at_every_time():
+    model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
+    ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], n_values=(16, 64), n_seeds=2, t1=0.2,
+                                n_saves=3, m_grid=64, dt=0.1, kappa=5.0, n_reference=512, n_projections=16,
+                                n_boot=50)
+    assert ds.attrs["kappa"] == 5.0 and np.all(np.isfinite(ds.sw2)) and np.all(np.isfinite(ds.reference_error))
+
+
+def test_sliced_reference_is_exact_and_has_the_iid_rate():
+    rng = np.random.default_rng(0)
+
+    def unif(n):
+        x = rng.standard_normal((n, 3))
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    y, x = unif(500), unif(300)
+    R = limit.SlicedReference(y[None], n_projections=40, n_quantiles=500, seed=3)
+    _, log = ot.sliced_wasserstein_distance(x, y, projections=R.theta.T, p=2, log=True)
+    np.testing.assert_allclose(R.per_projection(x, 0), log["projected_emds"], rtol=1e-10, atol=1e-14)
+    # i.i.d. samples of the reference's law: SW_2 ~ n^{-1/2}
+    R = limit.SlicedReference(unif(200_000)[None], n_projections=64, seed=1)
+    ns = np.array([100, 400, 1600, 6400])
+    g = np.array([[R(unif(n), 0)[0] for _ in range(6)] for n in ns])
+    r, lo, hi = limit.fit_rate(ns, g, n_boot=200)
+    assert abs(r + 0.5) < 0.08 and lo <= r <= hi
 
 
 def test_resume_after_a_crash(tmp_path, monkeypatch):
