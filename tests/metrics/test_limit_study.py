@@ -156,6 +156,14 @@ def test_resume_after_a_crash(tmp_path, monkeypatch):
     xr.testing.assert_allclose(full.drop_attrs(), again.drop_attrs())
 
 
+def test_process_pool_gives_the_serial_dataset(tmp_path):
+    kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.1, n_boot=50)
+    serial = mean_field_limit_study(MODEL, _density, **kw)
+    pooled = mean_field_limit_study(MODEL, _density, engine="process", max_workers=2, store=tmp_path, **kw)
+    assert len(list(tmp_path.glob("cell_*.nc"))) == 4
+    xr.testing.assert_allclose(serial.drop_attrs(), pooled.drop_attrs())
+
+
 @pytest.mark.parametrize("kwargs, name", [
     ({"n_values": (32, 16)}, "n_values"),
     ({"n_values": (0, 16)}, "n_values"),
