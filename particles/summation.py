@@ -648,13 +648,21 @@ def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, exac
                 with np.errstate(divide="ignore", invalid="ignore"):
                     eta = np.where(T > err, err / (T - err), np.inf)
                 bad = np.flatnonzero(~(eta <= tol))
-                if bad.size > MAX_EXACT_FRACTION * m:
-                    # the budget that would leave only half the allowed rows over the bound
-                    # (rows with no kernel mass above the error have eta = inf: cap before the quantile)
-                    need = float(np.quantile(np.minimum(eta, 1e300), 1 - MAX_EXACT_FRACTION / 2)) / tol
-                    if attempt == 0 and need < 1e290 and _nufft_eps(by_eps[h] / (2 * need)) >= _EPS_MIN:
+                too_many = bad.size > MAX_EXACT_FRACTION * m
+                # a few bad rows are fixed exactly, but at large n that fix can cost more than the
+                # transforms: then a tighter budget (one more pass) is cheaper than the exact rows
+                too_costly = _EXACT_PAIR_SECONDS * bad.size * sources.shape[0] > t_fast
+                if attempt == 0 and (too_many or too_costly):
+                    # too many: the budget that would leave half the allowed rows over the bound;
+                    # too costly: the budget for every row with kernel mass above the error
+                    # (rows with eta = inf have none: cap them before the quantile)
+                    capped = np.minimum(eta, 1e300)
+                    need = (float(np.quantile(capped, 1 - MAX_EXACT_FRACTION / 2)) if too_many
+                            else float(np.max(eta[np.isfinite(eta)], initial=0.0))) / tol
+                    if 1.0 < need < 1e290 and _nufft_eps(by_eps[h] / (2 * need)) >= _EPS_MIN:
                         retry[h] = by_eps[h] / (2 * need)
                         continue
+                if too_many:
                     why = (f"{bad.size} of {m} rows have an error bound above tol={tol:g} (max "
                            f"{float(np.max(eta)):.1e}): the dynamic range ||c||_1/T_i is too large")
                     if summation == "fast":
