@@ -50,22 +50,31 @@ def _panel(ax, ds, var, label):
     ax.legend(fontsize=7)
 
 
+def density_s1(theta):
+    """Initial density on S^1 (unnormalised); module level so worker processes can unpickle it."""
+    return 1 + 0.5 * np.cos(theta)
+
+
+def density_s2(y):
+    """Initial density on S^2 (unnormalised), of points (m, 3)."""
+    return 1 + 0.5 * y[:, 2]
+
+
 def main(argv=None):
     args, out = parse(__doc__, argv)
     quick = args.quick
     # the full study spreads its (n, seed) cells over the machine's two cores
     pool = {} if quick else {"engine": "process", "max_workers": 2}
-    density1 = lambda th: 1 + 0.5 * np.cos(th)  # noqa: E731
     model1 = MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind="softmax")
     ds = metrics.mean_field_limit_study(
-        model1, density1,
+        model1, density_s1,
         n_values=(64, 256, 1024) if quick else (100, 1000, 10_000, 100_000, 1_000_000),
         n_seeds=4 if quick else 5, t1=0.5 if quick else 1.0, n_saves=2 if quick else 6,
         m_grid=256 if quick else 4096, dt=0.05, store=out / "cells_s1", progress=not quick, **pool)
     _save(ds, out / "mean_field_limit_s1.nc")
     model2 = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     ds2 = metrics.mean_field_limit_study(
-        model2, lambda y: 1 + 0.5 * y[:, 2],
+        model2, density_s2,
         n_values=(64, 256) if quick else (100, 1000, 10_000, 100_000),
         n_seeds=3 if quick else 5, t1=0.5 if quick else 1.0, n_saves=2 if quick else 6,
         m_grid=256, dt=0.05, n_reference=1024 if quick else 400_000, n_projections=32 if quick else 256,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import pickle
 import time as _time
 
 import numpy as np
@@ -238,6 +239,16 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
+    if isinstance(engine, str) and engine == "process" and model.d >= 3:
+        # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
+        try:
+            pickle.dumps(density_fn)
+        except Exception as exc:
+            raise InvalidParameterError(
+                "density_fn of mean_field_limit_study must be picklable with engine='process' (the workers "
+                f"sample from it on S^{model.d - 1}); got {density_fn!r} ({exc}). Define it with def at module "
+                "level, or use engine='serial' or a dask client (which pickles lambdas)."
+            ) from exc
     from .sweep import run_sweep
 
     d = model.d
