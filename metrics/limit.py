@@ -154,7 +154,8 @@ class SlicedReference:
         out = np.empty(len(self.theta))
         for c in _chunks(n + M, len(self.theta)):
             xs = np.sort(x @ self.theta[c].T, axis=0)
-            out[c] = length @ (xs[i] - self.atoms[k][j][:, c]) ** 2
+            # index the chunk's columns first: gathering all L columns per chunk would cost (n+M) L
+            out[c] = length @ (xs[i] - self.atoms[k, :, c][j]) ** 2
         return out
 
     def __call__(self, x: np.ndarray, k: int) -> tuple[float, float]:

@@ -239,7 +239,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
-    if isinstance(engine, str) and engine == "process" and model.d >= 3:
+    if engine == "process" and model.d >= 3:
         # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
         try:
             pickle.dumps(density_fn)

@@ -656,8 +656,7 @@ def _fast(BM, targets, sources, w, infos, results, reasons, summation, tol, exac
                     # too many: the budget that would leave half the allowed rows over the bound;
                     # too costly: the budget for every row with kernel mass above the error
                     # (rows with eta = inf have none: cap them before the quantile)
-                    capped = np.minimum(eta, 1e300)
-                    need = (float(np.quantile(capped, 1 - MAX_EXACT_FRACTION / 2)) if too_many
+                    need = (float(np.quantile(np.minimum(eta, 1e300), 1 - MAX_EXACT_FRACTION / 2)) if too_many
                             else float(np.max(eta[np.isfinite(eta)], initial=0.0))) / tol
                     if 1.0 < need < 1e290 and _nufft_eps(by_eps[h] / (2 * need)) >= _EPS_MIN:
                         retry[h] = by_eps[h] / (2 * need)
