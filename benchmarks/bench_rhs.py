@@ -23,7 +23,7 @@ from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
 import particles
-from particles.summation import _rows_per_block
+from particles._core.blocking import rows_per_block as _rows_per_block
 
 
 def best_time(fn, repeat):

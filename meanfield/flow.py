@@ -33,10 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from particles.sphere import geodesic_distance
 from scipy.special import logsumexp
 
 from particles import MultiHead, SaveAt, simulate
-from particles.sphere import geodesic_distance
 from particles.validation import InvalidParameterError, check_choice, check_param
 
 from .field import first_variation, measure_energy, measure_velocity

@@ -11,7 +11,6 @@ import numpy as np
 import xarray as xr
 
 from particles import MultiHead
-from particles.summation import DEFAULT_TOL
 
 from .registry import METRICS, evaluate
 from .transport import wasserstein
@@ -20,27 +19,9 @@ __all__ = ["AttnAccessor", "model_from_attrs"]
 
 
 def model_from_attrs(attrs: dict) -> MultiHead:
-    """Rebuild the :class:`particles.MultiHead` recorded by :func:`metrics.model_attrs`."""
-    from collections.abc import Mapping
-
-    from particles.validation import InvalidParameterError
-
-    fix = "build the Dataset with metrics.trajectory_to_dataset(traj, model)."
-    if not isinstance(attrs, Mapping):
-        raise InvalidParameterError(f"attrs of model_from_attrs must be a dict (ds.attrs); got {type(attrs).__name__}.")
-    try:
-        shape = tuple(int(s) for s in np.atleast_1d(attrs["matrix_shape"]))
-        M = np.asarray(attrs["M"], dtype=float).reshape(shape)
-        W = np.asarray(attrs["W"], dtype=float).reshape(shape)
-        return MultiHead(M, W, beta=float(attrs["beta"]), kind=str(attrs["kind"]), geometry=str(attrs["geometry"]),
-                         log_time_scale=float(attrs["log_time_scale"]), summation=str(attrs.get("summation", "auto")),
-                         tol=float(attrs.get("summation_tol", DEFAULT_TOL)))
-    except KeyError as exc:
-        raise InvalidParameterError(f"the Dataset attrs lack {exc.args[0]!r}: {fix}") from None
-    except InvalidParameterError as exc:
-        raise InvalidParameterError(f"the Dataset attrs do not describe a valid model ({exc}): {fix}") from None
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidParameterError(f"the Dataset attrs are malformed ({type(exc).__name__}: {exc}): {fix}") from None
+    """Rebuild the :class:`particles.MultiHead` recorded by :func:`metrics.model_attrs`
+    (:meth:`particles.MultiHead.from_attrs`)."""
+    return MultiHead.from_attrs(attrs)
 
 
 @xr.register_dataset_accessor("attn")

@@ -193,23 +193,11 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
 
 
 def model_attrs(model: MultiHead) -> dict:
-    """Run parameters of a model as netCDF-safe attrs (matrices flattened, with their shape)."""
+    """Run parameters of a model as netCDF-safe attrs: :meth:`particles.MultiHead.to_attrs`,
+    i.e. every constructor field (matrices flattened, with their shape), so that
+    :func:`metrics.model_from_attrs` rebuilds the same model."""
     check_instance(model, MultiHead, "model", "model_attrs")
-    return netcdf_safe({
-        "kind": model.kind,
-        "geometry": model.geometry,
-        "beta": model.beta,
-        "n_heads": model.n_heads,
-        "d": model.d,
-        "log_time_scale": model.log_time_scale,
-        "score_symmetric": model.symmetric,
-        "value_aligned": model.aligned,
-        "M": model.M,
-        "W": model.W,
-        "matrix_shape": list(model.M.shape),
-        "summation": model.summation,
-        "summation_tol": model.tol,
-    })
+    return netcdf_safe(model.to_attrs())
 
 
 def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, title: str = "headflow trajectory",

@@ -4,10 +4,16 @@ The bottom layer of headflow: sphere geometry, the attention kernels and their
 energies, diagnostics, integrators and the one solve loop. Imports numpy and scipy only.
 """
 
-from . import theory
-from ._steppers import STEPPERS
-from .attention import DEFAULT_BLOCK_ELEMENTS, KINDS, UPDATES, MultiHead
-from .critical import (
+import sys as _sys
+import types as _types
+
+from . import summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
+from ._analysis import critical as _critical
+from ._analysis import diagnostics as _diagnostics
+from ._analysis import misalignment as _misalignment
+from ._analysis import orthogonality as _orthogonality
+from ._analysis import radial_dominance as _radial_dominance
+from ._analysis.critical import (
     CriticalPoint,
     HessianSpectrum,
     euclidean_hessian,
@@ -17,9 +23,8 @@ from .critical import (
     riemannian_hessian,
     tangent_basis,
 )
-from .diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
-from .ensemble import Ensemble
-from .misalignment import (
+from ._analysis.diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
+from ._analysis.misalignment import (
     MISALIGNMENT,
     delta_v,
     misaligned_model,
@@ -27,8 +32,8 @@ from .misalignment import (
     misalignment_rates,
     value_misalignment,
 )
-from .orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
-from .rd import (
+from ._analysis.orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
+from ._analysis.radial_dominance import (
     RD_CANDIDATES,
     RDReport,
     RDThreshold,
@@ -37,8 +42,10 @@ from .rd import (
     rd_threshold,
     rd_threshold_equiangular,
 )
-from .simulate import simulate
-from .sphere import (
+from ._core import sphere as _sphere
+from ._core.blocking import DEFAULT_BLOCK_ELEMENTS
+from ._core.errors import ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.sphere import (
     FLAT,
     GEOMETRIES,
     SPHERE,
@@ -49,17 +56,32 @@ from .sphere import (
     retract,
     sample_uniform,
 )
+from ._core.validation import check_param, check_points, check_weights
+from ._dynamics import saving as _saving
+from ._dynamics import solve as _solve
+from ._dynamics import steppers as _steppers
+from ._dynamics.layers import simulate_layers
+from ._dynamics.saving import SaveAt, Trajectory
+from ._dynamics.solve import simulate
+from ._dynamics.steppers import STEPPERS
+from ._model import ensemble as _ensemble
+from ._model import multihead as _multihead
+from ._model.ensemble import Ensemble
+from ._model.kinds import KINDS, UPDATES
+from ._model.multihead import MultiHead
+from ._model.time_dependent import TimeDependent
 from .theory import equiangular_tokens, orthogonal_tokens
-from .trajectory import SaveAt, Trajectory
-from .validation import (
-    ConvergenceWarning,
-    InvalidParameterError,
-    SolverError,
-    check_param,
-    check_points,
-    check_weights,
-)
-from .variants import TimeDependent, simulate_layers
+
+# the module paths of earlier versions stay importable (``from particles.rd import ...``):
+# each old name is an alias of the module that now holds its contents
+_variants = _types.ModuleType(f"{__name__}.variants", "Former home of TimeDependent and simulate_layers.")
+_variants.TimeDependent, _variants.simulate_layers = TimeDependent, simulate_layers
+for _old, _new in {"attention": _multihead, "ensemble": _ensemble, "variants": _variants, "sphere": _sphere,
+                   "simulate": _solve, "trajectory": _saving, "_steppers": _steppers, "diagnostics": _diagnostics,
+                   "misalignment": _misalignment, "orthogonality": _orthogonality, "rd": _radial_dominance,
+                   "critical": _critical}.items():
+    _sys.modules.setdefault(f"{__name__}.{_old}", _new)
+del _old, _new
 
 __version__ = "0.1.0"
 

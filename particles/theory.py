@@ -19,7 +19,7 @@ from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 from scipy.special import expit, lambertw
 
-from .validation import (
+from ._core.validation import (
     InvalidParameterError,
     SolverError,
     check_choice,

@@ -49,9 +49,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .attention import MultiHead
-from .sphere import normalize, project_tangent
-from .validation import check_model, check_param, check_points
+from .._core.sphere import normalize, project_tangent
+from .._core.validation import check_param, check_points
+from .._model.checks import check_model
+from .._model.multihead import MultiHead
 
 __all__ = [
     "tangent_basis",
@@ -172,7 +173,7 @@ def _fd_jacobian(model, x, step):
 
 @dataclass(frozen=True)
 class HessianSpectrum:
-    """Eigenvalues of the Riemannian Hessian at a state and what they say about it.
+    r"""Eigenvalues of the Riemannian Hessian at a state and what they say about it.
 
     Attributes
     ----------
@@ -220,7 +221,7 @@ def _spectrum(model, x, rtol):
 
 @dataclass(frozen=True)
 class CriticalPoint:
-    """Result of :func:`find_critical_point`.
+    r"""Result of :func:`find_critical_point`.
 
     Attributes
     ----------

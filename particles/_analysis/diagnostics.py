@@ -29,8 +29,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .attention import KINDS, MultiHead, _safe_exp
-from .validation import check_instance, check_names
+from .._core.validation import check_instance, check_names
+from .._model.kinds import KINDS
+from .._model.kinds import safe_exp as _safe_exp
+from .._model.multihead import MultiHead
 
 __all__ = ["diagnose", "diagnostics_fn", "DIAGNOSTICS"]
 
@@ -79,7 +81,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
         xdot = model._velocity(x)
     else:
         f = model._head_outputs(x, exp_passes if KINDS[model.kind] == "exp" else None)
-        v = f.sum(axis=0) * model._velocity_scale(n)
+        v = f.sum(axis=0) * model.velocity_scale(n)
         xdot = model.geom.project_tangent(x, v)
     out: dict = {}
     if model.beta > 0:
@@ -105,7 +107,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     others = np.abs(a).sum(axis=0)[None, :] - np.abs(a)
     out["rd_margin"] = tang2 - fnorm * others
     out["rd_margin_min"] = out["rd_margin"].min(axis=1)
-    out["entropy"] = np.stack([model._entropy_from(x, h, exp_passes[h]) for h in range(H)])
+    out["entropy"] = model.entropy(x, exp_passes, clip=True)
     out["summation_bound"] = np.array([p.bound for p in exp_passes])
     out["summation_fast"] = np.array([float(p.method != "exact") for p in exp_passes])
     if include is not None:

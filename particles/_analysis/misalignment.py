@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .attention import MultiHead
-from .validation import InvalidParameterError, check_model, check_square_stack
+from .._core.validation import InvalidParameterError, check_square_stack
+from .._model.checks import check_model
+from .._model.multihead import MultiHead
 
 __all__ = ["misaligned_model", "value_misalignment", "misalignment_rates", "misalignment_fn", "delta_v", "MISALIGNMENT"]
 

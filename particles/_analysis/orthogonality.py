@@ -37,9 +37,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .attention import MultiHead
+from .._core.validation import InvalidParameterError, check_square_stack
+from .._model.checks import check_model
+from .._model.multihead import MultiHead
 from .diagnostics import diagnose
-from .validation import InvalidParameterError, check_model, check_square_stack
 
 __all__ = ["orthogonality_defect", "head_rate_bounds", "head_rate_bounds_fn"]
 

@@ -27,17 +27,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .attention import MultiHead
-from .simulate import simulate
-from .trajectory import SaveAt, Trajectory
-from .validation import (
-    InvalidParameterError,
-    check_choice,
-    check_model,
-    check_param,
-    check_states,
-    check_times,
-)
+from .. import theory as th
+from .._core.validation import InvalidParameterError, check_choice, check_param, check_states, check_times
+from .._dynamics.saving import SaveAt, Trajectory
+from .._dynamics.solve import simulate
+from .._model.checks import check_model
+from .._model.multihead import MultiHead
 
 __all__ = ["RD_CANDIDATES", "rd_margins", "radial_dominance", "RDReport", "rd_threshold", "RDThreshold",
            "rd_threshold_equiangular"]
@@ -296,8 +291,6 @@ def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, 
     >>> bool(rd_threshold_equiangular(0.0, 12) == theory.beta_star(2, 12, 1.0))
     True
     """
-    from . import theory as th
-
     caller = "rd_threshold_equiangular"
     t1 = check_param(t1, "t1", caller, low=0.0)
     n = check_param(n, "n", caller, low=2, integer=True)

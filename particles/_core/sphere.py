@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InvalidParameterError
+from .validation import check_param, check_real_array, check_rng
+
 __all__ = [
     "project_tangent",
     "retract",
@@ -67,7 +70,6 @@ _ATOL = 1e-8
 def _pair(x, v, caller, *, x_on_sphere=True, second="v"):
     """Validate the (x, v) pair of a public geometry function: real finite arrays of shape
     (..., d) with the same d that broadcast against each other, x on the sphere."""
-    from .validation import InvalidParameterError, check_real_array
 
     x = check_real_array(x, "x", caller, expected="an array of shape (..., d)")
     v = check_real_array(v, second, caller, expected="an array of shape (..., d)")
@@ -89,7 +91,6 @@ def _pair(x, v, caller, *, x_on_sphere=True, second="v"):
 
 
 def _check_unit(x, name, caller):
-    from .validation import InvalidParameterError
 
     dev = float(np.max(np.abs(np.sqrt(_rowdot(x, x)) - 1.0)))
     if dev > _ATOL:
@@ -123,7 +124,6 @@ def normalize(y) -> np.ndarray:
     y : ndarray of shape (..., d), finite rows of positive norm
         A zero row has no direction and is refused (it would become NaN).
     """
-    from .validation import InvalidParameterError, check_real_array
 
     y = check_real_array(y, "y", "normalize", expected="an array of shape (..., d)")
     if y.ndim == 0 or y.shape[-1] < 2:
@@ -150,7 +150,6 @@ def retract(x, v) -> np.ndarray:
 
 
 def _check_tangent(x, v, caller):
-    from .validation import InvalidParameterError
 
     dots = np.abs(_rowdot(x, v))
     scale = np.maximum(1.0, np.sqrt(_rowdot(v, v)))
@@ -198,7 +197,6 @@ def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
 
     ``rng`` is a ``np.random.Generator``, a seed, or ``None``.
     """
-    from .validation import check_param, check_rng
 
     n = check_param(n, "n", "sample_uniform", low=1, integer=True)
     d = check_param(d, "d", "sample_uniform", low=2, integer=True)

@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 
+from .errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+
 __all__ = [
     "InvalidParameterError",
     "SolverError",
@@ -25,7 +27,6 @@ __all__ = [
     "check_weights",
     "check_square_stack",
     "check_finite",
-    "check_model",
     "check_states",
     "check_times",
     "check_real_array",
@@ -35,19 +36,6 @@ __all__ = [
     "check_rng",
     "check_returned",
 ]
-
-
-class InvalidParameterError(ValueError, TypeError):
-    """Bad user input. Subclasses both ``ValueError`` and ``TypeError`` so either
-    ``except`` clause catches it (scikit-learn's convention)."""
-
-
-class SolverError(RuntimeError):
-    """The numerical state stopped being finite, or a solver could not proceed."""
-
-
-class ConvergenceWarning(UserWarning):
-    """An iterative method stopped before reaching its tolerance."""
 
 
 def _fmt(caller: str) -> str:
@@ -286,36 +274,6 @@ def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> 
     return np.ascontiguousarray(arr)
 
 
-def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geometries=None):
-    """Validate that ``model`` is a :class:`~particles.MultiHead` of an allowed kind and geometry.
-
-    ``symmetric=True`` also requires score symmetry :math:`M_h = M_h^\\top` (Condition 3),
-    which the gradient-flow identities assume.
-    """
-    from .attention import MultiHead
-
-    if not isinstance(model, MultiHead):
-        raise InvalidParameterError(
-            f"The 'model' parameter{_fmt(caller)} must be a particles.MultiHead; got {type(model).__name__}."
-        )
-    if kinds is not None and model.kind not in kinds:
-        raise InvalidParameterError(
-            f"The 'model' parameter{_fmt(caller)} must have kind in {sorted(kinds)}; got kind={model.kind!r}."
-        )
-    if geometries is not None and model.geometry not in geometries:
-        raise InvalidParameterError(
-            f"The 'model' parameter{_fmt(caller)} must have geometry in {sorted(geometries)}; "
-            f"got geometry={model.geometry!r}."
-        )
-    if symmetric and not model.symmetric:
-        asym = float(np.max(np.abs(model.M - model.M.transpose(0, 2, 1))))
-        raise InvalidParameterError(
-            f"M{_fmt(caller)} must be symmetric (Condition 3, M_h = M_h^T); got max |M_h - M_h^T| = {asym:.3g}. "
-            "Use (M + M.transpose(0, 2, 1)) / 2."
-        )
-    return model
-
-
 def check_states(xs, name: str = "xs", caller: str = "", *, d: int | None = None, min_times: int = 1,
                  on_sphere: bool = True, atol: float = 1e-8) -> np.ndarray:
     """Validate saved states of shape ``(n_times, n, d)`` (a trajectory's ``x``).
@@ -456,4 +414,3 @@ def check_returned(value, what: str, expected_shape: tuple, caller: str = "", *,
 
 
 #: every exception type raised on purpose by headflow (bad input or a failed solve)
-LIBRARY_ERRORS = (InvalidParameterError, SolverError)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validation import (
+from .._core.validation import (
     InvalidParameterError,
     check_bool,
     check_callable,
@@ -15,7 +15,7 @@ from .validation import (
     check_real_array,
 )
 
-__all__ = ["Trajectory", "SaveAt"]
+__all__ = ["Trajectory", "SaveAt", "Saver"]
 
 
 @dataclass(frozen=True)
@@ -117,3 +117,72 @@ class Trajectory:
         shape = None if self.x is None else self.x.shape
         return (f"Trajectory(status={self.status!r}, n_times={len(self.t)}, x.shape={shape}, "
                 f"saved={sorted(self.saved)}, n_steps={self.n_steps}, method={self.method!r})")
+
+
+def _row_shapes(row, first, caller):
+    """A row returned by ``SaveAt.fn``: a dict of str to real arrays, with the keys and
+    shapes of the first row (so that rows stack along time)."""
+    fix = "SaveAt.fn must return a dict mapping names to arrays of fixed shape, e.g. {'energy': model.energy(x)}."
+    if not isinstance(row, dict) or not row or not all(isinstance(k, str) for k in row):
+        raise InvalidParameterError(f"SaveAt.fn of {caller} returned {type(row).__name__}; {fix}")
+    shapes = {key: check_real_array(val, f"SaveAt.fn()[{key!r}]", caller, finite=False, min_size=0).shape
+              for key, val in row.items()}
+    if first is not None and shapes != first:
+        raise InvalidParameterError(
+            f"SaveAt.fn of {caller} returned keys/shapes {shapes} after {first} at the first save; {fix}"
+        )
+    return shapes
+
+
+class Saver:
+    """What the solve loop stores: the target times it must land on, and the saved rows.
+
+    ``targets``: the save times after t0 (and t1); ``at_target(k, t, x)`` after landing on
+    ``targets[k]``, ``after_step(n_steps, t, x)`` after every accepted step (``SaveAt.every``),
+    ``trajectory(...)`` the result.
+    """
+
+    def __init__(self, save: SaveAt, t0: float, t1: float, x0: np.ndarray, caller: str = "simulate"):
+        self.save, self.caller, self.t1 = save, caller, t1
+        self.times, self.xs, self.rows, self._shapes = [], [], [], None
+        tol = 1e-12 * max(1.0, abs(t1))
+        ts = save.ts
+        if ts is None:
+            if save.t0:
+                self.record(t0, x0)
+            self.targets, self._save_targets = np.array([t1]), 1
+            self.every = save.every
+            return
+        if ts[0] < t0 or ts[-1] > t1 + tol:
+            raise InvalidParameterError(
+                f"SaveAt.ts must lie in [t0, t1] = [{t0:g}, {t1:g}]; got [{ts[0]:g}, {ts[-1]:g}]."
+            )
+        if ts[0] == t0:
+            self.record(t0, x0)
+            ts = ts[1:]
+        lands_on_t1 = ts.size > 0 and ts[-1] >= t1 - tol
+        self.targets = ts if lands_on_t1 else np.append(ts, t1)
+        self._save_targets = len(ts)  # the appended t1 is a target, not a save time
+        self.every = None
+
+    def record(self, t, x):
+        self.times.append(t)
+        if self.save.x:
+            self.xs.append(x.copy())
+        if self.save.fn is not None:
+            row = self.save.fn(t, x)
+            self._shapes = _row_shapes(row, self._shapes, self.caller)
+            self.rows.append(row)
+
+    def after_step(self, n_steps, t, x):
+        if self.every is not None and n_steps % self.every == 0 and t < self.t1:
+            self.record(t, x)
+
+    def at_target(self, k, t, x):
+        if k < self._save_targets:
+            self.record(t, x)
+
+    def trajectory(self, **info) -> Trajectory:
+        saved = {key: np.stack([np.asarray(r[key]) for r in self.rows]) for key in (self.rows[0] if self.rows else ())}
+        x = np.stack(self.xs) if self.save.x and self.xs else None
+        return Trajectory(t=np.asarray(self.times), x=x, saved=saved, **info)

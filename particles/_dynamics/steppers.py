@@ -1,13 +1,17 @@
 """Time steppers for the particle flow, registered in :data:`STEPPERS`.
 
-A stepper is a function ``step(field, t, x, dt, geom, rng, sigma) -> (x_new, err)``:
+A stepper is a :class:`Stepper`: a step function ``step(field, t, x, dt, geom, rng, sigma)
+-> (x_new, err)`` with the facts a controller and the tests read. A new stepper provides:
 
-1. ``field(t, x)`` returns the velocity (tangent on the sphere); ``geom`` is a
-   :class:`~particles.sphere.Geometry` whose ``retract`` lands the result on the manifold;
-2. ``sigma`` is the noise amplitude sqrt(2/κ) (0 for the ODE steppers, which ignore it);
-3. ``err`` is the scaled error estimate of an adaptive method (``None`` for fixed-step ones);
-4. it carries the attributes ``order`` (deterministic order), ``strong_order`` (for
-   noise), ``adaptive`` (bool) and ``stochastic`` (bool).
+1. the step: ``field(t, x)`` returns the velocity (tangent on the sphere); ``geom`` is a
+   :class:`~particles._core.sphere.Geometry` whose ``retract`` lands the result on the manifold;
+   ``sigma`` is the noise amplitude sqrt(2/κ) (0 for the ODE steppers, which ignore it);
+2. ``err``: the scaled error estimate of an adaptive method (``None`` for fixed-step ones);
+3. ``order`` (deterministic order, checked by the convergence test), ``strong_order`` (for
+   noise), ``adaptive``, ``stochastic``, and for adaptive ones ``error_order``, the order of
+   the embedded estimate, from which the step-size controller takes its exponent;
+4. an entry in :data:`STEPPERS`; the state may be any array the field and geometry accept
+   (tokens (n, d), a stack (S, n, d)).
 
 Stage states of the Runge–Kutta methods stay in ambient space: the ambient ODE
 ẋ = (I − x xᵀ) v(x) leaves the sphere invariant, so the classical order holds, and the
@@ -16,18 +20,36 @@ retraction after each step removes the O(local error) drift from the sphere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["STEPPERS", "euler", "rk4", "dopri5", "euler_maruyama"]
+__all__ = ["STEPPERS", "Stepper", "euler", "rk4", "dopri5", "euler_maruyama"]
 
 
-def _register(order, strong_order=None, adaptive=False, stochastic=False):
+@dataclass(frozen=True)
+class Stepper:
+    """A step function with its order (module docstring); calling it takes one step."""
+
+    step: Callable
+    order: int
+    strong_order: float | None = None
+    adaptive: bool = False
+    stochastic: bool = False
+    error_order: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.step.__name__
+
+    def __call__(self, field, t, x, dt, geom, rng=None, sigma=0.0, **options):
+        return self.step(field, t, x, dt, geom, rng=rng, sigma=sigma, **options)
+
+
+def _register(order, strong_order=None, adaptive=False, stochastic=False, error_order=None):
     def deco(fn):
-        fn.order = order
-        fn.strong_order = strong_order
-        fn.adaptive = adaptive
-        fn.stochastic = stochastic
-        return fn
+        return Stepper(fn, order, strong_order, adaptive, stochastic, error_order)
 
     return deco
 
@@ -64,7 +86,7 @@ _B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 /
 _E = _B5 - _B4
 
 
-@_register(order=5, adaptive=True)
+@_register(order=5, adaptive=True, error_order=4)
 def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
     """Dormand–Prince 5(4) step with embedded error estimate (Hairer–Nørsett–Wanner II.4).
 

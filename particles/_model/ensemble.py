@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sphere import GEOMETRIES
-from .validation import (
+from .._core.sphere import GEOMETRIES
+from .._core.validation import (
     InvalidParameterError,
     check_choice,
     check_finite,

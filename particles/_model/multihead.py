@@ -45,47 +45,38 @@ Self-Attention*; Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv:2312.10794.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
-from .sphere import GEOMETRIES, normalize
-from .summation import DEFAULT_TOL, SUMMATIONS, HeadSums, exp_sums, fast_route, relu_sums
-from .validation import (
-    InvalidParameterError,
-    SolverError,
-    check_choice,
-    check_param,
-    check_points,
-    check_real_array,
-    check_square_stack,
+from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
+from .._core.errors import InvalidParameterError, SolverError
+from .._core.sphere import GEOMETRIES, normalize
+from .._core.validation import check_choice, check_param, check_points, check_real_array, check_square_stack
+from .._summation.exact import HeadSums, relu_sums
+from .._summation.plan import DEFAULT_TOL, SUMMATIONS, exp_sums
+from .energies import EnergiesMixin
+from .kinds import (
+    ATTENTION_KINDS,
+    KINDS,
+    UPDATES,
+    LogOverflow,
+    apply_update,
+    check_fast,
+    usa_overflow_message,
 )
+from .parameters import build_from_attrs, fields_to_attrs
 
 __all__ = ["MultiHead", "KINDS", "UPDATES", "DEFAULT_BLOCK_ELEMENTS"]
 
-#: how head outputs become the velocity (model variants of the reference codes), and the
-#: geometry each needs: v_i = scale · Σ_h f_i^h, then
-#: "standard": P_{x_i} v_i (sphere) or v_i (flat);
-#: "pre_ln" (flat): v_i computed from the normalised tokens x_j/‖x_j‖ (pre-LN residual stream);
-#: "post_ln" (sphere): v_i unprojected, so that Euler with the retraction is the post-LN layer
-#: x ← (x + dt v)/‖x + dt v‖, whose dt → 0 limit is the sphere flow;
-#: "ngpt" (sphere): P_{x_i}(v_i/‖v_i‖), the continuous nGPT update (normalised step direction).
-UPDATES = {"standard": None, "pre_ln": "flat", "post_ln": "sphere", "ngpt": "sphere"}
 
-#: attention kinds and whether their weights come from the exponential pass
-KINDS = {"usa": "exp", "softmax": "exp", "relu": "relu", "relu_rownorm": "relu"}
-
-#: entries of one (block x n) logit tile; 2**18 doubles = 2 MiB stays in cache
-DEFAULT_BLOCK_ELEMENTS = 2**18
-
-_LOG_OVERFLOW = 700.0
 # below this n the tile bookkeeping of the symmetric pass costs more than the exps it saves
 _SYMMETRIC_MIN_N = 512
 
 
 @dataclass(frozen=True, eq=False)
-class MultiHead:
+class MultiHead(EnergiesMixin):
     r"""H attention heads acting on n tokens; a vector field ``field(t, x)``.
 
     Parameters
@@ -170,7 +161,7 @@ class MultiHead:
         check_choice(self.summation, "summation", SUMMATIONS, caller)
         tol = check_param(self.tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
         if self.summation == "fast":
-            _check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
+            check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
         if not isinstance(self.causal, (bool, np.bool_)):
             raise InvalidParameterError(f"The 'causal' parameter of MultiHead must be a bool; got {self.causal!r}.")
         if self.causal and self.summation == "fast":
@@ -191,7 +182,7 @@ class MultiHead:
     # ---------------------------------------------------------------- constructors
     @classmethod
     def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
-        """Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
+        r"""Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
         lam = np.atleast_1d(check_real_array(lambdas, "lambdas", "MultiHead.scalar", ndim=(0, 1),
                                              expected="a non-empty 1-D sequence of head strengths"))
         d = check_param(d, "d", "MultiHead.scalar", low=1, integer=True)
@@ -231,13 +222,63 @@ class MultiHead:
             )
         return x
 
+    # ---------------------------------------------------------------- parameters
+    def replace(self, **changes) -> MultiHead:
+        """A copy with some constructor fields changed (validated like a new model).
+
+        >>> MultiHead(np.eye(3), beta=1.0).replace(beta=2.0).beta
+        2.0
+        """
+        return dataclasses.replace(self, **changes)
+
+    def to_attrs(self) -> dict:
+        """Every constructor field as netCDF-safe attrs (:func:`~particles._model.parameters.fields_to_attrs`),
+        plus derived facts; :meth:`from_attrs` inverts it, so no field can be dropped.
+        """
+        out = fields_to_attrs(self)
+        out.update(matrix_shape=np.asarray(self.M.shape, dtype=np.int64), n_heads=self.n_heads, d=self.d,
+                   score_symmetric=int(self.symmetric), value_aligned=int(self.aligned))
+        return out
+
+    @classmethod
+    def from_attrs(cls, attrs) -> MultiHead:
+        """The model recorded by :meth:`to_attrs` (e.g. ``ds.attrs`` after a netCDF round trip).
+
+        >>> m = MultiHead(np.eye(3), beta=2.0, kind="softmax", causal=True)
+        >>> MultiHead.from_attrs(m.to_attrs()).causal
+        True
+        """
+        return build_from_attrs(cls, attrs, arrays=("M", "W"), caller="MultiHead.from_attrs")
+
     # ---------------------------------------------------------------- passes
+    def sums(self, x, *, sources=None, weights=None, transpose: bool = False) -> list[HeadSums]:
+        r"""The sums of every head at the targets ``x`` over ``sources`` (default: x) with
+        non-negative ``weights`` w_j (default: all 1).
+
+        Exp kinds: :math:`\log Z_i` and the softmax mean :math:`S_i/Z_i` of
+        :math:`Z_i = \sum_j w_j e^{\beta\langle x_i, M_h y_j\rangle}` (``transpose``: of
+        :math:`M_h^\top`), through the summation layer; ReLU kinds: the ReLU row sums.
+
+        >>> model = MultiHead(np.eye(3), beta=0.0, kind="softmax")
+        >>> float(model.sums(np.eye(3))[0].logz[0]) == float(np.log(3))
+        True
+        """
+        x = self.check_x(x)
+        y = None if sources is None else self.check_x(sources, "sources")
+        if weights is not None:
+            n = x.shape[0] if y is None else y.shape[0]
+            weights = check_real_array(weights, "weights", "MultiHead.sums", ndim=(1,),
+                                       expected=f"non-negative source weights of shape ({n},)")
+            if weights.shape != (n,) or np.any(weights < 0):
+                raise InvalidParameterError(f"weights of MultiHead.sums must be non-negative with shape ({n},) "
+                                            f"(one per source); got shape {weights.shape}, min {weights.min():.3g}.")
+        if KINDS[self.kind] == "relu":
+            return [self._relu_sums(x, h) for h in range(self.n_heads)]
+        return self._exp_sums(x, sources=y, weights=weights, transpose=transpose)
+
     def _exp_sums(self, x: np.ndarray, *, sources: np.ndarray | None = None, weights: np.ndarray | None = None,
                   transpose: bool = False) -> list[HeadSums]:
-        """Z_i and softmax means of every head at targets x (sources default: x), weighted sources.
-
-        s_ij = <x_i, M y_j> = (x_i^T M) y_j: the logit matrix of head h is β M_h (β M_hᵀ transposed).
-        """
+        # s_ij = <x_i, M y_j> = (x_i^T M) y_j: the logit matrix of head h is β M_h (β M_hᵀ transposed)
         same = sources is None
         y = x if same else sources
         BM = self.beta * (self.M.transpose(0, 2, 1) if transpose else self.M)
@@ -251,32 +292,31 @@ class MultiHead:
         return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
 
     def _sums(self, x: np.ndarray) -> list[HeadSums]:
-        """The sums of the model's own kind, every head."""
         if KINDS[self.kind] == "exp":
             return self._exp_sums(x)
         return [self._relu_sums(x, h) for h in range(self.n_heads)]
 
-    def _outputs_from(self, x: np.ndarray, h: int, p: HeadSums) -> np.ndarray:
-        """f_i^h of the model's kind from a pass of the matching type."""
-        n = x.shape[0]
-        Wt = self.W[h].T
-        if self.kind == "softmax":
-            return p.mean @ Wt
-        if self.kind == "usa":
-            logscale = p.logz - self.log_time_scale
-            top = float(logscale.max())
-            if top > _LOG_OVERFLOW:
-                raise SolverError(_usa_overflow_message(h, top, self.beta, x))
-            return np.exp(logscale)[:, None] * (p.mean @ Wt)
-        if self.kind == "relu":
-            return (p.mean @ Wt) / n
-        # relu_rownorm: a row attending to nothing contributes zero
-        tot = p.total
-        safe = np.where(tot > 0, tot, 1.0)
-        return np.where((tot > 0)[:, None], p.mean / safe[:, None], 0.0) @ Wt
+    def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None) -> np.ndarray:
+        r"""Head outputs :math:`f^h_i` of shape (H, m, d) at targets ``x`` from the heads'
+        ``sums`` (default: ``self.sums(x)``), by the kind's output rule
+        (:data:`~particles._model.kinds.ATTENTION_KINDS`); ``n_sources`` is the n of the
+        ReLU 1/n (default: the number of targets).
+        """
+        x = self.check_x(x)
+        if sums is None:
+            return self._head_outputs(x)
+        return np.stack([self._output(x, h, p, n_sources) for h, p in enumerate(sums)])
 
-    def _velocity_scale(self, n: int) -> float:
-        return 1.0 / n if self.kind == "usa" else 1.0
+    def _output(self, x: np.ndarray, h: int, p: HeadSums, n_sources: int | None = None) -> np.ndarray:
+        n = x.shape[0] if n_sources is None else n_sources
+        try:
+            return ATTENTION_KINDS[self.kind].output(p, self.W[h].T, n, self.log_time_scale)
+        except LogOverflow as exc:
+            raise SolverError(usa_overflow_message(h, exc.args[0], self.beta, x)) from None
+
+    def velocity_scale(self, n: int) -> float:
+        r"""The factor of :math:`\sum_h f^h_i` in the velocity (1/n for USA heads, else 1)."""
+        return ATTENTION_KINDS[self.kind].scale(n)
 
     # ---------------------------------------------------------------- public API
     def head_outputs(self, x) -> np.ndarray:
@@ -300,7 +340,7 @@ class MultiHead:
         if self.causal:
             return np.einsum("hij,jd,hed->hie", self._dense_weights(x), x, self.W)
         sums = self._sums(x) if sums is None else sums
-        return np.stack([self._outputs_from(x, h, p) for h, p in enumerate(sums)])
+        return np.stack([self._output(x, h, p) for h, p in enumerate(sums)])
 
     def velocity(self, x) -> np.ndarray:
         r"""The field :math:`\dot x_i = P_{x_i} v_i` (sphere) or :math:`v_i` (flat), shape (n, d)."""
@@ -309,18 +349,13 @@ class MultiHead:
 
     def _velocity(self, x: np.ndarray) -> np.ndarray:
         if self.variant:
-            v = self._head_outputs(x).sum(axis=0) * self._velocity_scale(x.shape[0])
-            if self.update in ("pre_ln", "post_ln"):
-                return v
-            if self.update == "ngpt":
-                norm = np.linalg.norm(v, axis=1, keepdims=True)
-                v = np.divide(v, norm, out=np.zeros_like(v), where=norm > 0)
-            return self.geom.project_tangent(x, v)
+            v = self._head_outputs(x).sum(axis=0) * self.velocity_scale(x.shape[0])
+            return apply_update(self.update, self.geom, x, v)
         sums = self._sums(x)
-        v = self._outputs_from(x, 0, sums[0])
+        v = self._output(x, 0, sums[0])
         for h in range(1, self.n_heads):
-            v += self._outputs_from(x, h, sums[h])
-        v *= self._velocity_scale(x.shape[0])
+            v += self._output(x, h, sums[h])
+        v *= self.velocity_scale(x.shape[0])
         return self.geom.project_tangent(x, v)
 
     def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
@@ -348,121 +383,24 @@ class MultiHead:
         if self.causal:
             n = x.shape[0]
             s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
-        if self.kind == "softmax":
-            return np.exp(s - logsumexp(s, axis=-1, keepdims=True))
         if self.kind == "usa":
-            return np.exp(s - self.log_time_scale)
-        r = np.maximum(s, 0.0)
-        if self.kind == "relu":
-            return r / s.shape[-1]
-        tot = r.sum(-1, keepdims=True)
-        return np.divide(r, tot, out=np.zeros_like(r), where=tot > 0)
+            s = s - self.log_time_scale
+        return ATTENTION_KINDS[self.kind].dense(s)
 
-    def log_head_energies(self, x) -> np.ndarray:
-        r"""Log-energies :math:`\log E_h = \operatorname{logsumexp}_{ij}(\beta s^h_{ij}) - \log(2\beta n^2)`, shape (H,).
+    def entropy(self, x, sums: list[HeadSums] | None = None, *, clip: bool | None = None) -> np.ndarray:
+        r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, m).
 
-        Finite for every β > 0 (no overflow). At β = 0 the energy is infinite; use
-        :meth:`head_energies`, which returns the finite part there.
+        Computed without the n×n matrix as :math:`\log Z_i - \beta\langle x_i, M\bar x_i\rangle`
+        from the heads' exp ``sums`` (default: ``self.sums(x)``, the tokens attending to
+        themselves, where :math:`0 \le H \le \log n` and ``clip`` (default: True when the
+        sums are computed here) removes round-off). For sums over weighted sources
+        :math:`p_{ij} = w_j e^{\beta s_{ij}}/Z_i` and the value is
+        :math:`-\sum_j p_{ij}\log(p_{ij}/w_j)` (:math:`H - \log n` for w = 1/n; do not clip).
         """
         x = self.check_x(x)
-        if self.beta == 0:
-            raise InvalidParameterError(
-                "log_head_energies needs beta > 0 (E_h = +inf at beta = 0); use head_energies, "
-                "which returns the finite part lim (E_h - 1/(2 beta)) there."
-            )
-        n = x.shape[0]
-        return np.array([logsumexp(p.logz) for p in self._exp_sums(x)]) - np.log(2 * self.beta * n * n)
-
-    def head_energies(self, x) -> np.ndarray:
-        r"""Energies :math:`E_h = \frac{1}{2\beta n^2}\sum_{ij} e^{\beta s^h_{ij}}`, shape (H,).
-
-        At β = 0 returns the finite part :math:`\lim_{\beta\to0}(E_h - \tfrac1{2\beta}) =
-        \frac1{2n^2}\sum_{ij} s^h_{ij}`, which has the same time derivative. Values past
-        float64 range are returned as +inf; use :meth:`log_head_energies` there.
-        """
-        x = self.check_x(x)
-        if self.beta == 0:
-            n = x.shape[0]
-            xs = x.sum(axis=0)
-            return np.einsum("d,hde,e->h", xs, self.M, xs) / (2 * n * n)
-        return _safe_exp(self.log_head_energies(x))
-
-    def energy(self, x) -> float:
-        r""":math:`E_{multi} = \sum_h E_h` (see :meth:`head_energies`)."""
-        return float(np.sum(self.head_energies(x)))
-
-    def energy_gradient(self, x) -> np.ndarray:
-        r"""Euclidean gradient :math:`\nabla_{x_i} E_{multi}`, shape (n, d), times :math:`e^{-c}`.
-
-        :math:`\nabla_{x_i} E_h = \frac{1}{2n^2}\big[Z_i M_h\bar x_i + Z'_i M_h^\top \bar x'_i\big]`
-        with :math:`Z_i, \bar x_i` the partition function and softmax mean of row i of
-        :math:`e^{\beta s}` and :math:`Z', \bar x'` those of its transpose. Under C3 this is
-        :math:`f_i/n^2` for aligned USA heads.
-        """
-        x = self.check_x(x)
-        return self._head_gradients(x, self._exp_sums(x)).sum(axis=0)
-
-    def _head_gradients(self, x: np.ndarray, sums: list[HeadSums]) -> np.ndarray:
-        """∇E_h (times e^{-c}) of every head, shape (H, n, d), from the heads' exp sums; the
-        transposed sums only if some M_h ≠ M_hᵀ."""
-        sums_t = None if self.symmetric else self._exp_sums(x, transpose=True)
-        return np.stack([self._head_gradient(x, h, sums[h], None if sums_t is None else sums_t[h])
-                         for h in range(self.n_heads)])
-
-    def _head_gradient(self, x: np.ndarray, h: int, p: HeadSums, q: HeadSums | None) -> np.ndarray:
-        n = x.shape[0]
-        z = _safe_exp(p.logz - self.log_time_scale)
-        if q is None:
-            # s_ji = s_ij and M^T = M: both halves of the gradient coincide
-            return z[:, None] * (p.mean @ self.M[h].T) / (n * n)
-        zq = _safe_exp(q.logz - self.log_time_scale)
-        return (z[:, None] * (p.mean @ self.M[h].T) + zq[:, None] * (q.mean @ self.M[h])) / (2 * n * n)
-
-    def entropy(self, x) -> np.ndarray:
-        r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, n).
-
-        Computed without the n×n matrix as :math:`\log Z_i - \beta\langle x_i, M\bar x_i\rangle`.
-        """
-        x = self.check_x(x)
-        return np.stack([self._entropy_from(x, h, p) for h, p in enumerate(self._exp_sums(x))])
-
-    def _entropy_from(self, x, h, p: HeadSums) -> np.ndarray:
-        ent = p.logz - self.beta * np.einsum("id,de,ie->i", x, self.M[h], p.mean)
+        own = sums is None if clip is None else clip
+        sums = self._exp_sums(x) if sums is None else sums
+        ent = np.stack([p.logz - self.beta * np.einsum("id,de,ie->i", x, self.M[h], p.mean)
+                        for h, p in enumerate(sums)])
         # H <= log n exactly; round-off can push a uniform row a few ulps over
-        return np.clip(ent, 0.0, np.log(x.shape[0]))
-
-
-def _check_fast(M: np.ndarray, beta: float, kind: str, on_sphere: bool) -> None:
-    """Refuse summation='fast' up front where no head can take a fast route."""
-    if KINDS[kind] != "exp":
-        raise InvalidParameterError(
-            f"summation='fast' needs exponential heads; kind={kind!r} (ReLU) is not smooth and has no fast "
-            "path with a proven error. Use summation='exact' or 'auto'."
-        )
-    for h, Mh in enumerate(M):
-        info = fast_route(beta * Mh, on_sphere)
-        if info.route is None:
-            raise InvalidParameterError(
-                f"summation='fast' cannot be used for head {h}: {info.reason}. Use summation='auto' or 'exact'."
-            )
-
-
-def _safe_exp(a: np.ndarray) -> np.ndarray:
-    """exp that returns +inf past the float64 range instead of warning."""
-    a = np.asarray(a, dtype=np.float64)
-    out = np.full(a.shape, np.inf)
-    ok = a < _LOG_OVERFLOW + 9.0
-    out[ok] = np.exp(a[ok])
-    return out
-
-
-def _usa_overflow_message(h: int, top: float, beta: float, x: np.ndarray) -> str:
-    """Why a USA head overflowed: the log-weight itself (never its exponential), and whether
-    the state had left the sphere (a Runge–Kutta stage pushed off by a huge velocity)."""
-    msg = (f"USA head {h} overflows float64 at beta={beta:g}: the log of its largest row weight is "
-           f"{top:.4g} > {_LOG_OVERFLOW:g}")
-    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", x, x))))
-    if R > 1.0 + 1e-6:
-        msg += (f", evaluated at a Runge–Kutta stage state that left the sphere (max ‖x_i‖ = {R:.3g}): "
-                "the velocity, of order exp(beta ‖M‖)/n, is far too large for this dt")
-    return msg + ". Build the model with log_time_scale='auto' to integrate in rescaled time."
+        return np.clip(ent, 0.0, np.log(x.shape[0])) if own else ent

@@ -2,8 +2,6 @@
 
 import numpy as np
 import pytest
-
-from particles import MultiHead, normalize, project_tangent, sample_uniform
 from particles.critical import (
     field_jacobian,
     find_critical_point,
@@ -11,6 +9,8 @@ from particles.critical import (
     riemannian_hessian,
     tangent_basis,
 )
+
+from particles import MultiHead, normalize, project_tangent, sample_uniform
 from tests.helpers import random_symmetric
 
 

@@ -2,8 +2,6 @@
 
 import numpy as np
 import pytest
-
-from particles import MultiHead, SaveAt, diagnose, sample_uniform, simulate
 from particles.misalignment import (
     MISALIGNMENT,
     delta_v,
@@ -12,6 +10,8 @@ from particles.misalignment import (
     misalignment_rates,
     value_misalignment,
 )
+
+from particles import MultiHead, SaveAt, diagnose, sample_uniform, simulate
 from tests.helpers import random_symmetric
 
 

@@ -74,7 +74,7 @@ def test_bad_matrices(M, match):
         (dict(dt=0.1, t0=2.0), r"t1 must be greater than t0"),
         (dict(dt=0.1, on_failure="ignore"), r"'on_failure' parameter"),
         (dict(dt=0.1, save=SaveAt(ts=[0.5, 3.0])), r"SaveAt.ts must lie in \[t0, t1\]"),
-        (dict(dt=0.1, geometry="flat"), r"conflicts with the model's geometry"),
+        (dict(dt=0.1, geometry="flat"), r"conflicts with the field's geometry 'sphere'"),
     ],
 )
 def test_bad_simulate_arguments(model, kwargs, match):
@@ -83,7 +83,7 @@ def test_bad_simulate_arguments(model, kwargs, match):
 
 
 def test_bad_field():
-    with pytest.raises(InvalidParameterError, match="field must be a MultiHead or a callable"):
+    with pytest.raises(InvalidParameterError, match="field of simulate must be a MultiHead, an Ensemble or a callable"):
         simulate(sample_uniform(3, 3, 0), 3.0, t1=1.0, dt=0.1)
 
 

@@ -4,8 +4,17 @@ time-dependent weights and stacks of layers, each checked on a known property.""
 import numpy as np
 import pytest
 
-from particles import MultiHead, SaveAt, diagnose, normalize, project_tangent, sample_uniform, simulate
-from particles.variants import TimeDependent, simulate_layers
+from particles import (
+    MultiHead,
+    SaveAt,
+    TimeDependent,
+    diagnose,
+    normalize,
+    project_tangent,
+    sample_uniform,
+    simulate,
+    simulate_layers,
+)
 from tests.helpers import random_symmetric
 
 

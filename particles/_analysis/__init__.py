@@ -1,0 +1,2 @@
+"""Analysis of a model along a state or a trajectory: diagnostics, value misalignment, head
+orthogonality, radial dominance, critical points."""

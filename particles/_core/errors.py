@@ -1,0 +1,20 @@
+"""The library's error and warning classes (every layer raises these)."""
+
+__all__ = ["InvalidParameterError", "SolverError", "ConvergenceWarning", "LIBRARY_ERRORS"]
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """Bad user input. Subclasses both ``ValueError`` and ``TypeError`` so either
+    ``except`` clause catches it (scikit-learn's convention)."""
+
+
+class SolverError(RuntimeError):
+    """The numerical state stopped being finite, or a solver could not proceed."""
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative method stopped before reaching its tolerance."""
+
+
+#: what a caller catches to tell a headflow refusal from a bug
+LIBRARY_ERRORS = (InvalidParameterError, SolverError)

@@ -1,0 +1,2 @@
+"""Dynamics: the field protocol, steppers, step-size controllers, saving, the one solve loop
+(:func:`~particles.simulate`) and stacks of layers."""

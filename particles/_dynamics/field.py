@@ -1,0 +1,76 @@
+"""The field protocol of the solve loop: every field states its geometry.
+
+A field is any object with
+
+1. ``geometry``: ``"sphere"`` or ``"flat"`` (a key of :data:`~particles.GEOMETRIES`), and
+   ``geom``, that :class:`~particles._core.sphere.Geometry`;
+2. ``check_x(x, name) -> ndarray``: validates a state (shape, finiteness, on the manifold);
+3. ``__call__(t, x) -> ndarray``: the velocity at a validated state, same shape as x.
+
+:class:`~particles.MultiHead`, :class:`~particles.Ensemble` and :class:`~particles.TimeDependent`
+are fields. A plain callable ``f(t, x)`` becomes one through :class:`CallableField`, which
+states the geometry it was given (default the sphere) and checks the first velocity it
+returns; the solver never guesses a geometry from a type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core.errors import InvalidParameterError
+from .._core.sphere import GEOMETRIES
+from .._core.validation import check_choice, check_points, check_returned
+
+__all__ = ["CallableField", "as_field"]
+
+
+@dataclass(frozen=True, eq=False)
+class CallableField:
+    """A plain callable ``fn(t, x) -> (n, d)`` on a stated geometry.
+
+    >>> f = CallableField(lambda t, x: np.zeros_like(x), "sphere")
+    >>> f.check_x(np.eye(3)).shape
+    (3, 3)
+    """
+
+    fn: object
+    geometry: str = "sphere"
+
+    def __post_init__(self):
+        check_choice(self.geometry, "geometry", GEOMETRIES, "simulate")
+
+    @property
+    def geom(self):
+        return GEOMETRIES[self.geometry]
+
+    def check_x(self, x, name: str = "x") -> np.ndarray:
+        return check_points(x, name, "simulate", on_sphere=self.geom.on_sphere, min_d=1)
+
+    def probe(self, t0: float, x0: np.ndarray) -> None:
+        """Check the return of one call: a (1, d) or (n,) velocity would be broadcast silently."""
+        check_returned(self.fn(t0, x0), "field(t0, x0)", x0.shape, "simulate",
+                       fix="The field must return one velocity row per token.")
+
+    def __call__(self, t, x):
+        return self.fn(t, x)
+
+
+def as_field(field, geometry: str | None = None, caller: str = "simulate"):
+    """``field`` as a field of the protocol; ``geometry`` must agree with a field's own.
+
+    A field (an object with ``geometry`` and ``check_x``) keeps its geometry: passing a
+    different one is an error. A plain callable runs on ``geometry`` (default "sphere").
+    """
+    if hasattr(field, "geometry") and hasattr(field, "check_x") and callable(field):
+        if geometry is not None and geometry != field.geometry:
+            raise InvalidParameterError(
+                f"geometry={geometry!r} of {caller} conflicts with the field's geometry {field.geometry!r}; omit it."
+            )
+        return field
+    if callable(field):
+        return CallableField(field, "sphere" if geometry is None else geometry)
+    raise InvalidParameterError(
+        f"field of {caller} must be a MultiHead, an Ensemble or a callable field(t, x); got {type(field).__name__}."
+    )

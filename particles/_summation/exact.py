@@ -1,0 +1,162 @@
+r"""The exact passes: exponential sums by row-blocked GEMM + exp (the reference), ReLU sums.
+
+Contract: :func:`exact_exp_sums` returns :math:`(\log Z_i, S_i/Z_i)` of the logits
+``L @ Y.T`` without overflow at any β (the logits are shifted by the Cauchy–Schwarz bound
+folded into the GEMM; rows that underflow under it are redone with their exact maximum);
+memory O(block) per pass, the block from :func:`particles._core.blocking.rows_per_block`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
+
+__all__ = ["HeadSums", "exact_exp_sums", "relu_sums", "constant_sums"]
+
+# a row partition function below this (in shifted units) is recomputed with the exact max:
+# e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
+_UNDERFLOW = 1e-250
+
+
+@dataclass(frozen=True)
+class HeadSums:
+    """Sums of one head over all target rows.
+
+    ``exp`` kinds: ``logz[i] = log Z_i``, ``mean[i] = S_i / Z_i``; ``relu`` kinds: ``logz``
+    is ``None``, ``total[i] = Σ_j ReLU(β s_ij)``, ``mean[i] = Σ_j ReLU(β s_ij) y_j``.
+    ``method`` is ``"exact"`` or the fast route used, ``bound`` the a-posteriori bound
+    max_i η_i on the relative error of Z_i (0 for exact sums: round-off only), ``n_exact``
+    the rows recomputed exactly, ``reason`` why "auto" chose the exact pass (else "").
+    """
+
+    mean: np.ndarray
+    logz: np.ndarray | None = None
+    total: np.ndarray | None = None
+    method: str = "exact"
+    bound: float = 0.0
+    n_exact: int = 0
+    reason: str = ""
+
+
+def _with_column(A: np.ndarray, col) -> np.ndarray:
+    """[A, col]: one extra column, so that a shift or a row sum rides along a GEMM."""
+    out = np.empty((A.shape[0], A.shape[1] + 1))
+    out[:, :-1] = A
+    out[:, -1] = col
+    return out
+
+
+def _values(Y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """[w ⊙ Y, w]: the right factor whose product with exp(logits) gives [S, Z]."""
+    Ya = _with_column(Y, 1.0)
+    if w is not None:
+        Ya *= w[:, None]
+    return Ya
+
+
+def _finish(L, Y, Ya, out, logshift) -> HeadSums:
+    """Normalise the accumulated [S, Z]; rows whose Z underflowed under the Cauchy–Schwarz
+    shift (it overshot the true row max by > ~575) are recomputed with the exact row max."""
+    d = Y.shape[1]
+    z = out[:, d]
+    bad = np.flatnonzero(~(z > _UNDERFLOW))
+    if bad.size:
+        T = L[bad] @ Y.T
+        # weights enter linearly, so a zero-weight column must not set the max
+        pos = Ya[:, d] > 0
+        mx = np.where(pos[None, :], T, -np.inf).max(axis=1)
+        T -= mx[:, None]
+        np.exp(T, out=T)
+        out[bad] = T @ Ya
+        logshift[bad] = mx
+        z = out[:, d]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # a row with no mass at all (every weight 0) has log Z = -inf and no mean, on purpose
+        return HeadSums(mean=out[:, :d] / z[:, None], logz=logshift + np.log(z))
+
+
+def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_elements: int | None = None,
+                   symmetric: bool = False) -> HeadSums:
+    r"""Exact :math:`(\log Z_i, S_i/Z_i)` of the logits ``L @ Y.T`` (row-blocked GEMM + exp).
+
+    Parameters
+    ----------
+    L : ndarray of shape (m, d)
+        Left factors :math:`\beta M^\top x_i` of the targets (logit :math:`\langle L_i, y_j\rangle`).
+    Y : ndarray of shape (n, d)
+        Sources (keys and values).
+    w : ndarray of shape (n,) or None
+        Source weights (None: all 1).
+    block_elements : int, optional
+        Entries of one logit tile (default :data:`~particles._core.blocking.DEFAULT_BLOCK_ELEMENTS`).
+    symmetric : bool
+        The logit matrix is symmetric (targets are the sources and M = Mᵀ): each
+        off-diagonal tile then serves both its rows and, transposed, its columns, so half
+        the exps are done, under one global shift.
+    """
+    m, d = L.shape
+    n = Y.shape[0]
+    R = float(np.sqrt(np.max(np.einsum("ij,ij->i", Y, Y))))
+    Ya = _values(Y, w)
+    YaT = np.ascontiguousarray(_with_column(Y, 1.0).T)
+    if symmetric:
+        shift = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
+        La = _with_column(L, -shift)
+        out = np.zeros((m, d + 1))
+        side = max(64, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS)))
+        tile = np.empty((side, side))
+        for I in range(0, m, side):
+            sI = slice(I, min(m, I + side))
+            for J in range(I, m, side):
+                sJ = slice(J, min(m, J + side))
+                T = tile[: sI.stop - sI.start, : sJ.stop - sJ.start]
+                np.matmul(La[sI], YaT[:, sJ], out=T)
+                np.exp(T, out=T)
+                out[sI] += T @ Ya[sJ]
+                if J != I:
+                    out[sJ] += T.T @ Ya[sI]
+        return _finish(L, Y, Ya, out, np.full(m, shift))
+    shift = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
+    La = _with_column(L, -shift)
+    out = np.empty((m, d + 1))
+    B = rows_per_block(m, n, block_elements)
+    tile = np.empty((B, n))
+    for start in range(0, m, B):
+        stop = min(m, start + B)
+        T = tile[: stop - start]
+        np.matmul(La[start:stop], YaT, out=T)
+        np.exp(T, out=T)
+        np.matmul(T, Ya, out=out[start:stop])
+    return _finish(L, Y, Ya, out, shift)
+
+
+def relu_sums(L: np.ndarray, Y: np.ndarray, block_elements: int | None = None) -> HeadSums:
+    """Σ_j ReLU(L_i·y_j) y_j and Σ_j ReLU(L_i·y_j), row-blocked (always exact)."""
+    m, d = L.shape
+    Ya = _with_column(Y, 1.0)
+    YT = np.ascontiguousarray(Y.T)
+    out = np.empty((m, d + 1))
+    B = rows_per_block(m, Y.shape[0], block_elements)
+    tile = np.empty((B, Y.shape[0]))
+    for start in range(0, m, B):
+        stop = min(m, start + B)
+        T = tile[: stop - start]
+        np.matmul(L[start:stop], YT, out=T)
+        np.maximum(T, 0.0, out=T)
+        np.matmul(T, Ya, out=out[start:stop])
+    return HeadSums(mean=out[:, :d], total=out[:, d])
+
+
+
+
+def constant_sums(m: int, sources: np.ndarray, w: np.ndarray | None) -> HeadSums:
+    """All logits 0: Z = Σ_j w_j and the mean is the weighted mean, the same for every row."""
+    wts = np.ones(sources.shape[0]) if w is None else w
+    z = float(wts.sum())
+    mean = (wts @ sources) / z
+    return HeadSums(np.tile(mean, (m, 1)), np.full(m, np.log(z)))
+
+

@@ -1,0 +1,153 @@
+"""Transform groups: heads evaluated through one type-1 and one batched type-2 NUFFT.
+
+Contract: :func:`build_groups` turns the routes of the heads into :class:`Group` objects (points
+scaled into the periodic box, per-head Fourier coefficients, the truncation + aliasing error
+per unit ‖c‖₁ of each head); :func:`run_group` returns the real columns [T, S] per head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ive
+
+from .routes import _nufft, _pack, _truncate_bessel, _truncate_gauss, _unpack
+
+__all__ = ["Group", "build_groups", "run_group", "fine_grid"]
+
+
+@dataclass
+class Group:
+    """Heads evaluated through one type-1 and one batched type-2 transform."""
+
+    heads: list  # head indices
+    route: str
+    src: np.ndarray  # (n, r) source coordinates (angles for circle)
+    tgt: np.ndarray  # (m, r)
+    c: np.ndarray  # (n,) non-negative strengths shared by the heads
+    offset: list  # per head, (m,) or float: log Z_i = offset + log T_i
+    # per head, per axis: a function K -> (coefficients of modes -K..K)
+    coef: list
+    n_modes: tuple
+    model_err: list  # per head: truncation + aliasing error per unit ‖c‖₁
+
+
+def build_groups(infos, targets, sources, w, tol_model):
+    """Assemble the transform groups for the heads with a fast route."""
+    groups = []
+    wts = np.ones(sources.shape[0]) if w is None else w
+    circle = [h for h, i in infos.items() if i.route == "circle"]
+    if circle:
+        th = np.arctan2(targets[:, 1], targets[:, 0])[:, None]
+        ph = np.arctan2(sources[:, 1], sources[:, 0])[:, None]
+        Ks, coefs, errs = [], [], []
+        for h in circle:
+            K, err = _truncate_bessel(infos[h].a, tol_model)
+            Ks.append(K)
+            errs.append(err)
+        K = max(Ks)
+        k = np.arange(-K, K + 1)
+        for h in circle:
+            a, alpha = infos[h].a, infos[h].alpha
+            coefs.append([ive(np.abs(k), a) * np.exp(-1j * k * alpha)])
+        groups.append(Group(circle, "circle", ph, th, wts, [abs(infos[h].a) for h in circle], coefs,
+                             (2 * K + 1,), errs))
+    scalar = sorted((h for h, i in infos.items() if i.route == "scalar"), key=lambda h: abs(infos[h].a))
+    # heads whose |a| differ by more than 4x would force the wide box of the smaller onto the larger
+    batches, cur = [], []
+    for h in scalar:
+        if cur and abs(infos[h].a) > 4 * abs(infos[cur[0]].a):
+            batches.append(cur)
+            cur = []
+        cur.append(h)
+    if cur:
+        batches.append(cur)
+    for hs in batches:
+        r = targets.shape[1]
+        sig = [1.0 / np.sqrt(abs(infos[h].a)) for h in hs]
+        groups.append(_gauss_group(hs, "scalar", targets, sources, wts, sig, [infos[h].a < 0 for h in hs],
+                                   [abs(infos[h].a) for h in hs], tol_model, r, centre=np.zeros(r)))
+    for h, i in infos.items():
+        if i.route != "gauss":
+            continue
+        q = (targets @ i.U) * np.sqrt(i.s)
+        kk = (sources @ i.Vt.T) * np.sqrt(i.s)
+        k2 = 0.5 * np.einsum("ij,ij->i", kk, kk)
+        kap = float(k2.max())
+        c = wts * np.exp(k2 - kap)
+        off = 0.5 * np.einsum("ij,ij->i", q, q) + kap
+        lo = np.minimum(q.min(0), kk.min(0))
+        hi = np.maximum(q.max(0), kk.max(0))
+        g = _gauss_group([h], "gauss", q, kk, c, [1.0], [False], [off], tol_model, q.shape[1],
+                         centre=0.5 * (lo + hi), extent=hi - lo)
+        # the dropped singular values perturb every logit by at most their sum: e^{that} − 1 relative
+        g.model_err[0] += float(np.expm1(i.dropped * max_norm(targets) * max_norm(sources)))
+        groups.append(g)
+    return groups
+
+
+def max_norm(X):
+    return float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+
+
+def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r, centre, extent=None):
+    """A periodised Gauss transform for heads of widths ``sigmas`` sharing points and strengths."""
+    if extent is None:
+        # scalar heads on the sphere: every point and its reflection lie in [-1, 1]^r
+        extent = np.full(r, 2.0)
+    smax = max(sigmas)
+    # aliasing: the nearest periodic image of a difference is ≥ δσ_max away, e^{-δ²/2} ≤ budget
+    delta = np.sqrt(2 * np.log(4.0 / tol_model))
+    P = extent + delta * smax
+    alias = float(2.02 * np.exp(-0.5 * delta**2))
+    Ks = np.zeros((len(heads), r), dtype=int)
+    errs = []
+    for a_, s in enumerate(sigmas):
+        tail = 0.0
+        for ax in range(r):
+            Ks[a_, ax], t = _truncate_gauss(s, P[ax], tol_model / (2 * r))
+            tail += t
+        errs.append(r * alias * (1 + alias) ** (r - 1) + tail * (1 + alias) ** (r - 1))
+    K = Ks.max(axis=0)
+    coefs = []
+    for s, flip in zip(sigmas, flips):
+        per_axis = []
+        for ax in range(r):
+            k = np.arange(-K[ax], K[ax] + 1)
+            per_axis.append(np.sqrt(2 * np.pi) * s / P[ax] * np.exp(-0.5 * (2 * np.pi * k * s / P[ax]) ** 2))
+        coefs.append((per_axis, flip))
+    scale = 2 * np.pi / P
+    t_pts = (tgt - centre) * scale
+    s_pts = (src - centre) * scale
+    return Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs)
+
+
+def fine_grid(n_modes) -> int:
+    return int(np.prod([2 * k for k in n_modes]))
+
+
+def run_group(g: Group, Y: np.ndarray, eps: float) -> list[tuple[np.ndarray, float]]:
+    """[T, S] (m, d+1) per head of the group and ‖c‖₁."""
+    d = Y.shape[1]
+    strengths = _pack(g.c, Y)
+    nv = strengths.shape[0]
+    src = [g.src[:, k] for k in range(g.src.shape[1])]
+    tgt = [g.tgt[:, k] for k in range(g.tgt.shape[1])]
+    F = _nufft(1, src, g.n_modes, strengths, eps)
+    stack = []
+    for co in g.coef:
+        if g.route == "circle":
+            stack.append(F * co[0][None, :])
+            continue
+        per_axis, flip = co
+        G = F[(slice(None),) + (slice(None, None, -1),) * len(per_axis)] if flip else F
+        # a reflected source -y_j has the modes of F at -k: the reversed array (modes are -K..K)
+        prod = per_axis[0]
+        for ax in range(1, len(per_axis)):
+            prod = np.multiply.outer(prod, per_axis[ax])
+        stack.append(G * prod[None])
+    out = _nufft(2, tgt, g.n_modes, np.concatenate(stack), eps)
+    return [_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))]
+
+

@@ -1,0 +1,125 @@
+"""Fast routes of one head: how its logits factor (circle, scalar, Gaussian of rank <= 3), the
+truncation of each Fourier series to an error budget, and the FINUFFT calls.
+
+Contract: :func:`fast_route` returns a :class:`Route` with ``route`` in {"constant", "circle",
+"scalar", "gauss"} or ``None`` with the ``reason``; each truncation returns the number of
+modes and the tail it leaves, which the plan adds to its error bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import erfc, ive
+
+__all__ = ["Route", "fast_route", "fast_available"]
+
+# relative singular values below this are dropped from a head's factorisation (their sum is
+# added to the bound): 1e-13 sits a decade above the SVD's own round-off of ~n eps
+_RANK_RTOL = 1e-13
+
+
+def fast_available() -> bool:
+    """Whether the FINUFFT package imports (the fast path needs it)."""
+    try:
+        import finufft  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one head's logits factor: ``route`` in {"circle", "scalar", "gauss"} or None.
+
+    circle: βM = a R_alpha on S^1; scalar: βM = a I on the sphere (any d ≤ 3);
+    gauss: βM = U Σ Vᵀ of rank r ≤ 3 (``U``, ``s``, ``Vt`` kept, ``dropped`` the sum of
+    the singular values left out).
+    """
+
+    route: str | None
+    a: float = 0.0
+    alpha: float = 0.0
+    U: np.ndarray | None = None
+    s: np.ndarray | None = None
+    Vt: np.ndarray | None = None
+    dropped: float = 0.0
+    reason: str = ""
+
+
+def fast_route(BM: np.ndarray, on_sphere: bool) -> Route:
+    """The fast route for one head with logit matrix ``BM`` = β M (d × d), or why none."""
+    d = BM.shape[0]
+    scale = float(np.max(np.abs(BM)))
+    if scale == 0.0:
+        # beta = 0 or M = 0: every weight is 1, the sums are plain (weighted) means, O(n)
+        return Route("constant")
+    if on_sphere and d == 2:
+        p, q = 0.5 * (BM[0, 0] + BM[1, 1]), 0.5 * (BM[1, 0] - BM[0, 1])
+        conformal = np.array([[p, -q], [q, p]])
+        if np.max(np.abs(BM - conformal)) <= 1e-14 * scale:
+            return Route("circle", a=float(np.hypot(p, q)), alpha=float(np.arctan2(q, p)))
+    if on_sphere and d <= 3:
+        a = BM[0, 0]
+        if np.max(np.abs(BM - a * np.eye(d))) <= 1e-14 * scale:
+            return Route("scalar", a=float(a))
+    U, s, Vt = np.linalg.svd(BM)
+    r = int(np.sum(s > _RANK_RTOL * s[0]))
+    if r > 3:
+        return Route(None, reason=f"rank {r} > 3 (the fast path needs heads of rank <= 3: scalar heads on S^1/S^2 "
+                                  "or low-rank M = Q^T K)")
+    return Route("gauss", U=U[:, :r], s=s[:r], Vt=Vt[:r], dropped=float(s[r:].sum()))
+
+
+def _nufft(kind: int, pts: list, n_modes: tuple, data: np.ndarray, eps: float) -> np.ndarray:
+    """One FINUFFT call over a batch: type 1 (pts -> modes) or type 2 (modes -> pts)."""
+    import finufft
+
+    n_trans = data.shape[0]
+    plan = finufft.Plan(kind, n_modes, n_trans=n_trans, eps=eps, isign=-1 if kind == 1 else 1, modeord=0)
+    plan.setpts(*[np.ascontiguousarray(p) for p in pts])
+    out = plan.execute(data[0] if n_trans == 1 else data)
+    if kind == 1:
+        return out.reshape((n_trans,) + tuple(n_modes))
+    return out.reshape(n_trans, -1)
+
+
+def _pack(c: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The d + 1 real columns c ⊙ [1, y] as ⌈(d+1)/2⌉ complex strength vectors."""
+    cols = np.concatenate([c[None, :], c[None, :] * Y.T])
+    if cols.shape[0] % 2:
+        cols = np.concatenate([cols, np.zeros((1, cols.shape[1]))])
+    return np.ascontiguousarray(cols[0::2] + 1j * cols[1::2])
+
+
+def _unpack(out: np.ndarray, d: int) -> np.ndarray:
+    """Inverse of :func:`_pack` on a type-2 output: real columns [T, S_1..S_d], shape (m, d+1)."""
+    cols = np.empty((2 * out.shape[0], out.shape[1]))
+    cols[0::2] = out.real
+    cols[1::2] = out.imag
+    return cols[: d + 1].T
+
+
+def _truncate_gauss(sigma: float, P: float, budget: float) -> tuple[int, float]:
+    """Modes K with tail Σ_{|k|>K} of the periodised Gaussian's coefficients ≤ budget."""
+    # Σ_{k>K} ĝ_k ≤ ½ erfc(s0/√2) with s0 = 2πKσ/P (integral bound), twice for both signs
+    s0 = np.sqrt(2.0) * np.sqrt(-np.log(max(budget, 1e-300)))
+    K = int(np.ceil(s0 * P / (2 * np.pi * sigma)))
+    while erfc(2 * np.pi * K * sigma / P / np.sqrt(2.0)) > budget:
+        K += 1
+    return K, float(erfc(2 * np.pi * K * sigma / P / np.sqrt(2.0)))
+
+
+def _truncate_bessel(a: float, budget: float) -> tuple[int, float]:
+    """Modes K with tail 2 Σ_{k>K} Ĩ_k(|a|) ≤ budget (the scaled Bessel coefficients sum to 1)."""
+    a = abs(a)
+    # Ĩ_k(a) ≈ exp(−k²/(2a))/√(2πa) for k ≪ a and decays factorially beyond: this cap is ample
+    kmax = int(np.ceil(np.sqrt(2 * (a + 1) * np.log(1 / max(budget, 1e-300))) + 4 * np.log1p(a) + 40))
+    terms = ive(np.arange(kmax + 1), a)
+    tail = 2 * np.cumsum(terms[::-1])[::-1]  # tail[k] = 2 Σ_{j ≥ k}
+    ok = np.flatnonzero(np.append(tail[1:], 0.0) <= budget)
+    K = int(ok[0])
+    return K, float(tail[K + 1]) if K + 1 <= kmax else 0.0
+
+

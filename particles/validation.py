@@ -1,0 +1,51 @@
+"""Validation at the public boundary, shared by every headflow layer (the public face of
+:mod:`particles._core.validation`, plus :func:`check_model`).
+
+Contract: each checker either returns a clean float64 value (a contiguous array or a
+Python float) or raises an :class:`InvalidParameterError` whose message names the
+parameter, the caller, what was expected, what was received and how to fix it. Internal
+code trusts what these functions return and never re-validates.
+"""
+
+from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.validation import (
+    check_bool,
+    check_callable,
+    check_choice,
+    check_finite,
+    check_instance,
+    check_names,
+    check_param,
+    check_points,
+    check_real_array,
+    check_returned,
+    check_rng,
+    check_square_stack,
+    check_states,
+    check_times,
+    check_weights,
+)
+from ._model.checks import check_model
+
+__all__ = [
+    "InvalidParameterError",
+    "SolverError",
+    "ConvergenceWarning",
+    "LIBRARY_ERRORS",
+    "check_points",
+    "check_param",
+    "check_choice",
+    "check_names",
+    "check_weights",
+    "check_square_stack",
+    "check_finite",
+    "check_model",
+    "check_states",
+    "check_times",
+    "check_real_array",
+    "check_bool",
+    "check_callable",
+    "check_instance",
+    "check_rng",
+    "check_returned",
+]
