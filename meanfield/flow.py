@@ -33,10 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from particles.sphere import geodesic_distance
 from scipy.special import logsumexp
 
-from particles import MultiHead, SaveAt, simulate
+from particles import MultiHead, SaveAt, geodesic_distance, simulate
 from particles.validation import InvalidParameterError, check_choice, check_param
 
 from .field import first_variation, measure_energy, measure_velocity

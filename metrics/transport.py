@@ -26,8 +26,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from particles.sphere import _geodesic_distance
 
+from particles._core.sphere import _geodesic_distance
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
