@@ -8,6 +8,7 @@ code trusts what these functions return and never re-validates.
 """
 
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.states import check_states, check_times
 from ._core.validation import (
     check_bool,
     check_callable,
@@ -21,8 +22,6 @@ from ._core.validation import (
     check_returned,
     check_rng,
     check_square_stack,
-    check_states,
-    check_times,
     check_weights,
 )
 from ._model.checks import check_model

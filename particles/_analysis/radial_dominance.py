@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import theory as th
-from .._core.validation import InvalidParameterError, check_choice, check_param, check_states, check_times
+from .._core.states import check_states, check_times
+from .._core.validation import InvalidParameterError, check_choice, check_param
 from .._dynamics.saving import SaveAt, Trajectory
 from .._dynamics.solve import simulate
 from .._model.checks import check_model

@@ -18,19 +18,9 @@ flat space, with :math:`P_x = I - x x^\top`.
 
 Numerics and cost
 -----------------
-Every exp head goes through the summation layer (:mod:`particles.summation`):
-``summation="exact"`` is the blocked pass below, ``"fast"`` the NUFFT routes (O(n log n)
-for scalar heads on S^1 and S^2 and heads of rank ≤ 3 on any sphere) with an a-posteriori
-bound ``tol`` on the relative error of every partition function, and ``"auto"`` (default)
-takes the fast route where it is cheaper and its bound holds, the exact pass elsewhere.
-ReLU kinds are always exact. In the exact pass each head is one blocked pass over rows: for a block of rows the logits
-:math:`\beta s_{ij} - m_i` come out of a single GEMM on augmented matrices
-:math:`[\beta X M, -m]\,[X, 1]^\top`, with the shift :math:`m_i = \beta\|M^\top x_i\|\max_j\|x_j\|
-\ge \max_j \beta s_{ij}` (Cauchy–Schwarz), so ``exp`` never overflows, for any β; a second
-GEMM against :math:`[X, 1]` returns the weighted means and the row partition functions
-together. Memory is O(n · block) instead of O(n²). Rows whose partition function underflows
-(the bound far above the true maximum, only at very large β‖M‖) are recomputed with the
-exact row maximum. The value matrix is applied after the mean: :math:`f_i = W\bar x_i`.
+Every exp head goes through the summation layer (:mod:`particles.summation`, the choice
+``summation`` and its error bound ``tol``): the exact pass never overflows, for any β, and
+holds O(n · block) memory; the fast routes are O(n log n). ReLU kinds are always exact.
 
 USA outputs grow like :math:`e^{\beta\|M\|}` and overflow float64 past β‖M‖ ≈ 700; pass
 ``log_time_scale="auto"`` to integrate in the rescaled time :math:`t' = e^{c} t`

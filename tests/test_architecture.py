@@ -1,0 +1,171 @@
+"""The shape of the code, measured: import cycles, layers inside particles, function and module sizes.
+
+Run as a script (``python tests/test_architecture.py``) it prints the measures. The limits: no
+import cycle anywhere, every particles module imports only its own layer or lower ones, no
+function over 80 lines of code, no module over 400 lines. Modules and functions that were over
+a limit when it was set are listed in ``DEBT`` with their size then: they may shrink, never grow,
+and a new one may not join them.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("particles", "meanfield", "metrics", "headflow")
+MAX_FUNCTION_LINES = 80
+MAX_MODULE_LINES = 400
+#: particles' private layers, lowest first; a module may import its own layer and lower ones
+PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dynamics": 3, "_analysis": 4,
+                    "summation": 5, "validation": 5, "__init__": 6}
+#: over a limit when the limits were set: (kind, place) -> size then
+DEBT = {
+    ("module", "headflow/cli.py"): 463,
+    ("module", "metrics/sweep.py"): 487,
+    ("module", "meanfield/flow.py"): 408,
+    ("function", "metrics/sweep.py:run_sweep"): 109,
+    ("function", "metrics/study.py:mean_field_limit_study"): 149,
+}
+
+
+def _modules():
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            yield path, ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _imports(path: pathlib.Path, name: str, modules) -> set[str]:
+    """Modules of this repository imported by one file (relative imports resolved; ``from P
+    import m`` of a submodule m depends on P.m, the package P being its parent anyway)."""
+    tree = ast.parse(path.read_text())
+    is_pkg = path.name == "__init__.py"
+    parts = name.split(".")
+    base = parts if is_pkg else parts[:-1]
+    base = base[:-1] if is_pkg and parts[-1] == "__init__" else base
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = base[: len(base) - node.level + 1]
+                mod = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            subs = {f"{mod}.{a.name}" for a in node.names} & modules
+            out.update(subs if subs else {mod})
+    return {m for m in out if m.split(".")[0] in PACKAGES}
+
+
+def import_graph() -> dict[str, set[str]]:
+    names = {name.removesuffix(".__init__"): path for path, name in _modules()}
+    graph = {}
+    for name, path in names.items():
+        graph[name] = {m for m in _imports(path, name, set(names)) if m in names and m != name}
+    return graph
+
+
+def cycles(graph) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "particles":
+        return None
+    return PARTICLES_LAYERS[parts[1] if len(parts) > 1 else "__init__"]
+
+
+def layering_violations(graph) -> list[str]:
+    """particles modules importing a higher private layer (packages are ordered by test_layering.py)."""
+    bad = []
+    for mod, deps in graph.items():
+        if _layer(mod) is None:
+            continue
+        for dep in deps:
+            if dep != "particles" and _layer(dep) is not None and _layer(dep) > _layer(mod):
+                bad.append(f"{mod} -> {dep}")
+    return sorted(bad)
+
+
+def _code_lines(lines, start, end, skip) -> int:
+    return sum(1 for i in range(start, end + 1)
+               if i not in skip and lines[i - 1].strip() and not lines[i - 1].strip().startswith("#"))
+
+
+def sizes() -> dict[tuple[str, str], int]:
+    """Lines of every module over the module limit and code lines (no docstrings, comments or
+    blank lines) of every function over the function limit."""
+    out = {}
+    for path, _ in _modules():
+        text = path.read_text()
+        lines = text.splitlines()
+        rel = path.relative_to(ROOT).as_posix()
+        if len(lines) > MAX_MODULE_LINES:
+            out[("module", rel)] = len(lines)
+        tree = ast.parse(text)
+        docs = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                    and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                docs.update(range(body[0].lineno, body[0].end_lineno + 1))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = _code_lines(lines, node.lineno, node.end_lineno, docs)
+                if n > MAX_FUNCTION_LINES:
+                    out[("function", f"{rel}:{node.name}")] = n
+    return out
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_particles_layers_import_downwards():
+    assert layering_violations(import_graph()) == []
+
+
+def test_sizes_within_limits_or_shrinking_debt():
+    over = sizes()
+    new = {k: v for k, v in over.items() if k not in DEBT}
+    grown = {k: (DEBT[k], v) for k, v in over.items() if k in DEBT and v > DEBT[k]}
+    assert new == {} and grown == {}
+
+
+if __name__ == "__main__":
+    graph = import_graph()
+    print(f"modules: {len(graph)}, import arrows: {sum(map(len, graph.values()))}")
+    print(f"import cycles: {cycles(graph) or 0}")
+    print(f"particles layering violations: {layering_violations(graph) or 0}")
+    print(f"limits: functions <= {MAX_FUNCTION_LINES} code lines, modules <= {MAX_MODULE_LINES} lines")
+    for (kind, where), n in sorted(sizes().items()):
+        print(f"  over: {kind:8s} {where:55s} {n:5d}" + ("  (debt)" if (kind, where) in DEBT else "  (NEW)"))
