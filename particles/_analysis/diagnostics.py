@@ -33,6 +33,7 @@ from .._core.validation import check_instance, check_names
 from .._model.kinds import KINDS
 from .._model.kinds import safe_exp as _safe_exp
 from .._model.multihead import MultiHead
+from .shadows import radial_parts
 
 __all__ = ["diagnose", "diagnostics_fn", "DIAGNOSTICS"]
 
@@ -97,16 +98,14 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     out["energy_rate"] = float(head_rate.sum())
     out["kinetic"] = float(np.sum(xdot * xdot) / n)
     out["rate_residual"] = out["energy_rate"] - out["kinetic"]
-    a = np.einsum("hid,id->hi", f, x)
-    fnorm = np.sqrt(np.einsum("hid,hid->hi", f, f))
-    out["radial_shadow"] = a
+    r = radial_parts(f, x)
+    fnorm = np.sqrt(r.norm2)
+    out["radial_shadow"] = r.shadow
     with np.errstate(invalid="ignore", divide="ignore"):
         # a head with zero output has no direction: report cos = 0 on purpose
-        out["cos_angle"] = np.where(fnorm > 0, a / np.where(fnorm > 0, fnorm, 1.0), 0.0)
-    tang2 = np.maximum(fnorm**2 - a**2, 0.0)
-    others = np.abs(a).sum(axis=0)[None, :] - np.abs(a)
-    out["rd_margin"] = tang2 - fnorm * others
-    out["rd_margin_min"] = out["rd_margin"].min(axis=1)
+        out["cos_angle"] = np.where(fnorm > 0, r.shadow / np.where(fnorm > 0, fnorm, 1.0), 0.0)
+    out["rd_margin"] = r.margin
+    out["rd_margin_min"] = r.margin.min(axis=1)
     out["entropy"] = model.entropy(x, exp_passes, clip=True)
     out["summation_bound"] = np.array([p.bound for p in exp_passes])
     out["summation_fast"] = np.array([float(p.method != "exact") for p in exp_passes])

@@ -41,6 +41,7 @@ from .._core.validation import InvalidParameterError, check_square_stack
 from .._model.checks import check_model
 from .._model.multihead import MultiHead
 from .diagnostics import diagnose
+from .shadows import radial_parts
 
 __all__ = ["orthogonality_defect", "head_rate_bounds", "head_rate_bounds_fn"]
 
@@ -113,17 +114,12 @@ def _bounds(model: MultiHead, x: np.ndarray) -> dict:
     n = x.shape[0]
     delta = orthogonality_defect(model.M)
     R2 = 1.0 if model.geom.on_sphere else float(np.max(np.einsum("ij,ij->i", x, x)))
-    f = model.head_outputs(x)
-    a = np.einsum("hid,id->hi", f, x)
-    f2 = np.einsum("hid,hid->hi", f, f)
+    r = radial_parts(model.head_outputs(x), x)
     if model.geom.on_sphere:
-        own = np.maximum(f2 - a * a, 0.0)
-        shadow = a * (a.sum(axis=0)[None] - a)
-        others_abs = np.abs(a).sum(axis=0)[None] - np.abs(a)
-        rd = own - np.sqrt(f2) * others_abs
+        own, rd = r.tangential2, r.margin
+        shadow = r.shadow * (r.shadow.sum(axis=0)[None] - r.shadow)
     else:
-        own, shadow = f2, np.zeros_like(f2)
-        rd = f2
+        own, shadow, rd = r.norm2, np.zeros_like(r.norm2), r.norm2
     S = np.exp(logsumexp(model.beta * model.scores(x), axis=-1) - model.log_time_scale)
     slack = delta * R2 * S * (S.sum(axis=0)[None] - S)
     rate = diagnose(model, x, include=["head_energy_rate"])["head_energy_rate"]

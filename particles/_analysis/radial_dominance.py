@@ -34,6 +34,7 @@ from .._dynamics.saving import SaveAt, Trajectory
 from .._dynamics.solve import simulate
 from .._model.checks import check_model
 from .._model.multihead import MultiHead
+from .shadows import radial_parts
 
 __all__ = ["RD_CANDIDATES", "rd_margins", "radial_dominance", "RDReport", "rd_threshold", "RDThreshold",
            "rd_threshold_equiangular"]
@@ -64,14 +65,11 @@ def rd_margins(model: MultiHead, x) -> dict:
 
 def _margins(model: MultiHead, x: np.ndarray):
     f = model.head_outputs(x)
-    a = np.einsum("hid,id->hi", f, x)
-    f2 = np.einsum("hid,hid->hi", f, f)
-    tang2 = np.maximum(f2 - a * a, 0.0)
-    others = np.abs(a).sum(axis=0)[None] - np.abs(a)
-    ftot = f.sum(axis=0)
-    exact = np.einsum("hid,id->hi", f, ftot) - a * a.sum(axis=0)[None]  # <P f^h, P Σ f^k>
-    out = {"exact": exact, "orthogonal": tang2 - np.abs(a) * others, "pointwise": tang2 - np.sqrt(f2) * others}
-    return out, float(f2.max()) if f2.size else 0.0
+    r = radial_parts(f, x)
+    a = r.shadow
+    exact = np.einsum("hid,id->hi", f, f.sum(axis=0)) - a * a.sum(axis=0)[None]  # <P f^h, P Σ f^k>
+    out = {"exact": exact, "orthogonal": r.tangential2 - np.abs(a) * r.others, "pointwise": r.margin}
+    return out, float(r.norm2.max()) if r.norm2.size else 0.0
 
 
 @dataclass(frozen=True)
