@@ -30,6 +30,7 @@ from .._core.validation import (
     check_real_array,
     check_square_stack,
 )
+from .._summation.exact import batched_exp_sums
 
 __all__ = ["Ensemble"]
 
@@ -124,25 +125,15 @@ class Ensemble:
             v = np.zeros_like(xs)
             for h in range(self.M.shape[0]):
                 left = (xs @ self.M[h]) * b  # s_ij = (x_i^T M) x_j
-                T = left @ xs.transpose(0, 2, 1)
                 if self.kind == "softmax":
-                    R = np.sqrt(np.max(np.einsum("sij,sij->si", xs, xs), axis=1))[:, None]
-                    m = np.sqrt(np.einsum("sij,sij->si", left, left)) * R
-                    raw = T.copy() if np.max(2 * m) > 575 else None  # the bound may overshoot: keep logits
-                    T -= m[:, :, None]
-                    np.exp(T, out=T)
-                    z = T.sum(axis=2, keepdims=True)
-                    if raw is not None and np.min(z) < 1e-250:
-                        # the Cauchy–Schwarz shift overshot the row max: redo this chunk exactly
-                        T = np.exp(raw - raw.max(axis=2, keepdims=True))
-                        z = T.sum(axis=2, keepdims=True)
-                    v += (T @ xs) / z @ self.W[h].T
+                    # the exact pass of the summation layer on the batch axis (shift, no overflow)
+                    v += batched_exp_sums(left, xs).mean @ self.W[h].T
+                    continue
+                T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
+                if self.kind == "relu":
+                    v += (T @ xs) @ self.W[h].T / n
                 else:
-                    np.maximum(T, 0.0, out=T)
-                    if self.kind == "relu":
-                        v += (T @ xs) @ self.W[h].T / n
-                    else:
-                        tot = T.sum(axis=2, keepdims=True)
-                        v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
+                    tot = T.sum(axis=2, keepdims=True)
+                    v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
             out[sl] = self.geom.project_tangent(xs, v)
         return out

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
 
-__all__ = ["HeadSums", "exact_exp_sums", "relu_sums", "constant_sums"]
+__all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "constant_sums"]
 
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
@@ -58,24 +58,44 @@ def _values(Y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
 
 
 def _finish(L, Y, Ya, out, logshift) -> HeadSums:
-    """Normalise the accumulated [S, Z]; rows whose Z underflowed under the Cauchy–Schwarz
-    shift (it overshot the true row max by > ~575) are recomputed with the exact row max."""
-    d = Y.shape[1]
-    z = out[:, d]
-    bad = np.flatnonzero(~(z > _UNDERFLOW))
-    if bad.size:
-        T = L[bad] @ Y.T
+    """Normalise the accumulated [S, Z] (any leading batch axes: L (..., m, d), Y and Ya
+    (..., n, ·)); rows whose Z underflowed under the Cauchy–Schwarz shift (it overshot the
+    true row max by > ~575) are recomputed with the exact row max."""
+    d = Y.shape[-1]
+    z = out[..., d]
+    bad = np.nonzero(~(z > _UNDERFLOW))
+    if bad[0].size:
+        rows = L[bad]  # (k, d)
+        src = Y if Y.ndim == 2 else Y[bad[:-1]]  # (n, d) shared, or (k, n, d) per row's system
+        val = Ya if Ya.ndim == 2 else Ya[bad[:-1]]
+        T = rows @ src.T if src.ndim == 2 else np.einsum("kd,knd->kn", rows, src)
         # weights enter linearly, so a zero-weight column must not set the max
-        pos = Ya[:, d] > 0
-        mx = np.where(pos[None, :], T, -np.inf).max(axis=1)
-        T -= mx[:, None]
-        np.exp(T, out=T)
-        out[bad] = T @ Ya
+        mx = np.where(val[..., d] > 0, T, -np.inf).max(axis=1)
+        T = np.exp(T - mx[:, None])
+        out[bad] = T @ val if val.ndim == 2 else np.einsum("kn,kne->ke", T, val)
         logshift[bad] = mx
-        z = out[:, d]
+        z = out[..., d]
     with np.errstate(divide="ignore", invalid="ignore"):
         # a row with no mass at all (every weight 0) has log Z = -inf and no mean, on purpose
-        return HeadSums(mean=out[:, :d] / z[:, None], logz=logshift + np.log(z))
+        return HeadSums(mean=out[..., :d] / z[..., None], logz=logshift + np.log(z))
+
+
+def batched_exp_sums(L: np.ndarray, Y: np.ndarray) -> HeadSums:
+    r""":func:`exact_exp_sums` over a leading batch axis: ``L`` (S, m, d), ``Y`` (S, n, d), one
+    independent system per batch entry, unit weights, no row blocking (the caller chunks the
+    batch so that S m n doubles fit its memory). The same shifted GEMM + exp + GEMM.
+
+    >>> L = np.zeros((2, 3, 2)); Y = np.ones((2, 4, 2))
+    >>> np.allclose(batched_exp_sums(L, Y).logz, np.log(4))
+    True
+    """
+    R = np.sqrt(np.max(np.einsum("snd,snd->sn", Y, Y), axis=1))[:, None]
+    shift = np.sqrt(np.einsum("smd,smd->sm", L, L)) * R
+    La = np.concatenate([L, -shift[..., None]], axis=-1)
+    Ya = np.concatenate([Y, np.ones(Y.shape[:-1] + (1,))], axis=-1)
+    T = La @ Ya.transpose(0, 2, 1)
+    np.exp(T, out=T)
+    return _finish(L, Y, Ya, T @ Ya, shift)
 
 
 def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_elements: int | None = None,
