@@ -23,9 +23,6 @@ from particles.validation import InvalidParameterError, check_weights
 
 __all__ = ["measure_velocity", "measure_energy", "first_variation"]
 
-_BLOCK = 2**18
-
-
 def _prepare(model, points, weights, caller):
     if not isinstance(model, MultiHead):
         raise InvalidParameterError(f"model of {caller} must be a particles.MultiHead; got {type(model).__name__}.")
@@ -53,13 +50,9 @@ def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndar
 
 def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
     """v[μ] at q for validated atoms y with weights w (also the Lagrangian field)."""
-    v = np.zeros_like(q)
-    for h, p in enumerate(model._exp_sums(q, sources=y, weights=w)):
-        f = p.mean @ model.W[h].T
-        if model.kind == "usa":
-            f *= np.exp(p.logz - model.log_time_scale)[:, None]
-        v += f
-    return model.geom.project_tangent(q, v)
+    # the kind's output rule on sums weighted by the masses (which carry the particles' 1/n)
+    f = model.outputs(q, model.sums(q, sources=y, weights=w, check=False), check=False)
+    return model.geom.project_tangent(q, f.sum(axis=0))
 
 
 def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False):
@@ -69,7 +62,7 @@ def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False)
     if model.beta == 0:
         raise InvalidParameterError("measure_energy needs beta > 0 (the energy is +inf at beta = 0).")
     keep = w > 0  # empty cells carry no energy; log 0 would be -inf on purpose, but skip them
-    logs = [logsumexp(p.logz[keep] + np.log(w[keep])) for p in model._exp_sums(y, sources=y, weights=w)]
+    logs = [logsumexp(p.logz[keep] + np.log(w[keep])) for p in model.sums(y, sources=y, weights=w, check=False)]
     logE = logsumexp(logs) - np.log(2 * model.beta)
     return float(logE) if log else float(np.exp(logE))
 
@@ -81,6 +74,6 @@ def first_variation(model: MultiHead, points, weights=None) -> np.ndarray:
     if model.beta == 0:
         raise InvalidParameterError("first_variation needs beta > 0.")
     out = np.zeros(len(y))
-    for p in model._exp_sums(y, sources=y, weights=w):
+    for p in model.sums(y, sources=y, weights=w, check=False):
         out += np.exp(p.logz - model.log_time_scale) / model.beta
     return out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from particles._core.blocking import WORKING_MEMORY_ELEMENTS, rows_per_block
 from particles.validation import (
     InvalidParameterError,
     check_param,
@@ -28,8 +29,8 @@ from particles.validation import (
 
 __all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
 
-#: entries of one (block x n) distance tile of :func:`silhouette` (32 MiB of float64)
-SILHOUETTE_BLOCK_ELEMENTS = 2**22
+#: entries of one (block x n) distance tile of :func:`silhouette`: the library's working-memory budget
+SILHOUETTE_BLOCK_ELEMENTS = WORKING_MEMORY_ELEMENTS
 
 
 def _chord(eps: float) -> float:
@@ -185,7 +186,7 @@ def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
         )
     counts = np.bincount(codes, minlength=k).astype(np.float64)
     onehot = csr_matrix((np.ones(n), (np.arange(n), codes)), shape=(n, k))
-    B = max(1, SILHOUETTE_BLOCK_ELEMENTS // n)
+    B = rows_per_block(n, n, SILHOUETTE_BLOCK_ELEMENTS)
     total = 0.0
     for start in range(0, n, B):
         stop = min(n, start + B)

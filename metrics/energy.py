@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles import MultiHead
+from particles.summation import exp_sums
 from particles.validation import check_instance, check_param
 
 __all__ = ["energy", "head_energies", "log_head_energies", "mean_entropy", "leaders"]
@@ -39,16 +40,13 @@ def mean_entropy(x, model: MultiHead) -> np.ndarray:
     return _model(model, "mean_entropy").entropy(x).mean(axis=1)
 
 
-#: entries of one (block x n) logit tile of :func:`leaders` (32 MiB of float64)
-LEADERS_BLOCK_ELEMENTS = 2**22
-
-
 def leaders(x, model: MultiHead, k: int = 1) -> np.ndarray:
     r"""Indices of the k tokens receiving the most attention, :math:`\sum_i p^h_{ij}`, per head: (H, k).
 
-    :math:`p^h_{ij} = \operatorname{softmax}_j(\beta\langle x_i, M_h x_j\rangle)`. The column
-    sums are accumulated over row blocks of the logits, so memory is O(n · block), not
-    O(n²); time is O(H n² d). Ties are broken by the lower index.
+    :math:`p^h_{ij} = \operatorname{softmax}_j(\beta\langle x_i, M_h x_j\rangle)`. Two passes of
+    the summation layer per head (the row partition functions :math:`Z_i`, then the transposed
+    sum :math:`\sum_i e^{\beta\langle x_i, M_h x_j\rangle}/Z_i`), so memory is O(n · block) and
+    large n takes the fast route. Ties are broken by the lower index.
 
     Parameters
     ----------
@@ -60,16 +58,15 @@ def leaders(x, model: MultiHead, k: int = 1) -> np.ndarray:
     x = model.check_x(x)
     n = len(x)
     k = check_param(k, "k", "leaders", low=1, high=n, integer=True)
-    B = max(1, LEADERS_BLOCK_ELEMENTS // n)
     out = np.empty((model.n_heads, k), dtype=np.int64)
+    opts = dict(summation=model.summation, tol=model.tol, on_sphere=model.geom.on_sphere,
+                block_elements=model.block_elements)
     for h in range(model.n_heads):
-        L = model.beta * (x @ model.M[h])  # s_ij = (x_i^T M) x_j
-        received = np.zeros(n)
-        for start in range(0, n, B):
-            T = L[start: start + B] @ x.T
-            T -= T.max(axis=1, keepdims=True)
-            np.exp(T, out=T)
-            T /= T.sum(axis=1, keepdims=True)
-            received += T.sum(axis=0)
+        BM = model.beta * model.M[h][None]
+        logz = exp_sums(BM, x, x, None, same_points=True, **opts)[0].logz
+        # received_j = Σ_i e^{β<x_i, M x_j>} / Z_i: the transposed sum with source weights 1/Z_i,
+        # scaled by e^{min log Z} so that the weights stay in (0, 1]
+        w = np.exp(logz.min() - logz)
+        received = exp_sums(BM.transpose(0, 2, 1), x, x, w, **opts)[0].logz
         out[h] = np.argsort(-received, kind="stable")[:k]
     return out

@@ -241,30 +241,29 @@ class MultiHead(EnergiesMixin):
         return build_from_attrs(cls, attrs, arrays=("M", "W"), caller="MultiHead.from_attrs")
 
     # ---------------------------------------------------------------- passes
-    def sums(self, x, *, sources=None, weights=None, transpose: bool = False) -> list[HeadSums]:
+    def sums(self, x, *, sources=None, weights=None, transpose: bool = False, check: bool = True) -> list[HeadSums]:
         r"""The sums of every head at the targets ``x`` over ``sources`` (default: x) with
         non-negative ``weights`` w_j (default: all 1).
 
         Exp kinds: :math:`\log Z_i` and the softmax mean :math:`S_i/Z_i` of
         :math:`Z_i = \sum_j w_j e^{\beta\langle x_i, M_h y_j\rangle}` (``transpose``: of
         :math:`M_h^\top`), through the summation layer; ReLU kinds: the ReLU row sums.
+        ``check=False`` skips validation (for states the caller validated, e.g. Runge–Kutta stages).
 
         >>> model = MultiHead(np.eye(3), beta=0.0, kind="softmax")
         >>> float(model.sums(np.eye(3))[0].logz[0]) == float(np.log(3))
         True
         """
-        x = self.check_x(x)
-        y = None if sources is None else self.check_x(sources, "sources")
-        if weights is not None:
-            n = x.shape[0] if y is None else y.shape[0]
-            weights = check_real_array(weights, "weights", "MultiHead.sums", ndim=(1,),
-                                       expected=f"non-negative source weights of shape ({n},)")
-            if weights.shape != (n,) or np.any(weights < 0):
-                raise InvalidParameterError(f"weights of MultiHead.sums must be non-negative with shape ({n},) "
-                                            f"(one per source); got shape {weights.shape}, min {weights.min():.3g}.")
-        if KINDS[self.kind] == "relu":
-            return [self._relu_sums(x, h) for h in range(self.n_heads)]
-        return self._exp_sums(x, sources=y, weights=weights, transpose=transpose)
+        if check:
+            x = self.check_x(x)
+            sources = None if sources is None else self.check_x(sources, "sources")
+            weights = None if weights is None else _source_weights(weights, len(x if sources is None else sources))
+        if KINDS[self.kind] == "exp":
+            return self._exp_sums(x, sources=sources, weights=weights, transpose=transpose)
+        if sources is not None or weights is not None or transpose:
+            raise InvalidParameterError(f"kind={self.kind!r} (ReLU) sums run over the tokens themselves only: "
+                                        "omit sources, weights and transpose.")
+        return [self._relu_sums(x, h) for h in range(self.n_heads)]
 
     def _exp_sums(self, x: np.ndarray, *, sources: np.ndarray | None = None, weights: np.ndarray | None = None,
                   transpose: bool = False) -> list[HeadSums]:
@@ -281,18 +280,15 @@ class MultiHead(EnergiesMixin):
         scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
         return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
 
-    def _sums(self, x: np.ndarray) -> list[HeadSums]:
-        if KINDS[self.kind] == "exp":
-            return self._exp_sums(x)
-        return [self._relu_sums(x, h) for h in range(self.n_heads)]
-
-    def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None) -> np.ndarray:
+    def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None,
+                check: bool = True) -> np.ndarray:
         r"""Head outputs :math:`f^h_i` of shape (H, m, d) at targets ``x`` from the heads'
         ``sums`` (default: ``self.sums(x)``), by the kind's output rule
         (:data:`~particles._model.kinds.ATTENTION_KINDS`); ``n_sources`` is the n of the
-        ReLU 1/n (default: the number of targets).
+        ReLU 1/n (default: the number of targets). ``check=False`` skips the validation of x
+        (for a state the caller validated, e.g. a Runge–Kutta stage).
         """
-        x = self.check_x(x)
+        x = self.check_x(x) if check else x
         if sums is None:
             return self._head_outputs(x)
         return np.stack([self._output(x, h, p, n_sources) for h, p in enumerate(sums)])
@@ -329,7 +325,7 @@ class MultiHead(EnergiesMixin):
             x = normalize(x)  # attention reads the normalised tokens; the stream itself is not
         if self.causal:
             return np.einsum("hij,jd,hed->hie", self._dense_weights(x), x, self.W)
-        sums = self._sums(x) if sums is None else sums
+        sums = self.sums(x, check=False) if sums is None else sums
         return np.stack([self._output(x, h, p) for h, p in enumerate(sums)])
 
     def velocity(self, x) -> np.ndarray:
@@ -341,7 +337,7 @@ class MultiHead(EnergiesMixin):
         if self.variant:
             v = self._head_outputs(x).sum(axis=0) * self.velocity_scale(x.shape[0])
             return apply_update(self.update, self.geom, x, v)
-        sums = self._sums(x)
+        sums = self.sums(x, check=False)
         v = self._output(x, 0, sums[0])
         for h in range(1, self.n_heads):
             v += self._output(x, h, sums[h])
@@ -394,3 +390,11 @@ class MultiHead(EnergiesMixin):
                         for h, p in enumerate(sums)])
         # H <= log n exactly; round-off can push a uniform row a few ulps over
         return np.clip(ent, 0.0, np.log(x.shape[0])) if own else ent
+
+
+def _source_weights(weights, n: int) -> np.ndarray:
+    w = check_real_array(weights, "weights", "MultiHead.sums", ndim=(1,), expected=f"source weights of shape ({n},)")
+    if w.shape != (n,) or np.any(w < 0):
+        raise InvalidParameterError(f"weights of MultiHead.sums must be non-negative with shape ({n},) (one per "
+                                    f"source); got shape {w.shape}, min {w.min():.3g}.")
+    return w

@@ -79,7 +79,6 @@ def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
     from particles import geodesic_distance
 
     clustering = importlib.import_module("metrics.clustering")
-    energy = importlib.import_module("metrics.energy")  # (metrics.energy is also a function)
 
     x = normalize(np.repeat(sample_uniform(4, 3, rng), 15, 0) + 0.05 * rng.standard_normal((60, 3)))
     labels = rng.integers(0, 4, 60)
@@ -88,11 +87,10 @@ def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
     np.fill_diagonal(D, 0.0)
     monkeypatch.setattr(clustering, "SILHOUETTE_BLOCK_ELEMENTS", 7 * 60)  # several row blocks
     assert silhouette(x, labels) == pytest.approx(silhouette_score(D, labels, metric="precomputed"), rel=1e-8)
-    model = MultiHead(np.eye(3), beta=3.0, kind="softmax")
+    model = MultiHead(np.eye(3), beta=3.0, kind="softmax", block_elements=5 * 60)  # several row blocks
     s = 3.0 * model.scores(x)[0]
     p = np.exp(s - s.max(1, keepdims=True))
     received = (p / p.sum(1, keepdims=True)).sum(0)
-    monkeypatch.setattr(energy, "LEADERS_BLOCK_ELEMENTS", 5 * 60)
     np.testing.assert_array_equal(leaders(x, model, k=6)[0], np.argsort(-received, kind="stable")[:6])
     with pytest.raises(InvalidParameterError, match=r"'k' parameter of leaders must be an integer in \[1, 60\]"):
         leaders(x, model, k=61)
