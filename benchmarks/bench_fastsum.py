@@ -51,12 +51,12 @@ fast = MultiHead.scalar([1.0], d=d, beta=beta, kind="softmax", summation="fast",
 exact = MultiHead.scalar([1.0], d=d, beta=beta, kind="softmax", summation="exact")
 fast.velocity(x[:4096])  # load finufft, plan FFTW once
 vf, t_fast = best(lambda: fast.velocity(x), reps)
-(pf,) = fast._exp_sums(x)
+(pf,) = fast.sums(x)
 row = {"d": d, "beta": beta, "state": state, "n": n, "tol": tol, "t_fast": t_fast, "bound": pf.bound,
        "n_exact_rows": pf.n_exact, "route": pf.method}
 if n <= exact_max:
     ve, t_exact = best(lambda: exact.velocity(x), 1)
-    (pe,) = exact._exp_sums(x)
+    (pe,) = exact.sums(x)
     rows = np.arange(n)
     row["t_exact"] = t_exact
 else:

@@ -165,7 +165,7 @@ def _fd_jacobian(model, x, step):
         for b in range(d - 1):
             dx = np.zeros_like(x)
             dx[k] = step * B[k, b]
-            diff = (model._velocity(normalize(x + dx)) - model._velocity(normalize(x - dx))) / (2 * step)
+            diff = (model(0.0, normalize(x + dx)) - model(0.0, normalize(x - dx))) / (2 * step)
             J[:, col] = np.einsum("iad,id->ia", B, project_tangent(x, diff)).ravel()
             col += 1
     return J, B
@@ -292,7 +292,7 @@ def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: i
             return n * hess, B  # ẋ = n grad E, both in the model's time units
         return _fd_jacobian(model, y, step)
 
-    F = model._velocity(x)
+    F = model(0.0, x)
     res = [float(np.linalg.norm(F, axis=1).max())]
     target = tol * (1.0 + res[0])
     lam = damping
@@ -309,7 +309,7 @@ def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: i
             mu = lam * jnorm * float(np.linalg.norm(f))
             eta = np.linalg.solve(JtJ + mu * np.eye(len(JtJ)), -J.T @ f)
             x_new = normalize(x + np.einsum("ia,iad->id", eta.reshape(n, d - 1), B))
-            F_new = model._velocity(x_new)
+            F_new = model(0.0, x_new)
             r_new = float(np.linalg.norm(F_new, axis=1).max())
             if r_new < res[-1]:
                 x, F = x_new, F_new

@@ -213,5 +213,5 @@ def test_fv_sphere_fast_summation_matches_exact(kind):
     assert fa.info["mass_error"] < 1e-13 and fa.info["min_mass"] >= 0
     # and the mean-field velocity at the edge midpoints did take the fast route
     mesh = mf.SphereMesh.from_points(pts)
-    (p, _) = model._exp_sums(mesh.mid, sources=pts, weights=mu0.mass)
+    (p, _) = model.sums(mesh.mid, sources=pts, weights=mu0.mass)
     assert p.method == "scalar" and p.bound <= 1e-11

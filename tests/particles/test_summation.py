@@ -189,34 +189,34 @@ def test_auto_falls_back_and_says_why(rng, caplog):
     caplog.set_level(logging.INFO, logger="headflow.summation")
     small = MultiHead.scalar([1.0], d=3, kind="softmax")
     x = sample_uniform(64, 3, rng)
-    (p,) = small._exp_sums(x)
+    (p,) = small.sums(x)
     assert p.method == "exact" and "pairs" in p.reason
     # d = 5 scalar heads have rank 5: no route, exact, logged
     big = MultiHead.scalar([1.0], d=5, kind="softmax")
     x5 = sample_uniform(2100, 5, rng)
-    (p,) = big._exp_sums(x5)
+    (p,) = big.sums(x5)
     assert p.method == "exact" and "rank 5" in p.reason
     assert any("rank 5" in r.getMessage() for r in caplog.records)
     # a measure concentrated far from its query points: the bound cannot hold, exact it is
     y = clustered(rng, 2100, 3, k=1, spread=0.01)
     q = -y
     model = MultiHead.scalar([1.0], d=3, beta=40.0, kind="softmax", summation="auto")
-    (p,) = model._exp_sums(q, sources=y, weights=np.full(len(y), 1 / len(y)))
+    (p,) = model.sums(q, sources=y, weights=np.full(len(y), 1 / len(y)))
     (e,) = exp_sums(40.0 * np.eye(3)[None], q, y, np.full(len(y), 1 / len(y)), summation="exact")
     assert p.method == "exact" and p.reason
     np.testing.assert_array_equal(p.logz, e.logz)
     # at beta = 40 and n = 2100 the 3-D mode grid costs more than the n^2 exps: exact
     x3 = sample_uniform(2100, 3, rng)
-    (p,) = model._exp_sums(x3)
+    (p,) = model.sums(x3)
     assert p.method == "exact" and "cheaper" in p.reason
     # at moderate beta and above the size threshold on a benign state, auto takes the fast route
-    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")._exp_sums(sample_uniform(6000, 3, rng))
+    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax").sums(sample_uniform(6000, 3, rng))
     assert p.method == "scalar" and p.bound <= DEFAULT_TOL
 
 
 def test_beta_zero_is_a_plain_mean(rng):
     x = sample_uniform(3000, 3, rng)
     model = MultiHead.scalar([1.0], d=3, beta=0.0, kind="softmax", summation="fast")
-    (p,) = model._exp_sums(x)
+    (p,) = model.sums(x)
     np.testing.assert_allclose(p.mean, np.broadcast_to(x.mean(axis=0), x.shape), atol=1e-15)
     np.testing.assert_allclose(p.logz, np.log(3000.0))
