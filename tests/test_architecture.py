@@ -23,7 +23,6 @@ PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dyn
 DEBT = {
     ("module", "headflow/cli.py"): 463,
     ("module", "metrics/sweep.py"): 487,
-    ("module", "meanfield/flow.py"): 408,
     ("function", "metrics/sweep.py:run_sweep"): 109,
     ("function", "metrics/study.py:mean_field_limit_study"): 149,
 }

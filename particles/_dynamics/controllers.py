@@ -3,14 +3,15 @@
 A controller provides
 
 1. ``first(dt, t0, t1)``: the first step;
-2. ``propose(h, remaining)``: the step to try, never past the next target time;
+2. ``propose(h, remaining, t, x)``: the step to try from state x at t, never past the next target;
 3. ``decide(err, h, t, x, x_new, geom, n_steps) -> (accept, h_next)``: whether the step is
    accepted and the next step (it may raise :class:`~particles.SolverError` when the step
    cannot be resolved).
 
-:class:`ConstantStep` serves fixed-step methods, :class:`PIDController` adaptive ones; the
-PID exponents divide by ``error_order + 1`` of the stepper (Söderlind's PID control of the
-embedded error estimate; pcoeff = dcoeff = 0 is the classical I-controller).
+:class:`ConstantStep` serves fixed-step methods, :class:`PIDController` adaptive ones (the
+PID exponents divide by ``error_order + 1`` of the stepper: Söderlind's PID control of the
+embedded error estimate; pcoeff = dcoeff = 0 is the classical I-controller), and
+:class:`CFLController` explicit schemes whose stable step is set by the state (finite volumes).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from .._core.errors import SolverError
 
-__all__ = ["ConstantStep", "PIDController", "MAX_MOVE"]
+__all__ = ["ConstantStep", "PIDController", "CFLController", "MAX_MOVE"]
 
 #: a fixed step that moves a token by more than this (radians) does not resolve the flow: the
 #: velocity changes by O(1) along the step (one radian is where the chord and the arc part)
@@ -39,7 +40,7 @@ class ConstantStep:
     def first(self, dt, t0, t1):
         return self.dt
 
-    def propose(self, h, remaining):
+    def propose(self, h, remaining, t, x):
         return remaining if remaining <= self.dt * (1 + 1e-9) else self.dt
 
     def decide(self, err, h, t, x, x_new, geom, n_steps):
@@ -68,7 +69,7 @@ class PIDController:
     def first(self, dt, t0, t1):
         return (t1 - t0) / 100 if dt is None else dt
 
-    def propose(self, h, remaining):
+    def propose(self, h, remaining, t, x):
         return min(h, remaining)
 
     def _factor(self, err):
@@ -93,6 +94,25 @@ class PIDController:
             return False, h * fac
         self._prev = [max(err, 1e-10), self._prev[0]]
         return True, h * fac
+
+
+@dataclass
+class CFLController:
+    """Step ``h = min(remaining, cfl / rate(x))``: ``rate(x)`` is the inverse of the largest
+    forward-Euler step that keeps the state admissible (for upwind finite volumes
+    max|v|/Δ + 2D/Δ², so that every Euler stage, hence an SSP step, keeps masses >= 0)."""
+
+    cfl: float
+    rate: object
+
+    def first(self, dt, t0, t1):
+        return t1 - t0
+
+    def propose(self, h, remaining, t, x):
+        return min(remaining, self.cfl / (float(self.rate(x)) + 1e-300))
+
+    def decide(self, err, h, t, x, x_new, geom, n_steps):
+        return True, h
 
 
 def _check_resolved(x, x_new, t, n_steps, h):

@@ -39,6 +39,7 @@ def simulate(
     on_failure: str = "raise",
     geometry: str | None = None,
     progress: bool = False,
+    controller=None,
 ) -> Trajectory:
     r"""Integrate :math:`dX_i = \dot x_i(X)\,dt + \sqrt{2/\kappa}\,P_{X_i} dB_i` from t0 to t1.
 
@@ -54,7 +55,7 @@ def simulate(
         Final time.
     dt : float
         Step (fixed-step methods) or initial step (``"dopri5"``; default (t1 − t0)/100).
-    method : {"euler", "rk4", "dopri5", "euler_maruyama"}
+    method : {"euler", "heun", "rk4", "dopri5", "euler_maruyama"}
         ``"euler_maruyama"`` is required when ``kappa`` is finite.
 
     Other arguments
@@ -76,6 +77,10 @@ def simulate(
         ``status="failed"`` cut at the last finite save.
     progress : bool
         Show a tqdm progress bar (needs tqdm).
+    controller : step-size controller, optional
+        Default: constant steps ``dt`` for fixed-step methods, PID control of the error
+        estimate for adaptive ones; e.g. a CFL controller for finite-volume states
+        (:mod:`particles._dynamics.controllers`).
 
     Returns
     -------
@@ -96,7 +101,8 @@ def simulate(
     check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
-    t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every)
+    t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
+                                             controller)
     progress = check_bool(progress, "progress", caller)
     save = SaveAt() if save is None else save
     check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
@@ -104,7 +110,10 @@ def simulate(
     if isinstance(field, CallableField):
         field.probe(t0, x)
     saver = Saver(save, t0, t1, x, caller)
-    controller = PIDController(stepper.error_order) if stepper.adaptive else ConstantStep(dt)
+    if controller is None:
+        controller = PIDController(stepper.error_order) if stepper.adaptive else ConstantStep(dt)
+    else:
+        _check_controller(controller)
     bar = _progress_bar(progress, t1 - t0, method)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
     status, message = "finished", "reached t1"
@@ -137,7 +146,7 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
     geom = field.geom
     while state.t < target:
         remaining = target - state.t
-        h = controller.propose(state.h, remaining)
+        h = controller.propose(state.h, remaining, state.t, state.x)
         if state.n_steps + state.n_rejected >= max_steps:
             raise SolverError(f"max_steps={max_steps} reached at t={state.t:.6g}. "
                               "Increase max_steps, or loosen rtol/atol.")
@@ -161,7 +170,7 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
         saver.after_step(state.n_steps, state.t, state.x)
 
 
-def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every):
+def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every, controller):
     """Validated times, step, noise amplitude and the loop's options."""
     caller = "simulate"
     t0 = check_param(t0, "t0", caller)
@@ -169,9 +178,9 @@ def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, ch
     if t1 <= t0:
         raise InvalidParameterError(f"t1 must be greater than t0 = {t0:g}; got t1 = {t1:g}.")
     if dt is None:
-        if not stepper.adaptive:
+        if not stepper.adaptive and controller is None:
             raise InvalidParameterError(f"method {method!r} is fixed-step: pass dt.")
-        dt = (t1 - t0) / 100
+        dt = (t1 - t0) / 100  # a first trial step; the controller decides from there
     dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
     kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
     if np.isfinite(kappa) and not stepper.stochastic:
@@ -182,6 +191,14 @@ def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, ch
                 max_steps=check_param(max_steps, "max_steps", caller, low=1, integer=True),
                 check_every=check_param(check_every, "check_every", caller, low=1, integer=True))
     return t0, t1, dt, sigma, opts
+
+
+def _check_controller(controller):
+    if not all(callable(getattr(controller, name, None)) for name in ("first", "propose", "decide")):
+        raise InvalidParameterError(
+            f"controller of simulate must provide first, propose and decide (particles._dynamics.controllers); "
+            f"got {type(controller).__name__}."
+        )
 
 
 def _progress_bar(progress: bool, total: float, method: str):

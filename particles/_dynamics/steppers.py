@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["STEPPERS", "Stepper", "euler", "rk4", "dopri5", "euler_maruyama"]
+__all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "euler_maruyama"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,18 @@ def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     k3 = field(t + dt / 2, x + (dt / 2) * k2)
     k4 = field(t + dt, x + dt * k3)
     return geom.retract(x, (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)), None
+
+
+@_register(order=2)
+def heun(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
+    """Heun's method (SSP-RK2, a convex combination of two Euler steps), then retraction.
+
+    Strong-stability preserving: if each forward-Euler stage keeps a property (e.g. the
+    non-negative masses of a finite-volume scheme under its CFL bound), so does the step.
+    """
+    k1 = field(t, x)
+    k2 = field(t + dt, x + dt * k1)
+    return geom.retract(x, (dt / 2) * (k1 + k2)), None
 
 
 # Dormand–Prince 5(4) tableau
@@ -119,4 +131,4 @@ def euler_maruyama(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     return geom.retract(x, dt * field(t, x) + noise), None
 
 
-STEPPERS = {"euler": euler, "rk4": rk4, "dopri5": dopri5, "euler_maruyama": euler_maruyama}
+STEPPERS = {"euler": euler, "heun": heun, "rk4": rk4, "dopri5": dopri5, "euler_maruyama": euler_maruyama}
