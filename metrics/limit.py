@@ -38,6 +38,8 @@ import numpy as np
 
 from particles.validation import InvalidParameterError
 
+from .clustering import _component_masses
+
 __all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "bounded_clusters",
            "fit_rate", "EMD_MAX_ELEMENTS"]
 
@@ -174,25 +176,8 @@ def _chunks(rows: int, L: int, budget: int = 4_000_000):
 
 def bounded_clusters(x: np.ndarray, *, eps: float) -> np.ndarray:
     r"""Cluster masses (sorted decreasingly, summing to 1) of the ε-connected components of ``x``
-    (geodesic ε), in O(n log n) time and memory linear in n; see the module docstring."""
-    x = np.asarray(x, dtype=np.float64)
-    n, d = x.shape
-    if d == 2:
-        theta = np.sort(np.mod(np.arctan2(x[:, 1], x[:, 0]), _TWO_PI))
-        gaps = np.diff(theta, append=theta[0] + _TWO_PI)
-        cut = np.flatnonzero(gaps > eps)  # cluster ends after each wide gap
-        if len(cut) == 0:
-            return np.array([1.0])
-        sizes = np.diff(np.concatenate([cut, [cut[0] + n]]))
-        return np.sort(sizes / n)[::-1]
-    from sklearn.cluster import DBSCAN
-
-    chord = 2.0 * np.sin(eps / 2.0)
-    h = chord / 2.0
-    cubes, counts = np.unique(np.floor(x / h).astype(np.int64), axis=0, return_counts=True)
-    centres = (cubes + 0.5) * h
-    labels = DBSCAN(eps=chord + np.sqrt(d) * h, min_samples=1, algorithm="ball_tree").fit(centres).labels_
-    return np.sort(np.bincount(labels, weights=counts) / n)[::-1]
+    (geodesic ε): the one definition of :func:`metrics.cluster_sizes`, in O(n d) memory."""
+    return _component_masses(np.asarray(x, dtype=np.float64), eps)
 
 
 def fit_rate(n_values, gaps: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
