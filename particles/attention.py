@@ -152,7 +152,8 @@ class MultiHead:
         W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=d, caller=caller)
         if W.shape[0] != M.shape[0]:
             raise InvalidParameterError(
-                f"W must hold one value matrix per head: M has {M.shape[0]} heads, W has {W.shape[0]}."
+                f"W of MultiHead must hold one value matrix per head: M has {M.shape[0]} heads, W has "
+                f"{W.shape[0]}. Pass W of shape ({M.shape[0]}, {d}, {d}) or W=None (W = M)."
             )
         beta = check_param(self.beta, "beta", caller, low=0.0)
         check_choice(self.kind, "kind", KINDS, caller)
