@@ -239,6 +239,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
+    if engine == "process":
+        from .sweep import check_not_bootstrapping
+
+        # before the reference run: in a worker re-importing an unguarded script it would be wasted
+        check_not_bootstrapping("mean_field_limit_study")
     if engine == "process" and model.d >= 3:
         # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
         try:
