@@ -182,7 +182,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     path = None if path is None else pathlib.Path(path)
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
-    model = settings["model_fn"](params, rng_model)
+    model = _check_cell_model(settings["model_fn"](params, rng_model), params)
     x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
     names = settings["metrics"]
 
@@ -215,6 +215,24 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         ds.to_netcdf(tmp, engine="netcdf4")
         os.replace(tmp, path)
     return ds
+
+
+def _check_cell_model(model, params: dict) -> MultiHead:
+    """The model of a cell must be the one its parameters describe: the dataset labels the cell
+    (coordinates, or ``fixed_*`` attrs) by ``params``, not by what ``model_fn`` built."""
+    check_instance(model, MultiHead, "model_fn(params, rng)", "run_sweep",
+                   hint="model_fn must return a particles.MultiHead.")
+    built = {"d": model.d, "n_heads": model.n_heads, "kind": model.kind, "beta": model.beta}
+    for name, value in built.items():
+        want = params[name]
+        same = np.isclose(value, float(want), rtol=1e-12, atol=0) if name == "beta" else value == want
+        if not same:
+            raise InvalidParameterError(
+                f"model_fn(params, rng) of run_sweep built a model with {name}={value!r} for a cell whose "
+                f"params[{name!r}] is {want!r}; the dataset labels each cell by its params, so model_fn must "
+                f"build the model they describe (read params[{name!r}]), or sweep {name!r} to the value it uses."
+            )
+    return model
 
 
 def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, key: str = "") -> xr.Dataset:
@@ -342,6 +360,8 @@ def run_sweep(
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
     paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
 
+    if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
+        _check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         _check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                          named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})

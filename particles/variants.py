@@ -69,9 +69,16 @@ class TimeDependent:
             )
         tm = self.template
         M, W = out
-        return MultiHead(M, W, beta=tm.beta, kind=tm.kind, geometry=tm.geometry, log_time_scale=tm.log_time_scale,
-                         block_elements=tm.block_elements, summation=tm.summation, tol=tm.tol, causal=tm.causal,
-                         update=tm.update)
+        model = MultiHead(M, W, beta=tm.beta, kind=tm.kind, geometry=tm.geometry, log_time_scale=tm.log_time_scale,
+                          block_elements=tm.block_elements, summation=tm.summation, tol=tm.tol, causal=tm.causal,
+                          update=tm.update)
+        if model.d != tm.d:
+            # the tokens have the template's dimension: other matrices would fail deep inside a matmul
+            raise InvalidParameterError(
+                f"weights_fn of TimeDependent returned {model.d} x {model.d} matrices at t={t:g}, but the template "
+                f"(and so the tokens) is {tm.d}-dimensional; return matrices of shape (H, {tm.d}, {tm.d})."
+            )
+        return model
 
     def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
         return self.model_at(t)._velocity(x)

@@ -8,15 +8,202 @@ one pair of them disagrees; each must raise the library's own error naming one o
 ``__all__`` takes two or more array arguments and has no entry here.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
+import meanfield as mf
+import metrics
 import particles
 from particles.validation import LIBRARY_ERRORS
+from tests.test_bad_input import CASES
 
 X = particles.sample_uniform(5, 3, 0)
+X4 = particles.sample_uniform(4, 3, 1)
+Y2 = particles.sample_uniform(5, 2, 2)
 EYE2 = np.stack([np.eye(3)] * 2)
 EYE3 = np.stack([np.eye(3)] * 3)
+U4, U5 = np.full(4, 0.25), np.full(5, 0.2)
+C_PTS, C_AREAS = mf.circle_grid(16)
+SM = particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
+SC = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=1.0, kind="usa")
+TRAJ = particles.simulate(X, SC, t1=0.2, dt=0.05, save=particles.SaveAt(ts=np.linspace(0.0, 0.2, 4)))
+
+#: tags of test_bad_input.CASES that mark an array argument
+ARRAY_TAGS = {"points", "weights", "weights_nn", "matrix", "matrix_nn", "array", "stack", "times"}
+
+# name -> [(pair of arguments that disagree, callable, kwargs)]; the error must name one of the pair
+COMBINATIONS = {
+    "particles.MultiHead": [
+        (("M", "W"), particles.MultiHead, dict(M=EYE2, W=EYE3)),
+        (("M", "W"), particles.MultiHead, dict(M=np.eye(3), W=np.eye(2))),
+    ],
+    "particles.MultiHead.from_qk": [
+        (("Q", "K"), particles.MultiHead.from_qk, dict(Q=EYE2, K=np.eye(3), W=np.eye(3))),
+        (("Q", "K"), particles.MultiHead.from_qk, dict(Q=np.eye(3), K=np.eye(2), W=np.eye(3))),
+        (("Q", "W"), particles.MultiHead.from_qk, dict(Q=EYE2, K=EYE2, W=EYE3)),
+        (("K", "W"), particles.MultiHead.from_qk, dict(Q=np.eye(3), K=np.eye(3), W=np.eye(2))),
+    ],
+    "particles.Ensemble": [
+        (("M", "W"), particles.Ensemble, dict(M=EYE2, W=EYE3, beta=[1.0])),
+        (("M", "W"), particles.Ensemble, dict(M=EYE2, W=np.eye(3)[None], beta=[1.0])),
+        (("M", "W"), particles.Ensemble, dict(M=np.eye(3), W=np.eye(2), beta=[1.0])),
+    ],
+    "particles.project_tangent": [(("x", "v"), particles.project_tangent, dict(x=X, v=X4))],
+    "particles.retract": [(("x", "v"), particles.retract, dict(x=X, v=np.zeros((4, 3))))],
+    "particles.exp_map": [(("x", "v"), particles.exp_map, dict(x=X, v=np.zeros((5, 2))))],
+    "particles.geodesic_distance": [(("x", "y"), particles.geodesic_distance, dict(x=X, y=Y2)),
+                                    (("x", "y"), particles.geodesic_distance, dict(x=X, y=X4))],
+    "meanfield.EmpiricalMeasure": [(("points", "weights"), mf.EmpiricalMeasure, dict(points=X, weights=U4))],
+    "meanfield.GridMeasure": [
+        (("points", "areas"), mf.GridMeasure, dict(points=C_PTS, areas=C_AREAS[:8], mass=np.full(16, 1 / 16))),
+        (("points", "mass"), mf.GridMeasure, dict(points=C_PTS, areas=C_AREAS, mass=np.full(8, 1 / 8))),
+        (("areas", "mass"), mf.GridMeasure, dict(points=C_PTS, areas=C_AREAS[:8], mass=np.full(8, 1 / 8))),
+    ],
+    "meanfield.measure_velocity": [
+        (("points", "weights"), mf.measure_velocity, dict(model=SM, points=X, weights=U4)),
+        (("points", "at"), mf.measure_velocity, dict(model=SM, points=X, at=Y2)),
+    ],
+    "meanfield.measure_energy": [(("points", "weights"), mf.measure_energy, dict(model=SM, points=X, weights=U4))],
+    "meanfield.first_variation": [(("points", "weights"), mf.first_variation, dict(model=SM, points=X, weights=U4))],
+    "meanfield.uniform_growth_rate": [(("lam", "mu"), mf.uniform_growth_rate, dict(beta=1.0, lam=[1.0, 2.0], mu=[1.0]))],
+    "meanfield.critical_kappa": [(("lam", "mu"), mf.critical_kappa, dict(beta=1.0, lam=[1.0, 2.0], mu=[1.0]))],
+    "metrics.wasserstein": [
+        (("x", "y"), metrics.wasserstein, dict(x=X, y=Y2)),
+        (("x", "a"), metrics.wasserstein, dict(x=X, y=X4, a=U4)),
+        (("y", "b"), metrics.wasserstein, dict(x=X, y=X4, b=U5)),
+    ],
+    "metrics.sinkhorn_divergence": [(("x", "y"), metrics.sinkhorn_divergence, dict(x=X, y=Y2)),
+                                    (("x", "a"), metrics.sinkhorn_divergence, dict(x=X, y=X4, a=U4))],
+    "metrics.sliced_wasserstein_sphere": [(("x", "y"), metrics.sliced_wasserstein_sphere, dict(x=X, y=Y2)),
+                                          (("x", "a"), metrics.sliced_wasserstein_sphere, dict(x=X, y=X4, a=U4))],
+    "metrics.distance_to_uniform": [(("x", "weights"), metrics.distance_to_uniform, dict(x=X, weights=U4))],
+    "metrics.geodesic_cost": [(("x", "y"), metrics.geodesic_cost, dict(x=X, y=Y2))],
+    "metrics.n_clusters": [(("x", "weights"), metrics.n_clusters, dict(x=X, weights=U4))],
+    "metrics.cluster_sizes": [(("x", "weights"), metrics.cluster_sizes, dict(x=X, weights=U4))],
+    "metrics.silhouette": [(("x", "labels"), metrics.silhouette, dict(x=X, labels=[0, 0, 1, 1]))],
+    "metrics.evaluate": [(("x", "weights"), metrics.evaluate, dict(names=["n_clusters"], x=X, weights=U4))],
+    "particles.misaligned_model": [
+        (("M", "Delta"), particles.misaligned_model, dict(M=np.eye(3), Delta=0.1 * np.eye(2), beta=1.0)),
+        (("M", "Delta"), particles.misaligned_model, dict(M=EYE2, Delta=0.1 * EYE3, beta=1.0)),
+    ],
+    "particles.radial_dominance": [(("traj", "ts"), particles.radial_dominance,
+                                    dict(model=SC, traj=TRAJ.x, ts=np.linspace(0.0, 1.0, 3)))],
+    "metrics.plateaus": [(("t", "values"), metrics.plateaus, dict(t=np.linspace(0.1, 1.0, 6), values=np.ones(5)))],
+    "metrics.cluster_energy": [(("centres", "masses"), metrics.cluster_energy,
+                                dict(model=SC, centres=X[:2], masses=[0.2, 0.3, 0.5]))],
+    "metrics.staircase": [(("traj", "ts"), metrics.staircase, dict(model=SC, traj=TRAJ.x, ts=np.linspace(0, 1, 3)))],
+}
+
+# name -> {pair: why no value of one constrains the other}
+INDEPENDENT = {
+    "particles.Ensemble": {("M", "beta"): "one beta per system, any number of systems and heads",
+                           ("W", "beta"): "one beta per system, any number of systems and heads"},
+    "theory.equiangular_rhs": {("lambdas", "rho"): "rho is any array of overlaps, lambdas one strength per head"},
+    "theory.solve_equiangular": {("lambdas", "ts"): "save times and head strengths are unrelated"},
+    "particles.rd_threshold": {("bracket", "x0"): "a beta interval and the initial tokens are unrelated"},
+    "meanfield.measure_velocity": {("at", "weights"): "weights belong to points; 'at' are evaluation points"},
+    "metrics.wasserstein": {("a", "b"): "weights of two measures of any sizes", ("a", "y"): "a weighs x, not y",
+                            ("b", "x"): "b weighs y, not x"},
+    "metrics.sinkhorn_divergence": {("a", "y"): "a weighs x, not y"},
+    "metrics.sliced_wasserstein_sphere": {("a", "y"): "a weighs x, not y"},
+}
+
+
+def _array_args(tags):
+    return sorted(arg for arg, tag in tags.items() if tag in ARRAY_TAGS)
+
+
+def test_every_multi_array_callable_has_combination_cases():
+    """A public callable taking two or more arrays lists a disagreeing call for every pair of them,
+    or says why the pair is independent: a new one without either fails here."""
+    missing = []
+    for name, (_, _, tags) in CASES.items():
+        for pair in itertools.combinations(_array_args(tags), 2):
+            covered = {tuple(sorted(p)) for p, _, _ in COMBINATIONS.get(name, [])}
+            if pair not in covered and pair not in INDEPENDENT.get(name, {}):
+                missing.append((name, pair))
+    assert missing == []
+    # and no stale entry: every listed pair names real array arguments of a listed callable
+    for table in (COMBINATIONS, INDEPENDENT):
+        for name, entries in table.items():
+            pairs = [p for p, _, _ in entries] if table is COMBINATIONS else list(entries)
+            for pair in pairs:
+                assert set(pair) <= set(_array_args(CASES[name][2])), (name, pair)
+
+
+PAIR_CASES = [(name, pair, fn, kwargs) for name, entries in COMBINATIONS.items() for pair, fn, kwargs in entries]
+
+
+@pytest.mark.parametrize("name, pair, fn, kwargs", PAIR_CASES,
+                         ids=[f"{n}-{'/'.join(p)}-{i}" for i, (n, p, _, _) in enumerate(PAIR_CASES)])
+def test_disagreeing_pair_raises_library_error(name, pair, fn, kwargs):
+    _raises_naming(fn, kwargs, pair)
+
+
+# ------------------------------------------------------------------ combinations through callables and configs
+def _td(weights_fn):
+    return lambda: particles.simulate(X, particles.TimeDependent(weights_fn, SM), t1=0.1, dt=0.05)
+
+
+def _sweep(**kw):
+    return lambda: metrics.run_sweep(**dict(dict(grid={"beta": [1.0]}, t1=0.1, dt=0.05, n_saves=2), **kw))
+
+
+def _fixed_model(params, rng):
+    return particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
+
+
+OTHER = {
+    # weights_fn's matrices against the template (heads of M vs W, d vs the tokens, d changing in time)
+    "TimeDependent-M/W-heads": (_td(lambda t: (EYE2, np.eye(3)[None])), ["W"]),
+    "TimeDependent-d-vs-template": (_td(lambda t: (np.eye(2), np.eye(2))), ["weights_fn", "template"]),
+    "TimeDependent-d-changes": (_td(lambda t: (np.eye(3),) * 2 if t < 0.05 else (np.eye(2),) * 2), ["weights_fn"]),
+    "SaveAt-ts-and-every": (lambda: particles.SaveAt(ts=[0.0, 0.1], every=2), ["ts", "every"]),
+    "SaveAt-x-False-without-fn": (lambda: particles.SaveAt(x=False), ["fn"]),
+    "SaveAt-fn-keys-change": (lambda: particles.simulate(X, SM, t1=0.2, dt=0.05, save=particles.SaveAt(
+        every=1, fn=lambda t, x: {"a": 1.0} if t < 0.1 else {"b": 1.0})), ["fn"]),
+    "SaveAt-fn-shapes-change": (lambda: particles.simulate(X, SM, t1=0.2, dt=0.05, save=particles.SaveAt(
+        every=1, fn=lambda t, x: {"a": np.ones(1 + int(t > 0.1))})), ["fn"]),
+    "SaveAt-ts-outside-run": (lambda: particles.simulate(X, SM, t1=0.2, dt=0.05, save=particles.SaveAt(ts=[0.0, 0.5])),
+                              ["ts"]),
+    "Trajectory-t/x": (lambda: particles.Trajectory(t=np.zeros(2), x=np.zeros((3, 5, 3)), saved={}), ["x"]),
+    "Trajectory-t/saved": (lambda: particles.Trajectory(t=np.zeros(2), x=None, saved={"a": np.zeros(3)}), ["saved"]),
+    "simulate_layers-d": (lambda: particles.simulate_layers(X, [SM, particles.MultiHead(np.eye(2))], dt=0.5),
+                          ["layers"]),
+    "trajectory_to_dataset-model-d": (lambda: metrics.trajectory_to_dataset(
+        TRAJ, model=particles.MultiHead(np.eye(2), kind="softmax")), ["model"]),
+    "Ensemble.velocity-S": (lambda: particles.Ensemble(np.eye(3), beta=[1.0, 2.0]).velocity(X[None]), ["x"]),
+    # sweep grids against model_fn: the dataset labels cells by params, the model must be theirs
+    "run_sweep-grid-beta-vs-model_fn": (_sweep(grid={"beta": [1.0, 2.0]}, model_fn=_fixed_model), ["model_fn"]),
+    "run_sweep-grid-n_heads-vs-model_fn": (_sweep(grid={"n_heads": [1, 2]}, model_fn=_fixed_model), ["model_fn"]),
+    "run_sweep-grid-d-vs-model_fn": (_sweep(grid={"d": [2]}, model_fn=_fixed_model), ["model_fn"]),
+    "run_sweep-default-kind-vs-model_fn": (_sweep(grid={"n_particles": [8]}, model_fn=lambda p, r: particles.MultiHead(
+        np.eye(3), kind="usa")), ["model_fn"]),
+    # study: the density against the sphere of the model, the reference against the runs
+    "study-density-shape-vs-d": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=3, kind="usa"), lambda y: np.ones((len(y), 2)), n_values=(16, 32)),
+        ["density_fn"]),
+    "study-n_reference-below-n_values": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=3, kind="usa"), lambda y: 1 + 0 * y[:, 0], n_values=(16, 64),
+        n_reference=32), ["n_reference"]),
+    "study-dt-above-t1": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=2, kind="softmax"), np.cos, n_values=(16, 32), t1=0.1, dt=0.5), ["dt"]),
+    "wasserstein_ascent-mu0-vs-model-d": (lambda: mf.wasserstein_ascent(
+        mf.GridMeasure(C_PTS, C_AREAS, np.full(16, 1 / 16)), SM, t1=0.05, scheme="fv_circle"), ["model", "mu0"]),
+    "harmonic_growth-harmonic_fn-shape": (lambda: mf.harmonic_growth(SC, lambda p: p[:, :2], m=40, t1=0.02,
+                                                                     n_saves=3), ["harmonic_fn"]),
+    "rd_threshold-make_model-vs-x0": (lambda: particles.rd_threshold(
+        lambda b: particles.MultiHead.scalar([1.0, 0.5], d=2, beta=b), X, t1=0.1, bracket=(0.0, 1.0), n_grid=2,
+        xtol=0.3, n_saves=3), ["x0", "make_model", "x"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OTHER))
+def test_disagreeing_configuration_raises_library_error(case):
+    call, names = OTHER[case]
+    _raises_naming(lambda: call(), {}, names)
 
 
 def _raises_naming(fn, kwargs, names):

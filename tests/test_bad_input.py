@@ -80,7 +80,7 @@ CASES = {
     "particles.MultiHead.entropy": (MODEL.entropy, dict(x=X), {"x": "points"}),
     "particles.MultiHead.weights": (MODEL.weights, dict(x=X), {"x": "points"}),
     "particles.Ensemble": (particles.Ensemble, dict(M=np.eye(3), beta=[1.0]),
-                           {"M": "matrix", "beta": "array", "kind": "choice", "chunk": "int"}),
+                           {"M": "matrix", "W": "matrix_nn", "beta": "array", "kind": "choice", "chunk": "int"}),
     "particles.Ensemble.velocity": (particles.Ensemble(np.eye(3), beta=[1.0]).velocity, dict(x=X[None]),
                                     {"x": "stack"}),
     "particles.simulate": (particles.simulate, dict(x0=X, field=MODEL, t1=0.1, dt=0.05),
