@@ -352,6 +352,10 @@ class MultiHead:
         if self.kind == "softmax":
             return np.exp(s - logsumexp(s, axis=-1, keepdims=True))
         if self.kind == "usa":
+            top = float(s.max()) - self.log_time_scale
+            if top > _LOG_OVERFLOW:  # the same refusal as the velocity: no inf weights
+                raise SolverError(_usa_overflow_message(int(np.argmax(s.reshape(len(s), -1).max(axis=1))), top,
+                                                        self.beta, x))
             return np.exp(s - self.log_time_scale)
         r = np.maximum(s, 0.0)
         if self.kind == "relu":
@@ -398,7 +402,8 @@ class MultiHead:
         :math:`\nabla_{x_i} E_h = \frac{1}{2n^2}\big[Z_i M_h\bar x_i + Z'_i M_h^\top \bar x'_i\big]`
         with :math:`Z_i, \bar x_i` the partition function and softmax mean of row i of
         :math:`e^{\beta s}` and :math:`Z', \bar x'` those of its transpose. Under C3 this is
-        :math:`f_i/n^2` for aligned USA heads.
+        :math:`f_i/n^2` for aligned USA heads. Entries past the float64 range are ±inf (never NaN),
+        as :math:`E_h` is then; ``log_time_scale`` rescales them.
         """
         x = self.check_x(x)
         return self._head_gradients(x, self._exp_sums(x)).sum(axis=0)
@@ -412,12 +417,11 @@ class MultiHead:
 
     def _head_gradient(self, x: np.ndarray, h: int, p: HeadSums, q: HeadSums | None) -> np.ndarray:
         n = x.shape[0]
-        z = _safe_exp(p.logz - self.log_time_scale)
         if q is None:
             # s_ji = s_ij and M^T = M: both halves of the gradient coincide
-            return z[:, None] * (p.mean @ self.M[h].T) / (n * n)
-        zq = _safe_exp(q.logz - self.log_time_scale)
-        return (z[:, None] * (p.mean @ self.M[h].T) + zq[:, None] * (q.mean @ self.M[h])) / (2 * n * n)
+            return _scaled(p.logz - self.log_time_scale - 2 * np.log(n), p.mean @ self.M[h].T)
+        c = self.log_time_scale + np.log(2 * n * n)
+        return _scaled(p.logz - c, p.mean @ self.M[h].T) + _scaled(q.logz - c, q.mean @ self.M[h])
 
     def entropy(self, x) -> np.ndarray:
         r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, n).
@@ -454,6 +458,16 @@ def _safe_exp(a: np.ndarray) -> np.ndarray:
     out = np.full(a.shape, np.inf)
     ok = a < _LOG_OVERFLOW + 9.0
     out[ok] = np.exp(a[ok])
+    return out
+
+
+def _scaled(logz: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Rows e^{logz_i} g_i: ±inf where the product is past float64, exactly 0 where g_ij = 0 (never
+    inf · 0 = NaN); the scale is folded into the log first so that no finite product overflows early."""
+    out = np.zeros_like(g)
+    nz = g != 0
+    with np.errstate(over="ignore"):
+        out[nz] = np.sign(g[nz]) * np.exp(np.broadcast_to(logz[:, None], g.shape)[nz] + np.log(np.abs(g[nz])))
     return out
 
 
