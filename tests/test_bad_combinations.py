@@ -16,6 +16,7 @@ import pytest
 import meanfield as mf
 import metrics
 import particles
+from particles import theory as th
 from particles.validation import LIBRARY_ERRORS
 from tests.test_bad_input import CASES
 
@@ -190,6 +191,10 @@ OTHER = {
         n_reference=32), ["n_reference"]),
     "study-dt-above-t1": (lambda: metrics.mean_field_limit_study(
         particles.MultiHead.scalar([1.0], d=2, kind="softmax"), np.cos, n_values=(16, 32), t1=0.1, dt=0.5), ["dt"]),
+    # an overlap rho of n equiangular unit vectors lies in [-1/(n-1), 1]
+    "equiangular_rhs-rho-vs-n": (lambda: th.equiangular_rhs(np.array([0.1, -0.5]), [1.0], 1.0, 4), ["rho"]),
+    "entropy_equiangular-rho-vs-n": (lambda: th.entropy_equiangular(1.5, 4, 1.0, 1.0), ["rho"]),
+    "cos_angle_equiangular-rho-vs-n": (lambda: th.cos_angle_equiangular(-0.5, 1.0, 4), ["rho"]),
     "wasserstein_ascent-mu0-vs-model-d": (lambda: mf.wasserstein_ascent(
         mf.GridMeasure(C_PTS, C_AREAS, np.full(16, 1 / 16)), SM, t1=0.05, scheme="fv_circle"), ["model", "mu0"]),
     "harmonic_growth-harmonic_fn-shape": (lambda: mf.harmonic_growth(SC, lambda p: p[:, :2], m=40, t1=0.02,
