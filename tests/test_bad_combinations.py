@@ -12,6 +12,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import meanfield as mf
 import metrics
@@ -393,3 +395,55 @@ def test_numeric_functions_finite_or_documented_at_every_beta(name, kind, scale,
         assert np.all(np.isfinite(numbers)), f"{name} is infinite"
     elif not np.all(np.isfinite(numbers)):
         assert np.max(model.log_head_energies(XS)) > np.log(np.finfo(float).max) - np.log(XS.shape[0] ** 2)
+
+
+# ------------------------------------------------------------------ generated shape disagreements
+def _pts(n, d, seed=0):
+    return particles.sample_uniform(n, d, seed)
+
+
+def _w(m):
+    return np.full(m, 1.0 / m)
+
+
+# name -> (builder(n, m, d, e) of a call whose two arrays disagree when (n, d) != (m, e), names)
+SHAPES = {
+    "EmpiricalMeasure points/weights": (lambda n, m, d, e: (mf.EmpiricalMeasure, dict(points=_pts(n, d), weights=_w(m))),
+                                        "length", ["weights"]),
+    "n_clusters x/weights": (lambda n, m, d, e: (metrics.n_clusters, dict(x=_pts(n, d), weights=_w(m))),
+                             "length", ["weights"]),
+    "distance_to_uniform x/weights": (lambda n, m, d, e: (metrics.distance_to_uniform,
+                                                          dict(x=_pts(n, d), weights=_w(m))), "length", ["weights"]),
+    "measure_energy points/weights": (lambda n, m, d, e: (mf.measure_energy, dict(
+        model=particles.MultiHead(np.eye(d), kind="softmax"), points=_pts(n, d), weights=_w(m))), "length", ["weights"]),
+    "wasserstein x/y": (lambda n, m, d, e: (metrics.wasserstein, dict(x=_pts(n, d), y=_pts(m, e, 1))),
+                        "dim", ["x", "y"]),
+    "sliced_wasserstein_sphere x/y": (lambda n, m, d, e: (metrics.sliced_wasserstein_sphere,
+                                                          dict(x=_pts(n, d), y=_pts(m, e, 1))), "dim", ["x", "y"]),
+    "geodesic_cost x/y": (lambda n, m, d, e: (metrics.geodesic_cost, dict(x=_pts(n, d), y=_pts(m, e, 1))),
+                          "dim", ["x", "y"]),
+    "MultiHead M/W": (lambda n, m, d, e: (particles.MultiHead, dict(M=np.stack([np.eye(d)] * n),
+                                                                   W=np.stack([np.eye(e)] * m))), "both", ["W"]),
+    "Ensemble M/W": (lambda n, m, d, e: (particles.Ensemble, dict(M=np.stack([np.eye(d)] * n),
+                                                                 W=np.stack([np.eye(e)] * m), beta=[1.0])), "both", ["W"]),
+    "from_qk Q/K": (lambda n, m, d, e: (particles.MultiHead.from_qk, dict(Q=np.stack([np.eye(d)] * n),
+                                                                         K=np.stack([np.eye(e)] * m), W=np.eye(d))),
+                    "both", ["Q", "K"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+@settings(max_examples=15, deadline=None, database=None, derandomize=True)
+@given(n=st.integers(1, 6), m=st.integers(1, 6), d=st.integers(2, 4), e=st.integers(2, 4))
+def test_generated_shape_disagreements_raise_library_error(case, n, m, d, e):
+    build, what, names = SHAPES[case]
+    # "length": only the lengths may disagree (same d); "dim": only the dimensions; "both": either
+    if what == "length":
+        e = d
+        assume(n != m)
+    elif what == "dim":
+        assume(d != e)
+    else:
+        assume((n, d) != (m, e))
+    fn, kwargs = build(n, m, d, e)
+    _raises_naming(fn, kwargs, names)
