@@ -17,8 +17,10 @@ Contract:
 3. **Verified.** Every cell file carries in its attrs the hash of its parameters
    (``cell_key``: parameters, seed index and settings) and the SHA-256 of its content
    (``content_sha256``: names, dims, dtypes and bytes of every variable). Resume checks
-   both; a file that fails (unreadable, another cell's file, values edited) is recomputed,
-   with a :class:`CellWarning` naming it.
+   both, and the ``headflow_version`` that wrote it; a file that fails (unreadable, another
+   cell's file, values edited, another version) is recomputed, with a :class:`CellWarning`
+   naming it. The folder is checked before any work (not a file, creatable, writable); other
+   files in it are never read or touched.
 4. **Failures are data.** A cell whose simulation fails (:class:`particles.SolverError`,
    e.g. an overflowing USA head) is recorded with ``success = 0``, NaN rows after the last
    finite save and its message in ``failure_message``; it does not abort the sweep.
@@ -26,8 +28,11 @@ Contract:
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
    own cell, so a dead worker loses only its cell. Process-pool workers watch their parent
    and exit within a second of its death (no orphans writing cells); if a worker dies, the
-   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Dask workers
-   follow dask's nanny semantics.
+   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Workers start by
+   *spawn* and re-import the main script: an unguarded script (no
+   ``if __name__ == "__main__":``) and an unpicklable ``model_fn`` get their own messages. Dask
+   workers follow dask's nanny semantics; a cell that kills its workers more often than
+   ``distributed.scheduler.allowed-failures`` ends the sweep with a :class:`particles.SolverError`.
 """
 
 from __future__ import annotations
@@ -339,7 +344,7 @@ def run_sweep(
     if store is not None and not isinstance(store, (str, os.PathLike)):
         raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
     if engine == "process":
-        check_not_bootstrapping(caller)
+        _check_not_bootstrapping(caller)
     entropy = np.random.SeedSequence(seed).entropy
     ts = np.linspace(0.0, t1, n_saves)
     settings = {"entropy": entropy, "t1": float(t1), "dt": float(dt), "method": method, "kappa": float(kappa),
@@ -367,7 +372,7 @@ def run_sweep(
                          named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
     results = {}
     if store is not None:
-        folder = open_store(store, caller)
+        folder = _open_store(store, caller)
         _clean_stale_parts(folder)
         for idx, path in enumerate(paths):
             if not os.path.exists(path):
@@ -432,7 +437,7 @@ def run_sweep(
     return ds
 
 
-def open_store(store, caller: str) -> pathlib.Path:
+def _open_store(store, caller: str) -> pathlib.Path:
     """The sweep's cell folder, created if missing and checked writable before any work.
 
     Refused with an :class:`InvalidParameterError` naming ``store``: an existing file (or a
@@ -480,7 +485,7 @@ _BOOTSTRAP_FIX = (
 )
 
 
-def check_not_bootstrapping(caller: str) -> None:
+def _check_not_bootstrapping(caller: str) -> None:
     """Refuse to start a process pool from a spawned worker that is still importing the main script.
 
     With the 'spawn' start method each worker re-imports the parent's main script as
