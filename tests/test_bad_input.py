@@ -5,6 +5,9 @@ numpy/POT/xarray exception.
 
 ``CASES`` lists, for each public callable, a valid call and the tag of each argument;
 ``test_every_public_name_is_covered`` fails when a name of an ``__all__`` is missing.
+Arguments that are valid alone but disagree together (shapes, dimensions, head counts) are in
+``tests/test_bad_combinations.py``, whose coverage test reads the array tags of ``CASES``; bad
+environments (filesystem, worker processes) in ``tests/test_bad_environment.py``.
 """
 
 import inspect
