@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from .attention import KINDS, MultiHead, _safe_exp
+from .attention import KINDS, MultiHead, _safe_exp, _signed_logsumexp
 from .validation import check_instance, check_names
 
 __all__ = ["diagnose", "diagnostics_fn", "DIAGNOSTICS"]
@@ -125,7 +125,7 @@ def _energy_rates(model: MultiHead, x: np.ndarray, sums, xdot: np.ndarray) -> tu
     :math:`\nabla_{x_i}E_h = \frac{1}{2n^2}[Z_i M_h\bar x_i + Z'_i M_h^\top\bar x'_i]` (times
     :math:`e^{-c}`). At large β the partition functions :math:`Z_i = e^{\log Z_i}` overflow while the
     rate may not; each term is kept as :math:`(\log Z_i - c,\ \langle M_h\bar x_i, \dot x_i\rangle)` and
-    the signed sum is one ``logsumexp(..., b=..., return_sign=True)``, so a rate is ±inf only when
+    the signed sum is one signed log-sum-exp, so a rate is ±inf only when
     its magnitude is past the float64 range, never NaN (no inf − inf). On the sphere the gradient
     is projected before the product: :math:`\dot x_i` is tangent, so this changes nothing in exact
     arithmetic but removes the round-off of a large radial component.
@@ -146,10 +146,9 @@ def _energy_rates(model: MultiHead, x: np.ndarray, sums, xdot: np.ndarray) -> tu
     per = len(logs) // H
     a = np.stack(logs).reshape(H, per * n)
     b = np.stack(coefs).reshape(H, per * n)
-    with np.errstate(divide="ignore", over="ignore"):
-        # an exact zero rate (e.g. a stationary state) has log |rate| = -inf: the product below is 0
-        log_head, sign_head = logsumexp(a, b=b, axis=1, return_sign=True)
-        log_tot, sign_tot = logsumexp(a.ravel(), b=b.ravel(), return_sign=True)
+    # an exact zero rate (e.g. a stationary state) has log |rate| = -inf and sign 0: the product is 0
+    log_head, sign_head = _signed_logsumexp(a, b, axis=1)
+    log_tot, sign_tot = _signed_logsumexp(a.ravel(), b.ravel(), axis=0)
     return sign_head * _safe_exp(log_head), float(sign_tot * _safe_exp(log_tot))
 
 

@@ -447,3 +447,30 @@ def test_generated_shape_disagreements_raise_library_error(case, n, m, d, e):
         assume((n, d) != (m, e))
     fn, kwargs = build(n, m, d, e)
     _raises_naming(fn, kwargs, names)
+
+
+@pytest.mark.parametrize("beta", [1.0, 1e3, 1e4])
+def test_stationary_state_has_zero_rates_at_every_beta(beta):
+    """All tokens at one point: every softmax mean is the token itself, so ẋ = 0 and every rate is
+    exactly 0 (each term of the log-domain sum is 0), also where E_h overflows float64."""
+    x = np.tile([[0.0, 0.0, 1.0]], (7, 1))  # exactly unit: the projection of x on itself is exactly 0
+    out = particles.diagnose(_model("softmax", beta, symmetric=True), x)
+    assert out["kinetic"] == 0.0 and out["energy_rate"] == 0.0 and out["rate_residual"] == 0.0
+    assert np.all(out["head_energy_rate"] == 0.0)
+
+
+@pytest.mark.parametrize("beta", [2.0, 1e3])
+def test_energy_gradient_of_heads_of_opposite_sign(beta):
+    """M_1 = I, M_2 = -I on an antipodal configuration: both heads' gradients are of order e^beta;
+    their sum is the sum of the per-head gradients where finite, and ±inf (never NaN) past float64."""
+    model = particles.MultiHead(np.stack([np.eye(3), -np.eye(3)]), beta=beta, kind="softmax")
+    x = particles.normalize(np.array([[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.6, 0.8]]))
+    grad = model.energy_gradient(x)
+    assert not np.any(np.isnan(grad))
+    per_head = model._head_gradients(x, model._exp_sums(x))
+    if beta < 700:
+        np.testing.assert_allclose(grad, per_head.sum(axis=0), rtol=1e-13, atol=1e-15)
+    else:
+        finite = np.all(np.isfinite(per_head), axis=0)
+        np.testing.assert_allclose(grad[finite], per_head.sum(axis=0)[finite], rtol=1e-13, atol=1e-15)
+        assert np.any(np.isinf(grad))
