@@ -8,10 +8,15 @@ clusters at T = 30 per beta (geodesic eps = 1e-3). Three measurements, in one ru
 1b. ``batched anchor``: the same scheme as the public research scripts run it, every system
    of one beta in one batched matmul (S, n, n), one BLAS thread; timed on every system of
    every ``--batched-stride``-th beta and extrapolated to the 90 betas.
-2. ``ours``: ``particles.Ensemble`` (all systems of a chunk at once) with RK4, dt = 1.0,
-   over the full workload, in a process pool of ``--workers`` processes (one BLAS thread each).
+2. ``ours``: ``particles.Ensemble`` (all systems of a chunk at once) with RK4, dt = 1.0, timed
+   in this process on the same systems as the batched anchor and extrapolated the same way,
+   then run over the full workload in a process pool of ``--workers`` processes (one BLAS
+   thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
 3. accuracy on a subset: both schemes against a converged RK4 (dt = 0.05) reference: the
    largest gap of the per-beta mean cluster count and the fraction of systems whose count differs.
+
+Every speed-up is a ratio of two timings of this process under the same thread limits
+(``_timing.ratio``); the table header gives the load average and the limits.
 
 Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2]
 """
@@ -23,6 +28,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+from _timing import Timing, header, ratio
 from threadpoolctl import threadpool_limits
 
 import particles
@@ -68,8 +74,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="a 1/16 workload (for a smoke run)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batched-stride", type=int, default=10, help="time the batched anchor on every k-th beta")
+    ap.add_argument("--per-beta", type=int, default=None, help="systems per beta (default 2048; --quick: 128)")
     args = ap.parse_args(argv)
     n_beta, per_beta = (90, 128) if args.quick else (90, 2048)
+    if args.per_beta is not None:
+        per_beta = args.per_beta
     betas = np.linspace(0.1, 9.0, n_beta)
     S = n_beta * per_beta
 
@@ -80,8 +89,7 @@ def main(argv=None):
         t = time.perf_counter()
         for k in range(sub):
             anchor_one(xs[k], betas[k % n_beta])
-        anchor_per_system = (time.perf_counter() - t) / sub
-    anchor_total = anchor_per_system * S
+        anchor = Timing.now(time.perf_counter() - t).scaled(S / sub, f"x {S}/{sub} systems")
 
     # 1b. batched anchor: all systems of a beta in one batched matmul, as the research scripts do
     timed = betas[:: args.batched_stride]
@@ -89,7 +97,14 @@ def main(argv=None):
         t = time.perf_counter()
         for k, b in enumerate(timed):
             anchor_batched(initial(per_beta, 100 + k), b)
-        batched_total = (time.perf_counter() - t) * n_beta / len(timed)
+        batched = Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
+
+    # 2a. ours on the same systems, in this process, extrapolated the same way
+    with threadpool_limits(1, user_api="blas"):
+        t = time.perf_counter()
+        for k, b in enumerate(timed):
+            ours_chunk((initial(per_beta, 100 + k), np.full(per_beta, b), "rk4", 1.0))
+        ours_here = Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
 
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
     acc_beta = betas[::6]
@@ -111,17 +126,21 @@ def main(argv=None):
     ours_total = time.perf_counter() - t
     stat = counts.reshape(n_beta, per_beta).mean(axis=1)
 
-    print(f"workload: {per_beta} systems x n={N} x d=2 x {n_beta} beta values, T={T_FINAL:g} ({S} systems)")
+    print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d=2 x {n_beta} beta "
+                                                      f"values, T={T_FINAL:g} ({S} systems)"))
+    print()
     print("| scheme | time (s) | speed-up | max gap of mean clusters vs converged | systems differing |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| anchors' projected Euler dt=0.1 (extrapolated from {sub} systems) | {anchor_total:.0f} | 1.0 | "
+    print(f"| anchors' projected Euler dt=0.1, 1 thread (extrapolated from {sub} systems) | {anchor.seconds:.0f} | 1.0 | "
           f"{np.abs(anc.mean(1) - ref.mean(1)).max():.4f} | {(anc != ref).mean():.4f} |")
-    print(f"| anchors' scheme batched per beta, 1 thread (extrapolated from {len(timed)} betas) | {batched_total:.0f} | "
-          f"{anchor_total / batched_total:.1f} | same scheme as above | same |")
-    print(f"| Ensemble + RK4 dt=1.0, {args.workers} processes | {ours_total:.0f} | {anchor_total / ours_total:.1f} | "
-          f"{np.abs(fast.mean(1) - ref.mean(1)).max():.4f} | {(fast != ref).mean():.4f} |")
-    print(f"speed-up of ours against the batched anchor: {batched_total / ours_total:.1f}x "
-          f"(per core: {batched_total / (ours_total * args.workers):.1f}x)")
+    print(f"| anchors' scheme batched per beta, 1 thread (extrapolated from {len(timed)} betas) | {batched.seconds:.0f} | "
+          f"{ratio(anchor, batched):.1f} | same scheme as above | same |")
+    print(f"| Ensemble + RK4 dt=1.0, 1 thread (extrapolated from the same {len(timed)} betas) | {ours_here.seconds:.0f} | "
+          f"{ratio(anchor, ours_here):.1f} | {np.abs(fast.mean(1) - ref.mean(1)).max():.4f} | {(fast != ref).mean():.4f} |")
+    print(f"speed-up of ours against the batched anchor, both in this process on one thread: "
+          f"{ratio(batched, ours_here):.1f}x")
+    print(f"full workload with Ensemble + RK4 dt=1.0 on {args.workers} processes: {ours_total:.0f} s wall "
+          "(a pool, not comparable with the single-process timings above: no speed-up)")
     print(f"accuracy subset: {len(acc_beta)} beta values x {per} systems; standard error of a mean "
           f"count ~ {ref.std(axis=1).max() / np.sqrt(per):.3f}")
     print("beta:           ", " ".join(f"{b:5.2f}" for b in betas[::10]))

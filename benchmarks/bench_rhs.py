@@ -8,7 +8,9 @@ For each (n, d, H) the script times, with one BLAS thread, in the same run:
   softmax attention avoids;
 - ``dense``: a plain reference materialising the (n, n) matrices with scipy.special.softmax.
 
-and prints ``ours / floor`` (target <= 1.3 at n >= 1024) and ``dense / ours``.
+and prints ``ours / floor`` (target <= 1.3 at n >= 1024) and ``dense / ours``. All three are
+timed in this process under the same thread limits (``_timing.ratio`` refuses anything else),
+and the table header gives the machine's load average and the limits.
 
 Run:  python benchmarks/bench_rhs.py [--kind softmax] [--repeat 5]
 """
@@ -16,24 +18,14 @@ Run:  python benchmarks/bench_rhs.py [--kind softmax] [--repeat 5]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_of, header, ratio
 from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
 import particles
 from particles._core.blocking import rows_per_block as _rows_per_block
-
-
-def best_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def floor_fn(model, x):
@@ -83,18 +75,24 @@ def main(argv=None):
                     M = (A + A.transpose(0, 2, 1)) / 2
                     model = particles.MultiHead(M, beta=1.0, kind=args.kind, log_time_scale="auto", summation="exact")
                     x = particles.sample_uniform(n, d, rng)
-                    ours = best_time(lambda model=model, x=x: model.velocity(x), args.repeat)
-                    floor = best_time(floor_fn(model, x), args.repeat)
-                    dense = best_time(dense_fn(model, x), max(1, args.repeat // 2)) if args.kind == "softmax" else np.nan
+                    ours = best_of(lambda model=model, x=x: model.velocity(x), args.repeat)
+                    floor = best_of(floor_fn(model, x), args.repeat)
+                    dense = (best_of(dense_fn(model, x), max(1, args.repeat // 2)) if args.kind == "softmax"
+                             else None)
                     rows.append((n, d, H, ours, floor, dense))
-                    print(f"{n:6d} {d:4d} {H:3d}  {ours * 1e3:10.3f} ms  floor {floor * 1e3:10.3f} ms  "
-                          f"ours/floor {ours / floor:5.2f}  dense/ours {dense / ours:5.2f}", flush=True)
+                    dense_ratio = np.nan if dense is None else ratio(dense, ours)
+                    print(f"{n:6d} {d:4d} {H:3d}  {ours.seconds * 1e3:10.3f} ms  floor {floor.seconds * 1e3:10.3f} ms  "
+                          f"ours/floor {ratio(ours, floor):5.2f}  dense/ours {dense_ratio:5.2f}", flush=True)
     print()
-    print(f"kind={args.kind}, one BLAS thread, best of {args.repeat}")
+    timings = [t for row in rows for t in row[3:] if t is not None]
+    print(header(timings, title=f"kind={args.kind}, one BLAS thread, best of {args.repeat}"))
+    print()
     print("|     n |  d |  H | ours (ms) | floor (ms) | ours/floor | dense/ours |")
     print("|------:|---:|---:|----------:|-----------:|-----------:|-----------:|")
     for n, d, H, ours, floor, dense in rows:
-        print(f"| {n:5d} | {d:2d} | {H:2d} | {ours * 1e3:9.3f} | {floor * 1e3:10.3f} | {ours / floor:10.2f} | {dense / ours:10.2f} |")
+        dense_ratio = np.nan if dense is None else ratio(dense, ours)
+        print(f"| {n:5d} | {d:2d} | {H:2d} | {ours.seconds * 1e3:9.3f} | {floor.seconds * 1e3:10.3f} | "
+              f"{ratio(ours, floor):10.2f} | {dense_ratio:10.2f} |")
 
 
 if __name__ == "__main__":

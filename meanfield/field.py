@@ -57,23 +57,29 @@ def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> 
 
 def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False):
     r""":math:`E_{multi}[\mu] = \sum_h \frac{1}{2\beta}\sum_{kl} w_k w_l e^{\beta s^h_{kl}}`
-    (or its log with ``log=True``). Needs β > 0."""
+    (or its log with ``log=True``). Needs β > 0. +inf past the float64 range (β‖M‖ ≳ 700):
+    ``log=True`` stays finite there."""
     y, w = _prepare(model, points, weights, "measure_energy")
     if model.beta == 0:
         raise InvalidParameterError("measure_energy needs beta > 0 (the energy is +inf at beta = 0).")
     keep = w > 0  # empty cells carry no energy; log 0 would be -inf on purpose, but skip them
     logs = [logsumexp(p.logz[keep] + np.log(w[keep])) for p in model.sums(y, sources=y, weights=w, check=False)]
     logE = logsumexp(logs) - np.log(2 * model.beta)
-    return float(logE) if log else float(np.exp(logE))
+    if log:
+        return float(logE)
+    with np.errstate(over="ignore"):  # +inf past the float64 range, as documented
+        return float(np.exp(logE))
 
 
 def first_variation(model: MultiHead, points, weights=None) -> np.ndarray:
     r""":math:`\delta E/\delta p_k = \frac1\beta\sum_h\sum_l e^{\beta\langle y_k, M_h y_l\rangle}p_l` (symmetric M_h),
-    times :math:`e^{-c}`; shape (m,). The JKO step uses :math:`w = -\delta E/\delta p`."""
+    times :math:`e^{-c}`; shape (m,). The JKO step uses :math:`w = -\delta E/\delta p`. Entries past
+    the float64 range are +inf (use ``log_time_scale="auto"`` to rescale)."""
     y, w = _prepare(model, points, weights, "first_variation")
     if model.beta == 0:
         raise InvalidParameterError("first_variation needs beta > 0.")
     out = np.zeros(len(y))
-    for p in model.sums(y, sources=y, weights=w, check=False):
-        out += np.exp(p.logz - model.log_time_scale) / model.beta
+    with np.errstate(over="ignore"):  # +inf past the float64 range, as documented
+        for p in model.sums(y, sources=y, weights=w, check=False):
+            out += np.exp(p.logz - model.log_time_scale - np.log(model.beta))
     return out

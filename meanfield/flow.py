@@ -115,6 +115,12 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     n_saves = check_param(n_saves, "n_saves", "wasserstein_ascent", low=2, integer=True)
     ts = np.linspace(t0, t1, n_saves)
     _check_options(scheme, mu0, options)
+    if mu0.points.shape[1] != model.d:
+        raise InvalidParameterError(
+            f"The 'mu0' parameter of wasserstein_ascent lives on S^{mu0.points.shape[1] - 1} (points of d = "
+            f"{mu0.points.shape[1]}) but the model is {model.d}-dimensional; build mu0 on S^{model.d - 1} or a "
+            f"model of d = {mu0.points.shape[1]}."
+        )
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)

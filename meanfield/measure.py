@@ -90,13 +90,38 @@ class GridMeasure:
 
     @classmethod
     def from_density(cls, points, areas, density_fn) -> GridMeasure:
-        """Cell masses ∝ density_fn(points) · areas (normalised to 1)."""
-        check_callable(density_fn, "density_fn", "GridMeasure.from_density", signature="density_fn(points) -> (m,)")
-        points = check_points(points, "points", "GridMeasure.from_density")
-        rho = check_returned(density_fn(points), "density_fn(points)", (len(points),), "GridMeasure.from_density")
+        r"""Cell masses :math:`p_k = \rho(y_k)\,\omega_k / \sum_j \rho(y_j)\,\omega_j`.
+
+        ``density_fn`` need not be normalised, but it must be finite, non-negative and have a
+        positive integral :math:`\sum_k \rho(y_k)\omega_k` on the grid.
+
+        Examples
+        --------
+        >>> pts, areas = circle_grid(8)
+        >>> mu = GridMeasure.from_density(pts, areas, lambda y: 1 + y[:, 0])
+        >>> bool(np.isclose(mu.mass.sum(), 1.0))
+        True
+        """
+        caller = "GridMeasure.from_density"
+        check_callable(density_fn, "density_fn", caller, signature="density_fn(points) -> (m,)")
+        points = check_points(points, "points", caller)
+        areas = check_real_array(areas, "areas", caller, min_size=0)
+        if areas.shape != (len(points),) or np.any(areas <= 0):
+            raise InvalidParameterError(
+                f"areas of {caller} must be positive with one entry per point, shape ({len(points)},); got shape "
+                f"{areas.shape} (min {areas.min() if areas.size else 'n/a'}). Pass the areas returned with the points."
+            )
+        rho = check_returned(density_fn(points), "density_fn(points)", (len(points),), caller)
         if np.any(rho < 0) or not np.all(np.isfinite(rho)):
-            raise InvalidParameterError("density_fn must return finite non-negative values.")
-        p = rho * np.asarray(areas)
+            raise InvalidParameterError(f"density_fn of {caller} must return finite non-negative values.")
+        top = rho.max()
+        if not top > 0:
+            # normalising would divide by zero and give NaN masses
+            raise InvalidParameterError(
+                f"density_fn of {caller} integrates to zero on the grid (it is 0 at all {len(points)} points); "
+                "a probability density needs a positive integral. Check its support against the grid."
+            )
+        p = (rho / top) * areas  # scaled first: rho near the float64 maximum must not overflow
         return cls(points, areas, p / p.sum())
 
     @property

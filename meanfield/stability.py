@@ -31,7 +31,7 @@ uniform state is stable iff :math:`\kappa < \kappa^* = 1/\max_{l\ge1}\sum_h\mu_h
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, ive
+from scipy.special import gammaln, ive, logsumexp
 
 from particles import MultiHead
 from particles.validation import (
@@ -48,10 +48,29 @@ __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_ra
 _L_MAX = 64
 
 
+def _log_ive(v: float, b: float) -> float:
+    r"""log(I_v(b) e^{-b}) for b > 0, finite where ``ive`` underflows (small b or large v).
+
+    Where ive is a normal float its log is used; below that (only far in the tail, where
+    :math:`I_v(b) < 10^{-290}`) the power series
+    :math:`I_v(b) = (b/2)^v\sum_k (b^2/4)^k / (k!\,\Gamma(v+k+1))` is summed in the log domain,
+    up to its peak term and 60 terms beyond (the term ratio is then below 1/2).
+    """
+    val = ive(v, b)
+    if val > 1e-290:
+        return float(np.log(val))
+    q = b * b / 4
+    # terms grow while (k+1)(v+k+1) < q: past the root k* of k^2 + (v+2)k + v+1 = 2q they halve
+    k_star = max(0.0, (-(v + 2) + np.sqrt((v + 2) ** 2 - 4 * (v + 1 - 2 * q))) / 2)
+    k = np.arange(int(k_star) + 61)
+    terms = k * (2 * np.log(b) - np.log(4.0)) - gammaln(k + 1) - gammaln(v + k + 1)  # q = b²/4 may underflow
+    return float(v * (np.log(b) - np.log(2.0)) - b + logsumexp(terms))
+
+
 def _log_fh_scaled(a: float, l: int, nu: float) -> float:
     """log(ĝ_{|a|}(l) e^{-|a|}) for |a| > 0, from the scaled Bessel function ive."""
     b = abs(a)
-    return gammaln(nu + 1) + nu * np.log(2 / b) + np.log(ive(l + nu, b))
+    return gammaln(nu + 1) + nu * (np.log(2.0) - np.log(b)) + _log_ive(l + nu, b)
 
 
 def funk_hecke_exp(a, l, d: int = 3) -> float:
@@ -80,10 +99,11 @@ def _ratio(l: int, a: float, kind: str, d: int) -> float:
     nu = (d - 2) / 2
     if a == 0:
         return 1.0 / d if l == 1 else 0.0
-    sign = (-1.0) ** l if a < 0 else 1.0
+    sign = (-1.0) ** (l + 1) if a < 0 else 1.0  # ĝ_{-a}(l) = (-1)^l ĝ_a(l), and 1/a = -1/|a|
+    # divided by |a| in the log domain: at |a| ~ 1e-320 the quotient ĝ(1)/a ~ 1/d must not overflow
     if kind == "softmax":
-        return float(sign * np.exp(_log_fh_scaled(a, l, nu) - _log_fh_scaled(a, 0, nu)) / a)
-    return float(sign * np.exp(_log_fh_scaled(a, l, nu) + abs(a)) / a)
+        return float(sign * np.exp(_log_fh_scaled(a, l, nu) - _log_fh_scaled(a, 0, nu) - np.log(abs(a))))
+    return float(sign * np.exp(_log_fh_scaled(a, l, nu) + abs(a) - np.log(abs(a))))
 
 
 def _heads(lam, mu, caller):

@@ -223,6 +223,13 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     check_instance(traj, Trajectory, "traj", caller, hint="Pass the result of particles.simulate(...).")
     if model is not None:
         check_instance(model, MultiHead, "model", caller)
+        d = traj.x.shape[-1] if traj.x is not None else (None if traj.x_final is None else np.shape(traj.x_final)[-1])
+        if d is not None and d != model.d:
+            # the dataset would record a model that cannot have produced these tokens
+            raise InvalidParameterError(
+                f"The 'model' parameter of {caller} is {model.d}-dimensional but the trajectory's tokens have d = {d}; "
+                "pass the model that was simulated."
+            )
     if not isinstance(title, str):
         raise InvalidParameterError(f"The 'title' parameter of {caller} must be a string; got {title!r}.")
     if attrs is not None and not isinstance(attrs, dict):

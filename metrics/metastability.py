@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from particles import MultiHead, Trajectory
 from particles.validation import (
@@ -126,7 +127,8 @@ def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None
 
 def cluster_energy(model: MultiHead, centres, masses) -> float:
     r""":math:`\frac1{2\beta}\sum_h\sum_{c,c'}m_cm_{c'}e^{\beta\langle p_c, M_hp_{c'}\rangle}`: the energy of
-    collapsed clusters at unit points ``centres`` (k, d) with ``masses`` (k,) summing to 1."""
+    collapsed clusters at unit points ``centres`` (k, d) with ``masses`` (k,) summing to 1; +inf past the
+    float64 range (β‖M‖ ≳ 700)."""
     check_model(model, "cluster_energy")
     p = model.check_x(centres, "centres")
     if masses is None:  # check_weights reads None as uniform; here the masses are required
@@ -137,7 +139,10 @@ def cluster_energy(model: MultiHead, centres, masses) -> float:
     if model.beta == 0:
         raise InvalidParameterError("cluster_energy needs beta > 0 (the energy is +inf at beta = 0).")
     S = np.einsum("cd,hde,ke->hck", p, model.M, p)
-    return float(np.einsum("c,hck,k->", m, np.exp(model.beta * S), m) / (2 * model.beta))
+    # summed in the log domain: +inf only when the energy itself is past the float64 range
+    logE = logsumexp(model.beta * S, b=np.broadcast_to(np.outer(m, m), S.shape)) - np.log(2 * model.beta)
+    with np.errstate(over="ignore"):
+        return float(np.exp(logE))
 
 
 @dataclass(frozen=True)

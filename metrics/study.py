@@ -35,7 +35,7 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import InvalidParameterError
+from particles.validation import InvalidParameterError, check_param, check_real_array
 
 from .dataset import model_attrs, netcdf_safe, provenance
 from .limit import (
@@ -189,8 +189,11 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
     return [int(n) for n in nv]
 
 
-def _check_density(values, name="density_fn"):
-    v = np.asarray(values, dtype=np.float64)
+def _check_density(values, n: int, name="density_fn"):
+    v = check_real_array(values, f"{name}(points)", "mean_field_limit_study", finite=False, min_size=0)
+    if v.shape != (n,):
+        raise InvalidParameterError(
+            f"{name} of mean_field_limit_study must return one value per point, shape ({n},); got shape {v.shape}.")
     if not np.all(np.isfinite(v)) or np.any(v < 0) or not v.sum() > 0:
         raise InvalidParameterError(
             f"{name} of mean_field_limit_study must return finite non-negative values with positive integral.")
@@ -239,6 +242,15 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
+    if n_reference is not None:
+        # a reference coarser than the runs it measures would make its own error the result
+        n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values),
+                                  integer=True)
+    if engine == "process":
+        from .sweep import _check_not_bootstrapping
+
+        # before the reference run: in a worker re-importing an unguarded script it would be wasted
+        _check_not_bootstrapping("mean_field_limit_study")
     if engine == "process" and model.d >= 3:
         # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
         try:
@@ -260,7 +272,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     ref_attrs = {}
     if d == 2:
         pts, areas = mf.circle_grid(int(m_grid))
-        _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])))
+        _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])), len(pts))
         mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
         ref = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle", kappa=kappa)
         settings.update(mu0=mu0, ref_mass=np.asarray(ref.mass), ref_energy=np.asarray(ref.energy),
@@ -279,7 +291,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                       for n in n_values}
     else:
         grid, _ = mf.fibonacci_sphere(int(m_grid))
-        bound = 1.5 * float(_check_density(density_fn(grid)).max())
+        bound = 1.5 * float(_check_density(density_fn(grid), len(grid)).max())
         n_ref = int(n_reference or 16 * max(n_values))
         runs = []
         for r in range(2):  # run 0 is the reference, run 1 measures its error

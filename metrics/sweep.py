@@ -17,8 +17,10 @@ Contract:
 3. **Verified.** Every cell file carries in its attrs the hash of its parameters
    (``cell_key``: parameters, seed index and settings) and the SHA-256 of its content
    (``content_sha256``: names, dims, dtypes and bytes of every variable). Resume checks
-   both; a file that fails (unreadable, another cell's file, values edited) is recomputed,
-   with a :class:`CellWarning` naming it.
+   both, and the ``headflow_version`` that wrote it; a file that fails (unreadable, another
+   cell's file, values edited, another version) is recomputed, with a :class:`CellWarning`
+   naming it. The folder is checked before any work (not a file, creatable, writable); other
+   files in it are never read or touched.
 4. **Failures are data.** A cell whose simulation fails (:class:`particles.SolverError`,
    e.g. an overflowing USA head) is recorded with ``success = 0``, NaN rows after the last
    finite save and its message in ``failure_message``; it does not abort the sweep.
@@ -26,8 +28,11 @@ Contract:
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
    own cell, so a dead worker loses only its cell. Process-pool workers watch their parent
    and exit within a second of its death (no orphans writing cells); if a worker dies, the
-   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Dask workers
-   follow dask's nanny semantics.
+   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Workers start by
+   *spawn* and re-import the main script: an unguarded script (no
+   ``if __name__ == "__main__":``) and an unpicklable ``model_fn`` get their own messages. Dask
+   workers follow dask's nanny semantics; a cell that kills its workers more often than
+   ``distributed.scheduler.allowed-failures`` ends the sweep with a :class:`particles.SolverError`.
 """
 
 from __future__ import annotations
@@ -38,7 +43,10 @@ import itertools
 import json
 import os
 import pathlib
+import pickle
 import re
+import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -123,6 +131,10 @@ def _verified_cell(path: pathlib.Path, key: str):
         return None, f"cannot be read ({type(exc).__name__}: {exc})"
     if ds.attrs.get("cell_key") != key:
         return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)"
+    written_by = ds.attrs.get("headflow_version", "an unknown version")
+    if written_by != __version__:
+        # its checksum may hold, but another version's numerics or schema must not mix into this dataset
+        return None, f"was written by headflow {written_by} (this is {__version__})"
     if ds.attrs.get("content_sha256") != _content_sha256(ds):
         return None, "fails its content checksum (values were changed or the file is corrupted)"
     return ds, ""
@@ -153,8 +165,12 @@ def _clean_stale_parts(store: pathlib.Path) -> list:
     return removed
 
 
-def _watch_parent(parent_pid: int, interval: float = 0.2) -> None:
-    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented)."""
+def _watch_parent(parent_pid: int, started=None, interval: float = 0.2) -> None:
+    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented).
+    ``started`` (an Event) is set once the worker got here, i.e. it finished importing the
+    parent's main script: a pool whose workers never set it died while starting."""
+    if started is not None:
+        started.set()
 
     def watch():
         while True:
@@ -171,7 +187,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     path = None if path is None else pathlib.Path(path)
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
-    model = settings["model_fn"](params, rng_model)
+    model = _check_cell_model(settings["model_fn"](params, rng_model), params)
     x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
     names = settings["metrics"]
 
@@ -196,13 +212,32 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
     data["status"] = ((), int(success))
     ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                    attrs={"cell_key": key, "failure_message": "" if success else message})
+                    attrs={"cell_key": key, "failure_message": "" if success else message,
+                           "headflow_version": __version__})
     ds.attrs["content_sha256"] = _content_sha256(ds)
     if path is not None:
         tmp = path.with_name(path.name + f".part{os.getpid()}")
         ds.to_netcdf(tmp, engine="netcdf4")
         os.replace(tmp, path)
     return ds
+
+
+def _check_cell_model(model, params: dict) -> MultiHead:
+    """The model of a cell must be the one its parameters describe: the dataset labels the cell
+    (coordinates, or ``fixed_*`` attrs) by ``params``, not by what ``model_fn`` built."""
+    check_instance(model, MultiHead, "model_fn(params, rng)", "run_sweep",
+                   hint="model_fn must return a particles.MultiHead.")
+    built = {"d": model.d, "n_heads": model.n_heads, "kind": model.kind, "beta": model.beta}
+    for name, value in built.items():
+        want = params[name]
+        same = np.isclose(value, float(want), rtol=1e-12, atol=0) if name == "beta" else value == want
+        if not same:
+            raise InvalidParameterError(
+                f"model_fn(params, rng) of run_sweep built a model with {name}={value!r} for a cell whose "
+                f"params[{name!r}] is {want!r}; the dataset labels each cell by its params, so model_fn must "
+                f"build the model they describe (read params[{name!r}]), or sweep {name!r} to the value it uses."
+            )
+    return model
 
 
 def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, key: str = "") -> xr.Dataset:
@@ -212,6 +247,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     if "status" not in ds:
         ds["status"] = ((), 1)
     ds.attrs["cell_key"] = key
+    ds.attrs["headflow_version"] = __version__
     ds.attrs.setdefault("failure_message", "")
     ds.attrs["content_sha256"] = _content_sha256(ds)
     if path is not None:
@@ -307,6 +343,8 @@ def run_sweep(
         )
     if store is not None and not isinstance(store, (str, os.PathLike)):
         raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
+    if engine == "process":
+        _check_not_bootstrapping(caller)
     entropy = np.random.SeedSequence(seed).entropy
     ts = np.linspace(0.0, t1, n_saves)
     settings = {"entropy": entropy, "t1": float(t1), "dt": float(dt), "method": method, "kappa": float(kappa),
@@ -327,10 +365,14 @@ def run_sweep(
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
     paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
 
+    if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
+        _check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
+    if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
+        _check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
+                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
     results = {}
     if store is not None:
-        folder = pathlib.Path(store)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _open_store(store, caller)
         _clean_stale_parts(folder)
         for idx, path in enumerate(paths):
             if not os.path.exists(path):
@@ -366,12 +408,24 @@ def run_sweep(
     elif engine == "process":
         _run_pool(todo, job, done, max_workers, max_pool_restarts)
     else:
+        from distributed import KilledWorker
         from distributed import as_completed as dask_completed
 
         futs = [engine.submit(*job(idx), pure=False) for idx in todo]
         where = {f.key: idx for f, idx in zip(futs, todo)}
         for fut in dask_completed(futs):
-            done(where[fut.key], fut.result())
+            try:
+                ds = fut.result()
+            except KilledWorker as exc:
+                # the scheduler retried the cell on fresh workers (allowed-failures) and gave up
+                _, s, params = cells[where[fut.key]]
+                raise SolverError(
+                    f"dask workers died running the cell {params} (seed {s}) more often than the scheduler's "
+                    f"distributed.scheduler.allowed-failures allows ({exc}); e.g. out of memory or killed. "
+                    + ("Cells finished so far are in the store: rerun with the same store to resume."
+                       if store is not None else "Pass store=<folder> to keep finished cells across failures.")
+                ) from None
+            done(where[fut.key], ds)
     if bar is not None:
         bar.close()
     ds = _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
@@ -381,6 +435,93 @@ def run_sweep(
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"},
                                model=probe))
     return ds
+
+
+def _open_store(store, caller: str) -> pathlib.Path:
+    """The sweep's cell folder, created if missing and checked writable before any work.
+
+    Refused with an :class:`InvalidParameterError` naming ``store``: an existing file (or a
+    path through one), a folder that cannot be created, and a folder where a file cannot be
+    written (read-only mount, permissions). Unrelated files in the folder are left alone: only
+    ``cell_<key>.nc`` files of this sweep are read.
+    """
+    folder = pathlib.Path(store)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidParameterError(
+            f"The 'store' parameter of {caller} must be a folder (one netCDF file per cell); {str(folder)!r} is an "
+            f"existing file. Pass a folder path (it is created if missing), e.g. {str(folder) + '_cells'!r}."
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"The 'store' folder {str(folder)!r} of {caller} cannot be created ({type(exc).__name__}: "
+            f"{exc.strerror or exc}). Pass a folder under a writable directory."
+        ) from None
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"The 'store' folder {str(folder)!r} of {caller} is not writable ({type(exc).__name__}: "
+            f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to."
+        ) from None
+    return folder
+
+
+def _main_script() -> str:
+    # in a spawned worker importing it, the parent's script is __mp_main__
+    for name in ("__mp_main__", "__main__"):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            return path
+    return "the main script"
+
+
+_BOOTSTRAP_FIX = (
+    "put the call under `if __name__ == \"__main__\":` (worker processes are started by 'spawn' and "
+    "re-import {script}, so a call at module level would run again in every worker), or use engine='serial'."
+)
+
+
+def _check_not_bootstrapping(caller: str) -> None:
+    """Refuse to start a process pool from a spawned worker that is still importing the main script.
+
+    With the 'spawn' start method each worker re-imports the parent's main script as
+    ``__mp_main__``; a script that calls :func:`run_sweep` at module level (no
+    ``if __name__ == "__main__":`` guard) would start a new pool inside every worker.
+    multiprocessing marks that phase with ``current_process()._inheriting``.
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise InvalidParameterError(
+            f"{caller}(engine='process') was called while a worker process was importing the main script: "
+            + _BOOTSTRAP_FIX.format(script=_main_script())
+        )
+
+
+def _check_picklable(job_args, caller: str, named: dict) -> None:
+    """Process pools and dask send each cell's function and settings to the workers by pickle: a
+    lambda or a nested function fails there with an obscure pickling error (or kills the pool)."""
+    try:
+        pickle.dumps(job_args)
+    except Exception as exc:  # noqa: BLE001 - pickle raises PicklingError, AttributeError, TypeError...
+        culprit = next((name for name, obj in named.items() if obj is not None and not _pickles(obj)), "settings")
+        raise InvalidParameterError(
+            f"The {culprit!r} parameter of {caller} must be picklable to run on worker processes "
+            f"({type(exc).__name__}: {exc}). Define it with def at module level (not a lambda or a nested "
+            "function), or use engine='serial'."
+        ) from None
+
+
+def _pickles(obj) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
 
 
 def _check_grid(grid) -> dict:
@@ -425,11 +566,13 @@ def _run_pool(todo, job, done, max_workers, max_restarts) -> None:
     from concurrent.futures.process import BrokenProcessPool
 
     remaining = list(todo)
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.Event()
     for _ in range(max_restarts + 1):
         # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
         try:
-            with ProcessPoolExecutor(max_workers=max_workers, mp_context=multiprocessing.get_context("spawn"),
-                                     initializer=_watch_parent, initargs=(os.getpid(),)) as pool:
+            with ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx,
+                                     initializer=_watch_parent, initargs=(os.getpid(), started)) as pool:
                 futs = {pool.submit(*job(idx)): idx for idx in remaining}
                 for fut in as_completed(futs):
                     try:
@@ -442,6 +585,14 @@ def _run_pool(todo, job, done, max_workers, max_restarts) -> None:
             pass
         if not remaining:
             return
+        if not started.is_set():
+            # no worker ever got past importing the main script: restarting cannot help
+            raise SolverError(
+                "the process pool's workers died while starting, before running any cell (each one re-imports "
+                f"{_main_script()}, and that failed; its error is printed above by the worker). The usual cause "
+                "is a script that calls run_sweep or mean_field_limit_study without a main guard: "
+                + _BOOTSTRAP_FIX.format(script="the script")
+            )
     raise SolverError(
         f"the process pool broke {max_restarts + 1} times (a worker died, e.g. killed or out of memory); "
         f"{len(remaining)} cells are unfinished. Rerun with the same store to resume, or use fewer max_workers."

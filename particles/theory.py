@@ -154,12 +154,7 @@ def cos_angle_equiangular(rho, beta, n, alpha=1.0):
     n = check_param(n, "n", caller, low=2, integer=True)
     alpha = check_param(alpha, "alpha", caller, low=0.0)
     rho = check_real_array(rho, "rho", caller)
-    if np.any(rho < -1.0 / (n - 1) - 1e-12) or np.any(rho > 1.0 + 1e-12):
-        raise InvalidParameterError(
-            f"rho of {caller} must lie in [-1/(n-1), 1] = [{-1.0 / (n - 1):.4g}, 1] (the Gram matrix of n "
-            f"equiangular unit vectors is positive semi-definite only there); got range "
-            f"[{rho.min():.4g}, {rho.max():.4g}]."
-        )
+    _check_rho_range(rho, n, caller)
     q = 1.0 / (1.0 + (n - 1) * np.exp(-float(beta) * float(alpha) * (1 - rho)))
     f2 = q * q + 2 * q * (1 - q) * rho + (1 - q) ** 2 * (1 + (n - 2) * rho) / (n - 1)
     return (q + (1 - q) * rho) / np.sqrt(f2)
@@ -180,9 +175,16 @@ def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
     - row-normalised ReLU: :math:`2\rho(1-\rho)\sum_h\lambda_h` (the heads with
       :math:`\lambda_h\rho > 0`).
     """
-    lam, beta, n = _heads(lambdas, beta, n, "equiangular_rhs")
-    check_choice(kind, "kind", EQUIANGULAR_KINDS, "equiangular_rhs")
-    rho = check_real_array(rho, "rho", "equiangular_rhs")
+    caller = "equiangular_rhs"
+    lam, beta, n = _heads(lambdas, beta, n, caller)
+    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
+    rho = check_real_array(rho, "rho", caller)
+    _check_rho_range(rho, n, caller)
+    return _equiangular_rhs(rho, lam, beta, n, kind)
+
+
+def _equiangular_rhs(rho, lam, beta, n, kind):
+    """The right-hand side for validated arguments (an ODE solver's trial stage may step past ρ = 1)."""
     p = (1 - rho) * ((n - 1) * rho + 1)
     r = rho[..., None]
     if kind == "softmax":
@@ -211,7 +213,7 @@ def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, at
     rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
     atol = check_param(atol, "atol", caller, low=0.0, low_open=True)
     sol = solve_ivp(
-        lambda t, y: equiangular_rhs(y, lambdas, beta, n, kind),
+        lambda t, y: _equiangular_rhs(y, lam, beta, n, kind),
         (ts[0], ts[-1]), [float(rho0)], t_eval=ts, method="DOP853", rtol=rtol, atol=atol,
     )
     if not sol.success:  # pragma: no cover - DOP853 on a scalar smooth ODE
@@ -261,7 +263,7 @@ def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
             f"the equiangular flow ({kind}, lambdas={lam.tolist()}, beta={beta:g}) does not increase rho on "
             f"[{rho0:g}, {rho1:g}] (its rate is <= 0 there), so rho1 is never reached; use positive lambdas."
         )
-    val, _ = quad(lambda r: 1.0 / float(equiangular_rhs(r, lambdas, beta, n, kind)), rho0, rho1,
+    val, _ = quad(lambda r: 1.0 / float(_equiangular_rhs(np.asarray(r, dtype=float), lam, beta, n, kind)), rho0, rho1,
                   limit=200, epsabs=0, epsrel=1e-12)
     return float(val)
 
@@ -354,6 +356,7 @@ def entropy_equiangular(rho, n, beta, lam):
     n = check_param(n, "n", caller, low=2, integer=True)
     beta = check_param(beta, "beta", caller, low=0.0)
     lam = check_param(lam, "lam", caller)
+    _check_rho_range(rho, n, caller)
     q = expit(beta * lam * (1 - rho) - np.log(n - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         # q → 1 at large β: 0·log 0 is 0 by continuity
@@ -373,6 +376,16 @@ def _heads(lambdas, beta, n, caller):
     beta = check_param(beta, "beta", caller, low=0.0)
     n = check_param(n, "n", caller, low=2, integer=True)
     return lam, beta, n
+
+
+def _check_rho_range(rho: np.ndarray, n: int, caller: str) -> None:
+    """Overlaps of n equiangular unit vectors lie in [−1/(n−1), 1] (up to round-off)."""
+    if np.any(rho < -1.0 / (n - 1) - 1e-12) or np.any(rho > 1.0 + 1e-12):
+        raise InvalidParameterError(
+            f"rho of {caller} must lie in [-1/(n-1), 1] = [{-1.0 / (n - 1):.4g}, 1] (the Gram matrix of n "
+            f"equiangular unit vectors is positive semi-definite only there); got range "
+            f"[{rho.min():.4g}, {rho.max():.4g}]."
+        )
 
 
 def _rho(rho, n, name, caller):

@@ -5,6 +5,9 @@ numpy/POT/xarray exception.
 
 ``CASES`` lists, for each public callable, a valid call and the tag of each argument;
 ``test_every_public_name_is_covered`` fails when a name of an ``__all__`` is missing.
+Arguments that are valid alone but disagree together (shapes, dimensions, head counts) are in
+``tests/test_bad_combinations.py``, whose coverage test reads the array tags of ``CASES``; bad
+environments (filesystem, worker processes) in ``tests/test_bad_environment.py``.
 """
 
 import inspect
@@ -84,7 +87,7 @@ CASES = {
     "particles.MultiHead.replace": (MODEL.replace, dict(beta=2.0), {"beta": "nonneg", "kind": "choice", "M": "matrix"}),
     "particles.MultiHead.from_attrs": (particles.MultiHead.from_attrs, dict(attrs=MODEL.to_attrs()), {"attrs": "model"}),
     "particles.Ensemble": (particles.Ensemble, dict(M=np.eye(3), beta=[1.0]),
-                           {"M": "matrix", "beta": "array", "kind": "choice", "chunk": "int"}),
+                           {"M": "matrix", "W": "matrix_nn", "beta": "array", "kind": "choice", "chunk": "int"}),
     "particles.Ensemble.velocity": (particles.Ensemble(np.eye(3), beta=[1.0]).velocity, dict(x=X[None]),
                                     {"x": "stack"}),
     "particles.simulate": (particles.simulate, dict(x0=X, field=MODEL, t1=0.1, dt=0.05),

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.errors import SolverError
 from .._core.sphere import normalize, project_tangent
 from .._core.validation import check_param, check_points
 from .._model.checks import check_model
@@ -101,7 +102,14 @@ def _euclidean_hessian(model, x):
     g = np.zeros((n, d))
     for h in range(model.n_heads):
         M = model.M[h]
-        w = np.exp(model.beta * (x @ M @ x.T) - model.log_time_scale) / n**2
+        logw = model.beta * (x @ M @ x.T) - model.log_time_scale
+        top = float(logw.max())
+        if top > 700.0:  # e^{top} overflows float64: the Hessian entries would be inf and their sums NaN
+            raise SolverError(
+                f"USA head {h} overflows float64 at beta={model.beta:g}: the log of its largest weight is "
+                f"{top:.4g} > 700. Build the model with log_time_scale='auto' to work in rescaled time."
+            )
+        w = np.exp(logw) / n**2
         Mx = x @ M  # rows (M x_j)^T (M symmetric)
         g += w @ Mx
         # k ≠ i and k = i share w_ik (M + β M x_k x_i^T M)

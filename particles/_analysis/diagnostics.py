@@ -19,6 +19,13 @@ r"""Diagnostics of a multi-head state, computed from one pass per head.
   diagnostic comes from the same sums, so it carries the same bound: energies and log-USA
   weights to relative ``summation_bound``, softmax means to ``2 * summation_bound``.
 
+Infinite values are documented, never NaN: ``energy`` and ``energy_multi`` are +inf when
+:math:`E_h` is past the float64 range (``log_energy`` stays finite for every β > 0; at β = 0
+``log_energy`` is +inf and ``energy`` the finite part of :meth:`~particles.MultiHead.head_energies`);
+``energy_rate``, ``head_energy_rate`` and so ``rate_residual`` are ±inf only when the rate itself
+is past the float64 range (they are summed in the log domain, so there is no inf − inf). Every
+other diagnostic is finite.
+
 Rates and shadows of USA models are in the units scaled by :math:`e^{-c}` of
 ``model.log_time_scale`` (identity when c = 0). :func:`diagnostics_fn` wraps
 :func:`diagnose` as a ``save_fn(t, x)`` for :class:`~particles.SaveAt`.
@@ -30,6 +37,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._core.validation import check_instance, check_names
+from .._model.energies import _signed_logsumexp
 from .._model.kinds import KINDS
 from .._model.kinds import safe_exp as _safe_exp
 from .._model.multihead import MultiHead
@@ -93,9 +101,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
         out["log_energy"] = np.full(H, np.inf)
         out["energy"] = model.head_energies(x)
     out["energy_multi"] = float(out["energy"].sum())
-    head_rate = np.einsum("hid,id->h", model._head_gradients(x, exp_passes), xdot)
-    out["head_energy_rate"] = head_rate
-    out["energy_rate"] = float(head_rate.sum())
+    out["head_energy_rate"], out["energy_rate"] = _energy_rates(model, x, exp_passes, xdot)
     out["kinetic"] = float(np.sum(xdot * xdot) / n)
     out["rate_residual"] = out["energy_rate"] - out["kinetic"]
     r = radial_parts(f, x)
@@ -112,6 +118,40 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     if include is not None:
         out = {k: out[k] for k in include}
     return out
+
+
+def _energy_rates(model: MultiHead, x: np.ndarray, sums, xdot: np.ndarray) -> tuple[np.ndarray, float]:
+    r"""Exact :math:`dE_h/dt` per head and their total, summed in the log domain.
+
+    :math:`dE_h/dt = \sum_i\langle\nabla_{x_i}E_h,\dot x_i\rangle` with
+    :math:`\nabla_{x_i}E_h = \frac{1}{2n^2}[Z_i M_h\bar x_i + Z'_i M_h^\top\bar x'_i]` (times
+    :math:`e^{-c}`). At large β the partition functions :math:`Z_i = e^{\log Z_i}` overflow while the
+    rate may not; each term is kept as :math:`(\log Z_i - c,\ \langle M_h\bar x_i, \dot x_i\rangle)` and
+    the signed sum is one signed log-sum-exp, so a rate is ±inf only when
+    its magnitude is past the float64 range, never NaN (no inf − inf). On the sphere the gradient
+    is projected before the product: :math:`\dot x_i` is tangent, so this changes nothing in exact
+    arithmetic but removes the round-off of a large radial component.
+    """
+    n = x.shape[0]
+    H = model.n_heads
+    tangent = model.geom.on_sphere and model.update != "post_ln"  # post_ln's field is not projected
+    sums_t = None if model.symmetric else model._exp_sums(x, transpose=True)
+    logs, coefs = [], []
+    for h in range(H):
+        halves = [(sums[h], model.M[h].T)] if sums_t is None else [(sums[h], model.M[h].T), (sums_t[h], model.M[h])]
+        for p, Mt in halves:
+            g = p.mean @ Mt
+            if tangent:
+                g = model.geom.project_tangent(x, g)
+            logs.append(p.logz - model.log_time_scale)
+            coefs.append(np.einsum("id,id->i", g, xdot) / (len(halves) * n * n))
+    per = len(logs) // H
+    a = np.stack(logs).reshape(H, per * n)
+    b = np.stack(coefs).reshape(H, per * n)
+    # an exact zero rate (e.g. a stationary state) has log |rate| = -inf and sign 0: the product is 0
+    log_head, sign_head = _signed_logsumexp(a, b, axis=1)
+    log_tot, sign_tot = _signed_logsumexp(a.ravel(), b.ravel(), axis=0)
+    return sign_head * _safe_exp(log_head), float(sign_tot * _safe_exp(log_tot))
 
 
 def diagnostics_fn(model: MultiHead, include=None):

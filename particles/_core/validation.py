@@ -25,6 +25,7 @@ __all__ = [
     "check_choice",
     "check_names",
     "check_weights",
+    "check_source_weights",
     "check_square_stack",
     "check_finite",
     "check_real_array",
@@ -249,6 +250,15 @@ def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> n
             f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum()."
         )
     return w / s
+
+
+def check_source_weights(weights, n: int, caller: str = "") -> np.ndarray:
+    """Validate non-negative source weights of shape (n,) (any total, unlike :func:`check_weights`)."""
+    w = check_real_array(weights, "weights", caller, ndim=(1,), expected=f"source weights of shape ({n},)")
+    if w.shape != (n,) or np.any(w < 0):
+        raise InvalidParameterError(f"weights{_fmt(caller)} must be non-negative with shape ({n},) (one per "
+                                    f"source); got shape {w.shape}, min {w.min():.3g}.")
+    return w
 
 
 def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> np.ndarray:

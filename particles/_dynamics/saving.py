@@ -27,7 +27,7 @@ class SaveAt:
     ts : array_like of float, optional
         Save times, increasing, inside [t0, t1]; the solver lands on each exactly.
     every : int, optional
-        Save every ``every`` steps (and at t1). Ignored when ``ts`` is given.
+        Save every ``every`` steps (and at t1). Not together with ``ts``.
     t0 : bool
         Also save the initial state (when ``ts`` is not given).
     x : bool
@@ -53,6 +53,11 @@ class SaveAt:
             object.__setattr__(self, "ts", ts)
         if self.every is not None:
             object.__setattr__(self, "every", check_param(self.every, "every", caller, low=1, integer=True))
+            if self.ts is not None:
+                raise InvalidParameterError(
+                    "SaveAt takes ts (save times) or every (save every k steps), not both; got both. "
+                    "Keep ts to land on given times, or every for a fixed step stride."
+                )
         object.__setattr__(self, "t0", check_bool(self.t0, "t0", caller))
         object.__setattr__(self, "x", check_bool(self.x, "x", caller))
         check_callable(self.fn, "fn", caller, signature="fn(t, x) -> dict", allow_none=True)
@@ -103,6 +108,13 @@ class Trajectory:
                 )
         if not isinstance(self.saved, dict):
             raise InvalidParameterError(f"saved of Trajectory must be a dict; got {type(self.saved).__name__}.")
+        for key, value in self.saved.items():
+            # one row per save time, as simulate records them (a failed run: up to its last saved time)
+            if np.ndim(value) == 0 or np.shape(value)[0] != t.size:
+                raise InvalidParameterError(
+                    f"saved[{key!r}] of Trajectory must be stacked along a leading time axis of length "
+                    f"len(t) = {t.size}; got shape {np.shape(value)}."
+                )
         check_choice(self.status, "status", ("finished", "failed"), caller)
         check_param(self.n_steps, "n_steps", caller, low=0, integer=True)
         check_param(self.n_rejected, "n_rejected", caller, low=0, integer=True)

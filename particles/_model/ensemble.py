@@ -71,6 +71,12 @@ class Ensemble:
     def __post_init__(self):
         M = check_square_stack(self.M, "M", caller="Ensemble")
         W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=M.shape[1], caller="Ensemble")
+        if W.shape[0] != M.shape[0]:
+            # the velocity pairs M[h] with W[h]: extra value heads would be ignored, missing ones fail mid-loop
+            raise InvalidParameterError(
+                f"W of Ensemble must hold one value matrix per head: M has {M.shape[0]} heads, W has "
+                f"{W.shape[0]}. Pass W of shape ({M.shape[0]}, {M.shape[1]}, {M.shape[1]}) or W=None (W = M)."
+            )
         beta = np.atleast_1d(check_real_array(self.beta, "beta", "Ensemble", ndim=(0, 1),
                                               expected="a 1-D array of shape (S,)"))
         if np.any(beta < 0):

@@ -43,9 +43,17 @@ import numpy as np
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.errors import InvalidParameterError, SolverError
 from .._core.sphere import GEOMETRIES, normalize
-from .._core.validation import check_choice, check_param, check_points, check_real_array, check_square_stack
+from .._core.validation import (
+    check_choice,
+    check_param,
+    check_points,
+    check_real_array,
+    check_source_weights,
+    check_square_stack,
+)
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import DEFAULT_TOL, SUMMATIONS, exp_sums
+from .dense import DenseMixin
 from .energies import EnergiesMixin
 from .kinds import (
     ATTENTION_KINDS,
@@ -66,7 +74,7 @@ _SYMMETRIC_MIN_N = 512
 
 
 @dataclass(frozen=True, eq=False)
-class MultiHead(EnergiesMixin):
+class MultiHead(EnergiesMixin, DenseMixin):
     r"""H attention heads acting on n tokens; a vector field ``field(t, x)``.
 
     Parameters
@@ -133,7 +141,8 @@ class MultiHead(EnergiesMixin):
         W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=d, caller=caller)
         if W.shape[0] != M.shape[0]:
             raise InvalidParameterError(
-                f"W must hold one value matrix per head: M has {M.shape[0]} heads, W has {W.shape[0]}."
+                f"W of MultiHead must hold one value matrix per head: M has {M.shape[0]} heads, W has "
+                f"{W.shape[0]}. Pass W of shape ({M.shape[0]}, {d}, {d}) or W=None (W = M)."
             )
         beta = check_param(self.beta, "beta", caller, low=0.0)
         check_choice(self.kind, "kind", KINDS, caller)
@@ -257,7 +266,7 @@ class MultiHead(EnergiesMixin):
         if check:
             x = self.check_x(x)
             sources = None if sources is None else self.check_x(sources, "sources")
-            weights = None if weights is None else _source_weights(weights, len(x if sources is None else sources))
+            weights = None if weights is None else check_source_weights(weights, len(x if sources is None else sources), "MultiHead.sums")
         if KINDS[self.kind] == "exp":
             return self._exp_sums(x, sources=sources, weights=weights, transpose=transpose)
         if sources is not None or weights is not None or transpose:
@@ -348,31 +357,6 @@ class MultiHead(EnergiesMixin):
         """``field(t, x)`` for :func:`particles.simulate` (no validation: the solver validated x0)."""
         return self._velocity(x)
 
-    def scores(self, x) -> np.ndarray:
-        r"""Dense scores :math:`s^h_{ij}`, shape (H, n, n). O(H n²) memory: for small n."""
-        x = self.check_x(x)
-        return np.einsum("id,hde,je->hij", x, self.M, x)
-
-    def weights(self, x) -> np.ndarray:
-        r"""Dense attention weights of the model's kind, shape (H, n, n) (for small n).
-
-        USA: :math:`e^{\beta s}` (times :math:`e^{-c}`); softmax: row-stochastic;
-        ReLU: :math:`\mathrm{ReLU}(\beta s)/n`; row-normalised ReLU: rows sum to 1 or 0.
-        The velocity is ``P_x (scale * Σ_h weights[h] @ x @ W[h].T)`` with scale 1/n for USA.
-        With ``causal=True`` the weights of j > i are zero (softmax rows normalised over j <= i).
-        """
-        return self._dense_weights(self.check_x(x))
-
-    def _dense_weights(self, x: np.ndarray) -> np.ndarray:
-        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
-        s = scale * np.einsum("id,hde,je->hij", x, self.M, x)
-        if self.causal:
-            n = x.shape[0]
-            s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
-        if self.kind == "usa":
-            s = s - self.log_time_scale
-        return ATTENTION_KINDS[self.kind].dense(s)
-
     def entropy(self, x, sums: list[HeadSums] | None = None, *, clip: bool | None = None) -> np.ndarray:
         r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, m).
 
@@ -390,11 +374,3 @@ class MultiHead(EnergiesMixin):
                         for h, p in enumerate(sums)])
         # H <= log n exactly; round-off can push a uniform row a few ulps over
         return np.clip(ent, 0.0, np.log(x.shape[0])) if own else ent
-
-
-def _source_weights(weights, n: int) -> np.ndarray:
-    w = check_real_array(weights, "weights", "MultiHead.sums", ndim=(1,), expected=f"source weights of shape ({n},)")
-    if w.shape != (n,) or np.any(w < 0):
-        raise InvalidParameterError(f"weights of MultiHead.sums must be non-negative with shape ({n},) (one per "
-                                    f"source); got shape {w.shape}, min {w.min():.3g}.")
-    return w

@@ -73,9 +73,17 @@ class TimeDependent:
             raise InvalidParameterError(
                 f"weights_fn of TimeDependent must return a pair (M, W); got {type(out).__name__} at t={t:g}."
             )
+        tm = self.template
         M, W = out
         # every other field of the template carries over (replace is generated from the fields)
-        return self.template.replace(M=M, W=W)
+        model = tm.replace(M=M, W=W)
+        if model.d != tm.d:
+            # the tokens have the template's dimension: other matrices would fail deep inside a matmul
+            raise InvalidParameterError(
+                f"weights_fn of TimeDependent returned {model.d} x {model.d} matrices at t={t:g}, but the template "
+                f"(and so the tokens) is {tm.d}-dimensional; return matrices of shape (H, {tm.d}, {tm.d})."
+            )
+        return model
 
     def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
         return self.model_at(t)._velocity(x)

@@ -6,6 +6,7 @@ from scipy.special import i0e
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, sample_uniform, simulate
+from particles.validation import InvalidParameterError
 from tests.helpers import random_symmetric
 
 
@@ -215,3 +216,29 @@ def test_fv_sphere_fast_summation_matches_exact(kind):
     mesh = mf.SphereMesh.from_points(pts)
     (p, _) = model.sums(mesh.mid, sources=pts, weights=mu0.mass)
     assert p.method == "scalar" and p.bound <= 1e-11
+
+
+def test_from_density_refuses_a_density_that_integrates_to_zero():
+    pts, areas = mf.circle_grid(16)
+    with pytest.raises(InvalidParameterError, match="integrates to zero"):
+        mf.GridMeasure.from_density(pts, areas, lambda y: np.zeros(len(y)))
+    # a density supported between the cell centres is zero on the grid too
+    with pytest.raises(InvalidParameterError, match="integrates to zero"):
+        mf.GridMeasure.from_density(pts, areas, lambda y: np.where(y[:, 0] > 1.0, 1.0, 0.0))
+
+
+def test_from_density_areas_must_match_the_points():
+    pts, areas = mf.circle_grid(16)
+    for bad in (areas[:5], np.append(areas, 1.0), -areas):
+        with pytest.raises(InvalidParameterError, match="areas"):
+            mf.GridMeasure.from_density(pts, bad, lambda y: 1 + y[:, 0])
+
+
+def test_from_density_masses_are_density_times_area():
+    # p_k ∝ rho(y_k) ω_k, exactly, whatever the scale of rho (up to the float64 maximum)
+    pts, _ = mf.fibonacci_sphere(40)
+    areas = np.linspace(1.0, 2.0, 40) * 4 * np.pi / np.linspace(1.0, 2.0, 40).sum()
+    for scale in (1e-300, 1.0, 1e308):
+        mu = mf.GridMeasure.from_density(pts, areas, lambda y, s=scale: (1.5 + y[:, 2]) / 2.5 * s)
+        ref = (1.5 + pts[:, 2]) * areas
+        np.testing.assert_allclose(mu.mass, ref / ref.sum(), rtol=1e-13)

@@ -130,3 +130,33 @@ def test_bad_input():
         mf.harmonic_growth(MultiHead.scalar([1.0], d=2), lambda y: y[:, 0], m=50, t1=0.1)
     with pytest.raises(ValueError, match="harmonic_fn of harmonic_growth must return finite values of shape"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=3), lambda y: y, m=50, t1=0.1)
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+@pytest.mark.parametrize("kind", ["usa", "softmax"])
+@pytest.mark.parametrize("beta", [1e-5, 1e-12, 1e-100, 1e-300, 5e-324])
+def test_small_beta_limit_without_warnings(beta, kind, d):
+    """As a -> 0, G(1) = (1/d)(1 + O(a^2)) and G(2) = a/(d(d+2)) (1 + O(a^2)) (ĝ_a(l) ~ Γ(ν+1)(a/2)^l/Γ(l+ν+1)),
+    for USA and softmax alike: κ* -> d, σ_1 -> (d-1)/d, σ_2 = 2d G(2), with no RuntimeWarning from the
+    underflowing Bessel functions (pytest turns warnings into errors) down to the smallest subnormal."""
+    rel = 1e-12 + 10 * beta**2
+    assert mf.critical_kappa(beta, 1.0, kind=kind, d=d) == pytest.approx(d, rel=rel)
+    assert mf.uniform_growth_rate(beta, 1.0, kind=kind, d=d) == pytest.approx((d - 1) / d, rel=rel)
+    sigma2 = 2 * d * beta / (d * (d + 2))
+    assert mf.uniform_growth_rate(beta, 1.0, kind=kind, d=d, k=2) == pytest.approx(sigma2, rel=rel, abs=1e-320)
+
+
+def test_bessel_log_series_matches_ive_where_both_are_representable():
+    from scipy.special import ive
+
+    from meanfield.stability import _log_ive
+
+    for v, b in [(64.5, 1e-3), (30.0, 0.5), (200.0, 50.0), (150.0, 3.0)]:
+        assert ive(v, b) < 1e-50  # the tail where the series takes over below 1e-290
+        assert _log_ive(v, b) == pytest.approx(np.log(ive(v, b)), rel=1e-13)
+    # past the float64 range of ive: the uniform (Debye) expansion of I_v(vz), error O(1/v) in the log
+    for v, b in [(1000.0, 300.0), (3000.0, 1000.0), (2000.0, 1e-3)]:
+        z = b / v
+        root = np.sqrt(1 + z * z)
+        debye = -0.5 * np.log(2 * np.pi * v) + v * (root + np.log(z / (1 + root))) - 0.25 * np.log(1 + z * z) - b
+        assert ive(v, b) == 0.0 and abs(_log_ive(v, b) - debye) < 1.0 / v

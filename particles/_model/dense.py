@@ -1,0 +1,48 @@
+r"""Dense (n × n) scores and attention weights of a :class:`~particles.MultiHead`, for small n.
+
+O(H n²) memory: the reference the blocked and fast sums are tested against, and the only
+evaluation of causal masks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.errors import SolverError
+from .kinds import ATTENTION_KINDS, LOG_OVERFLOW, usa_overflow_message
+
+__all__ = ["DenseMixin"]
+
+
+class DenseMixin:
+    """Dense methods of :class:`~particles.MultiHead` (they need ``check_x``, ``M``, ``beta``,
+    ``kind``, ``causal`` and ``log_time_scale`` of the model)."""
+
+    def scores(self, x) -> np.ndarray:
+        r"""Dense scores :math:`s^h_{ij}`, shape (H, n, n). O(H n²) memory: for small n."""
+        x = self.check_x(x)
+        return np.einsum("id,hde,je->hij", x, self.M, x)
+
+    def weights(self, x) -> np.ndarray:
+        r"""Dense attention weights of the model's kind, shape (H, n, n) (for small n).
+
+        USA: :math:`e^{\beta s}` (times :math:`e^{-c}`); softmax: row-stochastic;
+        ReLU: :math:`\mathrm{ReLU}(\beta s)/n`; row-normalised ReLU: rows sum to 1 or 0.
+        The velocity is ``P_x (scale * Σ_h weights[h] @ x @ W[h].T)`` with scale 1/n for USA.
+        With ``causal=True`` the weights of j > i are zero (softmax rows normalised over j <= i).
+        """
+        return self._dense_weights(self.check_x(x))
+
+    def _dense_weights(self, x: np.ndarray) -> np.ndarray:
+        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
+        s = scale * np.einsum("id,hde,je->hij", x, self.M, x)
+        if self.causal:
+            n = x.shape[0]
+            s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
+        if self.kind == "usa":
+            s = s - self.log_time_scale
+            top = float(s.max())
+            if top > LOG_OVERFLOW:  # the same refusal as the velocity: no inf weights
+                raise SolverError(usa_overflow_message(int(np.argmax(s.reshape(len(s), -1).max(axis=1))), top,
+                                                       self.beta, x))
+        return ATTENTION_KINDS[self.kind].dense(s)
