@@ -247,10 +247,10 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values),
                                   integer=True)
     if engine == "process":
-        from .sweep import _check_not_bootstrapping
+        from ._executors import check_not_bootstrapping
 
         # before the reference run: in a worker re-importing an unguarded script it would be wasted
-        _check_not_bootstrapping("mean_field_limit_study")
+        check_not_bootstrapping("mean_field_limit_study")
     if engine == "process" and model.d >= 3:
         # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
         try:

@@ -26,29 +26,16 @@ Contract:
    finite save and its message in ``failure_message``; it does not abort the sweep.
 5. **Engines.** ``"serial"`` (default), ``"process"`` (a local process pool), or a
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
-   own cell, so a dead worker loses only its cell. Process-pool workers watch their parent
-   and exit within a second of its death (no orphans writing cells); if a worker dies, the
-   pool is restarted for the unfinished cells (``max_pool_restarts`` times). Workers start by
-   *spawn* and re-import the main script: an unguarded script (no
-   ``if __name__ == "__main__":``) and an unpicklable ``model_fn`` get their own messages. Dask
-   workers follow dask's nanny semantics; a cell that kills its workers more often than
-   ``distributed.scheduler.allowed-failures`` ends the sweep with a :class:`particles.SolverError`.
+   own cell, so a dead worker loses only its cell (:mod:`metrics._executors`; the store is
+   :mod:`metrics._store`).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
-import json
 import os
 import pathlib
-import pickle
-import re
-import sys
-import tempfile
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -65,6 +52,8 @@ from particles.validation import (
     check_param,
 )
 
+from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
+from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, stamp_cell
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
 
@@ -105,86 +94,9 @@ def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
     return MultiHead(M, M.copy(), beta=float(params["beta"]), kind=str(params["kind"]))
 
 
-def _cell_key(params: dict, seed_index: int, settings: dict) -> str:
-    """SHA-256 of everything that determines a cell (its file name is the first 16 digits)."""
-    blob = json.dumps({"params": params, "seed": seed_index, "settings": settings}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _content_sha256(ds: xr.Dataset) -> str:
-    """SHA-256 over the names, dims, dtypes and bytes of every variable and coordinate."""
-    h = hashlib.sha256()
-    for name in sorted(map(str, ds.variables)):
-        var = ds.variables[name]
-        values = np.ascontiguousarray(var.values)
-        h.update(json.dumps([name, list(var.dims), str(values.dtype), list(values.shape)]).encode())
-        h.update(values.tobytes())
-    return h.hexdigest()
-
-
-def _verified_cell(path: pathlib.Path, key: str):
-    """The stored cell at ``path`` if it is this cell's and intact, else (None, reason)."""
-    try:
-        with xr.open_dataset(path, engine="netcdf4") as ds:
-            ds = ds.load()
-    except Exception as exc:  # unreadable or truncated: whatever the netCDF library says
-        return None, f"cannot be read ({type(exc).__name__}: {exc})"
-    if ds.attrs.get("cell_key") != key:
-        return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)"
-    written_by = ds.attrs.get("headflow_version", "an unknown version")
-    if written_by != __version__:
-        # its checksum may hold, but another version's numerics or schema must not mix into this dataset
-        return None, f"was written by headflow {written_by} (this is {__version__})"
-    if ds.attrs.get("content_sha256") != _content_sha256(ds):
-        return None, "fails its content checksum (values were changed or the file is corrupted)"
-    return ds, ""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by someone else
-        return True
-    try:  # a zombie is dead: it only waits to be reaped
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _clean_stale_parts(store: pathlib.Path) -> list:
-    """Remove ``cell_*.nc.part<pid>`` files whose writer process is dead; return their names."""
-    removed = []
-    for part in store.glob("cell_*.nc.part*"):
-        m = re.fullmatch(r".*\.part(\d+)", part.name)
-        if m and not _pid_alive(int(m.group(1))):
-            part.unlink(missing_ok=True)
-            removed.append(part.name)
-    return removed
-
-
-def _watch_parent(parent_pid: int, started=None, interval: float = 0.2) -> None:
-    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented).
-    ``started`` (an Event) is set once the worker got here, i.e. it finished importing the
-    parent's main script: a pool whose workers never set it died while starting."""
-    if started is not None:
-        started.set()
-
-    def watch():
-        while True:
-            if os.getppid() != parent_pid:
-                os._exit(1)
-            time.sleep(interval)
-
-    threading.Thread(target=watch, name="headflow-parent-watch", daemon=True).start()
-
-
 def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, key: str = "") -> xr.Dataset:
     """Simulate one cell and return its Dataset (dims: time); write it to ``path`` if given
     (with its ``cell_key`` and ``content_sha256`` attrs)."""
-    path = None if path is None else pathlib.Path(path)
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
     model = _check_cell_model(settings["model_fn"](params, rng_model), params)
@@ -212,14 +124,8 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
     data["status"] = ((), int(success))
     ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                    attrs={"cell_key": key, "failure_message": "" if success else message,
-                           "headflow_version": __version__})
-    ds.attrs["content_sha256"] = _content_sha256(ds)
-    if path is not None:
-        tmp = path.with_name(path.name + f".part{os.getpid()}")
-        ds.to_netcdf(tmp, engine="netcdf4")
-        os.replace(tmp, path)
-    return ds
+                    attrs={"failure_message": "" if success else message})
+    return stamp_cell(ds, key, path)
 
 
 def _check_cell_model(model, params: dict) -> MultiHead:
@@ -246,16 +152,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     ds = cell_fn(params, seed_index, settings, None)
     if "status" not in ds:
         ds["status"] = ((), 1)
-    ds.attrs["cell_key"] = key
-    ds.attrs["headflow_version"] = __version__
-    ds.attrs.setdefault("failure_message", "")
-    ds.attrs["content_sha256"] = _content_sha256(ds)
-    if path is not None:
-        path = pathlib.Path(path)
-        tmp = path.with_name(path.name + f".part{os.getpid()}")
-        ds.to_netcdf(tmp, engine="netcdf4")
-        os.replace(tmp, path)
-    return ds
+    return stamp_cell(ds, key, path)
 
 
 def run_sweep(
@@ -322,72 +219,27 @@ def run_sweep(
     """
     caller = "run_sweep"
     axes = _check_grid(grid)
-    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
-    if seed is not None:
-        seed = check_param(seed, "seed", caller, low=0, integer=True)
-    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
-    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
-    check_choice(method, "method", STEPPERS, caller)
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
-    metrics = check_names(metrics, "metrics", METRICS, caller)
-    check_callable(model_fn, "model_fn", caller, signature="model_fn(params, rng) -> MultiHead")
-    if max_workers is not None:
-        max_workers = check_param(max_workers, "max_workers", caller, low=1, integer=True)
-    progress = check_bool(progress, "progress", caller)
-    max_pool_restarts = check_param(max_pool_restarts, "max_pool_restarts", caller, low=0, integer=True)
-    is_dask = hasattr(engine, "submit") and hasattr(engine, "gather")
-    if not is_dask and engine not in ("serial", "process"):
-        raise InvalidParameterError(
-            f"engine must be 'serial', 'process' or a dask.distributed.Client; got {engine!r}."
-        )
-    if store is not None and not isinstance(store, (str, os.PathLike)):
-        raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
-    if engine == "process":
-        _check_not_bootstrapping(caller)
-    entropy = np.random.SeedSequence(seed).entropy
-    ts = np.linspace(0.0, t1, n_saves)
-    settings = {"entropy": entropy, "t1": float(t1), "dt": float(dt), "method": method, "kappa": float(kappa),
-                "ts": ts, "metrics": list(metrics), "model_fn": model_fn}
+    n_seeds, seed, settings, opts = _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn,
+                                                max_workers, progress, max_pool_restarts, engine, store)
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
     key_settings["model_fn"] = f"{model_fn.__module__}.{model_fn.__qualname__}"
     if cell_settings is not None:
         settings.update(cell_settings)
         key_settings["cell_key"] = str(cell_settings.get("key", ""))
     run_cell = _run_cell if cell_fn is None else functools.partial(_custom_cell, cell_fn)
-    names = list(axes)
-    cells = []
-    for values in itertools.product(*axes.values()):
-        params = dict(_DEFAULTS)
-        params.update(dict(zip(names, values)))
-        for s in range(n_seeds):
-            cells.append((values, s, params))
+    cells = [(values, s, {**_DEFAULTS, **dict(zip(axes, values))})
+             for values in itertools.product(*axes.values()) for s in range(n_seeds)]
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
     paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
-
     if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
         _check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
-        _check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
-                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {}
-    if store is not None:
-        folder = _open_store(store, caller)
-        _clean_stale_parts(folder)
-        for idx, path in enumerate(paths):
-            if not os.path.exists(path):
-                continue
-            ds, reason = _verified_cell(pathlib.Path(path), keys[idx])
-            if ds is None:
-                warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
-                              f"{reason}; recomputing it.", CellWarning, stacklevel=2)
-                os.unlink(path)
-            else:
-                results[idx] = ds
+        check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
+                        named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
+    results = {} if store is None else _load_finished(store, caller, cells, keys, paths)
     todo = [idx for idx in range(len(cells)) if idx not in results]
-
     bar = None
-    if progress:
+    if opts["progress"]:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(cells), initial=len(results), desc="sweep", unit="cell")
@@ -402,126 +254,73 @@ def run_sweep(
         return (run_cell, params, s, settings, paths[idx], keys[idx])
 
     if engine == "serial":
-        for idx in todo:
-            fn, *args = job(idx)
-            done(idx, fn(*args))
+        run_serial(todo, job, done)
     elif engine == "process":
-        _run_pool(todo, job, done, max_workers, max_pool_restarts)
+        run_pool(todo, job, done, opts["max_workers"], opts["max_pool_restarts"])
     else:
-        from distributed import KilledWorker
-        from distributed import as_completed as dask_completed
-
-        futs = [engine.submit(*job(idx), pure=False) for idx in todo]
-        where = {f.key: idx for f, idx in zip(futs, todo)}
-        for fut in dask_completed(futs):
-            try:
-                ds = fut.result()
-            except KilledWorker as exc:
-                # the scheduler retried the cell on fresh workers (allowed-failures) and gave up
-                _, s, params = cells[where[fut.key]]
-                raise SolverError(
-                    f"dask workers died running the cell {params} (seed {s}) more often than the scheduler's "
-                    f"distributed.scheduler.allowed-failures allows ({exc}); e.g. out of memory or killed. "
-                    + ("Cells finished so far are in the store: rerun with the same store to resume."
-                       if store is not None else "Pass store=<folder> to keep finished cells across failures.")
-                ) from None
-            done(where[fut.key], ds)
+        run_dask(engine, todo, job, done, lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})", store is not None)
     if bar is not None:
         bar.close()
-    ds = _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings)
+    ts = settings["ts"]
+    ds = _assemble(axes, n_seeds, cells, results, ts, settings["metrics"], settings["entropy"], settings)
     # the engine is left out: serial, process and dask runs of one config give identical datasets
-    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": n_saves, **key_settings}
+    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": len(ts),
+              **key_settings}
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
-    ds.attrs.update(provenance(config=config, seeds={"entropy": str(entropy), "spawn_key": "(seed index,)"},
-                               model=probe))
+    ds.attrs.update(provenance(config=config, seeds={"entropy": str(settings["entropy"]),
+                                                     "spawn_key": "(seed index,)"}, model=probe))
     return ds
 
 
-def _open_store(store, caller: str) -> pathlib.Path:
-    """The sweep's cell folder, created if missing and checked writable before any work.
-
-    Refused with an :class:`InvalidParameterError` naming ``store``: an existing file (or a
-    path through one), a folder that cannot be created, and a folder where a file cannot be
-    written (read-only mount, permissions). Unrelated files in the folder are left alone: only
-    ``cell_<key>.nc`` files of this sweep are read.
-    """
-    folder = pathlib.Path(store)
-    if folder.exists() and not folder.is_dir():
+def _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
+                max_pool_restarts, engine, store):
+    """Validated seeds, the cells' settings and the run options of :func:`run_sweep`."""
+    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
+    if seed is not None:
+        seed = check_param(seed, "seed", caller, low=0, integer=True)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    check_choice(method, "method", STEPPERS, caller)
+    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    metrics = check_names(metrics, "metrics", METRICS, caller)
+    check_callable(model_fn, "model_fn", caller, signature="model_fn(params, rng) -> MultiHead")
+    if max_workers is not None:
+        max_workers = check_param(max_workers, "max_workers", caller, low=1, integer=True)
+    opts = {"max_workers": max_workers, "progress": check_bool(progress, "progress", caller),
+            "max_pool_restarts": check_param(max_pool_restarts, "max_pool_restarts", caller, low=0, integer=True)}
+    is_dask = hasattr(engine, "submit") and hasattr(engine, "gather")
+    if not is_dask and engine not in ("serial", "process"):
         raise InvalidParameterError(
-            f"The 'store' parameter of {caller} must be a folder (one netCDF file per cell); {str(folder)!r} is an "
-            f"existing file. Pass a folder path (it is created if missing), e.g. {str(folder) + '_cells'!r}."
+            f"engine must be 'serial', 'process' or a dask.distributed.Client; got {engine!r}."
         )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidParameterError(
-            f"The 'store' folder {str(folder)!r} of {caller} cannot be created ({type(exc).__name__}: "
-            f"{exc.strerror or exc}). Pass a folder under a writable directory."
-        ) from None
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise InvalidParameterError(
-            f"The 'store' folder {str(folder)!r} of {caller} is not writable ({type(exc).__name__}: "
-            f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to."
-        ) from None
-    return folder
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
+    if engine == "process":
+        check_not_bootstrapping(caller)
+    settings = {"entropy": np.random.SeedSequence(seed).entropy, "t1": float(t1), "dt": float(dt), "method": method,
+                "kappa": float(kappa), "ts": np.linspace(0.0, t1, n_saves), "metrics": list(metrics),
+                "model_fn": model_fn}
+    return n_seeds, seed, settings, opts
 
 
-def _main_script() -> str:
-    # in a spawned worker importing it, the parent's script is __mp_main__
-    for name in ("__mp_main__", "__main__"):
-        path = getattr(sys.modules.get(name), "__file__", None)
-        if path:
-            return path
-    return "the main script"
-
-
-_BOOTSTRAP_FIX = (
-    "put the call under `if __name__ == \"__main__\":` (worker processes are started by 'spawn' and "
-    "re-import {script}, so a call at module level would run again in every worker), or use engine='serial'."
-)
-
-
-def _check_not_bootstrapping(caller: str) -> None:
-    """Refuse to start a process pool from a spawned worker that is still importing the main script.
-
-    With the 'spawn' start method each worker re-imports the parent's main script as
-    ``__mp_main__``; a script that calls :func:`run_sweep` at module level (no
-    ``if __name__ == "__main__":`` guard) would start a new pool inside every worker.
-    multiprocessing marks that phase with ``current_process()._inheriting``.
-    """
-    import multiprocessing
-
-    if getattr(multiprocessing.current_process(), "_inheriting", False):
-        raise InvalidParameterError(
-            f"{caller}(engine='process') was called while a worker process was importing the main script: "
-            + _BOOTSTRAP_FIX.format(script=_main_script())
-        )
-
-
-def _check_picklable(job_args, caller: str, named: dict) -> None:
-    """Process pools and dask send each cell's function and settings to the workers by pickle: a
-    lambda or a nested function fails there with an obscure pickling error (or kills the pool)."""
-    try:
-        pickle.dumps(job_args)
-    except Exception as exc:  # noqa: BLE001 - pickle raises PicklingError, AttributeError, TypeError...
-        culprit = next((name for name, obj in named.items() if obj is not None and not _pickles(obj)), "settings")
-        raise InvalidParameterError(
-            f"The {culprit!r} parameter of {caller} must be picklable to run on worker processes "
-            f"({type(exc).__name__}: {exc}). Define it with def at module level (not a lambda or a nested "
-            "function), or use engine='serial'."
-        ) from None
-
-
-def _pickles(obj) -> bool:
-    try:
-        pickle.dumps(obj)
-    except Exception:  # noqa: BLE001
-        return False
-    return True
+def _load_finished(store, caller, cells, keys, paths) -> dict:
+    """The cells already in the store that pass verification; the others are removed (a warning
+    names each) and recomputed."""
+    folder = open_store(store, caller)
+    _clean_stale_parts(folder)
+    results = {}
+    for idx, path in enumerate(paths):
+        if not os.path.exists(path):
+            continue
+        ds, reason = _verified_cell(pathlib.Path(path), keys[idx])
+        if ds is None:
+            warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
+                          f"{reason}; recomputing it.", CellWarning, stacklevel=3)
+            os.unlink(path)
+        else:
+            results[idx] = ds
+    return results
 
 
 def _check_grid(grid) -> dict:
@@ -556,47 +355,6 @@ def _check_grid(grid) -> dict:
                 check_param(val, name, caller, low=2 if k == "d" else 1, integer=True)
         axes[k] = values
     return axes
-
-
-def _run_pool(todo, job, done, max_workers, max_restarts) -> None:
-    """Run the jobs on a spawn process pool whose workers exit when this process dies; a
-    pool broken by a dead worker is restarted for the unfinished jobs."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    remaining = list(todo)
-    ctx = multiprocessing.get_context("spawn")
-    started = ctx.Event()
-    for _ in range(max_restarts + 1):
-        # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
-        try:
-            with ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx,
-                                     initializer=_watch_parent, initargs=(os.getpid(), started)) as pool:
-                futs = {pool.submit(*job(idx)): idx for idx in remaining}
-                for fut in as_completed(futs):
-                    try:
-                        ds = fut.result()
-                    except BrokenProcessPool:
-                        continue  # a worker died: this cell is redone by the next pool
-                    done(futs[fut], ds)
-                    remaining.remove(futs[fut])
-        except BrokenProcessPool:
-            pass
-        if not remaining:
-            return
-        if not started.is_set():
-            # no worker ever got past importing the main script: restarting cannot help
-            raise SolverError(
-                "the process pool's workers died while starting, before running any cell (each one re-imports "
-                f"{_main_script()}, and that failed; its error is printed above by the worker). The usual cause "
-                "is a script that calls run_sweep or mean_field_limit_study without a main guard: "
-                + _BOOTSTRAP_FIX.format(script="the script")
-            )
-    raise SolverError(
-        f"the process pool broke {max_restarts + 1} times (a worker died, e.g. killed or out of memory); "
-        f"{len(remaining)} cells are unfinished. Rerun with the same store to resume, or use fewer max_workers."
-    )
 
 
 def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:

@@ -38,6 +38,10 @@ ARRAY_TAGS = {"points", "weights", "weights_nn", "matrix", "matrix_nn", "array",
 
 # name -> [(pair of arguments that disagree, callable, kwargs)]; the error must name one of the pair
 COMBINATIONS = {
+    "particles.MultiHead.sums": [
+        (("sources", "x"), particles.MultiHead(np.eye(3), beta=1.0).sums, dict(x=np.eye(3), sources=np.eye(2))),
+        (("sources", "x"), particles.MultiHead(np.eye(3), beta=1.0).sums, dict(x=np.eye(2), sources=np.eye(3))),
+    ],
     "particles.MultiHead": [
         (("M", "W"), particles.MultiHead, dict(M=EYE2, W=EYE3)),
         (("M", "W"), particles.MultiHead, dict(M=np.eye(3), W=np.eye(2))),

@@ -1,0 +1,162 @@
+"""Where the cells of a sweep run: in this process, in a local process pool, or on dask.
+
+Process-pool workers start by *spawn* (a forked child can inherit HDF5/netCDF locks), watch
+their parent and exit within a second of its death (no orphans writing cells); a pool broken
+by a dead worker is restarted for the unfinished cells. A script without a main guard and an
+unpicklable cell function get their own messages. Dask follows its nanny semantics.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+import time
+
+from particles import SolverError
+from particles.validation import InvalidParameterError
+
+__all__ = ["run_serial", "run_pool", "run_dask", "check_not_bootstrapping", "check_picklable"]
+
+
+def run_serial(todo, job, done) -> None:
+    """Run the jobs one after the other in this process."""
+    for idx in todo:
+        fn, *args = job(idx)
+        done(idx, fn(*args))
+
+
+def run_dask(client, todo, job, done, describe, resumable: bool) -> None:
+    """Run the jobs on a dask.distributed client; a cell that kills its workers more often than the
+    scheduler allows ends the run with a :class:`particles.SolverError` naming it."""
+    from distributed import KilledWorker
+    from distributed import as_completed as dask_completed
+
+    futs = [client.submit(*job(idx), pure=False) for idx in todo]
+    where = {f.key: idx for f, idx in zip(futs, todo)}
+    for fut in dask_completed(futs):
+        try:
+            ds = fut.result()
+        except KilledWorker as exc:
+            # the scheduler retried the cell on fresh workers (allowed-failures) and gave up
+            raise SolverError(
+                f"dask workers died running the cell {describe(where[fut.key])} more often than the scheduler's "
+                f"distributed.scheduler.allowed-failures allows ({exc}); e.g. out of memory or killed. "
+                + ("Cells finished so far are in the store: rerun with the same store to resume."
+                   if resumable else "Pass store=<folder> to keep finished cells across failures.")
+            ) from None
+        done(where[fut.key], ds)
+
+
+def _watch_parent(parent_pid: int, started=None, interval: float = 0.2) -> None:
+    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented).
+    ``started`` (an Event) is set once the worker got here, i.e. it finished importing the
+    parent's main script: a pool whose workers never set it died while starting."""
+    if started is not None:
+        started.set()
+
+    def watch():
+        while True:
+            if os.getppid() != parent_pid:
+                os._exit(1)
+            time.sleep(interval)
+
+    threading.Thread(target=watch, name="headflow-parent-watch", daemon=True).start()
+
+
+def run_pool(todo, job, done, max_workers, max_restarts) -> None:
+    """Run the jobs on a spawn process pool whose workers exit when this process dies; a
+    pool broken by a dead worker is restarted for the unfinished jobs."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    remaining = list(todo)
+    ctx = multiprocessing.get_context("spawn")
+    started = ctx.Event()
+    for _ in range(max_restarts + 1):
+        # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
+        try:
+            with ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx,
+                                     initializer=_watch_parent, initargs=(os.getpid(), started)) as pool:
+                futs = {pool.submit(*job(idx)): idx for idx in remaining}
+                for fut in as_completed(futs):
+                    try:
+                        ds = fut.result()
+                    except BrokenProcessPool:
+                        continue  # a worker died: this cell is redone by the next pool
+                    done(futs[fut], ds)
+                    remaining.remove(futs[fut])
+        except BrokenProcessPool:
+            pass
+        if not remaining:
+            return
+        if not started.is_set():
+            # no worker ever got past importing the main script: restarting cannot help
+            raise SolverError(
+                "the process pool's workers died while starting, before running any cell (each one re-imports "
+                f"{_main_script()}, and that failed; its error is printed above by the worker). The usual cause "
+                "is a script that calls run_sweep or mean_field_limit_study without a main guard: "
+                + _BOOTSTRAP_FIX.format(script="the script")
+            )
+    raise SolverError(
+        f"the process pool broke {max_restarts + 1} times (a worker died, e.g. killed or out of memory); "
+        f"{len(remaining)} cells are unfinished. Rerun with the same store to resume, or use fewer max_workers."
+    )
+
+
+def _main_script() -> str:
+    # in a spawned worker importing it, the parent's script is __mp_main__
+    for name in ("__mp_main__", "__main__"):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            return path
+    return "the main script"
+
+
+_BOOTSTRAP_FIX = (
+    "put the call under `if __name__ == \"__main__\":` (worker processes are started by 'spawn' and "
+    "re-import {script}, so a call at module level would run again in every worker), or use engine='serial'."
+)
+
+
+def check_not_bootstrapping(caller: str) -> None:
+    """Refuse to start a process pool from a spawned worker that is still importing the main script.
+
+    With the 'spawn' start method each worker re-imports the parent's main script as
+    ``__mp_main__``; a script that calls :func:`run_sweep` at module level (no
+    ``if __name__ == "__main__":`` guard) would start a new pool inside every worker.
+    multiprocessing marks that phase with ``current_process()._inheriting``.
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise InvalidParameterError(
+            f"{caller}(engine='process') was called while a worker process was importing the main script: "
+            + _BOOTSTRAP_FIX.format(script=_main_script())
+        )
+
+
+def check_picklable(job_args, caller: str, named: dict) -> None:
+    """Process pools and dask send each cell's function and settings to the workers by pickle: a
+    lambda or a nested function fails there with an obscure pickling error (or kills the pool)."""
+    try:
+        pickle.dumps(job_args)
+    except Exception as exc:  # noqa: BLE001 - pickle raises PicklingError, AttributeError, TypeError...
+        culprit = next((name for name, obj in named.items() if obj is not None and not _pickles(obj)), "settings")
+        raise InvalidParameterError(
+            f"The {culprit!r} parameter of {caller} must be picklable to run on worker processes "
+            f"({type(exc).__name__}: {exc}). Define it with def at module level (not a lambda or a nested "
+            "function), or use engine='serial'."
+        ) from None
+
+
+def _pickles(obj) -> bool:
+    try:
+        pickle.dumps(obj)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+

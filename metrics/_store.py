@@ -1,0 +1,141 @@
+"""The cell store of sweeps and studies: one verified netCDF file per finished cell.
+
+A cell's file name comes from the SHA-256 of everything that determines it (its
+``cell_key``); the file carries that key, the SHA-256 of its content and the headflow
+version that wrote it, and is written atomically (to ``<name>.part<pid>``, then renamed), so a
+killed run never leaves a file that looks complete. :func:`atomic_to_netcdf` is the one atomic
+write of the package (datasets of the CLI and the studies use it too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import re
+import tempfile
+
+import numpy as np
+import xarray as xr
+
+from particles import __version__
+from particles.validation import InvalidParameterError
+
+__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store"]
+
+
+def atomic_to_netcdf(ds: xr.Dataset, path) -> None:
+    """Write ``ds`` to ``path`` through ``<path>.part<pid>`` and an atomic rename: a reader sees
+    the old file or the whole new one, and a killed writer leaves only a part file."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(path.name + f".part{os.getpid()}")
+    ds.to_netcdf(tmp, engine="netcdf4")
+    os.replace(tmp, path)
+
+
+def stamp_cell(ds: xr.Dataset, key: str, path=None) -> xr.Dataset:
+    """Add the cell's ``cell_key``, ``headflow_version`` and ``content_sha256`` attrs, and write
+    it atomically to ``path`` when given."""
+    ds.attrs["cell_key"] = key
+    ds.attrs["headflow_version"] = __version__
+    ds.attrs.setdefault("failure_message", "")
+    ds.attrs["content_sha256"] = _content_sha256(ds)
+    if path is not None:
+        atomic_to_netcdf(ds, path)
+    return ds
+
+
+def _cell_key(params: dict, seed_index: int, settings: dict) -> str:
+    """SHA-256 of everything that determines a cell (its file name is the first 16 digits)."""
+    blob = json.dumps({"params": params, "seed": seed_index, "settings": settings}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _content_sha256(ds: xr.Dataset) -> str:
+    """SHA-256 over the names, dims, dtypes and bytes of every variable and coordinate."""
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds.variables[name]
+        values = np.ascontiguousarray(var.values)
+        h.update(json.dumps([name, list(var.dims), str(values.dtype), list(values.shape)]).encode())
+        h.update(values.tobytes())
+    return h.hexdigest()
+
+
+def _verified_cell(path: pathlib.Path, key: str):
+    """The stored cell at ``path`` if it is this cell's and intact, else (None, reason)."""
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+    except Exception as exc:  # unreadable or truncated: whatever the netCDF library says
+        return None, f"cannot be read ({type(exc).__name__}: {exc})"
+    if ds.attrs.get("cell_key") != key:
+        return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)"
+    written_by = ds.attrs.get("headflow_version", "an unknown version")
+    if written_by != __version__:
+        # its checksum may hold, but another version's numerics or schema must not mix into this dataset
+        return None, f"was written by headflow {written_by} (this is {__version__})"
+    if ds.attrs.get("content_sha256") != _content_sha256(ds):
+        return None, "fails its content checksum (values were changed or the file is corrupted)"
+    return ds, ""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    try:  # a zombie is dead: it only waits to be reaped
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _clean_stale_parts(store: pathlib.Path) -> list:
+    """Remove ``cell_*.nc.part<pid>`` files whose writer process is dead; return their names."""
+    removed = []
+    for part in store.glob("cell_*.nc.part*"):
+        m = re.fullmatch(r".*\.part(\d+)", part.name)
+        if m and not _pid_alive(int(m.group(1))):
+            part.unlink(missing_ok=True)
+            removed.append(part.name)
+    return removed
+
+
+def open_store(store, caller: str) -> pathlib.Path:
+    """The sweep's cell folder, created if missing and checked writable before any work.
+
+    Refused with an :class:`InvalidParameterError` naming ``store``: an existing file (or a
+    path through one), a folder that cannot be created, and a folder where a file cannot be
+    written (read-only mount, permissions). Unrelated files in the folder are left alone: only
+    ``cell_<key>.nc`` files of this sweep are read.
+    """
+    folder = pathlib.Path(store)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidParameterError(
+            f"The 'store' parameter of {caller} must be a folder (one netCDF file per cell); {str(folder)!r} is an "
+            f"existing file. Pass a folder path (it is created if missing), e.g. {str(folder) + '_cells'!r}."
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"The 'store' folder {str(folder)!r} of {caller} cannot be created ({type(exc).__name__}: "
+            f"{exc.strerror or exc}). Pass a folder under a writable directory."
+        ) from None
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InvalidParameterError(
+            f"The 'store' folder {str(folder)!r} of {caller} is not writable ({type(exc).__name__}: "
+            f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to."
+        ) from None
+    return folder
+
+
