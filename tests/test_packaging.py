@@ -82,3 +82,17 @@ def test_readme_links_stay_in_the_repository():
     for target in re.findall(r"\]\(([^)#]+)\)", text):
         if not target.startswith(("http://", "https://")):
             assert (ROOT / target).exists(), target
+
+
+def test_former_module_paths_still_import():
+    # the modules moved into private subpackages; code written against the old paths keeps working
+    import importlib
+
+    import particles
+
+    for old, name in [("attention", "MultiHead"), ("rd", "radial_dominance"), ("variants", "simulate_layers"),
+                      ("simulate", "simulate"), ("trajectory", "SaveAt"), ("sphere", "sample_uniform"),
+                      ("critical", "find_critical_point"), ("diagnostics", "diagnose"), ("ensemble", "Ensemble")]:
+        module = importlib.import_module(f"particles.{old}")
+        assert getattr(module, name) is getattr(particles, name)
+    assert callable(particles.simulate)  # the function, not the module of the same former name
