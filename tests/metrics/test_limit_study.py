@@ -12,8 +12,8 @@ from particles import MultiHead
 from particles.validation import InvalidParameterError
 
 
-def _density(th):
-    return 1 + 0.5 * np.cos(th)
+def _density(x):
+    return 1 + 0.5 * x[:, 0]  # 1 + 0.5 cos(theta)
 
 
 MODEL = MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind="softmax")
@@ -55,7 +55,7 @@ def test_rate_minus_half_on_iid_samples_of_the_reference():
             k = rng.choice(64, size=n, p=mass)
             theta = (k + rng.uniform(size=n)) * 2 * np.pi / 64
             g[a, s] = limit.circle_wasserstein(theta, atoms, p=1, method="circle")[0]
-    r, lo, hi = limit.fit_rate(ns, g, n_boot=500)
+    r, lo, hi = limit.fit_rate(ns, g)[:3]
     # the issue's target: the slope within 0.05 of -1/2, the interval around it and near -1/2
     assert abs(r + 0.5) < 0.05 and lo <= r <= hi and lo - 0.05 < -0.5 < hi + 0.05
 
@@ -129,7 +129,7 @@ def test_sliced_reference_is_exact_and_has_the_iid_rate():
     R = limit.SlicedReference(unif(200_000)[None], n_projections=64, seed=1)
     ns = np.array([100, 400, 1600, 6400])
     g = np.array([[R(unif(n), 0)[0] for _ in range(6)] for n in ns])
-    r, lo, hi = limit.fit_rate(ns, g, n_boot=200)
+    r, lo, hi = limit.fit_rate(ns, g)[:3]
     assert abs(r + 0.5) < 0.08 and lo <= r <= hi
 
 
@@ -191,3 +191,43 @@ def test_bad_density_and_model():
     relu = MultiHead.scalar([1.0], d=2, beta=1.0, kind="relu")
     with pytest.raises(InvalidParameterError, match="model"):
         mean_field_limit_study(relu, _density)
+
+
+def test_density_of_the_angle_is_refused_with_the_helper_named():
+    with pytest.raises(InvalidParameterError, match="density_of_angle"):
+        mean_field_limit_study(MODEL, lambda th: 1 + 0.5 * np.cos(th))
+    with pytest.raises(InvalidParameterError, match=r"shape \(m, 3\)"):
+        mean_field_limit_study(MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa"), lambda y: 1 + y[:, 3])
+    # the helper gives the same study as the points form
+    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.1)
+    a = mean_field_limit_study(MODEL, _density, **kw)
+    b = mean_field_limit_study(MODEL, metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th)), **kw)
+    np.testing.assert_allclose(a.w1.values, b.w1.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sampling", ["independent", "nested"])
+def test_sampling_independent_or_nested(monkeypatch, sampling):
+    """Independent: the samples of n = 16 and n = 32 for one seed are separate draws; nested: they
+    come from one stream, so the first 16 draws pick the same grid cells (the paired interval is
+    then used)."""
+    import metrics.study as study_mod
+
+    drawn = {}
+    real = study_mod.sample_grid_measure
+
+    def spy(mu, n, rng):
+        x = real(mu, n, rng)
+        drawn.setdefault(n, []).append(x)
+        return x
+
+    monkeypatch.setattr(study_mod, "sample_grid_measure", spy)
+    ds = mean_field_limit_study(MODEL, _density, n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64,
+                                dt=0.1, sampling=sampling)
+    def cells(x):
+        return np.floor(np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi) / (2 * np.pi) * 64).astype(int)
+
+    same = np.array_equal(cells(drawn[16][0]), cells(drawn[32][0])[:16])
+    assert ds.attrs["sampling"] == sampling and ("paired" in ds.attrs["rate_interval"]) == (sampling == "nested")
+    assert same == (sampling == "nested")
+    # independent streams: the two seeds of one n differ, and so do the n = 16 draws across modes
+    assert not np.allclose(drawn[16][0], drawn[16][1])
