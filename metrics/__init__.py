@@ -17,6 +17,8 @@ from .dataset import (
     trajectory_to_dataset,
 )
 from .density import (
+    ExpressionDensity,
+    FamilyDensity,
     check_density_fn,
     circle_density_quantile,
     density_of_angle,
@@ -55,6 +57,8 @@ __all__ = [
     "limit_study_table",
     "plot_limit_study",
     "density_of_angle",
+    "ExpressionDensity",
+    "FamilyDensity",
     "check_density_fn",
     "circle_density_quantile",
     "sample_circle_density",

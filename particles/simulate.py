@@ -229,7 +229,9 @@ def simulate(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=t1 - t0, unit="time", desc=f"simulate[{method}]")
+        # time advances by float steps: show n and total rounded (not 9.299999999999999/10.0)
+        bar = tqdm(total=t1 - t0, unit="time", desc=f"simulate[{method}]",
+                   bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
 
     t = t0
     n_steps = n_rejected = 0
