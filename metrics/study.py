@@ -6,8 +6,8 @@ same initial law, runs the particle flow (the model's ``summation``, ``"auto"`` 
 large n uses the O(n log n) sums), and measures at each save time
 
 - on S^1: exact :math:`W_1, W_2(\mu_n(t), \mu(t))` (geodesic, radians) against the quantile
-  atoms of the finite-volume reference (``fv_circle``), by ``ot.emd2`` for small n and
-  ``ot.binary_search_circle`` beyond (:mod:`metrics.limit`);
+  atoms of the finite-volume reference (``fv_circle``): W1 by the circle closed form, W2 by
+  ``ot.binary_search_circle`` (:func:`metrics.circle_wasserstein`);
 - on S^{d-1}, d ≥ 3: the sliced :math:`SW_2` of the embedded measures (with its Monte-Carlo
   standard error ``sw2_mc_error``, :class:`metrics.limit.SlicedReference`) against a large-n
   Lagrangian reference run; a second, independent reference run gives its own error at every
@@ -40,7 +40,6 @@ from particles.validation import InvalidParameterError, check_choice
 from .dataset import model_attrs, netcdf_safe, provenance
 from .density import check_density_fn, sample_sphere_density
 from .limit import (
-    EMD_MAX_ELEMENTS,
     SlicedReference,
     bounded_clusters,
     circle_quantile_atoms,
@@ -215,7 +214,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_reference : int, optional
         Particles of the d ≥ 3 reference (default 16·max(n_values)).
     transport : {"auto", "emd2", "circle"}
-        S^1 distance method; "auto" uses ``ot.emd2`` while n·M ≤ :data:`metrics.limit.EMD_MAX_ELEMENTS`.
+        S^1 distance method of :func:`metrics.circle_wasserstein`: "auto" = "circle" (exact closed
+        form / binary search); "emd2" is the network simplex (a slow cross-check).
     w2_max_n : int
         Largest n for which W2 is computed on S^1 (``ot.binary_search_circle`` costs seconds per
         call at n = 10^5); beyond it ``w2`` is NaN and only W1 is reported.
@@ -272,8 +272,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                              "(cell width); quantile-atom error 2*pi/M <= "
                                              f"{ref_err:.2e} on top"}
         metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
-        transports = {str(n): ("ot.emd2" if (transport == "emd2" or (transport == "auto" and n * max(4 * n, 4 * m_grid)
-                                                                     <= EMD_MAX_ELEMENTS))
+        transports = {str(n): ("ot.emd2" if transport == "emd2"
                                else "W1: circle closed form; W2: ot.binary_search_circle"
                                + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
                       for n in n_values}

@@ -36,7 +36,7 @@ def test_schema_and_attrs(study):
     assert np.all(m >= 0) and np.all(m.sum(-1) <= 1 + 1e-12) and np.all(np.diff(m, axis=-1) <= 1e-15)
     lo, hi = ds.rate_w1_ci.values.T
     assert np.all(lo <= ds.rate_w1.values) and np.all(ds.rate_w1.values <= hi)
-    assert "ot.emd2" in ds.attrs["transport_method"] and ds.attrs["reference_error"] == pytest.approx(2 * np.pi / 128)
+    assert "circle closed form" in ds.attrs["transport_method"] and ds.attrs["reference_error"] == pytest.approx(2 * np.pi / 128)
     # W1 <= W2 (Jensen) for every run
     assert np.all(ds.w1.values <= ds.w2.values + 1e-12)
 
@@ -71,6 +71,24 @@ def test_transport_methods_agree(p):
     b, nb = limit.circle_wasserstein(theta, atoms, p=p, method="circle")
     assert na == "ot.emd2" and nb != na
     assert a == pytest.approx(b, rel=1e-7, abs=1e-10)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_weighted_circle_wasserstein_matches_the_network_simplex(p):
+    """Any two discrete measures (weights on both sides): closed form / binary search = emd2."""
+    rng = np.random.default_rng(p)
+    th, ph = rng.uniform(0, 2 * np.pi, 40), rng.uniform(-4, 4, 55)
+    a, b = rng.uniform(0.1, 1, 40), rng.uniform(0.1, 1, 55)
+    fast = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b)[0]
+    slow = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b, method="emd2")[0]
+    assert fast == pytest.approx(slow, rel=1e-8)
+    # a metric: symmetric, zero on the diagonal, invariant under a common rotation
+    assert limit.circle_wasserstein(ph, th, p=p, weights=b, atom_weights=a)[0] == pytest.approx(fast, rel=1e-8)
+    assert limit.circle_wasserstein(th, th, p=p, weights=a, atom_weights=a)[0] == pytest.approx(0, abs=1e-6)
+    assert limit.circle_wasserstein(th + 1.3, ph + 1.3, p=p, weights=a, atom_weights=b)[0] == \
+        pytest.approx(fast, rel=1e-8)
+    with pytest.raises(InvalidParameterError, match="atom_weights"):
+        limit.circle_wasserstein(th, ph, p=p, atom_weights=b[:3])
 
 
 def test_quantile_atoms_approximate_the_grid_measure():
