@@ -24,6 +24,7 @@ Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -75,6 +76,58 @@ def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None
 def _method(kappa: float) -> str:
     """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
     return "rk4" if np.isinf(kappa) else "euler_maruyama"
+
+
+def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
+    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
+    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``
+    as ``reference_<hash of key>.nc``; a later study with the same settings loads it."""
+    path = None
+    if store is not None:
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        path = pathlib.Path(store) / f"reference_{digest}.nc"
+        if path.exists():
+            with xr.open_dataset(path) as ds:
+                ds = ds.load()
+            if ds.attrs.get("reference_key") == json.dumps(key, sort_keys=True, default=str):
+                return {"positions": ds.positions.values, "own_sw2": ds.own_sw2.values, "energy": ds.energy.values,
+                        "entropy": ds.entropy.values, "seconds": float(ds.attrs["build_seconds"]), "cached": True,
+                        "file": str(path)}
+    t0 = _time.perf_counter()
+    n_ref, d, seed = key["n_reference"], model.d, key["seed"]
+    runs = []
+    for r in range(2):  # run 0 is the reference, run 1 measures its error
+        if progress:
+            from tqdm.auto import tqdm
+
+            tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+        ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
+        rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+        y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
+        runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts), kappa=key["kappa"],
+                                        rng=rng_noise, method=_method(key["kappa"]), progress=progress).x))
+    sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"], seed=seed)
+    out = {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
+           "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
+           "entropy": np.array([measure_entropy(model, y) for y in runs[0]]),
+           "seconds": _time.perf_counter() - t0, "cached": False, "file": "" if path is None else str(path)}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ds = xr.Dataset(
+            {"positions": (("time", "particle", "component"), out["positions"],
+                           {"long_name": "reference particles (run 0)", "units": "1"}),
+             "own_sw2": (("time",), out["own_sw2"], {"long_name": "SW_2 between the two reference runs", "units": "1"}),
+             "energy": (("time",), out["energy"], {"long_name": "E_multi of the reference", "units": "1"}),
+             "entropy": (("time",), out["entropy"], {"long_name": "attention entropy of the reference (nats)",
+                                                     "units": "1"})},
+            coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
+            attrs={"title": "headflow mean-field limit study: cached reference",
+                   "reference_key": json.dumps(key, sort_keys=True, default=str),
+                   "build_seconds": float(out["seconds"])})
+        tmp = path.with_name(path.name + f".part{os.getpid()}")
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    return out
 
 
 class _StudyModel:
@@ -235,7 +288,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_boot : bootstrap resamples when ``interval="bootstrap"``
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
-        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
+        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. On d ≥ 3 the
+        reference runs are kept in ``store`` too (``reference_<hash>.nc``, keyed by every setting
+        they depend on, the density's values included), so a rerun loads them; ``progress`` also
+        shows a bar for each reference run. The attrs ``reference_build_seconds``,
+        ``reference_cached`` and ``reference_file`` say what it cost and where it is.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
     check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
@@ -278,26 +335,26 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                       for n in n_values}
     else:
         grid, _ = mf.fibonacci_sphere(int(m_grid))
-        bound = 1.5 * float(check_density_fn(density_fn, d, "mean_field_limit_study", points=grid).max())
+        rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
+        bound = 1.5 * float(rho_grid.max())
         n_ref = int(n_reference or 16 * max(n_values))
-        runs = []
-        for r in range(2):  # run 0 is the reference, run 1 measures its error
-            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
-            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
-            runs.append(np.asarray(simulate(y0, model, t1=float(t1), dt=float(dt), save=SaveAt(ts=ts),
-                                            kappa=float(kappa), rng=rng_noise, method=_method(kappa)).x))
-        sliced = SlicedReference(runs[0], n_projections=int(n_projections), n_quantiles=int(n_quantiles), seed=seed)
-        own = np.array([sliced(runs[1][k], k) for k in range(len(ts))])
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
+                   "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
+                   "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+        ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
+        sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                 seed=seed)
         settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
-                        ref_energy=np.array([mf.measure_energy(model, y) for y in runs[0]]),
-                        ref_entropy=np.array([measure_entropy(model, y) for y in runs[0]]))
-        ref_error_t = own[:, 0] / np.sqrt(2)
+                        ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        ref_error_t = ref["own_sw2"] / np.sqrt(2)
         ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
                      "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
                      "reference_error_note": "max over save times of SW_2 between two independent reference "
                                              "runs, divided by sqrt(2): the reference's own sampling error "
-                                             "(per time in the data variable reference_error)"}
+                                             "(per time in the data variable reference_error)",
+                     "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                     "reference_file": ref["file"]}
         metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
         transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                               f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}

@@ -249,3 +249,26 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
     assert same == (sampling == "nested")
     # independent streams: the two seeds of one n differ, and so do the n = 16 draws across modes
     assert not np.allclose(drawn[16][0], drawn[16][1])
+
+
+def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
+    """With a store, the S^2 reference runs are saved with the cells and loaded on a rerun (no
+    particle run at all the second time); a changed setting builds a new one."""
+    import metrics.study as study_mod
+
+    model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
+    kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, n_reference=256,
+              n_projections=16, store=tmp_path)
+    calls = []
+    real = study_mod.simulate
+    monkeypatch.setattr(study_mod, "simulate", lambda x0, *a, **k: calls.append(len(x0)) or real(x0, *a, **k))
+    first = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], **kw)
+    assert sorted(calls) == [16, 16, 32, 32, 256, 256] and first.attrs["reference_cached"] == 0
+    assert len(list(tmp_path.glob("reference_*.nc"))) == 1 and first.attrs["reference_build_seconds"] > 0
+    calls.clear()
+    again = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], **kw)
+    assert calls == [] and again.attrs["reference_cached"] == 1
+    for v in ("sw2", "reference_error", "energy_meanfield", "rate_sw2_ci"):
+        np.testing.assert_array_equal(again[v].values, first[v].values)
+    mean_field_limit_study(model, lambda y: 1 + 0.4 * y[:, 2], **kw)  # another density: another reference
+    assert len(list(tmp_path.glob("reference_*.nc"))) == 2
