@@ -26,7 +26,14 @@ from .density import (
     sample_sphere_density,
 )
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
-from .limit import RateFit, SlicedReference, circle_wasserstein, fit_rate
+from .limit import (
+    RateFit,
+    SlicedReference,
+    circle_quantile_atoms,
+    circle_wasserstein,
+    fit_rate,
+    sliced_wasserstein_embedded,
+)
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate
 from .report import limit_study_table, plot_limit_study
@@ -54,6 +61,8 @@ __all__ = [
     "RateFit",
     "SlicedReference",
     "circle_wasserstein",
+    "circle_quantile_atoms",
+    "sliced_wasserstein_embedded",
     "limit_study_table",
     "plot_limit_study",
     "density_of_angle",

@@ -272,3 +272,16 @@ def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
         np.testing.assert_array_equal(again[v].values, first[v].values)
     mean_field_limit_study(model, lambda y: 1 + 0.4 * y[:, 2], **kw)  # another density: another reference
     assert len(list(tmp_path.glob("reference_*.nc"))) == 2
+
+
+def test_embedded_sliced_distance_matches_pot():
+    """The study's SW_2 equals POT's sliced Wasserstein distance with the same directions (exact 1-d
+    W_2 between clouds of different sizes); it is a metric (symmetric, zero on the diagonal)."""
+    rng = np.random.default_rng(4)
+    x = metrics.sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 70, 3, rng)
+    y = metrics.sample_sphere_density(lambda y: np.ones(len(y)), 45, 3, rng)
+    ours, se = metrics.sliced_wasserstein_embedded(x, y, n_projections=64, seed=5)
+    pot = ot.sliced_wasserstein_distance(x, y, n_projections=64, seed=5, p=2)
+    assert ours == pytest.approx(pot, rel=1e-10) and 0 < se < ours
+    assert metrics.sliced_wasserstein_embedded(y, x, n_projections=64, seed=5)[0] == pytest.approx(ours, rel=1e-12)
+    assert metrics.sliced_wasserstein_embedded(x, x, n_projections=64, seed=5)[0] == 0.0
