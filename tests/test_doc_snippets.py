@@ -2,7 +2,8 @@
 
 - ``python``: executed in a fresh namespace, in a temporary working directory;
 - ``bash``: run by ``bash -e`` in a temporary directory, with this interpreter's scripts first
-  on PATH (so ``headflow`` is this checkout's);
+  on PATH (so ``headflow`` is this checkout's); a block whose commands (comments aside) are
+  those of a block that already ran is not run twice;
 - ``toml``: a config of the command its first line names (``# headflow <command>``), loaded by
   :func:`headflow.cli.load_config` and equal to what ``headflow <command> --example`` prints;
 - ``text``: a diagram or output listing, not code.
@@ -25,6 +26,7 @@ FENCE = re.compile(r"(?P<skip><!--\s*doc-test:\s*skip\s*(?P<reason>\(.*?\))?\s*-
                    r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
 LANGS = ("python", "bash", "toml", "text")
 MAX_SKIPPED = 8
+_BASH_DONE = set()  # command blocks (comments stripped) that already ran: README and the CLI guide share one
 
 
 def _blocks():
@@ -64,10 +66,14 @@ def test_block_runs(page, lang, body, skip, reason, tmp_path, monkeypatch):
 
         plt.close("all")
     elif lang == "bash":
+        commands = "\n".join(line.split("#")[0].rstrip() for line in body.splitlines() if "<<" not in body)
+        if commands and commands in _BASH_DONE:
+            return
         env = dict(os.environ, PATH=str(pathlib.Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
         out = subprocess.run(["bash", "-e", "-c", body], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        _BASH_DONE.add(commands)
     elif lang == "toml":
         from headflow import cli
 
