@@ -78,6 +78,7 @@ def check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np
     particles.validation.InvalidParameterError: density_fn must map points of shape (m, 2) to m values ...
     """
     where = f" of {caller}" if caller else ""
+    d = check_param(d, "d", "check_density_fn", low=2, integer=True)
     if not callable(density_fn):
         raise InvalidParameterError(f"density_fn{where} must be a callable density_fn(points) with points of "
                                     f"shape (m, {d}); got {type(density_fn).__name__}.")
@@ -150,8 +151,10 @@ def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     >>> np.allclose(q, [np.pi / 2, np.pi])
     True
     """
+    from particles.validation import check_real_array
+
     m = check_param(m, "m", "circle_density_quantile", low=8, integer=True)
-    u = np.asarray(u, dtype=np.float64)
+    u = check_real_array(u, "u", "circle_density_quantile")
     if not np.all((u >= 0) & (u <= 1)):
         raise InvalidParameterError("u of circle_density_quantile must be probabilities in [0, 1].")
     f0, f1, h, cdf = _circle_table(density_fn, m)
@@ -174,8 +177,10 @@ def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.
     >>> x.shape, bool(np.allclose(np.linalg.norm(x, axis=1), 1.0))
     ((5, 2), True)
     """
+    from particles.validation import check_rng
+
     n = check_param(n, "n", "sample_circle_density", low=1, integer=True)
-    rng = np.random.default_rng(rng)
+    rng = check_rng(rng, "rng", "sample_circle_density")
     theta = circle_density_quantile(density_fn, rng.uniform(size=n), m=m)
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
@@ -208,7 +213,9 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
     caller = "sample_sphere_density"
     n = check_param(n, "n", caller, low=1, integer=True)
     d = check_param(d, "d", caller, low=2, integer=True)
-    rng = np.random.default_rng(rng)
+    from particles.validation import check_rng
+
+    rng = check_rng(rng, "rng", caller)
     if d == 2:
         return sample_circle_density(density_fn, n, rng, m=m_grid)
     if bound is None:
@@ -271,6 +278,7 @@ class ExpressionDensity:
     """
 
     def __init__(self, text: str, d: int):
+        d = check_param(d, "d", "ExpressionDensity", low=2, integer=True)
         if not isinstance(text, str) or not text.strip():
             raise InvalidParameterError(f"expression must be a non-empty string of x1..x{d}; got {text!r}.")
         if len(text) > _MAX_EXPRESSION:
@@ -387,7 +395,7 @@ class FamilyDensity:
         elif family == "von_mises":
             params["concentration"] = check_param(params["concentration"], "concentration", "the von_mises density",
                                                   low=0.0, high=700.0)
-        self.family, self.d, self.params = family, int(d), params
+        self.family, self.d, self.params = family, check_param(d, "d", "FamilyDensity", low=2, integer=True), params
 
     def __call__(self, points):
         x = np.asarray(points, dtype=np.float64)

@@ -62,7 +62,13 @@ def circle_quantile_atoms(mass: np.ndarray, M: int) -> np.ndarray:
     >>> circle_quantile_atoms(np.full(4, 0.25), 4) / np.pi   # uniform: the midpoints of 4 arcs
     array([0.25, 0.75, 1.25, 1.75])
     """
-    mass = np.asarray(mass, dtype=np.float64)
+    from particles.validation import check_param, check_real_array
+
+    mass = check_real_array(mass, "mass", "circle_quantile_atoms", ndim=1)
+    if np.any(mass < 0) or not mass.sum() > 0:
+        raise InvalidParameterError("mass of circle_quantile_atoms must be non-negative cell masses with a positive "
+                                    "sum.")
+    M = check_param(M, "M", "circle_quantile_atoms", low=1, integer=True)
     m = len(mass)
     cdf = np.concatenate([[0.0], np.cumsum(mass)])
     cdf /= cdf[-1]
@@ -73,12 +79,14 @@ def circle_quantile_atoms(mass: np.ndarray, M: int) -> np.ndarray:
 
 
 def _circle_weights(w, n, name):
+    from particles.validation import check_real_array
+
     if w is None:
         return np.full(n, 1.0 / n)
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-        raise InvalidParameterError(f"{name} of circle_wasserstein must be {n} finite non-negative weights with a "
-                                    f"positive sum (one per angle); got shape {w.shape}.")
+    w = check_real_array(w, name, "circle_wasserstein", shape=(n,))
+    if np.any(w < 0) or not w.sum() > 0:
+        raise InvalidParameterError(f"{name} of circle_wasserstein must be {n} non-negative weights with a "
+                                    "positive sum (one per angle).")
     return w / w.sum()
 
 
@@ -121,16 +129,13 @@ def circle_wasserstein(theta, atoms, *, p: int = 1, method: str = "auto", weight
     """
     import ot
 
-    from particles.validation import check_choice, check_param
+    from particles.validation import check_choice, check_param, check_real_array
 
     caller = "circle_wasserstein"
     p = check_param(p, "p", caller, low=1, integer=True)
     check_choice(method, "method", ("auto", "circle", "emd2"), caller)
-    theta = np.atleast_1d(np.asarray(theta, dtype=np.float64))
-    atoms = np.atleast_1d(np.asarray(atoms, dtype=np.float64))
-    if theta.ndim != 1 or atoms.ndim != 1 or not (np.all(np.isfinite(theta)) and np.all(np.isfinite(atoms))):
-        raise InvalidParameterError(f"theta and atoms of {caller} must be finite 1-d arrays of angles; got shapes "
-                                    f"{theta.shape} and {atoms.shape}.")
+    theta = check_real_array(theta, "theta", caller, ndim=1, expected="a 1-d array of angles (radians)")
+    atoms = check_real_array(atoms, "atoms", caller, ndim=1, expected="a 1-d array of angles (radians)")
     a = _circle_weights(weights, len(theta), "weights")
     b = _circle_weights(atom_weights, len(atoms), "atom_weights")
     u = np.mod(theta, _TWO_PI) / _TWO_PI
@@ -206,10 +211,17 @@ class SlicedReference:
     def __init__(self, ref_points, *, n_projections: int = 256, n_quantiles: int = 16384, seed: int = 0):
         from ot.sliced import get_random_projections
 
-        ref_points = np.asarray(ref_points, dtype=np.float64)
-        if ref_points.ndim != 3:
-            raise InvalidParameterError(f"ref_points of SlicedReference must have shape (T, N, d); got {ref_points.shape}.")
+        from particles.validation import check_param, check_real_array
+
+        ref_points = check_real_array(ref_points, "ref_points", "SlicedReference", ndim=3,
+                                      expected="an array of reference points of shape (T, N, d)")
+        n_projections = check_param(n_projections, "n_projections", "SlicedReference", low=1, integer=True)
+        n_quantiles = check_param(n_quantiles, "n_quantiles", "SlicedReference", low=1, integer=True)
         T, N, d = ref_points.shape
+        if d < 2 or N < 1 or not np.allclose(np.einsum("tnd,tnd->tn", ref_points, ref_points), 1.0, atol=1e-10):
+            raise InvalidParameterError(f"ref_points of SlicedReference must be unit rows (points on S^(d-1), d >= 2) "
+                                        f"of shape (T, N, d); got shape {ref_points.shape} with rows off the sphere "
+                                        "or too few components.")
         self.theta = np.ascontiguousarray(get_random_projections(d, int(n_projections), seed=seed).T)  # (L, d)
         M = min(int(n_quantiles), N)
         rank = np.minimum(((np.arange(M) + 0.5) * N / M).astype(np.int64), N - 1)
@@ -415,12 +427,16 @@ def fit_rate(n_values, gaps, *, paired: bool = False, level: float = 0.95, inter
     paired = check_bool(paired, "paired", caller)
     level = check_param(level, "level", caller, low=0.0, high=1.0, low_open=True, high_open=True)
     check_choice(interval, "interval", ("t", "bootstrap"), caller)
-    g = np.asarray(gaps, dtype=np.float64)
-    logn = np.log(np.asarray(n_values, dtype=np.float64))
-    if g.ndim != 2 or g.shape[0] != len(logn):
-        raise InvalidParameterError(
-            f"gaps of {caller} must have shape (len(n_values), n_seeds) = ({len(logn)}, S); got {g.shape}.")
-    if len(logn) < 2 or not np.all(np.isfinite(g)):
+    from particles.validation import check_real_array, check_rng
+
+    nv = check_real_array(n_values, "n_values", caller, ndim=1, min_size=2)
+    if np.any(nv <= 0) or np.any(np.diff(nv) <= 0):
+        raise InvalidParameterError(f"n_values of {caller} must be strictly increasing positive numbers; got {nv}.")
+    logn = np.log(nv)
+    g = check_real_array(gaps, "gaps", caller, shape=(len(nv), None), finite=False)
+    n_boot = check_param(n_boot, "n_boot", caller, low=1, integer=True)
+    rng = check_rng(rng, "rng", caller)
+    if not np.all(np.isfinite(g)):
         return _NAN_FIT
     gbar = g.mean(axis=1)
     if not np.all(gbar > 0):
@@ -432,7 +448,6 @@ def fit_rate(n_values, gaps, *, paired: bool = False, level: float = 0.95, inter
     if S < 2:
         return RateFit(slope, float("nan"), float("nan"), float("nan"), float("nan"))
     if interval == "bootstrap":
-        rng = np.random.default_rng(rng)
         shape = (int(n_boot), 1, S) if paired else (int(n_boot), g.shape[0], S)
         idx = np.broadcast_to(rng.integers(0, S, size=shape), (int(n_boot), g.shape[0], S))
         boot = np.take_along_axis(g[None], idx, axis=2).mean(axis=2)  # (B, N)

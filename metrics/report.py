@@ -36,7 +36,7 @@ def study_rate_variables(ds: xr.Dataset) -> list[str]:
 
 
 def _check_var(ds, var, names):
-    if var not in names:
+    if not isinstance(var, str) or var not in names:
         raise InvalidParameterError(f"var must be one of the study's rated gaps {names}; got {var!r}.")
 
 
@@ -75,6 +75,9 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     rate  -0.500 [-0.600, -0.400]
     """
     names = study_rate_variables(ds)
+    if variables is not None and (isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))):
+        raise InvalidParameterError(f"variables of limit_study_table must be a list of the study's rated gaps "
+                                    f"{names}; got {variables!r}.")
     variables = names if variables is None else list(variables)
     for v in variables:
         _check_var(ds, v, names)
@@ -139,11 +142,16 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     names = study_rate_variables(ds)
     var = ds.attrs.get("rate_metric", names[0]) if var is None else var
     _check_var(ds, var, names)
+    if times is not None and (isinstance(times, (str, bytes)) or not hasattr(times, "__iter__")):
+        raise InvalidParameterError(f"times of plot_limit_study must be a list of saved times; got {times!r}.")
+    from particles.validation import check_bool
+
+    guide = check_bool(guide, "guide", "plot_limit_study")
+    ks = range(ds.sizes["time"]) if times is None else [_time_index(ds, t) for t in times]
     if ax is None:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(5.5, 4.2))
-    ks = range(ds.sizes["time"]) if times is None else [_time_index(ds, t) for t in times]
     n = ds.n_particles.values.astype(float)
     for k in ks:
         g = ds[var].isel(time=k)
