@@ -78,57 +78,64 @@ def _method(kappa: float) -> str:
     return "rk4" if np.isinf(kappa) else "euler_maruyama"
 
 
-def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
-    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
-    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``
-    as ``reference_<hash of key>.nc``; a later study with the same settings loads it."""
+def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
+    """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
+    ``reference_<hash of key>.nc`` and loaded instead of rebuilt when the key matches; adds
+    ``seconds`` (the build's cost), ``cached`` and ``file``."""
+    text = json.dumps(key, sort_keys=True, default=str)
     path = None
     if store is not None:
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        path = pathlib.Path(store) / f"reference_{digest}.nc"
+        path = pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
         if path.exists():
             with xr.open_dataset(path) as ds:
                 ds = ds.load()
-            if ds.attrs.get("reference_key") == json.dumps(key, sort_keys=True, default=str):
-                return {"positions": ds.positions.values, "own_sw2": ds.own_sw2.values, "energy": ds.energy.values,
-                        "entropy": ds.entropy.values, "seconds": float(ds.attrs["build_seconds"]), "cached": True,
-                        "file": str(path)}
+            if ds.attrs.get("reference_key") == text:
+                out = {v: ds[v].values for v in ds.data_vars}
+                return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
     t0 = _time.perf_counter()
-    n_ref, d, seed = key["n_reference"], model.d, key["seed"]
-    runs = []
-    for r in range(2):  # run 0 is the reference, run 1 measures its error
-        if progress:
-            from tqdm.auto import tqdm
-
-            tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
-        ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
-        rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-        y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
-        runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts), kappa=key["kappa"],
-                                        rng=rng_noise, method=_method(key["kappa"]), progress=progress).x))
-    sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"], seed=seed)
-    out = {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
-           "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
-           "entropy": np.array([measure_entropy(model, y) for y in runs[0]]),
-           "seconds": _time.perf_counter() - t0, "cached": False, "file": "" if path is None else str(path)}
+    out = build()
+    seconds = _time.perf_counter() - t0
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        ds = xr.Dataset(
-            {"positions": (("time", "particle", "component"), out["positions"],
-                           {"long_name": "reference particles (run 0)", "units": "1"}),
-             "own_sw2": (("time",), out["own_sw2"], {"long_name": "SW_2 between the two reference runs", "units": "1"}),
-             "energy": (("time",), out["energy"], {"long_name": "E_multi of the reference", "units": "1"}),
-             "entropy": (("time",), out["entropy"], {"long_name": "attention entropy of the reference (nats)",
-                                                     "units": "1"})},
-            coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
-            attrs={"title": "headflow mean-field limit study: cached reference",
-                   "reference_key": json.dumps(key, sort_keys=True, default=str),
-                   "build_seconds": float(out["seconds"])})
+        data = {}
+        for v, arr in out.items():
+            arr = np.asarray(arr)
+            names = dims.get(v, ("time",) + tuple(f"{v}_dim{i}" for i in range(1, arr.ndim)))
+            data[v] = (names, arr, {"long_name": f"reference {v}", "units": "1"})
+        ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
+                        attrs={"title": "headflow mean-field limit study: cached reference",
+                               "reference_key": text, "build_seconds": float(seconds)})
         tmp = path.with_name(path.name + f".part{os.getpid()}")
         ds.to_netcdf(tmp)
         os.replace(tmp, path)
-    return out
+    return dict(out, seconds=seconds, cached=False, file="" if path is None else str(path))
 
+
+def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
+    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
+    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``."""
+
+    def build():
+        n_ref, d, seed = key["n_reference"], model.d, key["seed"]
+        runs = []
+        for r in range(2):  # run 0 is the reference, run 1 measures its error
+            if progress:
+                from tqdm.auto import tqdm
+
+                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
+            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
+            runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
+                                            kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
+                                            progress=progress).x))
+        sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
+                                 seed=seed)
+        return {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
+                "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
+                "entropy": np.array([measure_entropy(model, y) for y in runs[0]])}
+
+    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")})
 
 class _StudyModel:
     """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
@@ -317,17 +324,28 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     ref_attrs = {}
     if d == 2:
         pts, areas = mf.circle_grid(int(m_grid))
-        check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
+        rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
         mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
-        ref = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle", kappa=kappa)
-        settings.update(mu0=mu0, ref_mass=np.asarray(ref.mass), ref_energy=np.asarray(ref.energy),
-                        ref_entropy=np.array([measure_entropy(model, pts, q) for q in ref.mass]))
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
+                   "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+
+        def build():
+            sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
+                                        kappa=kappa)
+            return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
+                    "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
+
+        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
+        settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
         ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
         ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')", "reference_cells": int(m_grid),
                      "reference_error": 2 * np.pi / int(m_grid),
                      "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
                                              "(cell width); quantile-atom error 2*pi/M <= "
                                              f"{ref_err:.2e} on top"}
+        ref_attrs.update(reference_build_seconds=ref["seconds"], reference_cached=int(ref["cached"]),
+                         reference_file=ref["file"])
         metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
         transports = {str(n): ("ot.emd2" if transport == "emd2"
                                else "W1: circle closed form; W2: ot.binary_search_circle"

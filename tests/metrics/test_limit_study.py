@@ -285,3 +285,20 @@ def test_embedded_sliced_distance_matches_pot():
     assert ours == pytest.approx(pot, rel=1e-10) and 0 < se < ours
     assert metrics.sliced_wasserstein_embedded(y, x, n_projections=64, seed=5)[0] == pytest.approx(ours, rel=1e-12)
     assert metrics.sliced_wasserstein_embedded(x, x, n_projections=64, seed=5)[0] == 0.0
+
+
+def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
+    import metrics.study as study_mod
+
+    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path)
+    first = mean_field_limit_study(MODEL, _density, **kw)
+    assert first.attrs["reference_cached"] == 0 and len(list(tmp_path.glob("reference_*.nc"))) == 1
+
+    def forbidden(*a, **k):
+        raise AssertionError("the fv_circle reference was recomputed")
+
+    monkeypatch.setattr(study_mod.mf, "wasserstein_ascent", forbidden)
+    again = mean_field_limit_study(MODEL, _density, **kw)
+    assert again.attrs["reference_cached"] == 1
+    np.testing.assert_array_equal(again.w1.values, first.w1.values)
+    np.testing.assert_array_equal(again.energy_meanfield.values, first.energy_meanfield.values)
