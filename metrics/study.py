@@ -295,10 +295,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_boot : bootstrap resamples when ``interval="bootstrap"``
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
-        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. On d ≥ 3 the
-        reference runs are kept in ``store`` too (``reference_<hash>.nc``, keyed by every setting
-        they depend on, the density's values included), so a rerun loads them; ``progress`` also
-        shows a bar for each reference run. The attrs ``reference_build_seconds``,
+        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. The reference
+        (fv_circle on S^1, the two Lagrangian runs on d ≥ 3) is kept in ``store`` too
+        (``reference_<hash>.nc``, keyed by every setting it depends on, the density's values on
+        the grid included), so a rerun loads it; ``progress`` also shows a bar for each reference
+        run on d ≥ 3. The attrs ``reference_build_seconds``,
         ``reference_cached`` and ``reference_file`` say what it cost and where it is.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
