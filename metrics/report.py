@@ -168,13 +168,14 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     ax.set_xscale("log")
     ax.set_yscale("log")
     long = ds[var].attrs.get("long_name", var)
-    ax.set(xlabel="n (tokens)", ylabel=long)
+    units = ds[var].attrs.get("units", "1")
+    ax.set(xlabel="n (tokens)", ylabel=var + ("" if units == "1" else f" [{units}]"))
     a = ds.attrs
-    sphere = a.get("title", "").rsplit(" ", 1)[-1] if "limit study on" in a.get("title", "") else ""
+    sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
     params = [f"{k} = {a[k]}" for k in ("kind", "beta", "kappa", "sampling") if k in a]
     if "n_heads" in a:
         params.insert(1, f"H = {a['n_heads']}")
     params.append(f"{ds.sizes.get('seed', 1)} seeds")
-    ax.set_title(" ".join(x for x in (var, sphere) if x) + "\n" + ", ".join(params), fontsize=9)
+    ax.set_title(" ".join(x for x in (long, sphere) if x) + "\n" + ", ".join(params), fontsize=8)
     ax.legend(fontsize=7)
     return ax

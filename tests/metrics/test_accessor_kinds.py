@@ -66,7 +66,7 @@ def test_accessor_on_a_study():
     ax = ds.attn.plot_limit_study()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert sum("slope" in lab for lab in labels) == 2 and any("n^{-1/2}" in lab for lab in labels)
-    assert "beta = 1.0" in ax.get_title() and "3 seeds" in ax.get_title()
+    assert "on S^1" in ax.get_title() and ax.get_ylabel() == "w1 [rad]" and "beta = 1.0" in ax.get_title() and "3 seeds" in ax.get_title()
     with pytest.raises(InvalidParameterError, match="rated gaps"):
         ds.attn.plot_limit_study("n_clusters")
 
