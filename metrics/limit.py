@@ -4,7 +4,7 @@ Transport (all through POT; the method used is returned so the study can record 
 
 - **S^1, exact, O(N log N).** The reference :math:`\mu` is a circle-grid measure
   (piecewise-uniform density on m cells). It is replaced by its *quantile atoms*
-  :math:`y_j = F^{-1}((j + 1/2)/M)`, :math:`j < M`, with :math:`M = \max(16 n, 4m)`; on the
+  :math:`y_j = F^{-1}((j + 1/2)/M)`, :math:`j < M`, with :math:`M = \max(4 n, 4m)`; on the
   circle :math:`W_p(\mu, \hat\mu_M) \le 2\pi/M`, two orders below the :math:`n^{-1/2}` signal.
   :math:`W_p(\mu_n, \hat\mu_M)` is then exact (:func:`circle_wasserstein`): W1 by the closed
   form (weighted median of F_n - F), W2 by ``ot.binary_search_circle``, in units of turns times
