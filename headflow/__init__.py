@@ -12,12 +12,19 @@ same name shadows one of them, the access raises ``ImportError`` saying where it
 True
 >>> headflow.__version__ == headflow.particles.__version__
 True
+
+``import headflow`` also registers the ``ds.attn`` Dataset accessor (:mod:`metrics.accessor`)
+without importing xarray: if xarray is loaded already the accessor is registered at once,
+otherwise when xarray is first imported (a post-import hook). Either way the accessor's module,
+and with it POT and scikit-learn, load only on the first use of ``ds.attn``.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import pathlib
+import sys
 
 __all__ = ["particles", "meanfield", "metrics", "__version__"]
 
@@ -49,3 +56,59 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAYERS) | {"__version__"})
+
+
+# ---------------------------------------------------------------- ds.attn without importing xarray
+
+
+class _LazyAttn:
+    """Stand-in for ``metrics.accessor.AttnAccessor``: builds the real accessor on first use."""
+
+    _headflow_attn = True
+
+    def __new__(cls, ds):
+        return importlib.import_module("metrics.accessor").AttnAccessor(ds)
+
+
+def _register_attn(xr) -> None:
+    if getattr(getattr(xr.Dataset, "attn", None), "_headflow_attn", False):
+        return  # metrics.accessor (or an earlier import headflow) registered it
+    xr.register_dataset_accessor("attn")(_LazyAttn)
+
+
+class _RegisteringLoader(importlib.abc.Loader):
+    """Runs xarray's own loader, then registers ``ds.attn``; everything else is delegated."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module):
+        self._inner.exec_module(module)
+        _register_attn(module)
+
+    def __getattr__(self, name):  # resource readers, is_package, ...
+        return getattr(self._inner, name)
+
+
+class _XarrayHook(importlib.abc.MetaPathFinder):
+    """Post-import hook: when ``xarray`` is first imported, register ``ds.attn`` on it."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "xarray":
+            return None
+        sys.meta_path.remove(self)  # one shot; the other finders locate xarray
+        from importlib.util import find_spec
+
+        spec = find_spec("xarray")
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RegisteringLoader(spec.loader)
+        return spec
+
+
+if "xarray" in sys.modules:
+    _register_attn(sys.modules["xarray"])
+elif not any(isinstance(f, _XarrayHook) for f in sys.meta_path):
+    sys.meta_path.insert(0, _XarrayHook())

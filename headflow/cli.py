@@ -7,14 +7,18 @@ whose attrs carry the full config, the versions and the seeds (:func:`metrics.pr
 Contract:
 
 1. **Checked configs.** Unknown sections or keys are errors naming the valid ones (a typo
-   never passes silently); missing keys take the defaults printed by ``--example``.
-2. **Resumable.** ``sweep`` keeps one file per finished cell in its store folder
-   (:func:`metrics.run_sweep`'s own mechanism): rerunning an interrupted sweep computes only
-   the missing cells. ``simulate`` and ``study`` are single units of work: when the output
-   exists and was made from the same config, the command reports it and does nothing; an
-   output made from another config is refused unless ``--force``.
+   never passes silently); every value is checked against its type and range (:data:`TYPES`)
+   before any work, and an error names the TOML key (``[study] n_values[1] = "64": must be an
+   integer >= 1; got a string``), exit status 2; missing keys take the defaults printed by
+   ``--example``.
+2. **Resumable.** ``sweep`` and ``study`` keep one file per finished cell in their store folder
+   (:func:`metrics.run_sweep`'s own mechanism): rerunning an interrupted run computes only
+   the missing cells. ``simulate`` is a single unit of work. When the output exists and was
+   made from the same config, the command reports it and does nothing; an output made from
+   another config is refused unless ``--force``.
 3. **Atomic outputs.** Datasets are written to a temporary name, then renamed, so a killed
-   run never leaves an output that looks complete.
+   run never leaves an output that looks complete. Ctrl-C stops with a message and exit
+   status 130; the finished cells stay in the store.
 """
 
 from __future__ import annotations
@@ -27,13 +31,15 @@ import pathlib
 import shutil
 import sys
 
+from . import _schema as S
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 __all__ = ["main", "load_config", "run_simulate", "run_sweep_config", "run_study", "info", "ConfigError",
-           "EXAMPLES"]
+           "Interrupted", "EXAMPLES", "SCHEMAS", "TYPES"]
 
 
 class ConfigError(ValueError):
@@ -62,9 +68,57 @@ SCHEMAS = {
     "study": {
         "model": dict(_MODEL, d=2, beta=3.0, lambdas=[1.0]),
         "study": {"n_values": [16, 32, 64, 128], "n_seeds": 4, "t1": 2.0, "n_saves": 5, "m_grid": 1024, "dt": 0.01,
-                  "seed": 0},
-        "density": {"amplitude": 0.5, "mode": 2},
+                  "seed": 0, "kappa": float("inf"), "n_reference": None, "n_projections": 256,
+                  "sampling": "independent", "engine": "serial", "max_workers": None, "store": None},
+        "density": {"family": "cosine", "amplitude": 0.5, "mode": 2, "concentration": None, "expression": None},
         "output": _OUTPUT,
+    },
+}
+
+_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
+_METHODS = ("euler", "heun", "rk4", "dopri5", "euler_maruyama")
+_DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy", "head_energy_rate", "kinetic",
+                "log_energy", "radial_shadow", "rate_residual", "rd_margin", "rd_margin_min", "summation_bound",
+                "summation_fast")
+_METRIC_NAMES = ("distance_to_uniform", "energy_multi", "largest_cluster", "log_energy_multi", "mean_entropy",
+                 "n_clusters")
+_T_MODEL = {"kind": S.Str(_KINDS), "geometry": S.Str(("sphere", "flat")), "d": S.Int(2), "beta": S.Float(0.0),
+            "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix(),
+            "log_time_scale": S.Either(S.Str(("auto",)), S.Float(0.0, open_low=True)),
+            "summation": S.Str(("auto", "exact", "fast")), "tol": S.Float(0.0, open_low=True, high=1.0)}
+_T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
+
+#: the type of every config value (checked before any work; errors name the TOML key)
+TYPES = {
+    "simulate": {
+        "model": _T_MODEL,
+        "run": {"n": S.Int(1), "t1": S.Float(0.0, open_low=True), "dt": S.Float(0.0, open_low=True),
+                "method": S.Str(_METHODS), "n_saves": S.Int(1), "seed": S.Int(0),
+                "kappa": S.Float(0.0, open_low=True, inf=True), "positions": S.Bool(),
+                "diagnostics": S.ListOf(S.Str(), min_len=0)},
+        "output": _T_OUTPUT,
+    },
+    "sweep": {
+        "sweep": {"grid": S.Table({"n_particles": S.ListOf(S.Int(1)), "beta": S.ListOf(S.Float(0.0)),
+                                   "n_heads": S.ListOf(S.Int(1)), "kind": S.ListOf(S.Str(_KINDS)),
+                                   "d": S.ListOf(S.Int(2))}),
+                  "n_seeds": S.Int(1), "seed": S.Int(0), "t1": S.Float(0.0, open_low=True),
+                  "dt": S.Float(0.0, open_low=True), "n_saves": S.Int(2), "method": S.Str(_METHODS),
+                  "kappa": S.Float(0.0, open_low=True, inf=True), "metrics": S.ListOf(S.Str(_METRIC_NAMES)),
+                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "output": _T_OUTPUT,
+    },
+    "study": {
+        "model": _T_MODEL,
+        "study": {"n_values": S.ListOf(S.Int(1), min_len=2, increasing=True), "n_seeds": S.Int(1),
+                  "t1": S.Float(0.0, open_low=True), "n_saves": S.Int(1), "m_grid": S.Int(8),
+                  "dt": S.Float(0.0, open_low=True), "seed": S.Int(0), "kappa": S.Float(0.0, open_low=True, inf=True),
+                  "n_reference": S.Int(2), "n_projections": S.Int(1), "sampling": S.Str(("independent", "nested")),
+                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "density": {"family": S.Str(("uniform", "cosine", "von_mises", "expression")),
+                    "amplitude": S.Float(0.0, high=1.0), "mode": S.Int(0), "concentration": S.Float(0.0, high=700.0),
+                    "expression": S.Str()},
+        "output": _T_OUTPUT,
     },
 }
 
@@ -118,10 +172,11 @@ path = "sweep.nc"
 format = "netcdf"
 """,
     "study": """\
-# headflow study: particles against the mean-field reference on S^1
+# headflow study: particles against the mean-field reference, on S^1 (d = 2) or S^{d-1}
 [model]
 kind = "usa"              # "usa" or "softmax"
-d = 2                     # the study runs on S^1
+d = 2                     # tokens on S^{d-1}: d = 2 uses the fv_circle reference and exact W1/W2,
+                          # d >= 3 a Lagrangian reference and the sliced SW2
 beta = 3.0
 lambdas = [1.0]
 
@@ -130,13 +185,25 @@ n_values = [16, 32, 64, 128]
 n_seeds = 4
 t1 = 2.0
 n_saves = 5
-m_grid = 1024             # cells of the mean-field grid
+m_grid = 1024             # cells of the S^1 grid (d = 2), or the grid bounding the density (d >= 3)
 dt = 0.01
 seed = 0
+kappa = inf               # noise (inf: none)
+# n_reference = 2048      # d >= 3: particles of the reference run (default 16 max(n_values))
+n_projections = 256       # d >= 3: directions of the sliced SW2
+sampling = "independent"  # a fresh sample per (n, seed); "nested": shared streams, paired intervals
+engine = "serial"         # or "process"
+# max_workers = 2
+# store = "study.cells"   # default: <output path>.cells (finished cells; a rerun resumes)
 
-[density]                 # initial density rho0(theta) proportional to 1 + amplitude cos(mode theta)
+[density]                 # the initial density, a function of the point x = (x1, ..., xd)
+family = "cosine"         # 1 + amplitude cos(mode * angle(x, e1)); on S^1: 1 + amplitude cos(mode theta)
 amplitude = 0.5
 mode = 2
+# family = "von_mises"    # exp(concentration (x1 - 1))
+# concentration = 2.0
+# family = "expression"   # an arithmetic expression of x1..xd (parsed, never eval'd)
+# expression = "1 + 0.5 * x3"
 
 [output]
 path = "study.nc"
@@ -149,7 +216,8 @@ format = "netcdf"
 
 
 def load_config(command: str, source) -> dict:
-    """Read a TOML config (a path, or the TOML text as a str) for ``command``; fill in the defaults.
+    """Read a TOML config (a path, or the TOML text as a str) for ``command``; check every value
+    against :data:`TYPES` (a :class:`ConfigError` names the key) and fill in the defaults.
 
     Examples
     --------
@@ -180,6 +248,7 @@ def load_config(command: str, source) -> dict:
         bad = set(given) - set(defaults)
         if bad:
             raise ConfigError(f"unknown key(s) {sorted(bad)} in [{section}]; valid: {sorted(defaults)}.")
+        given = S.check_section(section, given, TYPES[command][section], ConfigError)
         cfg[section] = {**copy.deepcopy(defaults), **given}
     return cfg
 
@@ -335,11 +404,16 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
     if n_done:
         print(f"resuming: {n_done} finished cell file(s) in {store}")
-    ds = metrics.run_sweep(
-        sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
-        n_saves=int(sw["n_saves"]), method=sw["method"], kappa=float(sw["kappa"]), metrics=tuple(sw["metrics"]),
-        engine=sw["engine"], max_workers=sw["max_workers"], store=store, progress=progress,
-    )
+    try:
+        ds = metrics.run_sweep(
+            sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
+            n_saves=int(sw["n_saves"]), method=sw["method"], kappa=float(sw["kappa"]), metrics=tuple(sw["metrics"]),
+            engine=sw["engine"], max_workers=sw["max_workers"], store=store, progress=progress,
+        )
+    except KeyboardInterrupt:
+        n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
+        raise Interrupted(f"interrupted; {n_done} finished cell file(s) are kept in {store}: rerun the same "
+                          "command to resume.") from None
     ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = "headflow sweep"
@@ -348,35 +422,73 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     return ds
 
 
-def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
-    """``headflow study``: :func:`metrics.mean_field_limit_study` with a cosine initial density."""
-    import numpy as np
+def _study_density(dens: dict, d: int):
+    """The [density] table as a picklable density_fn(points) on S^{d-1}; errors name the key."""
+    import metrics
 
+    family = dens["family"]
+    try:
+        if family == "expression":
+            if dens["expression"] is None:
+                raise ConfigError('[density] family = "expression" needs expression = "..." (a function of '
+                                  f"x1..x{d}, e.g. \"1 + 0.5 * x{d}\").")
+            rho = metrics.ExpressionDensity(dens["expression"], d)
+        else:
+            names = metrics.FamilyDensity.FAMILIES[family]
+            missing = [k for k in names if dens[k] is None]
+            if missing:
+                raise ConfigError(f"[density] family = {family!r} needs {', '.join(missing)}.")
+            rho = metrics.FamilyDensity(family, d, **{k: dens[k] for k in names})
+        metrics.check_density_fn(rho, d, "the [density] table")
+    except metrics.density.InvalidParameterError as exc:
+        key = "expression" if family == "expression" else "family/parameters"
+        raise ConfigError(f"[density] {key}: {exc}") from None
+    return rho
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the message says what was kept and how to resume."""
+
+
+def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
+    """``headflow study``: :func:`metrics.mean_field_limit_study` on S^{d-1} with the [density]
+    table's initial density; finished cells are kept in ``store`` (a rerun resumes)."""
     import metrics
     from metrics.dataset import to_json
 
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
+    if cfg["model"]["kind"] not in ("usa", "softmax"):
+        raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs \"usa\" or \"softmax\" (the "
+                          "kinds the mean-field solvers accept).")
     model = _model(cfg["model"])
-    st, dens = cfg["study"], cfg["density"]
-    amplitude, mode = float(dens["amplitude"]), int(dens["mode"])
-    if not 0 <= amplitude < 1:
-        raise ConfigError(f"[density] amplitude must be in [0, 1) so that the density stays positive; got {amplitude}.")
-
-    def density(theta):
-        return 1.0 + amplitude * np.cos(mode * theta)
-
-    ds = metrics.mean_field_limit_study(
-        model, density, n_values=tuple(int(n) for n in st["n_values"]), n_seeds=int(st["n_seeds"]),
-        t1=float(st["t1"]), n_saves=int(st["n_saves"]), m_grid=int(st["m_grid"]), dt=float(st["dt"]),
-        seed=int(st["seed"]), progress=progress,
-    )
+    st = cfg["study"]
+    if st["dt"] > st["t1"]:
+        raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
+    rho = _study_density(cfg["density"], model.d)
+    store = st["store"] or str(path) + ".cells"
+    n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
+    if n_done:
+        print(f"resuming: {n_done} finished cell file(s) in {store}")
+    try:
+        ds = metrics.mean_field_limit_study(
+            model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
+            m_grid=st["m_grid"], dt=st["dt"], seed=st["seed"], kappa=st["kappa"], n_reference=st["n_reference"],
+            n_projections=st["n_projections"], sampling=st["sampling"], engine=st["engine"],
+            max_workers=st["max_workers"], store=store, progress=progress,
+        )
+    except KeyboardInterrupt:
+        n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
+        raise Interrupted(f"interrupted; {n_done} finished cell file(s) are kept in {store}: rerun the same "
+                          "command to resume.") from None
     ds.attrs["study_config"] = ds.attrs["config"]
     ds.attrs["config"] = to_json(config)
-    ds.attrs["title"] = "headflow study: particles against the mean-field reference on S^1"
+    ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
+    ds.attrs["density"] = repr(rho)
     _write(ds, path, fmt)
-    print(f"wrote {path}; W1(mu_n(0), mu(0)) ~ n^{ds.attrs['w1_rate_at_t0']:.2f}")
+    print(f"wrote {path}; cells kept in {store}")
+    print(metrics.limit_study_table(ds))
     return ds
 
 
@@ -425,7 +537,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="headflow", description="Multi-head attention dynamics on the sphere.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info}")
     helps = {"simulate": "one particle run", "sweep": "a resumable grid x seeds sweep",
-             "study": "particles against the mean-field reference on S^1"}
+             "study": "particles against the mean-field reference on S^{d-1} (resumable)"}
     for name, text in helps.items():
         p = sub.add_parser(name, help=text, description=f"headflow {name}: {text}.")
         p.add_argument("config", nargs="?", help="TOML config file (see --example)")
@@ -440,7 +552,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 for a config error)."""
+    """Run the command line; returns the exit status (0 ok, 2 for a config error, 130 on Ctrl-C)."""
     args = _parser().parse_args(argv)
     from particles.validation import InvalidParameterError
     if args.command == "info":
@@ -460,4 +572,10 @@ def main(argv=None) -> int:
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # outputs are written atomically: nothing half-written is left
+        print(f"\nheadflow {args.command}: interrupted; no output was written.", file=sys.stderr)
+        return 130
     return 0

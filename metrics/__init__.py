@@ -16,9 +16,27 @@ from .dataset import (
     summation_paths,
     trajectory_to_dataset,
 )
+from .density import (
+    ExpressionDensity,
+    FamilyDensity,
+    check_density_fn,
+    circle_density_quantile,
+    density_of_angle,
+    sample_circle_density,
+    sample_sphere_density,
+)
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .limit import (
+    RateFit,
+    SlicedReference,
+    circle_quantile_atoms,
+    circle_wasserstein,
+    fit_rate,
+    sliced_wasserstein_embedded,
+)
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate
+from .report import limit_study_table, plot_limit_study
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
 from .transport import (
@@ -39,6 +57,21 @@ __all__ = [
     "run_sweep",
     "mean_field_limit_study",
     "sample_grid_measure",
+    "fit_rate",
+    "RateFit",
+    "SlicedReference",
+    "circle_wasserstein",
+    "circle_quantile_atoms",
+    "sliced_wasserstein_embedded",
+    "limit_study_table",
+    "plot_limit_study",
+    "density_of_angle",
+    "ExpressionDensity",
+    "FamilyDensity",
+    "check_density_fn",
+    "circle_density_quantile",
+    "sample_circle_density",
+    "sample_sphere_density",
     "distance_to_uniform",
     "geodesic_cost",
     "sinkhorn_divergence",

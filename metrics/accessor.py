@@ -1,8 +1,21 @@
-"""The ``ds.attn`` accessor: common metrics on a trajectory Dataset.
+"""The ``ds.attn`` accessor: metrics, times and plots on headflow's Datasets.
 
-Registered once under the project-specific name ``attn``. Every method is a thin wrapper
-around a plain function of :mod:`metrics`; nothing depends on the accessor. The schema is
-checked when the accessor is created (``ValueError`` naming the missing variable).
+Registered under the project-specific name ``attn`` by ``import headflow`` (lazily: the
+accessor's module loads on first use of ``ds.attn``) and by ``import metrics``. Every method is
+a thin wrapper around a plain function of :mod:`metrics`; nothing depends on the accessor.
+
+It understands three kinds of Dataset (:attr:`AttnAccessor.kind`):
+
+- ``"trajectory"``: a ``positions`` variable (time, particle, component), from
+  :func:`metrics.trajectory_to_dataset` or ``headflow simulate``; every method works;
+- ``"sweep"``: from :func:`metrics.run_sweep` (dims ``(*grid, seed, time)``, no positions): the
+  metrics were evaluated during the runs, and :meth:`AttnAccessor.metric` returns the stored
+  variable; methods that need positions say so;
+- ``"study"``: from :func:`metrics.mean_field_limit_study`: :meth:`AttnAccessor.rate_table`
+  and :meth:`AttnAccessor.plot_limit_study`.
+
+Times are selected by value (:func:`time_index`): a time outside the saved range is an error,
+never snapped to the nearest save.
 """
 
 from __future__ import annotations
@@ -12,10 +25,11 @@ import xarray as xr
 
 from particles import MultiHead
 
+from .dataset import time_index
 from .registry import METRICS, evaluate
 from .transport import wasserstein
 
-__all__ = ["AttnAccessor", "model_from_attrs"]
+__all__ = ["AttnAccessor", "model_from_attrs", "time_index"]
 
 
 def model_from_attrs(attrs: dict) -> MultiHead:
@@ -24,47 +38,127 @@ def model_from_attrs(attrs: dict) -> MultiHead:
     return MultiHead.from_attrs(attrs)
 
 
-@xr.register_dataset_accessor("attn")
 class AttnAccessor:
-    """Metrics over the ``time`` dim of a Dataset holding ``positions`` (time, particle, component)."""
+    """``ds.attn``: metrics over the ``time`` dim of a trajectory, sweep or limit-study Dataset.
+
+    Examples
+    --------
+    >>> import numpy as np, particles, metrics
+    >>> model = particles.MultiHead.scalar([1.0], d=3, beta=1.0)
+    >>> x0 = particles.sample_uniform(8, 3, np.random.default_rng(0))
+    >>> traj = particles.simulate(x0, model, t1=0.2, dt=0.1, save=particles.SaveAt(ts=[0.0, 0.1, 0.2]))
+    >>> ds = metrics.trajectory_to_dataset(traj, model)
+    >>> ds.attn.kind, ds.attn.n_clusters().dims
+    ('trajectory', ('time',))
+    >>> ds.attn.wasserstein_between(0.0, 0.2) > 0
+    True
+    """
+
+    _headflow_attn = True  # marks headflow's accessor (the lazy one of `import headflow` is the same)
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
 
-    def _positions(self) -> xr.DataArray:
+    @property
+    def kind(self) -> str:
+        """``"trajectory"`` (has positions), ``"study"`` (fitted rates), ``"sweep"`` (a seed dim) or ``"other"``."""
+        ds = self._ds
+        if "positions" in ds:
+            return "trajectory"
+        if any(v.startswith("rate_") and v.endswith("_ci") for v in ds.data_vars):
+            return "study"
+        if "seed" in ds.dims and "time" in ds.dims:
+            return "sweep"
+        return "other"
+
+    def _positions(self, method: str) -> xr.DataArray:
         if "positions" not in self._ds:
             from particles.validation import InvalidParameterError
 
-            raise InvalidParameterError("ds.attn needs a 'positions' variable (time, particle, component); "
-                             "simulate with SaveAt(x=True).")
+            kind = self.kind
+            why = {"sweep": "this is a sweep Dataset (metrics.run_sweep), which keeps metrics, not positions: "
+                            "read its variables directly (e.g. ds['n_clusters']) or ds.attn.metric(name)",
+                   "study": "this is a limit-study Dataset: use ds.attn.rate_table() or ds.attn.plot_limit_study()",
+                   }.get(kind, "simulate with SaveAt(x=True) and build it with metrics.trajectory_to_dataset")
+            raise InvalidParameterError(
+                f"ds.attn.{method} needs a 'positions' variable (time, particle, component); {why}. "
+                f"The Dataset has {sorted(self._ds.data_vars)}.")
         return self._ds["positions"]
 
     @property
     def model(self) -> MultiHead:
+        """The :class:`particles.MultiHead` recorded in the attrs (:func:`model_from_attrs`)."""
         return model_from_attrs(self._ds.attrs)
 
     def metric(self, name: str) -> xr.DataArray:
-        """Named metric of :data:`metrics.METRICS` at each time, as a DataArray (time,)."""
-        from particles.validation import check_choice
+        """Named metric of :data:`metrics.METRICS` at each time.
+
+        On a trajectory it is evaluated on the positions, as a DataArray (time,); on a sweep it is
+        the variable the runs stored (dims of the sweep), or an error listing the stored ones.
+        """
+        from particles.validation import InvalidParameterError, check_choice
 
         check_choice(name, "name", METRICS, "ds.attn.metric")
         m = METRICS[name]
-        pos = self._positions()
+        if "positions" not in self._ds and name in self._ds:
+            return self._ds[name]
+        if "positions" not in self._ds and self.kind == "sweep":
+            stored = sorted(v for v in self._ds.data_vars if v in METRICS)
+            raise InvalidParameterError(
+                f"metric {name!r} was not evaluated in this sweep (stored: {stored}); rerun metrics.run_sweep with "
+                f"metrics=[..., {name!r}].")
+        pos = self._positions(f"metric({name!r})")
         model = self.model if m.needs_model else None
         vals = [evaluate([name], pos.isel(time=k).values, None, model)[name] for k in range(pos.sizes["time"])]
         return xr.DataArray(np.asarray(vals), dims=("time",), coords={"time": pos.time}, name=name,
                             attrs={"long_name": m.long_name, "units": m.units})
 
     def n_clusters(self) -> xr.DataArray:
+        """Number of clusters at each time (``metric("n_clusters")``)."""
         return self.metric("n_clusters")
 
     def energy(self) -> xr.DataArray:
+        """Multi-head energy at each time (``metric("energy_multi")``)."""
         return self.metric("energy_multi")
 
     def distance_to_uniform(self) -> xr.DataArray:
+        """Distance of the empirical measure to the uniform one (``metric("distance_to_uniform")``)."""
         return self.metric("distance_to_uniform")
 
+    def time_index(self, t: float) -> int:
+        """Index of the saved time ``t`` (by value; outside the saved range is an error)."""
+        return time_index(self._ds, t, "ds.attn")
+
+    def at(self, t: float) -> xr.Dataset:
+        """The Dataset at the saved time ``t``, selected by value (``ds.isel(time=ds.attn.time_index(t))``)."""
+        return self._ds.isel(time=self.time_index(t))
+
     def wasserstein_between(self, t_a: float, t_b: float, p: float = 2.0) -> float:
-        """Exact :math:`W_p` (geodesic cost) between the empirical measures at two times."""
-        pos = self._positions()
-        return wasserstein(pos.sel(time=t_a, method="nearest").values, pos.sel(time=t_b, method="nearest").values, p=p)
+        r"""Exact :math:`W_p` (geodesic cost, :func:`metrics.wasserstein`) between the empirical
+        measures at two saved times, selected by value (``t_b = -1`` is not "the last save": it is
+        outside the saved range and raises; use ``float(ds.time[-1])``)."""
+        pos = self._positions("wasserstein_between")
+        ka, kb = self.time_index(t_a), self.time_index(t_b)
+        return wasserstein(pos.isel(time=ka).values, pos.isel(time=kb).values, p=p)
+
+    def rate_table(self, time: float = 0.0, variables=None) -> str:
+        """The limit study's table at one save time (:func:`metrics.limit_study_table`)."""
+        from .report import limit_study_table
+
+        return limit_study_table(self._ds, time=time, variables=variables)
+
+    def plot_limit_study(self, var: str | None = None, **kwargs):
+        """The limit study's log-log panel (:func:`metrics.plot_limit_study`); returns the Axes."""
+        from .report import plot_limit_study
+
+        return plot_limit_study(self._ds, var, **kwargs)
+
+
+def _register() -> None:
+    """Register :class:`AttnAccessor` as ``ds.attn`` unless headflow's (lazy) accessor is there already."""
+    if getattr(getattr(xr.Dataset, "attn", None), "_headflow_attn", False):
+        return
+    xr.register_dataset_accessor("attn")(AttnAccessor)
+
+
+_register()

@@ -35,7 +35,7 @@ import xarray as xr
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
 from particles.validation import InvalidParameterError, check_bool, check_instance, check_model
 
-__all__ = ["trajectory_to_dataset", "model_attrs", "netcdf_safe", "provenance", "dependency_versions",
+__all__ = ["trajectory_to_dataset", "model_attrs", "time_index", "netcdf_safe", "provenance", "dependency_versions",
            "summation_paths", "COORDS", "VARIABLES", "CONVENTIONS"]
 
 CONVENTIONS = "CF-1.10"
@@ -273,3 +273,38 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
+
+
+def time_index(ds: xr.Dataset, t, caller: str = "ds.attn", dim: str = "time") -> int:
+    """Index of the saved time equal to ``t`` (by value, to within 1e-9 of the saved span).
+
+    A time outside the saved range, or between two saved times, is an error naming the saved
+    times: nothing snaps silently to the nearest save.
+
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(coords={"time": [0.0, 0.5, 1.0]})
+    >>> time_index(ds, 0.5)
+    1
+    >>> time_index(ds, 99.0)
+    Traceback (most recent call last):
+    ...
+    particles.validation.InvalidParameterError: time 99.0 of ds.attn is outside the saved times [0, 1] ...
+    """
+    from particles.validation import InvalidParameterError
+
+    if dim not in ds.coords:
+        raise InvalidParameterError(f"{caller} needs a {dim!r} coordinate; the Dataset has {sorted(ds.coords)}.")
+    ts = np.asarray(ds[dim].values, dtype=np.float64)
+    shown = ", ".join(f"{v:g}" for v in ts[:8]) + (", ..." if len(ts) > 8 else "")
+    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not np.isfinite(t):
+        raise InvalidParameterError(f"time of {caller} must be a finite number (a saved time, by value); got {t!r}.")
+    tol = 1e-9 * max(1.0, float(ts.max() - ts.min()))
+    if not ts.min() - tol <= t <= ts.max() + tol:
+        raise InvalidParameterError(
+            f"time {t!r} of {caller} is outside the saved times [{ts.min():g}, {ts.max():g}] (saved: {shown}); "
+            "times are selected by value, not by position: use ds.time.values[-1] for the last save.")
+    k = int(np.argmin(np.abs(ts - t)))
+    if abs(ts[k] - t) > tol:
+        raise InvalidParameterError(
+            f"time {t!r} of {caller} is not a saved time (nearest {ts[k]:g}; saved: {shown}); pass one of them.")
+    return k

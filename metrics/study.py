@@ -6,8 +6,8 @@ same initial law, runs the particle flow (the model's ``summation``, ``"auto"`` 
 large n uses the O(n log n) sums), and measures at each save time
 
 - on S^1: exact :math:`W_1, W_2(\mu_n(t), \mu(t))` (geodesic, radians) against the quantile
-  atoms of the finite-volume reference (``fv_circle``), by ``ot.emd2`` for small n and
-  ``ot.binary_search_circle`` beyond (:mod:`metrics.limit`);
+  atoms of the finite-volume reference (``fv_circle``): W1 by the circle closed form, W2 by
+  ``ot.binary_search_circle`` (:func:`metrics.circle_wasserstein`);
 - on S^{d-1}, d ≥ 3: the sliced :math:`SW_2` of the embedded measures (with its Monte-Carlo
   standard error ``sw2_mc_error``, :class:`metrics.limit.SlicedReference`) against a large-n
   Lagrangian reference run; a second, independent reference run gives its own error at every
@@ -17,13 +17,14 @@ large n uses the O(n log n) sums), and measures at each save time
   \beta\langle x, M m_\mu(x)\rangle)\,d\mu(x)` (the particle entropy minus log n), the cluster
   count and the cluster masses (bounded memory);
 
-and fits the rates :math:`g \sim n^{r}` with bootstrap intervals over seeds (``rate_*``,
-``rate_*_ci`` data variables). Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim
-n^{-1/2}`, and the gap grows at most like :math:`e^{Lt}` after.
+and fits the rates :math:`g \sim n^{r}` with calibrated intervals (:func:`metrics.limit.fit_rate`;
+``rate_*``, ``rate_*_ci``, ``rate_*_stderr`` data variables, per-n standard errors ``*_stderr``).
+Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the gap grows at most like :math:`e^{Lt}` after.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pathlib
@@ -35,11 +36,11 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import InvalidParameterError, check_param, check_real_array
+from particles.validation import InvalidParameterError, check_choice, check_param
 
 from .dataset import model_attrs, netcdf_safe, provenance
+from .density import check_density_fn, sample_sphere_density
 from .limit import (
-    EMD_MAX_ELEMENTS,
     SlicedReference,
     bounded_clusters,
     circle_quantile_atoms,
@@ -72,22 +73,69 @@ def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None
     return float(w @ np.mean(ent, axis=0))
 
 
-def _sample_sphere_density(density_fn, n, d, rng, bound):
-    """Rejection sampling from an (unnormalised) density on S^{d-1} with sup ≤ bound."""
-    out = np.empty((0, d))
-    while len(out) < n:
-        k = int(1.3 * (n - len(out))) + 64
-        y = rng.standard_normal((k, d))
-        y /= np.linalg.norm(y, axis=1, keepdims=True)
-        acc = rng.uniform(size=k) * bound < np.asarray(density_fn(y), dtype=np.float64)
-        out = np.concatenate([out, y[acc]])
-    return out[:n]
-
-
 def _method(kappa: float) -> str:
     """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
     return "rk4" if np.isinf(kappa) else "euler_maruyama"
 
+
+def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
+    """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
+    ``reference_<hash of key>.nc`` and loaded instead of rebuilt when the key matches; adds
+    ``seconds`` (the build's cost), ``cached`` and ``file``."""
+    text = json.dumps(key, sort_keys=True, default=str)
+    path = None
+    if store is not None:
+        path = pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
+        if path.exists():
+            with xr.open_dataset(path) as ds:
+                ds = ds.load()
+            if ds.attrs.get("reference_key") == text:
+                out = {v: ds[v].values for v in ds.data_vars}
+                return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
+    t0 = _time.perf_counter()
+    out = build()
+    seconds = _time.perf_counter() - t0
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {}
+        for v, arr in out.items():
+            arr = np.asarray(arr)
+            names = dims.get(v, ("time",) + tuple(f"{v}_dim{i}" for i in range(1, arr.ndim)))
+            data[v] = (names, arr, {"long_name": f"reference {v}", "units": "1"})
+        ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
+                        attrs={"title": "headflow mean-field limit study: cached reference",
+                               "reference_key": text, "build_seconds": float(seconds)})
+        tmp = path.with_name(path.name + f".part{os.getpid()}")
+        ds.to_netcdf(tmp)
+        os.replace(tmp, path)
+    return dict(out, seconds=seconds, cached=False, file="" if path is None else str(path))
+
+
+def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
+    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
+    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``."""
+
+    def build():
+        n_ref, d, seed = key["n_reference"], model.d, key["seed"]
+        runs = []
+        for r in range(2):  # run 0 is the reference, run 1 measures its error
+            if progress:
+                from tqdm.auto import tqdm
+
+                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
+            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
+            runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
+                                            kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
+                                            progress=progress).x))
+        sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
+                                 seed=seed)
+        return {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
+                "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
+                "entropy": np.array([measure_entropy(model, y) for y in runs[0]])}
+
+    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")})
 
 class _StudyModel:
     """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
@@ -108,14 +156,17 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
             return ds.load()
     n = int(params["n_particles"])
     model, ts, d = settings["model"], settings["ts"], settings["dim"]
-    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
+    # independent: every (n, seed) cell has its own stream; nested: seed s of every n shares one
+    # stream, so the sample of n is a prefix-like subset of the sample of a larger n
+    spawn_key = (seed_index,) if settings["sampling"] == "nested" else (seed_index, n)
+    ss = np.random.SeedSequence(settings["entropy"], spawn_key=spawn_key)
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
     if d == 2:
         x0 = sample_grid_measure(settings["mu0"], n, rng_init)
         M = max(4 * n, 4 * len(settings["ref_mass"][0]))
         atoms = [circle_quantile_atoms(q, M) for q in settings["ref_mass"]]
     else:
-        x0 = _sample_sphere_density(settings["density_fn"], n, d, rng_init, settings["density_bound"])
+        x0 = sample_sphere_density(settings["density_fn"], n, d, rng_init, bound=settings["density_bound"])
     K = settings["max_clusters"]
 
     def save_fn(t, x):
@@ -154,13 +205,12 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     return ds
 
 
-def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport):
+def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling):
     if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax"):
         raise InvalidParameterError(
             "model of mean_field_limit_study must be a particles.MultiHead with kind 'usa' or 'softmax' "
             f"(the kinds the mean-field solvers accept); got {getattr(model, 'kind', type(model).__name__)!r}.")
-    if not callable(density_fn):
-        raise InvalidParameterError("density_fn of mean_field_limit_study must be a callable (θ on S^1, points on S^2).")
+    check_density_fn(density_fn, model.d, "mean_field_limit_study")
     try:
         nv = np.asarray(n_values)
         ok = nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv > 0) \
@@ -186,25 +236,18 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
     if transport not in ("auto", "emd2", "circle"):
         raise InvalidParameterError(f"transport of mean_field_limit_study must be 'auto', 'emd2' or 'circle'; "
                                     f"got {transport!r}.")
+    if sampling not in ("independent", "nested"):
+        raise InvalidParameterError(f"sampling of mean_field_limit_study must be 'independent' (a fresh sample for "
+                                    f"every (n, seed)) or 'nested'; got {sampling!r}.")
     return [int(n) for n in nv]
-
-
-def _check_density(values, n: int, name="density_fn"):
-    v = check_real_array(values, f"{name}(points)", "mean_field_limit_study", finite=False, min_size=0)
-    if v.shape != (n,):
-        raise InvalidParameterError(
-            f"{name} of mean_field_limit_study must return one value per point, shape ({n},); got shape {v.shape}.")
-    if not np.all(np.isfinite(v)) or np.any(v < 0) or not v.sum() > 0:
-        raise InvalidParameterError(
-            f"{name} of mean_field_limit_study must return finite non-negative values with positive integral.")
-    return v
 
 
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
                            seed: int = 0, kappa: float = np.inf, n_reference: int | None = None,
                            transport: str = "auto", n_projections: int = 256, n_quantiles: int = 16384,
-                           w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8, n_boot: int = 1000,
+                           w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8,
+                           sampling: str = "independent", interval: str = "t", n_boot: int = 2000,
                            store=None, engine="serial", max_workers: int | None = None,
                            progress: bool = False) -> xr.Dataset:
     r"""Run the study and return a Dataset with dims (n_particles, seed, time).
@@ -216,10 +259,12 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         of ``n_reference`` particles (the second measures the first's error at every save time).
         Noise ``kappa`` is allowed on both.
     density_fn : callable
-        Unnormalised initial density: of the angle θ on S^1 (vectorised), of points (m, d) on d ≥ 3.
+        Unnormalised initial density ``density_fn(points)``, points of shape (m, d) on S^{d-1}
+        (on S^1 a function of the angle enters through :func:`metrics.density_of_angle`);
+        see :mod:`metrics.density`.
     n_values : strictly increasing positive integers
     n_seeds : int
-        Seeds per n (the bootstrap of the rates resamples them; with one seed the interval is a point).
+        Seeds per n (the rate intervals come from their spread; with one seed they are NaN).
     t1, n_saves, dt : time horizon, number of save times in [0, t1], RK4 step of the particle runs
     m_grid : int
         Cells of the S^1 grid (its error, ≤ 2π/m_grid in W_p, must stay below the n^{-1/2} gap), or
@@ -229,19 +274,36 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_reference : int, optional
         Particles of the d ≥ 3 reference (default 16·max(n_values)).
     transport : {"auto", "emd2", "circle"}
-        S^1 distance method; "auto" uses ``ot.emd2`` while n·M ≤ :data:`metrics.limit.EMD_MAX_ELEMENTS`.
+        S^1 distance method of :func:`metrics.circle_wasserstein`: "auto" = "circle" (exact closed
+        form / binary search); "emd2" is the network simplex (a slow cross-check).
     w2_max_n : int
         Largest n for which W2 is computed on S^1 (``ot.binary_search_circle`` costs seconds per
         call at n = 10^5); beyond it ``w2`` is NaN and only W1 is reported.
     n_projections, n_quantiles : directions of the sliced SW_2 and quantile atoms kept per projected
         reference (d ≥ 3, :class:`metrics.limit.SlicedReference`)
     eps_cluster, max_clusters : geodesic linking distance; number of largest cluster masses kept
-    n_boot : bootstrap resamples for the rate intervals
+    sampling : {"independent", "nested"}
+        "independent" (default): every (n, seed) cell draws its own sample (``SeedSequence(seed,
+        spawn_key=(seed index, n))``), so the errors of different n are independent.
+        "nested": seed s draws from one stream for every n (``spawn_key=(seed index,)``), so
+        samples of different n overlap and their errors are correlated; the rate intervals are
+        then paired (whole seeds across n). Recorded in the ``sampling`` attr.
+    interval : {"t", "bootstrap"}
+        Rate intervals of :func:`metrics.limit.fit_rate`: the delta-method t interval (default,
+        calibrated: 95 % intervals cover a known exponent in 95 % of synthetic studies) or the
+        percentile bootstrap over seeds (too narrow with few seeds).
+    n_boot : bootstrap resamples when ``interval="bootstrap"``
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
-        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
+        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. The reference
+        (fv_circle on S^1, the two Lagrangian runs on d ≥ 3) is kept in ``store`` too
+        (``reference_<hash>.nc``, keyed by every setting it depends on, the density's values on
+        the grid included), so a rerun loads it; ``progress`` also shows a bar for each reference
+        run on d ≥ 3. The attrs ``reference_build_seconds``,
+        ``reference_cached`` and ``reference_file`` say what it cost and where it is.
     """
-    n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
+    n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
+    check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
     if n_reference is not None:
         # a reference coarser than the runs it measures would make its own error the result
         n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values),
@@ -268,56 +330,66 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     ts = np.linspace(0.0, float(t1), int(n_saves))
     settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
                 "transport": transport, "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters),
-                "w2_max_n": int(w2_max_n)}
+                "w2_max_n": int(w2_max_n), "sampling": sampling}
     ref_attrs = {}
     if d == 2:
         pts, areas = mf.circle_grid(int(m_grid))
-        _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])), len(pts))
-        mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
-        ref = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle", kappa=kappa)
-        settings.update(mu0=mu0, ref_mass=np.asarray(ref.mass), ref_energy=np.asarray(ref.energy),
-                        ref_entropy=np.array([measure_entropy(model, pts, q) for q in ref.mass]))
+        rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
+        mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
+                   "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+
+        def build():
+            sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
+                                        kappa=kappa)
+            return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
+                    "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
+
+        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
+        settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
         ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
         ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')", "reference_cells": int(m_grid),
                      "reference_error": 2 * np.pi / int(m_grid),
                      "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
                                              "(cell width); quantile-atom error 2*pi/M <= "
                                              f"{ref_err:.2e} on top"}
+        ref_attrs.update(reference_build_seconds=ref["seconds"], reference_cached=int(ref["cached"]),
+                         reference_file=ref["file"])
         metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
-        transports = {str(n): ("ot.emd2" if (transport == "emd2" or (transport == "auto" and n * max(4 * n, 4 * m_grid)
-                                                                     <= EMD_MAX_ELEMENTS))
+        transports = {str(n): ("ot.emd2" if transport == "emd2"
                                else "W1: circle closed form; W2: ot.binary_search_circle"
                                + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
                       for n in n_values}
     else:
         grid, _ = mf.fibonacci_sphere(int(m_grid))
-        bound = 1.5 * float(_check_density(density_fn(grid), len(grid)).max())
+        rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
+        bound = 1.5 * float(rho_grid.max())
         n_ref = int(n_reference or 16 * max(n_values))
-        runs = []
-        for r in range(2):  # run 0 is the reference, run 1 measures its error
-            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
-            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-            y0 = _sample_sphere_density(density_fn, n_ref, d, rng_init, bound)
-            runs.append(np.asarray(simulate(y0, model, t1=float(t1), dt=float(dt), save=SaveAt(ts=ts),
-                                            kappa=float(kappa), rng=rng_noise, method=_method(kappa)).x))
-        sliced = SlicedReference(runs[0], n_projections=int(n_projections), n_quantiles=int(n_quantiles), seed=seed)
-        own = np.array([sliced(runs[1][k], k) for k in range(len(ts))])
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
+                   "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
+                   "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+        ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
+        sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                 seed=seed)
         settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
-                        ref_energy=np.array([mf.measure_energy(model, y) for y in runs[0]]),
-                        ref_entropy=np.array([measure_entropy(model, y) for y in runs[0]]))
-        ref_error_t = own[:, 0] / np.sqrt(2)
+                        ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        ref_error_t = ref["own_sw2"] / np.sqrt(2)
         ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
                      "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
                      "reference_error_note": "max over save times of SW_2 between two independent reference "
                                              "runs, divided by sqrt(2): the reference's own sampling error "
-                                             "(per time in the data variable reference_error)"}
+                                             "(per time in the data variable reference_error)",
+                     "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                     "reference_file": ref["file"]}
         metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
         transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                               f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
     t_ref = _time.perf_counter() - t_start
     key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
                       "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,
-                      "K": max_clusters, "w2_max_n": w2_max_n, "L": n_projections, "Q": n_quantiles,
+                      "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling, "L": n_projections, "Q": n_quantiles,
                       "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True, default=str)
     settings["key"] = key
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
@@ -349,20 +421,29 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                 {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
     data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
                                  {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
+    paired = sampling == "nested"
     for v in metrics_rated:
         g = sweep[v].values  # (N, S, T)
+        data[f"{v}_stderr"] = (("n_particles", "time"), g.std(axis=1, ddof=1) / np.sqrt(g.shape[1])
+                               if g.shape[1] > 1 else np.full((g.shape[0], g.shape[2]), np.nan),
+                               {"long_name": f"standard error of the seed mean of {v}", "units": units.get(v, "1")})
         rows = np.all(np.isfinite(g), axis=(1, 2)) if v == "w2" else np.ones(len(n_values), bool)
         g = g[rows]
-        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], n_boot=n_boot, rng=seed) for k in range(len(ts))])
+        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], paired=paired, interval=interval,
+                                  n_boot=n_boot, rng=seed)[:4] for k in range(len(ts))])
         data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
-        data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:],
-                                {"long_name": f"95% bootstrap interval (over seeds) of rate_{v}", "units": "1"})
+        data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:3],
+                                {"long_name": f"95% {'t' if interval == 't' else 'bootstrap'} interval of rate_{v} "
+                                              f"({'paired over seeds' if paired else 'independent n'})",
+                                 "units": "1"})
+        data[f"rate_{v}_stderr"] = (("time",), fits[:, 3], {"long_name": f"standard error of rate_{v}",
+                                                            "units": "1"})
     coords = {
         "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
         "seed": ("seed", np.arange(int(n_seeds)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
         "time": ("time", ts, {"long_name": "time", "units": "1"}),
         "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
-        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "bootstrap quantile of the interval bound",
+        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "probability level of the interval bound",
                                                       "units": "1"}),
     }
     ds = xr.Dataset(data, coords=coords)
@@ -373,7 +454,13 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         "history": "created by metrics.mean_field_limit_study (cells by metrics.run_sweep)",
         "m_grid": int(m_grid), "dt": float(dt), "t1": float(t1), "kappa": float(kappa),
         "seed_entropy": str(np.random.SeedSequence(seed).entropy),
-        "w1_rate_at_t0": float(ds[f"rate_{main_w}"].isel(time=0)),
+        "rate_metric": main_w,
+        "rate_at_t0": float(ds[f"rate_{main_w}"].isel(time=0)),
+        "rate_at_t0_ci": ds[f"rate_{main_w}_ci"].isel(time=0).values.tolist(),
+        "sampling": sampling,
+        "rate_interval": ("delta-method t interval (metrics.limit.fit_rate)" if interval == "t"
+                          else "percentile bootstrap over seeds (metrics.limit.fit_rate)")
+                         + (", paired: whole seeds across n" if paired else ", independent samples per n"),
         "transport_method": json.dumps(transports),
         "transport_note": ("S^1: exact W_p against M = max(4n, 4 m_grid) quantile atoms of the reference; "
                            "the emd2 and circle methods compute the same number" if d == 2 else
@@ -388,9 +475,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         **provenance(
             config={"n_values": list(n_values), "n_seeds": int(n_seeds), "t1": t1, "n_saves": n_saves,
                     "m_grid": m_grid, "dt": dt, "seed": seed, "kappa": kappa, "density_fn": density_fn,
+                    "sampling": sampling, "interval": interval,
                     "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
                     "reference": ref_attrs["reference"]},
-            seeds={"entropy": str(np.random.SeedSequence(seed).entropy), "spawn_key": "(seed index,)"},
+            seeds={"entropy": str(np.random.SeedSequence(seed).entropy),
+                   "spawn_key": "(seed index,)" if paired else "(seed index, n)"},
             model=model),
     })
     return ds

@@ -105,12 +105,19 @@ def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     return float(max(cost, 0.0) ** (1.0 / p))
 
 
-def _entropic_dual(a, b, C, reg, max_iter, tol):
+def _entropic_dual(a, b, C, reg, max_iter, tol, omega: float = 1.8):
     r"""OT_ε(a, b) as the dual value ⟨a, f⟩ + ⟨b, g⟩, log-domain Sinkhorn with ε-scaling.
 
     The updates are POT's ``sinkhorn_log`` template (``f = −ε LSE((g − C)/ε + log b)``);
     ε is annealed from the cost's scale down to ``reg`` (Schmitzer 2019), which cuts the
-    iteration count from thousands to a few dozen at small ε. Returns (value, marginal error).
+    iteration count from thousands to a few hundred at small ε. At ε = ``reg`` the updates are
+    over-relaxed, :math:`f \leftarrow (1-\omega) f + \omega\,T(g)` with ω = 1.8 (Thibault,
+    Chizat, Dossal & Papadakis 2021), falling back to ω = 1 if the marginal error grows three
+    times in a row; and the row-marginal error of the current pair costs nothing, being
+    :math:`\sum_i a_i|e^{(f_i - T(g)_i)/\varepsilon} - 1|` with the T(g) of the next update (the
+    columns' error is added once the rows meet ``tol``). At 1000 × 2000 points, reg = 0.05,
+    tol = 1e-9: about 95 iterations instead of 329 (``benchmarks/bench_sinkhorn.py`` prints the
+    table). Returns (value, marginal error).
     """
     from scipy.special import logsumexp
 
@@ -118,19 +125,27 @@ def _entropic_dual(a, b, C, reg, max_iter, tol):
     f = np.zeros_like(a)
     g = np.zeros_like(b)
     eps = max(reg, float(C.max()))
-    err = np.inf
-    for it in range(max_iter):
-        f = -eps * logsumexp(logb[None, :] + (g[None, :] - C) / eps, axis=1)
-        g = -eps * logsumexp(loga[:, None] + (f[:, None] - C) / eps, axis=0)
+    err, rises = np.inf, 0
+    for _ in range(max_iter):
+        Tg = -eps * logsumexp(logb[None, :] + (g[None, :] - C) / eps, axis=1)
+        w = 1.0
+        if eps == reg:
+            new_err = float(np.abs(a * np.expm1((f - Tg) / eps)).sum())
+            if new_err < tol:  # rows converged: add the columns' error (a relaxed g is not T(f) exactly)
+                Tf = -eps * logsumexp(loga[:, None] + (f[:, None] - C) / eps, axis=0)
+                new_err += float(np.abs(b * np.expm1((g - Tf) / eps)).sum())
+                if new_err < tol:
+                    err = new_err
+                    break
+            rises = rises + 1 if new_err > err else 0
+            if rises >= 3:
+                omega = 1.0  # over-relaxation not contracting here: plain Sinkhorn always converges
+            err, w = new_err, omega
+        f = (1 - w) * f + w * Tg
+        Tf = -eps * logsumexp(loga[:, None] + (f[:, None] - C) / eps, axis=0)
+        g = (1 - w) * g + w * Tf
         if eps > reg:
             eps = max(reg, eps * 0.7)
-            continue
-        if it % 5 == 0:
-            row = np.exp(logsumexp(loga[:, None] + logb[None, :] + (f[:, None] + g[None, :] - C) / reg, axis=1))
-            col = np.exp(logsumexp(loga[:, None] + logb[None, :] + (f[:, None] + g[None, :] - C) / reg, axis=0))
-            err = float(np.abs(row - a).sum() + np.abs(col - b).sum())
-            if err < tol:
-                break
     return float(a @ f + b @ g), err
 
 

@@ -38,6 +38,17 @@ ARRAY_TAGS = {"points", "weights", "weights_nn", "matrix", "matrix_nn", "array",
 
 # name -> [(pair of arguments that disagree, callable, kwargs)]; the error must name one of the pair
 COMBINATIONS = {
+    "metrics.fit_rate": [
+        (("gaps", "n_values"), metrics.fit_rate, dict(n_values=[10.0, 40.0, 160.0], gaps=np.ones((4, 2)))),
+    ],
+    "metrics.circle_wasserstein": [
+        (("theta", "weights"), metrics.circle_wasserstein, dict(theta=[0.1, 1.0], atoms=[0.5, 2.0], weights=[1.0])),
+        (("atom_weights", "atoms"), metrics.circle_wasserstein,
+         dict(theta=[0.1, 1.0], atoms=[0.5, 2.0, 3.0], atom_weights=[0.5, 0.5])),
+    ],
+    "metrics.sliced_wasserstein_embedded": [
+        (("x", "y"), metrics.sliced_wasserstein_embedded, dict(x=np.eye(3), y=np.eye(2))),
+    ],
     "particles.MultiHead.sums": [
         (("sources", "x"), particles.MultiHead(np.eye(3), beta=1.0).sums, dict(x=np.eye(3), sources=np.eye(2))),
         (("sources", "x"), particles.MultiHead(np.eye(3), beta=1.0).sums, dict(x=np.eye(2), sources=np.eye(3))),
@@ -105,6 +116,12 @@ COMBINATIONS = {
 
 # name -> {pair: why no value of one constrains the other}
 INDEPENDENT = {
+    "metrics.circle_wasserstein": {
+        ("atoms", "theta"): "two measures on the circle: any numbers of atoms",
+        ("atom_weights", "theta"): "the weights of the second measure; the first has its own",
+        ("atoms", "weights"): "the weights of the first measure; the second has its own",
+        ("atom_weights", "weights"): "one weight vector per measure, of its own length",
+    },
     "particles.Ensemble": {("M", "beta"): "one beta per system, any number of systems and heads",
                            ("W", "beta"): "one beta per system, any number of systems and heads"},
     "theory.equiangular_rhs": {("lambdas", "rho"): "rho is any array of overlaps, lambdas one strength per head"},
@@ -196,7 +213,8 @@ OTHER = {
         particles.MultiHead.scalar([1.0], d=3, kind="usa"), lambda y: 1 + 0 * y[:, 0], n_values=(16, 64),
         n_reference=32), ["n_reference"]),
     "study-dt-above-t1": (lambda: metrics.mean_field_limit_study(
-        particles.MultiHead.scalar([1.0], d=2, kind="softmax"), np.cos, n_values=(16, 32), t1=0.1, dt=0.5), ["dt"]),
+        particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
+        t1=0.1, dt=0.5), ["dt"]),
     # an overlap rho of n equiangular unit vectors lies in [-1/(n-1), 1]
     "equiangular_rhs-rho-vs-n": (lambda: th.equiangular_rhs(np.array([0.1, -0.5]), [1.0], 1.0, 4), ["rho"]),
     "entropy_equiangular-rho-vs-n": (lambda: th.entropy_equiangular(1.5, 4, 1.0, 1.0), ["rho"]),

@@ -130,7 +130,7 @@ def test_process_engine_refused_while_importing_the_main_script(monkeypatch, cal
         if call == "sweep":
             run_sweep(GRID, engine="process", **KW)
         else:
-            mean_field_limit_study(MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax"), np.cos,
+            mean_field_limit_study(MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax"), _first_coordinate,
                                    n_values=(16, 32), engine="process")
 
 
@@ -205,3 +205,8 @@ def test_dask_worker_that_always_dies(dask_cluster):
     client = dask_cluster(0)
     with pytest.raises(SolverError, match="dask workers died running the cell"):
         run_sweep(GRID, engine=client, model_fn=_suicidal_model, **KW)
+
+
+def _first_coordinate(points):
+    """A density on S^1 (picklable: module level), 1 + x_1 / 2."""
+    return 1 + 0.5 * points[:, 0]

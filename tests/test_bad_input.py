@@ -31,6 +31,18 @@ TRAJ = particles.simulate(X, MODEL, t1=0.1, dt=0.05)
 C_PTS, C_AREAS = mf.circle_grid(16)
 GRIDM = mf.GridMeasure(C_PTS, C_AREAS, np.full(16, 1 / 16))
 MODEL2 = particles.MultiHead(np.eye(2), beta=1.0, kind="softmax")
+STUDY_DS = __import__("xarray").Dataset(
+    {"w1": (("n_particles", "seed", "time"), np.array([[[0.1], [0.12]], [[0.05], [0.06]]])),
+     "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
+    coords={"n_particles": [100, 400], "time": [0.0]})
+
+
+def _RHO2(x):
+    return 1 + 0.5 * x[:, 0]
+
+
+def _RHO3(x):
+    return 1 + 0.5 * x[:, 2]
 
 
 def finite_floats(lo, hi):
@@ -267,6 +279,36 @@ CASES.update({
     "metrics.staircase": (metrics.staircase, dict(model=SCALAR, traj=TRAJ3),
                           {"model": "model", "traj": "stack", "ts": "array", "eps": "pos", "rtol": "pos",
                            "min_duration": "pos", "log_time": "bool"}),
+    # limit study: rates, transport, densities, report
+    "metrics.fit_rate": (metrics.fit_rate, dict(n_values=[10.0, 40.0, 160.0], gaps=np.ones((3, 2)) * [[1.0], [0.5],
+                                                                                                     [0.25]]),
+                         {"n_values": "array", "gaps": "array", "paired": "bool", "level": "pos", "interval": "choice",
+                          "n_boot": "int", "rng": "rng"}),
+    "metrics.SlicedReference": (metrics.SlicedReference, dict(ref_points=X[None]),
+                                {"ref_points": "stack", "n_projections": "int", "n_quantiles": "int"}),
+    "metrics.circle_wasserstein": (metrics.circle_wasserstein, dict(theta=[0.1, 1.0], atoms=[0.5, 2.0, 3.0]),
+                                   {"theta": "array", "atoms": "array", "p": "int", "method": "choice",
+                                    "weights": "weights", "atom_weights": "weights"}),
+    "metrics.circle_quantile_atoms": (metrics.circle_quantile_atoms, dict(mass=np.ones(4) / 4, M=8),
+                                      {"mass": "array", "M": "int"}),
+    "metrics.sliced_wasserstein_embedded": (metrics.sliced_wasserstein_embedded, dict(x=X, y=X),
+                                            {"x": "points", "y": "points", "n_projections": "int"}),
+    "metrics.limit_study_table": (metrics.limit_study_table, dict(ds=STUDY_DS),
+                                  {"ds": "model", "time": "real", "variables": "str"}),
+    "metrics.plot_limit_study": (metrics.plot_limit_study, dict(ds=STUDY_DS),
+                                 {"ds": "model", "var": "str", "times": "times", "guide": "bool"}),
+    "metrics.density_of_angle": (metrics.density_of_angle, dict(f=np.cos), {"f": "callable"}),
+    "metrics.check_density_fn": (metrics.check_density_fn, dict(density_fn=lambda y: 1 + y[:, 0], d=3),
+                                 {"density_fn": "callable", "d": "int"}),
+    "metrics.circle_density_quantile": (metrics.circle_density_quantile, dict(density_fn=_RHO2, u=[0.1, 0.5]),
+                                        {"density_fn": "callable", "u": "array", "m": "int"}),
+    "metrics.sample_circle_density": (metrics.sample_circle_density, dict(density_fn=_RHO2, n=3, rng=0),
+                                      {"density_fn": "callable", "n": "int", "rng": "rng", "m": "int"}),
+    "metrics.sample_sphere_density": (metrics.sample_sphere_density, dict(density_fn=_RHO3, n=3, d=3, rng=0),
+                                      {"density_fn": "callable", "n": "int", "d": "int", "rng": "rng", "bound": "pos",
+                                       "m_grid": "int"}),
+    "metrics.ExpressionDensity": (metrics.ExpressionDensity, dict(text="1 + x1", d=3), {"text": "str", "d": "int"}),
+    "metrics.FamilyDensity": (metrics.FamilyDensity, dict(family="uniform", d=3), {"family": "choice", "d": "int"}),
     "metrics.dependency_versions": (metrics.dependency_versions, dict(), {}),
     "metrics.summation_paths": (metrics.summation_paths, dict(), {"check_import": "bool"}),
     "metrics.provenance": (metrics.provenance, dict(config={"a": 1}, seeds={"x0": 0}, model=MODEL),
@@ -287,6 +329,7 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SphereMesh", "circle_velocity", "mean_field_limit_study", "sample_grid_measure",
+           "RateFit",
            "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep"}
 
 

@@ -121,7 +121,8 @@ def test_study(tmp_path):
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
     with xr.open_dataset(out) as ds:
         assert ds.w1.dims == ("n_particles", "seed", "time") and ds.sizes["n_particles"] == 2
-        assert json.loads(ds.attrs["config"])["density"] == {"amplitude": 0.5, "mode": 2}
+        assert json.loads(ds.attrs["config"])["density"] == {"family": "cosine", "amplitude": 0.5, "mode": 2,
+                                                             "concentration": None, "expression": None}
 
 
 @pytest.mark.parametrize("text, match", [

@@ -206,4 +206,6 @@ def _progress_bar(progress: bool, total: float, method: str):
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="time", desc=f"simulate[{method}]")
+    # time advances by float steps: show n and total rounded (not 9.299999999999999/10.0)
+    return tqdm(total=total, unit="time", desc=f"simulate[{method}]",
+                bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")

@@ -12,8 +12,8 @@ from particles import MultiHead
 from particles.validation import InvalidParameterError
 
 
-def _density(th):
-    return 1 + 0.5 * np.cos(th)
+def _density(x):
+    return 1 + 0.5 * x[:, 0]  # 1 + 0.5 cos(theta)
 
 
 MODEL = MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind="softmax")
@@ -36,7 +36,7 @@ def test_schema_and_attrs(study):
     assert np.all(m >= 0) and np.all(m.sum(-1) <= 1 + 1e-12) and np.all(np.diff(m, axis=-1) <= 1e-15)
     lo, hi = ds.rate_w1_ci.values.T
     assert np.all(lo <= ds.rate_w1.values) and np.all(ds.rate_w1.values <= hi)
-    assert "ot.emd2" in ds.attrs["transport_method"] and ds.attrs["reference_error"] == pytest.approx(2 * np.pi / 128)
+    assert "circle closed form" in ds.attrs["transport_method"] and ds.attrs["reference_error"] == pytest.approx(2 * np.pi / 128)
     # W1 <= W2 (Jensen) for every run
     assert np.all(ds.w1.values <= ds.w2.values + 1e-12)
 
@@ -55,7 +55,7 @@ def test_rate_minus_half_on_iid_samples_of_the_reference():
             k = rng.choice(64, size=n, p=mass)
             theta = (k + rng.uniform(size=n)) * 2 * np.pi / 64
             g[a, s] = limit.circle_wasserstein(theta, atoms, p=1, method="circle")[0]
-    r, lo, hi = limit.fit_rate(ns, g, n_boot=500)
+    r, lo, hi = limit.fit_rate(ns, g)[:3]
     # the issue's target: the slope within 0.05 of -1/2, the interval around it and near -1/2
     assert abs(r + 0.5) < 0.05 and lo <= r <= hi and lo - 0.05 < -0.5 < hi + 0.05
 
@@ -71,6 +71,24 @@ def test_transport_methods_agree(p):
     b, nb = limit.circle_wasserstein(theta, atoms, p=p, method="circle")
     assert na == "ot.emd2" and nb != na
     assert a == pytest.approx(b, rel=1e-7, abs=1e-10)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_weighted_circle_wasserstein_matches_the_network_simplex(p):
+    """Any two discrete measures (weights on both sides): closed form / binary search = emd2."""
+    rng = np.random.default_rng(p)
+    th, ph = rng.uniform(0, 2 * np.pi, 40), rng.uniform(-4, 4, 55)
+    a, b = rng.uniform(0.1, 1, 40), rng.uniform(0.1, 1, 55)
+    fast = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b)[0]
+    slow = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b, method="emd2")[0]
+    assert fast == pytest.approx(slow, rel=1e-8)
+    # a metric: symmetric, zero on the diagonal, invariant under a common rotation
+    assert limit.circle_wasserstein(ph, th, p=p, weights=b, atom_weights=a)[0] == pytest.approx(fast, rel=1e-8)
+    assert limit.circle_wasserstein(th, th, p=p, weights=a, atom_weights=a)[0] == pytest.approx(0, abs=1e-6)
+    assert limit.circle_wasserstein(th + 1.3, ph + 1.3, p=p, weights=a, atom_weights=b)[0] == \
+        pytest.approx(fast, rel=1e-8)
+    with pytest.raises(InvalidParameterError, match="atom_weights"):
+        limit.circle_wasserstein(th, ph, p=p, atom_weights=b[:3])
 
 
 def test_quantile_atoms_approximate_the_grid_measure():
@@ -154,7 +172,7 @@ def test_sliced_reference_is_exact_and_has_the_iid_rate():
     R = limit.SlicedReference(unif(200_000)[None], n_projections=64, seed=1)
     ns = np.array([100, 400, 1600, 6400])
     g = np.array([[R(unif(n), 0)[0] for _ in range(6)] for n in ns])
-    r, lo, hi = limit.fit_rate(ns, g, n_boot=200)
+    r, lo, hi = limit.fit_rate(ns, g)[:3]
     assert abs(r + 0.5) < 0.08 and lo <= r <= hi
 
 
@@ -216,3 +234,96 @@ def test_bad_density_and_model():
     relu = MultiHead.scalar([1.0], d=2, beta=1.0, kind="relu")
     with pytest.raises(InvalidParameterError, match="model"):
         mean_field_limit_study(relu, _density)
+
+
+def test_density_of_the_angle_is_refused_with_the_helper_named():
+    with pytest.raises(InvalidParameterError, match="density_of_angle"):
+        mean_field_limit_study(MODEL, lambda th: 1 + 0.5 * np.cos(th))
+    with pytest.raises(InvalidParameterError, match=r"shape \(m, 3\)"):
+        mean_field_limit_study(MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa"), lambda y: 1 + y[:, 3])
+    # the helper gives the same study as the points form
+    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.1)
+    a = mean_field_limit_study(MODEL, _density, **kw)
+    b = mean_field_limit_study(MODEL, metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th)), **kw)
+    np.testing.assert_allclose(a.w1.values, b.w1.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sampling", ["independent", "nested"])
+def test_sampling_independent_or_nested(monkeypatch, sampling):
+    """Independent: the samples of n = 16 and n = 32 for one seed are separate draws; nested: they
+    come from one stream, so the first 16 draws pick the same grid cells (the paired interval is
+    then used)."""
+    import metrics.study as study_mod
+
+    drawn = {}
+    real = study_mod.sample_grid_measure
+
+    def spy(mu, n, rng):
+        x = real(mu, n, rng)
+        drawn.setdefault(n, []).append(x)
+        return x
+
+    monkeypatch.setattr(study_mod, "sample_grid_measure", spy)
+    ds = mean_field_limit_study(MODEL, _density, n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64,
+                                dt=0.1, sampling=sampling)
+    def cells(x):
+        return np.floor(np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi) / (2 * np.pi) * 64).astype(int)
+
+    same = np.array_equal(cells(drawn[16][0]), cells(drawn[32][0])[:16])
+    assert ds.attrs["sampling"] == sampling and ("paired" in ds.attrs["rate_interval"]) == (sampling == "nested")
+    assert same == (sampling == "nested")
+    # independent streams: the two seeds of one n differ, and so do the n = 16 draws across modes
+    assert not np.allclose(drawn[16][0], drawn[16][1])
+
+
+def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
+    """With a store, the S^2 reference runs are saved with the cells and loaded on a rerun (no
+    particle run at all the second time); a changed setting builds a new one."""
+    import metrics.study as study_mod
+
+    model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
+    kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, n_reference=256,
+              n_projections=16, store=tmp_path)
+    calls = []
+    real = study_mod.simulate
+    monkeypatch.setattr(study_mod, "simulate", lambda x0, *a, **k: calls.append(len(x0)) or real(x0, *a, **k))
+    first = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], **kw)
+    assert sorted(calls) == [16, 16, 32, 32, 256, 256] and first.attrs["reference_cached"] == 0
+    assert len(list(tmp_path.glob("reference_*.nc"))) == 1 and first.attrs["reference_build_seconds"] > 0
+    calls.clear()
+    again = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], **kw)
+    assert calls == [] and again.attrs["reference_cached"] == 1
+    for v in ("sw2", "reference_error", "energy_meanfield", "rate_sw2_ci"):
+        np.testing.assert_array_equal(again[v].values, first[v].values)
+    mean_field_limit_study(model, lambda y: 1 + 0.4 * y[:, 2], **kw)  # another density: another reference
+    assert len(list(tmp_path.glob("reference_*.nc"))) == 2
+
+
+def test_embedded_sliced_distance_matches_pot():
+    """The study's SW_2 equals POT's sliced Wasserstein distance with the same directions (exact 1-d
+    W_2 between clouds of different sizes); it is a metric (symmetric, zero on the diagonal)."""
+    rng = np.random.default_rng(4)
+    x = metrics.sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 70, 3, rng)
+    y = metrics.sample_sphere_density(lambda y: np.ones(len(y)), 45, 3, rng)
+    ours, se = metrics.sliced_wasserstein_embedded(x, y, n_projections=64, seed=5)
+    pot = ot.sliced_wasserstein_distance(x, y, n_projections=64, seed=5, p=2)
+    assert ours == pytest.approx(pot, rel=1e-10) and 0 < se < ours
+    assert metrics.sliced_wasserstein_embedded(y, x, n_projections=64, seed=5)[0] == pytest.approx(ours, rel=1e-12)
+    assert metrics.sliced_wasserstein_embedded(x, x, n_projections=64, seed=5)[0] == 0.0
+
+
+def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
+    import metrics.study as study_mod
+
+    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path)
+    first = mean_field_limit_study(MODEL, _density, **kw)
+    assert first.attrs["reference_cached"] == 0 and len(list(tmp_path.glob("reference_*.nc"))) == 1
+
+    def forbidden(*a, **k):
+        raise AssertionError("the fv_circle reference was recomputed")
+
+    monkeypatch.setattr(study_mod.mf, "wasserstein_ascent", forbidden)
+    again = mean_field_limit_study(MODEL, _density, **kw)
+    assert again.attrs["reference_cached"] == 1
+    np.testing.assert_array_equal(again.w1.values, first.w1.values)
+    np.testing.assert_array_equal(again.energy_meanfield.values, first.energy_meanfield.values)

@@ -23,7 +23,7 @@ def datasets():
     run = metrics.trajectory_to_dataset(traj, model, config={"n": 8, "kappa": np.inf}, seeds={"x0": 7})
     sweep = metrics.run_sweep({"n_particles": [4, 6]}, n_seeds=2, t1=0.2, dt=0.1, n_saves=2)
     model2 = MultiHead.scalar([1.0], d=2, beta=1.0, kind="usa")
-    study = metrics.mean_field_limit_study(model2, lambda th: 1 + 0.5 * np.cos(th), n_values=(4, 8), n_seeds=1,
+    study = metrics.mean_field_limit_study(model2, lambda x: 1 + 0.5 * x[:, 0], n_values=(4, 8), n_seeds=1,
                                            t1=0.1, n_saves=2, m_grid=64, dt=0.05)
     return {"trajectory": run, "sweep": sweep, "study": study}
 

@@ -1,0 +1,414 @@
+r"""Densities on the sphere: one calling convention, exact and rejection samplers.
+
+**Convention.** An initial density is a callable ``density_fn(points)`` taking points of shape
+(m, d) on :math:`S^{d-1}` (on :math:`S^1`, d = 2: rows :math:`(\cos\theta, \sin\theta)`) and
+returning m finite, non-negative values, proportional to the density with respect to the
+uniform measure (unnormalised). A function of the angle θ on :math:`S^1` enters only through
+:func:`density_of_angle`. :func:`check_density_fn` tells a wrong signature apart from bad values.
+
+**Samplers** (vectorised, seeded by ``rng``):
+
+- :math:`S^1`, :func:`circle_density_quantile` / :func:`sample_circle_density`: inverse CDF.
+  The density is tabulated at m equispaced angles and interpolated linearly (periodically);
+  the CDF of the interpolant is piecewise quadratic and inverted in closed form, so the draws
+  are exact for the interpolant, whose CDF differs from the true one by :math:`O(m^{-2})` for a
+  :math:`C^2` density.
+- :math:`S^{d-1}`, :func:`sample_sphere_density`: rejection from the uniform law with an upper
+  bound of the density (given, or 1.5 × the maximum over a quadrature grid); a proposal where
+  the density exceeds the bound is an error, since the draws would then be biased.
+
+**From a config** (the ``headflow study`` command): :class:`FamilyDensity` (uniform, cosine,
+von Mises–Fisher) and :class:`ExpressionDensity` (an arithmetic expression of ``x1 … xd``,
+parsed with :mod:`ast`, never ``eval``); both are picklable, so they work with process pools.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.validation import InvalidParameterError, check_param
+
+__all__ = ["density_of_angle", "check_density_fn", "circle_density_quantile", "sample_circle_density",
+           "sample_sphere_density", "ExpressionDensity", "FamilyDensity"]
+
+_TWO_PI = 2 * np.pi
+
+
+class _AngleDensity:
+    """density_fn(points) from f(θ), θ = atan2(x_2, x_1) in (-π, π] (picklable when f is)."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __call__(self, points):
+        points = np.asarray(points, dtype=np.float64)
+        return self.f(np.arctan2(points[:, 1], points[:, 0]))
+
+    def __repr__(self):
+        return f"density_of_angle({getattr(self.f, '__qualname__', self.f)!r})"
+
+
+def density_of_angle(f):
+    r"""Turn a density of the angle, ``f(theta)``, into the library's ``density_fn(points)`` on
+    :math:`S^1`, with :math:`\theta = \mathrm{atan2}(x_2, x_1) \in (-\pi, \pi]`.
+
+    >>> import numpy as np
+    >>> rho = density_of_angle(lambda th: 1 + 0.5 * np.cos(th))
+    >>> rho(np.array([[1.0, 0.0], [-1.0, 0.0]]))
+    array([1.5, 0.5])
+    """
+    if not callable(f):
+        raise InvalidParameterError(f"f of density_of_angle must be a callable f(theta); got {type(f).__name__}.")
+    return _AngleDensity(f)
+
+
+def check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np.ndarray:
+    """Call ``density_fn`` on probe points of S^{d-1} and check the convention; returns the values.
+
+    Errors say which rule failed: not callable, a call that raises on an (m, d) array, a result
+    of the wrong shape (typically a function of the angle θ, or of one coordinate), or values that
+    are not finite and non-negative with a positive sum.
+
+    >>> import numpy as np
+    >>> check_density_fn(lambda x: 1 + 0.5 * x[:, 2], 3).shape
+    (64,)
+    >>> check_density_fn(lambda th: 1 + np.cos(th), 2)
+    Traceback (most recent call last):
+    ...
+    particles.validation.InvalidParameterError: density_fn must map points of shape (m, 2) to m values ...
+    """
+    where = f" of {caller}" if caller else ""
+    d = check_param(d, "d", "check_density_fn", low=2, integer=True)
+    if not callable(density_fn):
+        raise InvalidParameterError(f"density_fn{where} must be a callable density_fn(points) with points of "
+                                    f"shape (m, {d}); got {type(density_fn).__name__}.")
+    if points is None:
+        points = _probe_points(d)
+    m = len(points)
+    hint = (" On S^1, wrap a function of the angle: metrics.density_of_angle(lambda theta: ...)." if d == 2 else "")
+    try:
+        values = density_fn(points)
+    except Exception as exc:
+        raise InvalidParameterError(
+            f"density_fn{where} must take points of shape (m, {d}) (rows on S^{d - 1}); calling it on a "
+            f"({m}, {d}) array raised {type(exc).__name__}: {exc}.{hint}") from exc
+    try:
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"density_fn{where} must return real numbers; got {type(values).__name__}.") \
+            from exc
+    if v.shape != (m,):
+        raise InvalidParameterError(
+            f"density_fn{where} must map points of shape (m, {d}) to m values (shape (m,)); on a ({m}, {d}) "
+            f"array it returned shape {v.shape}.{hint}")
+    if not np.all(np.isfinite(v)) or np.any(v < 0) or not v.sum() > 0:
+        raise InvalidParameterError(
+            f"density_fn{where} must return finite, non-negative values with a positive sum (an unnormalised "
+            f"density); got min {np.nanmin(v) if np.any(~np.isnan(v)) else np.nan!r}, "
+            f"{int(np.sum(~np.isfinite(v)))} non-finite value(s).")
+    return v
+
+
+def _probe_points(d: int) -> np.ndarray:
+    rng = np.random.default_rng(12345)
+    if d == 2:
+        th = _TWO_PI * np.arange(64) / 64
+        return np.stack([np.cos(th), np.sin(th)], axis=1)
+    x = rng.standard_normal((64, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _circle_table(density_fn, m: int):
+    th = _TWO_PI * np.arange(m) / m
+    f = check_density_fn(density_fn, 2, "circle_density_quantile", points=np.stack([np.cos(th), np.sin(th)], 1))
+    f1 = np.roll(f, -1)  # right end of each cell (periodic)
+    h = _TWO_PI / m
+    cell = 0.5 * h * (f + f1)
+    cdf = np.concatenate([[0.0], np.cumsum(cell)])
+    return f, f1, h, cdf
+
+
+def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
+    r"""Angles :math:`F^{-1}(u) \in [0, 2\pi)` of a density on :math:`S^1` (``density_fn(points)``).
+
+    The density is interpolated linearly between m equispaced angles; on the cell
+    :math:`[\theta_k, \theta_k + h]` with end values :math:`f_0, f_1`, the mass left of
+    :math:`\theta_k + sh` is :math:`h(f_0 s + (f_1 - f_0)s^2/2)`, and the root is taken in the
+    cancellation-free form :math:`s = 2r / (f_0 + \sqrt{f_0^2 + 2(f_1 - f_0) r})`, r the target
+    mass over h.
+
+    Parameters
+    ----------
+    density_fn : callable, points (m, 2) -> (m,)
+    u : array of probabilities in [0, 1]
+    m : int
+        Interpolation nodes (CDF error :math:`O(m^{-2})`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q = circle_density_quantile(lambda x: np.ones(len(x)), [0.25, 0.5])
+    >>> np.allclose(q, [np.pi / 2, np.pi])
+    True
+    """
+    from particles.validation import check_real_array
+
+    m = check_param(m, "m", "circle_density_quantile", low=8, integer=True)
+    u = check_real_array(u, "u", "circle_density_quantile")
+    if not np.all((u >= 0) & (u <= 1)):
+        raise InvalidParameterError("u of circle_density_quantile must be probabilities in [0, 1].")
+    f0, f1, h, cdf = _circle_table(density_fn, m)
+    target = u * cdf[-1]
+    k = np.clip(np.searchsorted(cdf, target, side="right") - 1, 0, m - 1)
+    r = np.maximum(target - cdf[k], 0.0) / h
+    a, b = f0[k], f1[k]
+    root = np.sqrt(np.maximum(a * a + 2 * (b - a) * r, 0.0))
+    denom = a + root
+    s = np.where(denom > 0, 2 * r / np.where(denom > 0, denom, 1.0), 0.0)
+    return np.mod((k + np.clip(s, 0.0, 1.0)) * h, _TWO_PI)
+
+
+def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.ndarray:
+    r"""n i.i.d. points (n, 2) on :math:`S^1` from ``density_fn(points)`` by the inverse CDF
+    (:func:`circle_density_quantile`).
+
+    >>> import numpy as np
+    >>> x = sample_circle_density(lambda x: 1 + 0.5 * x[:, 0], 5, rng=0)
+    >>> x.shape, bool(np.allclose(np.linalg.norm(x, axis=1), 1.0))
+    ((5, 2), True)
+    """
+    from particles.validation import check_rng
+
+    n = check_param(n, "n", "sample_circle_density", low=1, integer=True)
+    rng = check_rng(rng, "rng", "sample_circle_density")
+    theta = circle_density_quantile(density_fn, rng.uniform(size=n), m=m)
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+
+
+def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
+                          m_grid: int = 4096) -> np.ndarray:
+    r"""n i.i.d. points (n, d) on :math:`S^{d-1}` from ``density_fn(points)``.
+
+    d = 2 uses the exact inverse CDF (:func:`sample_circle_density`). For d ≥ 3, rejection:
+    uniform proposals (normalised Gaussians) are accepted with probability
+    :math:`\rho(y)/B`, in batches until n are kept; the expected number of proposals is
+    :math:`n B / \bar\rho`.
+
+    Parameters
+    ----------
+    density_fn : callable, points (m, d) -> (m,)
+    n, d : int
+    rng : seed or numpy Generator
+    bound : float, optional
+        An upper bound B of the density; default 1.5 × its maximum over ``m_grid`` points (a
+        Fibonacci grid on S^2, uniform draws otherwise). A proposal with :math:`\rho > B` raises.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 1000, 3, rng=0)
+    >>> x.shape, bool(abs(x[:, 2].mean() - 0.5 / 3) < 0.05)  # E x_3 = a/3 for 1 + a x_3
+    ((1000, 3), True)
+    """
+    caller = "sample_sphere_density"
+    n = check_param(n, "n", caller, low=1, integer=True)
+    d = check_param(d, "d", caller, low=2, integer=True)
+    from particles.validation import check_rng
+
+    rng = check_rng(rng, "rng", caller)
+    if d == 2:
+        return sample_circle_density(density_fn, n, rng, m=m_grid)
+    if bound is None:
+        m_grid = check_param(m_grid, "m_grid", caller, low=8, integer=True)
+        if d == 3:
+            import meanfield as mf
+
+            grid = mf.fibonacci_sphere(m_grid)[0]
+        else:
+            grid = np.random.default_rng(0).standard_normal((m_grid, d))
+            grid /= np.linalg.norm(grid, axis=1, keepdims=True)
+        bound = 1.5 * float(check_density_fn(density_fn, d, caller, points=grid).max())
+    else:
+        check_density_fn(density_fn, d, caller)
+        bound = check_param(bound, "bound", caller, low=0.0, low_open=True)
+    out, have = [], 0
+    while have < n:
+        k = int(1.3 * (n - have)) + 64
+        y = rng.standard_normal((k, d))
+        y /= np.linalg.norm(y, axis=1, keepdims=True)
+        rho = np.asarray(density_fn(y), dtype=np.float64)
+        if np.any(rho > bound):
+            raise InvalidParameterError(
+                f"density_fn of {caller} exceeds the rejection bound {bound:.6g} (max seen {rho.max():.6g}): the "
+                "draws would be biased. Pass a larger bound=, or a finer m_grid= to estimate it.")
+        y = y[rng.uniform(size=k) * bound < rho]
+        out.append(y)
+        have += len(y)
+    return np.concatenate(out)[:n]
+
+
+# ---------------------------------------------------------------- named families and expressions
+
+_FUNCTIONS = {name: getattr(np, name) for name in ("sin", "cos", "tan", "exp", "log", "sqrt", "abs", "tanh", "sinh",
+                                                   "cosh", "arcsin", "arccos", "arctan", "minimum", "maximum")}
+_CONSTANTS = {"pi": np.pi, "e": np.e}
+_MAX_EXPRESSION = 1000
+
+
+class ExpressionDensity:
+    r"""``density_fn(points)`` given by an arithmetic expression of the coordinates ``x1 … xd``.
+
+    The text is parsed with :mod:`ast` and evaluated by walking the tree over numpy arrays: only
+    numbers, the names ``x1 … xd``, ``pi`` and ``e``, the operators ``+ - * / **`` and the
+    functions ``sin cos tan exp log sqrt abs tanh sinh cosh arcsin arccos arctan minimum
+    maximum`` are accepted; anything else (attributes, subscripts, comprehensions, other names)
+    is an error naming it. The text is never handed to ``eval``. Numbers are float64, so
+    ``9**9**9`` overflows to inf (and the density check rejects it) instead of running forever.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rho = ExpressionDensity("1 + 0.5 * x3", d=3)
+    >>> rho(np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]))
+    array([1.5, 1. ])
+    >>> ExpressionDensity("__import__('os')", d=3)
+    Traceback (most recent call last):
+    ...
+    particles.validation.InvalidParameterError: expression "__import__('os')": the function '__import__' is not allowed; ...
+    """
+
+    def __init__(self, text: str, d: int):
+        d = check_param(d, "d", "ExpressionDensity", low=2, integer=True)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidParameterError(f"expression must be a non-empty string of x1..x{d}; got {text!r}.")
+        if len(text) > _MAX_EXPRESSION:
+            raise InvalidParameterError(f"expression is {len(text)} characters long; at most {_MAX_EXPRESSION}.")
+        self.text, self.d = text, int(d)
+        self._tree = self._parse()
+
+    def _fail(self, what: str):
+        names = ", ".join(f"x{i + 1}" for i in range(self.d))
+        raise InvalidParameterError(
+            f"expression {self.text!r}: {what}; use numbers, {names}, pi, e, + - * / ** and the functions "
+            f"{', '.join(_FUNCTIONS)}.")
+
+    def _parse(self):
+        import ast
+
+        try:
+            tree = ast.parse(self.text.strip(), mode="eval")
+        except SyntaxError as exc:
+            self._fail(f"not an arithmetic expression ({exc.msg})")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
+                    name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+                    self._fail(f"the function {name!r} is not allowed")
+                if node.keywords:
+                    self._fail(f"keyword arguments to {node.func.id}() are not allowed")
+            elif isinstance(node, ast.Name):
+                if not (node.id in _CONSTANTS or node.id in _FUNCTIONS or self._coordinate(node.id) is not None):
+                    self._fail(f"unknown name {node.id!r}")
+            elif isinstance(node, ast.Constant):
+                if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                    self._fail(f"the constant {node.value!r} is not a number")
+            elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Load, ast.Add, ast.Sub, ast.Mult,
+                                       ast.Div, ast.Pow, ast.UAdd, ast.USub)):
+                self._fail(f"{type(node).__name__} ({ast.unparse(node) if isinstance(node, ast.expr) else ''}) "
+                           "is not allowed")
+        return tree.body
+
+    def _coordinate(self, name: str):
+        if name.startswith("x") and name[1:].isdigit() and 1 <= int(name[1:]) <= self.d:
+            return int(name[1:]) - 1
+        return None
+
+    def _eval(self, node, x):
+        import ast
+        import operator
+
+        if isinstance(node, ast.Constant):
+            return np.float64(node.value)
+        if isinstance(node, ast.Name):
+            k = self._coordinate(node.id)
+            return x[:, k] if k is not None else np.float64(_CONSTANTS[node.id])
+        if isinstance(node, ast.UnaryOp):
+            v = self._eval(node.operand, x)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.BinOp):
+            ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+                   ast.Pow: operator.pow}
+            return ops[type(node.op)](self._eval(node.left, x), self._eval(node.right, x))
+        return _FUNCTIONS[node.func.id](*(self._eval(a, x) for a in node.args))
+
+    def __call__(self, points):
+        x = np.asarray(points, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.d:
+            raise InvalidParameterError(f"expression {self.text!r} is a density on S^{self.d - 1}: points must have "
+                                        f"shape (m, {self.d}); got {x.shape}.")
+        with np.errstate(all="ignore"):  # overflow or a domain error gives inf/nan, which check_density_fn reports
+            v = self._eval(self._tree, x)
+        return np.broadcast_to(np.asarray(v, dtype=np.float64), (len(x),)).copy()
+
+    def __getstate__(self):
+        return {"text": self.text, "d": self.d}
+
+    def __setstate__(self, state):
+        self.__init__(state["text"], state["d"])
+
+    def __repr__(self):
+        return f"ExpressionDensity({self.text!r}, d={self.d})"
+
+
+class FamilyDensity:
+    r"""A named density family on :math:`S^{d-1}`, as ``density_fn(points)``; ``x_1`` is the
+    coordinate along the first axis, :math:`x_1 = \cos\theta` on :math:`S^1`.
+
+    - ``"uniform"``: 1;
+    - ``"cosine"``: :math:`1 + a\,T_k(x_1) = 1 + a\cos(k\,\angle(x, e_1))` (``amplitude`` a in
+      [0, 1), ``mode`` k ≥ 0 an integer; on :math:`S^1`, :math:`1 + a\cos k\theta`);
+    - ``"von_mises"``: :math:`e^{\kappa (x_1 - 1)}` (von Mises–Fisher about :math:`e_1`,
+      ``concentration`` κ ≥ 0).
+
+    >>> import numpy as np
+    >>> rho = FamilyDensity("cosine", 2, amplitude=0.5, mode=2)
+    >>> th = np.array([0.0, np.pi / 2])
+    >>> np.allclose(rho(np.stack([np.cos(th), np.sin(th)], 1)), 1 + 0.5 * np.cos(2 * th))
+    True
+    """
+
+    FAMILIES = {"uniform": (), "cosine": ("amplitude", "mode"), "von_mises": ("concentration",)}
+
+    def __init__(self, family: str, d: int, **params):
+        from particles.validation import check_choice
+
+        check_choice(family, "family", self.FAMILIES, "FamilyDensity")
+        missing = set(self.FAMILIES[family]) - set(params)
+        extra = set(params) - set(self.FAMILIES[family])
+        if missing or extra:
+            raise InvalidParameterError(f"the {family!r} density takes the parameters {list(self.FAMILIES[family])}; "
+                                        f"missing {sorted(missing)}, unexpected {sorted(extra)}.")
+        if family == "cosine":
+            params["amplitude"] = check_param(params["amplitude"], "amplitude", "the cosine density", low=0.0,
+                                              high=1.0, high_open=True)
+            params["mode"] = check_param(params["mode"], "mode", "the cosine density", low=0, integer=True)
+        elif family == "von_mises":
+            params["concentration"] = check_param(params["concentration"], "concentration", "the von_mises density",
+                                                  low=0.0, high=700.0)
+        self.family, self.d, self.params = family, check_param(d, "d", "FamilyDensity", low=2, integer=True), params
+
+    def __call__(self, points):
+        x = np.asarray(points, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.d:
+            raise InvalidParameterError(f"the {self.family!r} density is on S^{self.d - 1}: points must have shape "
+                                        f"(m, {self.d}); got {x.shape}.")
+        x1 = np.clip(x[:, 0], -1.0, 1.0)
+        if self.family == "uniform":
+            return np.ones(len(x))
+        if self.family == "cosine":
+            return 1.0 + self.params["amplitude"] * np.cos(self.params["mode"] * np.arccos(x1))
+        return np.exp(self.params["concentration"] * (x1 - 1.0))
+
+    def __repr__(self):
+        args = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"FamilyDensity({self.family!r}, {self.d}{args})"

@@ -1,0 +1,181 @@
+r"""Reading a limit study: the rate table and the log-log figure.
+
+Both take the Dataset of :func:`metrics.mean_field_limit_study` and show, for each n, the seed
+mean of a gap :math:`\bar g_n` with its standard error :math:`s_n/\sqrt S` (the ``{var}_stderr``
+data variable), and the fitted exponent r of :math:`\bar g \sim n^r` with its interval
+(``rate_{var}``, ``rate_{var}_ci``, :func:`metrics.limit.fit_rate`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from particles.validation import InvalidParameterError
+
+from .dataset import time_index
+
+__all__ = ["limit_study_table", "plot_limit_study", "study_rate_variables"]
+
+
+def study_rate_variables(ds: xr.Dataset) -> list[str]:
+    """Names of the gaps with a fitted rate in a limit-study Dataset (``w1``, ``sw2``, ...).
+
+    >>> import xarray as xr
+    >>> study_rate_variables(xr.Dataset({"w1": 0.0, "rate_w1": 0.0, "rate_w1_ci": 0.0}))
+    ['w1']
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise InvalidParameterError(f"ds must be an xarray.Dataset from metrics.mean_field_limit_study; "
+                                    f"got {type(ds).__name__}.")
+    names = [v[len("rate_"):] for v in ds.data_vars
+             if v.startswith("rate_") and not v.endswith(("_ci", "_stderr")) and v[len("rate_"):] in ds]
+    if not names:
+        raise InvalidParameterError(
+            "ds has no fitted rates (rate_<var> data variables): it is not a limit-study Dataset. Make one with "
+            f"metrics.mean_field_limit_study; its variables are {sorted(ds.data_vars)}.")
+    return names
+
+
+def _check_var(ds, var, names):
+    if not isinstance(var, str) or var not in names:
+        raise InvalidParameterError(f"var must be one of the study's rated gaps {names}; got {var!r}.")
+
+
+def _time_index(ds, time) -> int:
+    return time_index(ds, time, "time")
+
+
+def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> str:
+    r"""A plain-text table of a limit study at one save time: per n, the seed mean ± standard
+    error of each rated gap, and a last row with the fitted exponent and its interval.
+
+    Parameters
+    ----------
+    ds : Dataset of :func:`metrics.mean_field_limit_study`
+    time : float
+        A saved time (selected by value; a time outside the saved range is an error).
+    variables : list of str, optional
+        Gaps to show (default: every gap with a fitted rate).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> n = np.array([100, 400])
+    >>> g = np.array([[[0.10], [0.12]], [[0.05], [0.06]]])  # (n, seed, time)
+    >>> ds = xr.Dataset({"w1": (("n_particles", "seed", "time"), g),
+    ...                  "w1_stderr": (("n_particles", "time"), [[0.01], [0.005]]),
+    ...                  "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
+    ...                 coords={"n_particles": n, "time": [0.0]})
+    >>> print(limit_study_table(ds))
+    t = 0
+    n               w1
+    100     0.11 ± 0.01
+    400   0.055 ± 0.005
+    rate  -0.500 [-0.600, -0.400]
+    """
+    names = study_rate_variables(ds)
+    if variables is not None and (isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))):
+        raise InvalidParameterError(f"variables of limit_study_table must be a list of the study's rated gaps "
+                                    f"{names}; got {variables!r}.")
+    variables = names if variables is None else list(variables)
+    for v in variables:
+        _check_var(ds, v, names)
+    k = _time_index(ds, time)
+    cols = []
+    for v in variables:
+        g = ds[v].isel(time=k)
+        mean = g.mean("seed").values
+        se = (ds[f"{v}_stderr"].isel(time=k).values if f"{v}_stderr" in ds
+              else g.std("seed", ddof=1).values / np.sqrt(g.sizes["seed"]))
+        r = float(ds[f"rate_{v}"].isel(time=k))
+        lo, hi = np.asarray(ds[f"rate_{v}_ci"].isel(time=k).values, dtype=float)
+        cells = [f"{m:.4g} ± {s:.2g}" for m, s in zip(mean, se)]
+        cols.append((v, cells, f"{r:.3f} [{lo:.3f}, {hi:.3f}]"))
+    ns = [str(int(n)) for n in ds.n_particles.values]
+    w0 = max(len("rate"), *(len(n) for n in ns))
+    widths = [max(len(name), len(rate), *(len(c) for c in cells)) for name, cells, rate in cols]
+    lines = [f"t = {float(ds.time[k]):g}",
+             f"{'n':<{w0}}  " + "  ".join(f"{name:>{w}}" for (name, _, _), w in zip(cols, widths))]
+    for i, n in enumerate(ns):
+        lines.append(f"{n:<{w0}}  " + "  ".join(f"{cells[i]:>{w}}" for (_, cells, _), w in zip(cols, widths)))
+    lines.append(f"{'rate':<{w0}}  " + "  ".join(f"{rate:>{w}}" for (_, _, rate), w in zip(cols, widths)))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=None, guide: bool = True):
+    r"""Log-log panel of a limit study: :math:`\bar g_n` against n with standard-error bars for
+    each save time, the fitted slope and its interval in the legend, the :math:`n^{-1/2}` guide
+    through the first point at t = 0, and the study's parameters in the title.
+
+    Parameters
+    ----------
+    ds : Dataset of :func:`metrics.mean_field_limit_study`
+    var : str, optional
+        A rated gap (``"w1"``, ``"w2"``, ``"sw2"``, ``"energy_gap"``, ``"entropy_gap"``); default
+        the study's main distance (``ds.attrs["rate_metric"]``).
+    ax : matplotlib Axes, optional
+        Drawn into (a new figure otherwise).
+    times : list of float, optional
+        Save times to draw, selected by value (default: all).
+    guide : bool
+        Draw the :math:`n^{-1/2}` reference line.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np, xarray as xr
+    >>> n = np.array([100, 400])
+    >>> g = np.array([[[0.10], [0.12]], [[0.05], [0.06]]])
+    >>> ds = xr.Dataset({"w1": (("n_particles", "seed", "time"), g),
+    ...                  "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
+    ...                 coords={"n_particles": n, "time": [0.0]}, attrs={"rate_metric": "w1"})
+    >>> ax = plot_limit_study(ds)
+    >>> ax.get_xscale(), ax.get_yscale(), len(ax.lines) >= 2
+    ('log', 'log', True)
+    """
+    names = study_rate_variables(ds)
+    var = ds.attrs.get("rate_metric", names[0]) if var is None else var
+    _check_var(ds, var, names)
+    if times is not None and (isinstance(times, (str, bytes)) or not hasattr(times, "__iter__")):
+        raise InvalidParameterError(f"times of plot_limit_study must be a list of saved times; got {times!r}.")
+    from particles.validation import check_bool
+
+    guide = check_bool(guide, "guide", "plot_limit_study")
+    ks = range(ds.sizes["time"]) if times is None else [_time_index(ds, t) for t in times]
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(5.5, 4.2))
+    n = ds.n_particles.values.astype(float)
+    for k in ks:
+        g = ds[var].isel(time=k)
+        mean = g.mean("seed").values
+        se = (ds[f"{var}_stderr"].isel(time=k).values if f"{var}_stderr" in ds
+              else g.std("seed", ddof=1).values / np.sqrt(g.sizes["seed"]))
+        r = float(ds[f"rate_{var}"].isel(time=k))
+        lo, hi = np.asarray(ds[f"rate_{var}_ci"].isel(time=k).values, dtype=float)
+        ax.errorbar(n, mean, yerr=se, fmt="o-", capsize=3,
+                    label=f"t = {float(ds.time[k]):g}: slope {r:.2f} [{lo:.2f}, {hi:.2f}]")
+    if guide:
+        g0 = float(ds[var].isel(time=0).mean("seed")[0])
+        ax.plot(n, g0 * (n / n[0]) ** -0.5, "k--", label=r"$n^{-1/2}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    long = ds[var].attrs.get("long_name", var)
+    units = ds[var].attrs.get("units", "1")
+    ax.set(xlabel="n (tokens)", ylabel=var + ("" if units == "1" else f" [{units}]"))
+    a = ds.attrs
+    sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
+    params = [f"{k} = {a[k]}" for k in ("kind", "beta", "kappa", "sampling") if k in a]
+    if "n_heads" in a:
+        params.insert(1, f"H = {a['n_heads']}")
+    params.append(f"{ds.sizes.get('seed', 1)} seeds")
+    ax.set_title(" ".join(x for x in (long, sphere) if x) + "\n" + ", ".join(params), fontsize=8)
+    ax.legend(fontsize=7)
+    return ax

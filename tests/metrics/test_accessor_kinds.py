@@ -1,0 +1,80 @@
+"""ds.attn on trajectory, sweep and study Datasets; time by value; registration by `import headflow`."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import metrics
+from particles import MultiHead, SaveAt, sample_uniform, simulate
+from particles.validation import InvalidParameterError
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def trajectory():
+    model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0)
+    traj = simulate(sample_uniform(10, 3, np.random.default_rng(0)), model, t1=1.0, dt=0.05,
+                    save=SaveAt(ts=np.linspace(0, 1, 5)))
+    return metrics.trajectory_to_dataset(traj, model)
+
+
+def test_time_selection_by_value(trajectory):
+    ds = trajectory
+    assert ds.attn.wasserstein_between(0.0, 1.0) == pytest.approx(
+        metrics.wasserstein(ds.positions.values[0], ds.positions.values[-1]), rel=1e-12)
+    assert ds.attn.wasserstein_between(0.25, 0.25) == pytest.approx(0.0, abs=1e-12)
+    # W2 is a metric: the triangle inequality through a middle save
+    w = ds.attn.wasserstein_between
+    assert w(0.0, 1.0) <= w(0.0, 0.5) + w(0.5, 1.0) + 1e-12
+    for bad, match in [(-1, "outside the saved times"), (99.0, "outside the saved times"),
+                       (0.3, "not a saved time"), (float("nan"), "finite number"), ("last", "finite number")]:
+        with pytest.raises(InvalidParameterError, match=match):
+            ds.attn.wasserstein_between(0, bad)
+    assert float(ds.attn.at(0.75).time) == 0.75
+
+
+def test_accessor_on_a_sweep():
+    ds = metrics.run_sweep({"n_particles": [4, 6]}, n_seeds=2, t1=0.1, dt=0.05, n_saves=2,
+                           metrics=("n_clusters", "energy_multi"))
+    assert ds.attn.kind == "sweep"
+    assert ds.attn.n_clusters().identical(ds["n_clusters"])
+    with pytest.raises(InvalidParameterError, match=r"not evaluated in this sweep .*'distance_to_uniform'"):
+        ds.attn.distance_to_uniform()
+    with pytest.raises(InvalidParameterError, match="sweep Dataset .* keeps metrics, not positions"):
+        ds.attn.wasserstein_between(0.0, 0.1)
+
+
+def test_accessor_on_a_study():
+    model = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
+    ds = metrics.mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], n_values=(8, 32), n_seeds=3, t1=0.1,
+                                        n_saves=2, m_grid=64, dt=0.05)
+    assert ds.attn.kind == "study"
+    table = ds.attn.rate_table(0.1)
+    assert table.startswith("t = 0.1") and f"{float(ds.rate_w1.isel(time=1)):.3f}" in table
+    with pytest.raises(InvalidParameterError, match="outside the saved times"):
+        ds.attn.rate_table(5.0)
+    with pytest.raises(InvalidParameterError, match="limit-study Dataset"):
+        ds.attn.wasserstein_between(0.0, 0.1)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = ds.attn.plot_limit_study()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert sum("slope" in lab for lab in labels) == 2 and any("n^{-1/2}" in lab for lab in labels)
+    assert "on S^1" in ax.get_title() and ax.get_ylabel() == "w1 [rad]" and "beta = 1.0" in ax.get_title() and "3 seeds" in ax.get_title()
+    with pytest.raises(InvalidParameterError, match="rated gaps"):
+        ds.attn.plot_limit_study("n_clusters")
+
+
+def test_import_headflow_registers_attn_lazily():
+    code = ("import sys, json, headflow; import xarray as xr; heavy = 'ot' in sys.modules; "
+            "ds = xr.Dataset({'a': ('time', [1.0])}, coords={'time': [0.0]}); kind = ds.attn.kind; "
+            "print(json.dumps({'heavy_before_use': heavy, 'kind': kind}))")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"heavy_before_use": False, "kind": "other"}

@@ -1,0 +1,190 @@
+"""headflow study on S^1 and S^2: typed configs (errors name the TOML key), resume, Ctrl-C."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from headflow import cli
+
+S2 = """
+[model]
+kind = "usa"
+d = 3
+beta = 1.0
+lambdas = [1.0]
+[study]
+n_values = [8, 16]
+n_seeds = 2
+t1 = 0.1
+n_saves = 2
+m_grid = 64
+dt = 0.05
+n_reference = 64
+n_projections = 8
+[density]
+family = "expression"
+expression = "1 + 0.5 * x3"
+"""
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_study_on_the_sphere_runs_and_resumes(tmp_path, capsys, monkeypatch):
+    cfg = _write(tmp_path, "s2.toml", S2)
+    out = tmp_path / "s2.nc"
+    assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"rate\s+-?\d\.\d{3} \[", printed)  # the slope with its interval
+    with xr.open_dataset(out) as ds:
+        assert ds.sw2.dims == ("n_particles", "seed", "time") and ds.attrs["rate_metric"] == "sw2"
+        assert "sw2_stderr" in ds and ds.attrs["sampling"] == "independent"
+        first = ds.load()
+    assert len(list((tmp_path / "s2.nc.cells").glob("cell_*.nc"))) == 4
+    # a rerun after the output is lost computes no cell: everything loads from the store
+    out.unlink()
+    import metrics.study
+
+    monkeypatch.setattr(metrics.study, "simulate", _forbidden_cell_simulate(metrics.study.simulate))
+    assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
+    assert "resuming: 4 finished cell file(s)" in capsys.readouterr().out
+    with xr.open_dataset(out) as ds:
+        np.testing.assert_array_equal(ds.sw2.values, first.sw2.values)
+
+
+def _forbidden_cell_simulate(real):
+    """simulate for the reference runs only (N > 64 is not a cell here)."""
+    def simulate(x0, *args, **kwargs):
+        assert len(x0) == 64, "a cell was recomputed although it is in the store"
+        return real(x0, *args, **kwargs)
+    return simulate
+
+
+def test_ctrl_c_leaves_a_resumable_store(tmp_path, capsys, monkeypatch):
+    import metrics.study
+
+    cfg = _write(tmp_path, "s2.toml", S2)
+    out = tmp_path / "s2.nc"
+    real = metrics.study.simulate
+    calls = []
+
+    def interrupted_after_two_cells(x0, *args, **kwargs):
+        if len(x0) != 64:  # a cell, not the reference
+            calls.append(len(x0))
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+        return real(x0, *args, **kwargs)
+
+    monkeypatch.setattr(metrics.study, "simulate", interrupted_after_two_cells)
+    assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; 2 finished cell file(s) are kept in" in err and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.rglob("*.part*"))
+    calls.clear()
+    monkeypatch.setattr(metrics.study, "simulate", real)
+    assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
+    assert "resuming: 2 finished cell file(s)" in capsys.readouterr().out
+
+
+BAD_STUDY = [
+    ("[study]\nn_values = [16, \"64\"]\n", r"\[study\] n_values\[1\] = '64': must be an integer >= 1; got a string "
+                                           r"\(write 64, without quotes\)"),
+    ("[study]\nn_values = \"16, 32\"\n", r"\[study\] n_values = '16, 32': must be a list"),
+    ("[study]\nn_values = [32, 16]\n", r"\[study\] n_values .* strictly increasing"),
+    ("[study]\nn_values = [16]\n", r"\[study\] n_values .* at least 2"),
+    ("[study]\nn_values = [0, 16]\n", r"\[study\] n_values\[0\] = 0: must be an integer >= 1"),
+    ("[study]\nn_values = [16.5, 32]\n", r"\[study\] n_values\[0\] = 16.5: must be an integer"),
+    ("[study]\nn_seeds = \"4\"\n", r"\[study\] n_seeds = '4': must be an integer >= 1; got a string"),
+    ("[study]\nn_seeds = 0\n", r"\[study\] n_seeds = 0: must be an integer >= 1"),
+    ("[study]\nt1 = -1.0\n", r"\[study\] t1 = -1.0: must be a number > 0"),
+    ("[study]\nt1 = true\n", r"\[study\] t1 = True: must be a number > 0; got a boolean"),
+    ("[study]\ndt = nan\n", r"\[study\] dt = nan: must be a number > 0"),
+    ("[study]\ndt = 5.0\n", r"\[study\] dt = 5.0 must be <= t1"),
+    ("[study]\nkappa = -inf\n", r"\[study\] kappa = -inf: must be a number > 0 \(or inf\)"),
+    ("[study]\nm_grid = 4\n", r"\[study\] m_grid = 4: must be an integer >= 8"),
+    ("[study]\nsampling = \"paired\"\n", r"\[study\] sampling = 'paired': must be one of \"independent\", \"nested\""),
+    ("[study]\nengine = \"threads\"\n", r"\[study\] engine = 'threads': must be one of \"serial\", \"process\""),
+    ("[study]\nmax_workers = 0\n", r"\[study\] max_workers = 0: must be an integer >= 1"),
+    ("[study]\nstore = 3\n", r"\[study\] store = 3: must be a string; got an integer"),
+    ("[study]\nn_reference = 1.5\n", r"\[study\] n_reference = 1.5: must be an integer >= 2; got a float"),
+    ("[study]\nseed = -1\n", r"\[study\] seed = -1: must be an integer >= 0"),
+    ("[study]\nnvalues = [1, 2]\n", r"unknown key\(s\) \['nvalues'\] in \[study\]"),
+    ("[model]\nkind = \"relu\"\n", r"\[model\] kind = 'relu': the study needs \"usa\" or \"softmax\""),
+    ("[model]\nbeta = \"3\"\n", r"\[model\] beta = '3': must be a number >= 0; got a string \(write 3"),
+    ("[model]\nlambdas = 1.0\n", r"\[model\] lambdas = 1.0: must be a list"),
+    ("[model]\nd = 1\n", r"\[model\] d = 1: must be an integer >= 2"),
+    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\] M = .*: must be a matrix"),
+    ("[density]\namplitude = 2.0\n", r"\[density\] amplitude = 2.0: must be a number >= 0 and <= 1"),
+    ("[density]\namplitude = 1.0\n", r"\[density\] family/parameters: .*amplitude"),
+    ("[density]\nmode = 1.5\n", r"\[density\] mode = 1.5: must be an integer >= 0; got a float"),
+    ("[density]\nfamily = \"gauss\"\n", r"\[density\] family = 'gauss': must be one of"),
+    ("[density]\nfamily = \"von_mises\"\n", r"\[density\] family = 'von_mises' needs concentration"),
+    ("[density]\nfamily = \"expression\"\n", r"\[density\] family = \"expression\" needs expression"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"__import__('os').system('x')\"\n",
+     r"\[density\] expression: .*the function .*__import__.* is not allowed"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"x1.real\"\n", r"\[density\] expression: .*Attribute"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"1 + x3\"\n", r"\[density\] expression: .*unknown name 'x3'"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"x1\"\n", r"\[density\] expression: .*non-negative"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"1 +\"\n", r"\[density\] expression: .*not an arithmetic"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"9**9**9\"\n", r"\[density\] expression: .*finite"),
+    ("[output]\nformat = \"hdf\"\n", r"\[output\] format = 'hdf': must be one of \"netcdf\", \"zarr\""),
+    ("[study]\nn_values = [\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize("text, match", BAD_STUDY)
+def test_bad_study_configs_name_the_key(tmp_path, capsys, text, match):
+    cfg = _write(tmp_path, "bad.toml", text)
+    assert cli.main(["study", cfg, "--out", str(tmp_path / "x.nc"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("headflow study: error:") and "Traceback" not in err
+    assert re.search(match, err), err
+    assert not (tmp_path / "x.nc").exists() and not (tmp_path / "x.nc.cells").exists()
+
+
+@pytest.mark.parametrize("command, text, match", [
+    ("simulate", "[run]\nn = \"64\"\n", r"\[run\] n = '64': must be an integer >= 1; got a string"),
+    ("simulate", "[run]\npositions = 1\n", r"\[run\] positions = 1: must be true or false"),
+    ("simulate", "[run]\nmethod = \"rk5\"\n", r"\[run\] method = 'rk5': must be one of"),
+    ("sweep", "[sweep]\ngrid = { n_particles = [4, \"8\"] }\n", r"\[sweep\] grid.n_particles\[1\] = '8'"),
+    ("sweep", "[sweep]\ngrid = { temperature = [1.0] }\n", r"\[sweep\] grid = .*unknown key\(s\) \['temperature'\]"),
+    ("sweep", "[sweep]\nmetrics = [\"energy\"]\n", r"\[sweep\] metrics\[0\] = 'energy': must be one of"),
+])
+def test_other_commands_are_typed_too(tmp_path, capsys, command, text, match):
+    cfg = _write(tmp_path, "bad.toml", text)
+    assert cli.main([command, cfg, "--out", str(tmp_path / "x.nc"), "--no-progress"]) == 2
+    assert re.search(match, capsys.readouterr().err)
+
+
+def test_schema_choices_match_the_library():
+    from particles._steppers import STEPPERS
+    from particles.attention import KINDS
+
+    import metrics
+    import particles
+
+    assert set(cli._KINDS) == set(KINDS) and set(cli._METHODS) == set(STEPPERS)
+    assert set(cli._DIAGNOSTICS) == set(particles.DIAGNOSTICS) and set(cli._METRIC_NAMES) == set(metrics.METRICS)
+    for command, sections in cli.SCHEMAS.items():
+        for section, keys in sections.items():
+            assert set(cli.TYPES[command][section]) == set(keys), (command, section)
+
+
+def test_example_configs_are_recorded(tmp_path):
+    for command in ("simulate", "sweep", "study"):
+        cfg = cli.load_config(command, cli.EXAMPLES[command])
+        json.dumps(cli._public(cfg), default=str)  # every value is plain data
+
+
+def test_progress_bar_shows_rounded_times(tmp_path, capsys):
+    """Time advances by float steps (0.1 + 0.1 + ...): the bar shows 4 significant digits."""
+    cfg = _write(tmp_path, "run.toml", "[model]\nd = 2\n[run]\nn = 4\nt1 = 1.0\ndt = 0.1\nn_saves = 2\n")
+    assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc")]) == 0
+    err = capsys.readouterr().err
+    assert "t = 1/1" in err and not re.search(r"\d\.\d{6,}", err), err
