@@ -337,7 +337,14 @@ def _jko(mu0, model, ts, *, dt, gamma=None, kappa=np.inf, **_):
     return MeanFieldResult(np.asarray(ts), y, masses, energy, "jko", n_steps, {"gamma": gamma, "tau": tau})
 
 
-SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_sphere, "jko": _jko}
+def _spectral(mu0, model, ts, **options):
+    from .spectral import spectral_ascent
+
+    return spectral_ascent(mu0, model, ts, **options)
+
+
+SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_sphere, "jko": _jko,
+           "spectral": _spectral}
 
 
 def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str = "lagrangian", t0: float = 0.0,
@@ -379,16 +386,22 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
 
 #: options each scheme accepts (an unknown option is a typo: refused, not ignored)
 _OPTIONS = {"lagrangian": {"dt", "method"}, "fv_circle": {"cfl", "kappa", "max_steps"},
-            "fv_sphere": {"cfl", "kappa", "max_steps"}, "jko": {"dt", "gamma", "kappa"}}
+            "fv_sphere": {"cfl", "kappa", "max_steps"}, "jko": {"dt", "gamma", "kappa"},
+            "spectral": {"L", "tol", "rtol", "kappa", "max_steps"}}
 
 
 def _check_options(scheme, mu0, options):
     """Validate the scheme options of wasserstein_ascent once, at the boundary."""
     caller = "wasserstein_ascent"
-    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure)):
+    from .spectral import ZonalMeasure
+
+    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure, ZonalMeasure)):
         raise InvalidParameterError(
-            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure or GridMeasure; got {type(mu0).__name__}."
+            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure, GridMeasure or ZonalMeasure; "
+            f"got {type(mu0).__name__}."
         )
+    if isinstance(mu0, ZonalMeasure) and scheme != "spectral":
+        raise InvalidParameterError(f"a ZonalMeasure is solved by scheme='spectral' only; got scheme={scheme!r}.")
     unknown = set(options) - _OPTIONS[scheme]
     if unknown:
         raise InvalidParameterError(
