@@ -93,7 +93,17 @@ def funk_hecke_log(a: float, l, d: int) -> tuple[np.ndarray, np.ndarray]:
     >>> bool(np.allclose(s * np.exp(g), [np.sinh(1.0), np.cosh(1.0) - np.sinh(1.0)]))
     True
     """
-    l = np.atleast_1d(np.asarray(l, dtype=float))
+    caller = "funk_hecke_log"
+    a = check_param(a, "a", caller)
+    l = np.atleast_1d(check_real_array(l, "l", caller, ndim=(0, 1), expected="degrees l >= 0"))
+    if np.any(l < 0) or np.any(l != np.round(l)):
+        raise InvalidParameterError(f"The 'l' parameter of {caller} must hold non-negative integers; got {l}.")
+    d = check_param(d, "d", caller, low=2, integer=True)
+    return _fh_log(a, l, d)
+
+
+def _fh_log(a: float, l: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    l = np.asarray(l, dtype=float)
     nu = (d - 2) / 2
     b = abs(a)
     sign = np.where((a < 0) & (l % 2 == 1), -1.0, 1.0)
@@ -438,7 +448,7 @@ def _potential_multipliers(model, l, d):
             # G(1) -> 1/d, G(l >= 2) -> 0 as a -> 0 (USA and softmax alike)
             phi += m * math.exp(-c) * np.where(l == 1, 1.0 / d, 0.0)
             continue
-        sgn, lg = funk_hecke_log(a, l, d)
+        sgn, lg = _fh_log(a, l, d)
         if model.kind == "usa":
             # v = e^{-c} ∇_S (μ/a) ∫ e^{a<x,y>} dμ(y): multiplier μ ĝ_a(l) e^{-c} / a
             if np.max(lg) - c > 700:
@@ -456,7 +466,7 @@ def _funk_hecke_energy(model, l, d, energy_by_degree):
     lam, _ = _scalar_heads(model, "")
     e = 0.0
     for la in lam:
-        sgn, lg = funk_hecke_log(model.beta * la, l, d)
+        sgn, lg = _fh_log(model.beta * la, l, d)
         e += float(np.sum(sgn * np.exp(lg) * energy_by_degree))
     return e / (2 * model.beta)
 
@@ -489,6 +499,14 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
     """
 
     def __init__(self, L: int, nlat: int):
+        caller = "sphere_harmonic_transform"
+        L = check_param(L, "L", caller, low=0, integer=True)
+        nlat = check_param(nlat, "nlat", caller, low=2, integer=True)
+        if nlat <= L:
+            raise InvalidParameterError(
+                f"nlat of {caller} must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1); "
+                f"got L={L}, nlat={nlat}: use nlat >= {L + 1}, or ceil((3L+1)/2) to project products exactly."
+            )
         self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
         z, w = np.polynomial.legendre.leggauss(self.nlat)
         self.z, self.w = z, w / 2
