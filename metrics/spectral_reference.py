@@ -30,7 +30,8 @@ from particles.validation import InvalidParameterError, check_instance, check_pa
 
 from .limit import SlicedReference, circle_wasserstein
 
-__all__ = ["circle_spectral_quantiles", "circle_spectral_wasserstein", "SpectralSlicedReference"]
+__all__ = ["circle_spectral_quantiles", "circle_spectral_wasserstein", "circle_spectral_sample",
+           "SpectralSlicedReference", "StudyReference"]
 
 _TWO_PI = 2 * np.pi
 
@@ -80,6 +81,14 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     sol = _solution(solution, ("circle",), caller)
     k = check_param(k, "k", caller, low=-len(sol.coefficients), high=len(sol.coefficients) - 1, integer=True)
     M = check_param(M, "M", caller, low=1, integer=True)
+    u, G, g = _circle_cdf(sol, k)
+    edges = _hermite_inverse(u, G, g, np.arange(M + 1) / M)
+    mids = _hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
+    return _TWO_PI * mids, _TWO_PI * np.diff(edges)
+
+
+def _circle_cdf(sol, k):
+    """Grid u = j/K (turns) with the exact CDF F(u) and the density, K = max(2^16, 8(L+1))."""
     c = np.asarray(sol.coefficients[k])
     L = len(c) - 1
     K = max(2**16, 8 * (L + 1))
@@ -91,11 +100,7 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     R[:L + 1] = c
     rho = np.fft.irfft(R, K) * K
     u = np.arange(K + 1) / K
-    G = u + np.append(P, P[0]) - P[0]
-    g = np.append(rho, rho[0])
-    edges = _hermite_inverse(u, G, g, np.arange(M + 1) / M)
-    mids = _hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
-    return _TWO_PI * mids, _TWO_PI * np.diff(edges)
+    return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
 
 
 def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quantiles: int | None = None
@@ -226,3 +231,116 @@ class SpectralSlicedReference(SlicedReference):
         return G, g
 
 
+
+
+def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
+    """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
+    caller = "circle_spectral_sample"
+    sol = _solution(solution, ("circle",), caller)
+    n = check_param(n, "n", caller, low=1, integer=True)
+    u, G, g = _circle_cdf(sol, k)
+    theta = _TWO_PI * _hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+
+
+class StudyReference:
+    r"""The spectral mean-field reference of :func:`metrics.mean_field_limit_study`, where it applies.
+
+    :meth:`build` returns ``None`` unless the problem is one the spectral scheme solves: S^1 (heads
+    that are scaled rotations), S^2 (any heads), or d ≥ 4 with scalar heads and a density zonal about
+    the last axis. Otherwise the study keeps its grid or Lagrangian reference.
+
+    Attributes
+    ----------
+    solution : meanfield.SpectralSolution
+    energy, entropy : ndarray (T,)
+        :math:`E_{multi}[\mu(t)]` (Funk–Hecke or quadrature) and the head-averaged attention entropy.
+    sliced : SpectralSlicedReference or None
+        For d ≥ 3.
+    attrs : dict
+        ``reference``, ``reference_band_limit``, ``reference_tail``, ``reference_error`` and a note.
+    """
+
+    def __init__(self, solution, energy, entropy, sliced, attrs):
+        self.solution, self.energy, self.entropy, self.sliced, self.attrs = solution, energy, entropy, sliced, attrs
+
+    @classmethod
+    def build(cls, model, density_fn, ts, *, kappa, m_grid, n_projections, n_quantiles, seed, entropy_fn,
+              tol: float = 1e-10):
+        import meanfield as mf
+        from meanfield.spectral import _rotation_heads, _scalar_heads
+
+        d = model.d
+        t1, n_saves = float(ts[-1]), len(ts)
+        opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12}
+        if d == 2:
+            try:
+                _rotation_heads(model, "mean_field_limit_study")
+            except InvalidParameterError:
+                return None
+            pts, areas = mf.circle_grid(int(m_grid))
+            mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
+        elif d == 3:
+            n = max(int(np.sqrt(m_grid / 2)), 16)
+            pts, w = mf.sphere_quadrature(3, n)
+            mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
+        else:
+            if _scalar_heads(model, "") is None:
+                return None
+            try:
+                mu0 = mf.ZonalMeasure(density_fn, d=d)
+            except InvalidParameterError:
+                return None
+        res = mf.wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, t0=float(ts[0]), **opts)
+        sol = res.info["solution"]
+        tail = float(np.max(res.info["tail"]))
+        attrs = {"reference": "meanfield.wasserstein_ascent(scheme='spectral')",
+                 "reference_band_limit": int(sol.L), "reference_tail": tail,
+                 "reference_steps": int(res.n_steps)}
+        if d == 2:
+            entropy = np.array([entropy_fn(model, res.points, np.maximum(q, 0)) for q in res.mass])
+            # quantile atoms M >= 4 m_grid: W_p(ν, ν̂_M) <= mean cell length 2π/M; truncation: W1 <= π ||ρ - ρ_L||_1
+            err = _TWO_PI / (4 * int(m_grid)) + np.pi * tail
+            attrs.update(reference_error=float(err), reference_error_note=(
+                "bound on W_p between the spectral reference and its quantile atoms (2*pi/M, M >= 4 m_grid) "
+                "plus pi times the spectral tail (W1 <= pi ||rho - rho_L||_1 on the circle)"))
+            return cls(sol, np.asarray(res.energy), entropy, None, attrs)
+        sliced = SpectralSlicedReference(sol, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                         seed=seed)
+        if d == 3:
+            entropy = np.array([entropy_fn(model, res.points, np.maximum(q, 0)) for q in res.mass])
+        else:
+            entropy = np.array([_zonal_entropy(model, sol, k) for k in range(len(ts))])
+        attrs.update(reference_error=float(sliced.error.max() + 2 * tail), reference_error_note=(
+            "bound on SW_2 between the spectral reference and its quantile atoms (per save time in the data "
+            "variable reference_error), plus twice the spectral tail (SW_2 <= W_2 <= 2 sqrt(TV))"))
+        return cls(sol, np.asarray(res.energy), entropy, sliced, attrs)
+
+
+def _zonal_entropy(model, sol, k):
+    r"""Head-averaged attention entropy of a zonal density (scalar heads): per head
+    :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\rho\,d\sigma` with :math:`Z_a(t) = \sum_l\hat g_a(l)c_lq_l(t)`
+    (Funk–Hecke) and :math:`\langle x, m(x)\rangle = \partial_a\log Z_a` by a central difference in a."""
+    from meanfield.spectral import _fh_log, _gauss_gegenbauer, _gegenbauer_orthonormal, _scalar_heads
+
+    c = np.asarray(sol.coefficients[k])
+    L, d = len(c) - 1, sol.d
+    t, w = _gauss_gegenbauer(2 * L + 8, d)
+    Q = _gegenbauer_orthonormal(L, t, d)
+    rho = Q @ c
+    l = np.arange(L + 1)
+    lam, _ = _scalar_heads(model, "")
+    out = 0.0
+    for la in lam:
+        a = model.beta * la
+
+        def logZ(b):
+            if b == 0:
+                return np.zeros_like(t)
+            sgn, lg = _fh_log(b, l, d)
+            return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(b)) * c), 1e-300)) + abs(b)
+
+        h = 1e-4 * max(1.0, abs(a))
+        dlog = (logZ(a + h) - logZ(a - h)) / (2 * h)
+        out += w @ ((logZ(a) - a * dlog) * rho)
+    return float(out / len(lam))

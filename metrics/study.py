@@ -110,7 +110,14 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     model, ts, d = settings["model"], settings["ts"], settings["dim"]
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    if d == 2:
+    if d == 2 and "ref_solution" in settings:
+        from .spectral_reference import circle_spectral_quantiles, circle_spectral_sample
+
+        sol = settings["ref_solution"]
+        x0 = circle_spectral_sample(sol, 0, n, rng_init)
+        M = max(4 * n, 4 * settings["m_grid"])
+        atoms = [circle_spectral_quantiles(sol, k, M)[0] for k in range(len(ts))]
+    elif d == 2:
         x0 = sample_grid_measure(settings["mu0"], n, rng_init)
         M = max(4 * n, 4 * len(settings["ref_mass"][0]))
         atoms = [circle_quantile_atoms(q, M) for q in settings["ref_mass"]]
@@ -189,6 +196,21 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
     return [int(n) for n in nv]
 
 
+def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
+    """The spectral StudyReference when asked for ("auto", "spectral") and applicable, else None."""
+    if reference not in ("auto", "spectral"):
+        return None
+    from .spectral_reference import StudyReference
+
+    spec = StudyReference.build(model, density_fn, ts, kappa=kappa, m_grid=m_grid, n_projections=n_projections,
+                                n_quantiles=n_quantiles, seed=seed, entropy_fn=measure_entropy)
+    if spec is None and reference == "spectral":
+        raise InvalidParameterError(
+            "reference='spectral' of mean_field_limit_study covers S^1 (scaled-rotation heads), S^2, and d >= 4 "
+            "with scalar heads and a density zonal about the last axis; use reference='auto'.")
+    return spec
+
+
 def _check_density(values, name="density_fn"):
     v = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(v)) or np.any(v < 0) or not v.sum() > 0:
@@ -203,7 +225,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                            transport: str = "auto", n_projections: int = 256, n_quantiles: int = 16384,
                            w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8, n_boot: int = 1000,
                            store=None, engine="serial", max_workers: int | None = None,
-                           progress: bool = False) -> xr.Dataset:
+                           progress: bool = False, reference: str = "auto") -> xr.Dataset:
     r"""Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -237,6 +259,13 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
         cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells.
+    reference : {"auto", "spectral", "fv_circle", "lagrangian"}
+        The mean-field solution the particles are measured against. ``"auto"`` (default): the
+        spectral solution (:class:`metrics.spectral_reference.StudyReference`: exponentially
+        accurate, its error bound and spectral tail in the attrs) wherever it applies (S^1 with
+        scaled-rotation heads; S^2; d ≥ 4 with scalar heads and a density zonal about the last
+        axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
+        a problem it does not cover.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport)
     if engine == "process" and model.d >= 3:
@@ -252,6 +281,10 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     from .sweep import run_sweep
 
     d = model.d
+    if reference not in ("auto", "spectral", ("fv_circle" if d == 2 else "lagrangian")):
+        raise InvalidParameterError(
+            f"reference of mean_field_limit_study must be 'auto', 'spectral' or "
+            f"{'fv_circle' if d == 2 else 'lagrangian'!r} on S^{d - 1}; got {reference!r}.")
     t_start = _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
     settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
@@ -262,6 +295,12 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         pts, areas = mf.circle_grid(int(m_grid))
         _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])))
         mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
+        spec = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed)
+    if d == 2 and spec is not None:
+        settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
+                        ref_entropy=spec.entropy)
+        ref_attrs = spec.attrs
+    elif d == 2:
         ref = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle", kappa=kappa)
         settings.update(mu0=mu0, ref_mass=np.asarray(ref.mass), ref_energy=np.asarray(ref.energy),
                         ref_entropy=np.array([measure_entropy(model, pts, q) for q in ref.mass]))
@@ -271,6 +310,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                      "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
                                              "(cell width); quantile-atom error 2*pi/M <= "
                                              f"{ref_err:.2e} on top"}
+    if d == 2:
         metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
         transports = {str(n): ("ot.emd2" if (transport == "emd2" or (transport == "auto" and n * max(4 * n, 4 * m_grid)
                                                                      <= EMD_MAX_ELEMENTS))
@@ -280,6 +320,14 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     else:
         grid, _ = mf.fibonacci_sphere(int(m_grid))
         bound = 1.5 * float(_check_density(density_fn(grid)).max())
+        spec = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed)
+    if d >= 3 and spec is not None:
+        sliced = spec.sliced
+        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
+                        ref_entropy=spec.entropy)
+        ref_error_t = sliced.error + 2 * spec.attrs["reference_tail"]
+        ref_attrs = spec.attrs
+    elif d >= 3:
         n_ref = int(n_reference or 16 * max(n_values))
         runs = []
         for r in range(2):  # run 0 is the reference, run 1 measures its error
@@ -299,6 +347,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                      "reference_error_note": "max over save times of SW_2 between two independent reference "
                                              "runs, divided by sqrt(2): the reference's own sampling error "
                                              "(per time in the data variable reference_error)"}
+    if d >= 3:
         metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
         transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                               f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
@@ -306,7 +355,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
                       "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,
                       "K": max_clusters, "w2_max_n": w2_max_n, "L": n_projections, "Q": n_quantiles,
-                      "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True, default=str)
+                      "density": np.asarray(settings["ref_energy"]).tolist(),
+                      "reference": ref_attrs["reference"]}, sort_keys=True, default=str)
     settings["key"] = key
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
                       n_saves=int(n_saves), kappa=float(kappa), model_fn=_StudyModel(model), engine=engine,
@@ -331,8 +381,9 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                             {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
     data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
     if d >= 3:
-        data["reference_error"] = (("time",), ref_error_t, {"long_name": "SW_2 between two independent reference "
-                                                            "runs / sqrt(2)", "units": "1"})
+        data["reference_error"] = (("time",), ref_error_t, {"long_name": (
+            "bound on SW_2 between the spectral reference and its quantile atoms, plus twice its spectral tail"
+            if spec is not None else "SW_2 between two independent reference runs / sqrt(2)"), "units": "1"})
     data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
                                 {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
     data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
