@@ -31,7 +31,6 @@ uniform state is stable iff :math:`\kappa < \kappa^* = 1/\max_{l\ge1}\sum_h\mu_h
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, ive
 
 from particles import MultiHead
 from particles.validation import (
@@ -49,9 +48,12 @@ _L_MAX = 64
 
 
 def _log_fh_scaled(a: float, l: int, nu: float) -> float:
-    """log(ĝ_{|a|}(l) e^{-|a|}) for |a| > 0, from the scaled Bessel function ive."""
+    """log(ĝ_{|a|}(l) e^{-|a|}) for |a| > 0: the scaled Bessel function ive, or where it underflows
+    (large l + ν, i.e. large d) the positive series of :func:`meanfield.funk_hecke_log`."""
+    from .spectral import _fh_log
+
     b = abs(a)
-    return gammaln(nu + 1) + nu * np.log(2 / b) + np.log(ive(l + nu, b))
+    return float(_fh_log(b, np.array([float(l)]), int(round(2 * nu + 2)))[1][0]) - b
 
 
 def funk_hecke_exp(a, l, d: int = 3) -> float:
