@@ -25,7 +25,13 @@ Schemes:
   the gradient-flow case), linearised step in closed form (log domain), τ = 2 dt so that
   W² + τF matches (1/(2dt))W² + F; noise κ⁻¹Δ by Lie splitting with one heat-kernel step
   (the JKO step of the entropy), so the scheme is first order in dt. The entropic blur
-  adds a diffusion ≈ γ/(2τ): the default γ = max(τ/50, 2h²), h the grid spacing.
+  adds a diffusion ≈ γ/(2τ): the default γ = max(τ/50, 2h²), h the grid spacing;
+- ``"spectral"``: pseudo-spectral (:mod:`meanfield.spectral`): Fourier on S^1, spherical
+  harmonics on the Gauss–Legendre grid of S^2, Gegenbauer polynomials for a
+  :class:`~meanfield.ZonalMeasure` on S^{d-1}; noise exact (integrating factor), adaptive
+  embedded RK 5(4), mass exact, the spectral tail checked after every step (refusal with a
+  sufficient L, or refinement with ``L=None``); densities are not forced non-negative, their
+  minimum is reported.
 """
 
 from __future__ import annotations
@@ -357,10 +363,14 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     model : particles.MultiHead (kind "usa" or "softmax")
     t1 : float
     n_saves : int
-    scheme : {"lagrangian", "fv_circle", "fv_sphere", "jko"}
+    scheme : {"lagrangian", "fv_circle", "fv_sphere", "jko", "spectral"}
     **options
-        Scheme options: ``dt``/``method`` (lagrangian, jko), ``kappa`` (fv_circle, jko),
-        ``cfl`` (fv_circle), ``gamma`` (jko entropic blur; default τ/50).
+        Scheme options: ``dt``/``method`` (lagrangian, jko), ``kappa`` (fv_circle, fv_sphere, jko,
+        spectral), ``cfl`` (fv_circle, fv_sphere), ``gamma`` (jko entropic blur; default τ/50),
+        ``L`` (spectral band limit; None: chosen and refined to meet ``tol``), ``tol`` (spectral
+        tail tolerance, default 1e-10), ``rtol`` (spectral local step tolerance, default 1e-10).
+        The spectral scheme returns ``info["solution"]`` (:class:`~meanfield.SpectralSolution`),
+        ``info["tail"]`` and ``info["min_density"]`` per save time.
 
     Examples
     --------
