@@ -163,6 +163,12 @@ def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps):
                 tail = disc.tail(c)
                 if tail > tol:
                     L_new = disc.sufficient_L(c, tol)
+                    if refine and L_new > disc.max_L:
+                        raise SolverError(
+                            f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above "
+                            f"the cap {disc.max_L} of this geometry (tail {tail:.2e} > tol={tol:.1e} at L={disc.L}): "
+                            "it is concentrating into clusters. Stop earlier, add noise, or use particles."
+                        )
                     if not refine:
                         raise SolverError(
                             f"spectral solver: at t={t:.6g} the spectral tail (L2 norm of the top degrees "
@@ -254,6 +260,7 @@ class _Circle:
     """Fourier coefficients c_n, n = 0..L (c_{-n} = conj c_n) of ρ = Σ c_n e^{inθ}."""
 
     d = 2
+    max_L = 2**16
 
     def __init__(self, model, L):
         self.model, self.L = model, L
@@ -372,6 +379,8 @@ def _gegenbauer_orthonormal(L, t, d):
 
 class _Zonal:
     """Coefficients c_l, l = 0..L, of ρ(<x, e>) = Σ c_l q_l(<x, e>) on S^{d-1} (scalar heads)."""
+
+    max_L = 4096
 
     def __init__(self, model, L, d):
         self.model, self.L, self.d = model, L, d
@@ -529,7 +538,6 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
                 b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
                 cols.append(a * (z * cols[-1] - b * cols[-2]))
             self.P.append(np.stack(cols, 1))
-        self.PwT = [(p * self.w[:, None]).T.copy() for p in self.P]
         l = np.arange(L + 1)
         self.laplacian = -(l * (l + 1)).astype(float)
 
@@ -554,12 +562,12 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         f = np.asarray(f, dtype=float)
         lead = f.shape[:-2]
         ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
-        A = sfft.rfft(ff, axis=1) / self.nlon  # (nlat, nlon//2+1, k)
+        A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in
         k = A.shape[-1]
         C = np.zeros((k, L + 1, L + 1), complex)
         for m in range(L + 1):
             X = np.ascontiguousarray(A[:, m, :]).view(float)
-            C[:, m:, m] = (self.PwT[m][: L + 1 - m] @ X).view(complex).T
+            C[:, m:, m] = (self.P[m][:, : L + 1 - m].T @ X).view(complex).T
         return C.reshape(*lead, L + 1, L + 1)
 
 
@@ -567,6 +575,7 @@ class _Sphere:
     """Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2."""
 
     d = 3
+    max_L = 512  # the Legendre tables hold ~ 0.75 L^3 doubles (0.8 GB at L = 512)
 
     def __init__(self, model, L):
         self.model, self.L = model, L
