@@ -14,6 +14,8 @@ Errors at t1:
   finite volumes integrate their density exactly on their own grid; particles start at
   Gauss–Legendre cells' centres with the cells' masses).
 
+A second table times one S^2 right-hand side (spherical-harmonic route) at L = 64 .. 256.
+
 Run:  python benchmarks/bench_meanfield.py [--quick]
 """
 
@@ -110,6 +112,23 @@ def sphere_rows(quick):
     return rows
 
 
+def sphere_rhs_rows(quick):
+    """Seconds per S^2 right-hand side (spherical-harmonic route, two scalar heads), best of 5."""
+    from meanfield.spectral import _Sphere
+
+    rows = []
+    for kind in ("usa", "softmax"):
+        model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind=kind)
+        for L in ([64, 256] if quick else [64, 128, 256]):
+            disc = _Sphere(model, L)
+            c = np.zeros((L + 1, L + 1), complex)
+            c[0, 0], c[1, 0], c[2, 1] = 1.0, 0.1, 0.05
+            disc.rhs(c)
+            best = min(timed(lambda disc=disc, c=c: disc.rhs(c))[1] for _ in range(5))
+            rows.append((kind, L, disc.sht.nlat, best))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer resolutions")
@@ -120,6 +139,13 @@ def main():
     print("|---|---|---|---|---|")
     for sphere, scheme, res, sec, e in rows:
         print(f"| {sphere} | {scheme} | {res} | {sec:.3g} | {e:.2e} |")
+    with threadpool_limits(1):
+        rhs = sphere_rhs_rows(args.quick)
+    print()
+    print("| S^2 right-hand side | L | Gauss-Legendre latitudes | seconds |")
+    print("|---|---|---|---|")
+    for kind, L, nlat, sec in rhs:
+        print(f"| {kind} | {L} | {nlat} | {sec:.3g} |")
 
 
 if __name__ == "__main__":

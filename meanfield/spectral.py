@@ -525,7 +525,13 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         r = np.sqrt(1 - Z * Z)
         self.points = np.stack([r * np.cos(PHI), r * np.sin(PHI), Z], -1).reshape(-1, 3)
         L = self.L
-        self.P = []  # P[m]: (nlat, L+1-m) values of P̄_lm(z_j), l = m..L
+        # equatorial symmetry: the nodes come in pairs z, -z and P̄_lm(-z) = (-1)^{l+m} P̄_lm(z), so only
+        # the northern rows are stored, split by the parity of l + m (half the flops and memory)
+        nh = (self.nlat + 1) // 2
+        self._north = np.arange(self.nlat - nh, self.nlat)
+        self._south = self.nlat - 1 - self._north  # the mirror rows (the equator, odd nlat, is its own)
+        self._mid = self.nlat % 2 == 1
+        self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
         pmm = np.ones_like(z)
         for m in range(L + 1):
             if m > 0:
@@ -537,7 +543,9 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
                 a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
                 b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
                 cols.append(a * (z * cols[-1] - b * cols[-2]))
-            self.P.append(np.stack(cols, 1))
+            P = np.stack(cols, 1)[self._north]
+            self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
+            self.Po.append(np.ascontiguousarray(P[:, 1::2]))
         l = np.arange(L + 1)
         self.laplacian = -(l * (l + 1)).astype(float)
 
@@ -549,9 +557,12 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         k = Cf.shape[0]
         A = np.zeros((self.nlat, self.nlon // 2 + 1, k), complex)
         for m in range(self.L + 1):
-            # real Legendre matrix times (re, im) pairs: one real GEMM, no complex upcast of P
-            X = np.ascontiguousarray(Cf[:, m:, m].T).view(float)
-            A[:, m, :] = (self.P[m] @ X).view(complex)
+            # real Legendre matrices times (re, im) pairs: real GEMMs, no complex upcast of P
+            Cm = Cf[:, m:, m]
+            E = (self.Pe[m] @ np.ascontiguousarray(Cm[:, 0::2].T).view(float)).view(complex)
+            O = (self.Po[m] @ np.ascontiguousarray(Cm[:, 1::2].T).view(float)).view(complex)
+            A[self._south, m, :] = E - O
+            A[self._north, m, :] = E + O  # last: the equator row keeps E (O vanishes there)
         # the Hermitian extension of irfft adds the conjugate orders: f = a_0 + 2 Re Σ_{m≥1} a_m e^{imφ}
         out = sfft.irfft(A, self.nlon, axis=1) * self.nlon
         return np.moveaxis(out, -1, 0).reshape(*lead, self.nlat, self.nlon)
@@ -564,10 +575,17 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
         A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in
         k = A.shape[-1]
+        An, As = A[self._north], A[self._south]
+        S, D = An + As, An - As
+        if self._mid:
+            S[0] *= 0.5  # the equator was counted twice
         C = np.zeros((k, L + 1, L + 1), complex)
         for m in range(L + 1):
-            X = np.ascontiguousarray(A[:, m, :]).view(float)
-            C[:, m:, m] = (self.P[m][:, : L + 1 - m].T @ X).view(complex).T
+            ne, no = (L - m) // 2 + 1, (L - m + 1) // 2
+            Cm = C[:, m:, m]
+            Cm[:, 0::2] = (self.Pe[m][:, :ne].T @ np.ascontiguousarray(S[:, m, :]).view(float)).view(complex).T
+            if no:
+                Cm[:, 1::2] = (self.Po[m][:, :no].T @ np.ascontiguousarray(D[:, m, :]).view(float)).view(complex).T
         return C.reshape(*lead, L + 1, L + 1)
 
 
