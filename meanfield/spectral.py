@@ -492,7 +492,8 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
     C_{lm}\bar P_{lm}(z) e^{im\varphi}]` with :math:`\bar P_{lm}` normalised by
     :math:`\tfrac12\int_{-1}^1\bar P_{lm}^2dz = 1` (so :math:`\|f\|^2_{L^2(\sigma)} = \sum_l|C_{l0}|^2 +
     2\sum_{m\ge1}|C_{lm}|^2`), from the stable three-term recurrence in l at fixed m. Synthesis is one
-    matrix product per order m and an inverse real FFT per latitude; analysis the reverse with the
+    matrix product per order m and parity of l + m on the northern nodes (equatorial symmetry) and an
+    inverse real FFT per latitude; analysis the reverse with the
     Gauss weights; both are exact for band-limited functions when ``nlat > L`` (analysis of a
     product of degree ≤ 2L projected on degree ≤ L needs ``nlat ≥ (3L + 1)/2``).
 
@@ -593,7 +594,7 @@ class _Sphere:
     """Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2."""
 
     d = 3
-    max_L = 512  # the Legendre tables hold ~ 0.75 L^3 doubles (0.8 GB at L = 512)
+    max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
 
     def __init__(self, model, L):
         self.model, self.L = model, L
