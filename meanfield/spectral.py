@@ -214,7 +214,7 @@ def _suggest_L(L, energy_by_degree, tail, tol):
 # ------------------------------------------------------------------ heads
 
 
-def _scalar_heads(model, caller):
+def _scalar_heads(model):
     d = model.d
     eye = np.eye(d)
     lam, mu = model.M[:, 0, 0], model.W[:, 0, 0]
@@ -447,7 +447,7 @@ def _gauss_gegenbauer(n, d):
 def _potential_multipliers(model, l, d):
     """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>); for softmax
     heads the list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
-    lam, mu = _scalar_heads(model, "")
+    lam, mu = _scalar_heads(model)
     c = model.log_time_scale if model.kind == "usa" else 0.0
     phi = np.zeros(len(l))
     zs = []
@@ -472,7 +472,7 @@ def _funk_hecke_energy(model, l, d, energy_by_degree):
     """E_multi = Σ_h (1/2β) Σ_l ĝ_{a_h}(l) ||ρ_l||² for scalar heads (Funk–Hecke)."""
     if model.beta == 0:
         return np.inf
-    lam, _ = _scalar_heads(model, "")
+    lam, _ = _scalar_heads(model)
     e = 0.0
     for la in lam:
         sgn, lg = _fh_log(model.beta * la, l, d)
@@ -598,7 +598,7 @@ class _Sphere:
 
     def __init__(self, model, L):
         self.model, self.L = model, L
-        self.scalar = _scalar_heads(model, "") is not None
+        self.scalar = _scalar_heads(model) is not None
         # general heads: F_i is analysed to degree L + 1 (x_i ΔF_i then has degree L + 2 ≥ L)
         self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)
         l = np.arange(L + 1)
@@ -819,6 +819,120 @@ class SpectralSolution:
             out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
         return out
 
+    def circle_cdf(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""S^1: the grid :math:`u_j = j/K` (turns, K = max(2^16, 8(L+1))), the exact CDF
+        :math:`F(u) = u + \sum_{n\ge1}2\,\mathrm{Re}[c_n(e^{2\pi inu} - 1)/(2\pi in)]` and ρ on it (one
+        inverse FFT each), shape (K + 1,) each.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("circle", 2, 1, [np.array([1.0, 0.25])], np.zeros(1))  # ρ = 1 + cos(θ)/2
+        >>> u, F, rho = sol.circle_cdf(0)
+        >>> bool(np.isclose(F[len(u) // 4], 0.25 + 0.5 / (2 * np.pi)))  # F(u) = u + sin(2πu)/(4π)
+        True
+        """
+        if self.geometry != "circle":
+            raise InvalidParameterError(f"circle_cdf needs a solution on S^1; this one is {self.geometry!r}.")
+        c = np.asarray(self.coefficients[k])
+        L = len(c) - 1
+        K = max(2**16, 8 * (L + 1))
+        n = np.arange(1, L + 1)
+        X = np.zeros(K // 2 + 1, complex)
+        X[1:L + 1] = c[1:] / (2j * np.pi * n)
+        P = np.fft.irfft(X, K) * K
+        R = np.zeros(K // 2 + 1, complex)
+        R[:L + 1] = c
+        rho = np.fft.irfft(R, K) * K
+        u = np.arange(K + 1) / K
+        return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
+
+    def projected_cdf(self, k: int, directions, t) -> tuple[np.ndarray, np.ndarray]:
+        r"""S^2 or zonal: CDF and density (with respect to dt) of :math:`\langle\theta, x\rangle` under
+        :math:`\rho\,d\sigma` at the increasing points ``t`` of [-1, 1] (t[0] = -1), for each direction
+        θ; shapes (len(t), len(directions)).
+
+        S^2: :math:`g_\theta(t) = \frac12\sum_l\rho_l(\theta)P_l(t)` (ρ_l the degree-l part: the average of
+        a degree-l harmonic over :math:`\langle\theta, x\rangle = t` is its value at θ times :math:`P_l(t)`)
+        and :math:`G_\theta = \frac12[\rho_0(t+1) + \sum_{l\ge1}\rho_l(\theta)(P_{l+1}-P_{l-1})/(2l+1)]`,
+        exact. Zonal: :math:`g_\theta(t) = w(t)\sum_l c_l q_l(\langle\theta, e\rangle)q_l(t)/q_l(1)`, w the law
+        of a coordinate under σ, G by 6-point Gauss–Legendre on each interval of ``t``.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("sphere", 3, 1, [np.array([[1.0, 0], [0, 0]], complex)], np.zeros(1))
+        >>> G, g = sol.projected_cdf(0, np.eye(3)[:1], np.array([-1.0, 0.0, 1.0]))
+        >>> G[:, 0].tolist(), g[:, 0].tolist()  # uniform on S^2: uniform projections (Archimedes)
+        ([0.0, 0.5, 1.0], [0.5, 0.5, 0.5])
+        """
+        if self.geometry not in ("sphere", "zonal"):
+            raise InvalidParameterError(f"projected_cdf needs a solution on S^2 or a zonal one; got {self.geometry!r}.")
+        theta = np.atleast_2d(np.asarray(directions, dtype=float))
+        x = np.asarray(t, dtype=float)
+        if self.geometry == "sphere":
+            return _sphere_projection(self.coefficients[k], theta, x)
+        return _zonal_projection(np.asarray(self.coefficients[k]), self.d, theta @ self.axis, x)
+
+    def log_partition(self, k: int, a: float, t) -> np.ndarray:
+        r"""Zonal: :math:`\log\int e^{a\langle x, y\rangle}\rho(y)\,d\sigma(y)` at points with
+        :math:`\langle x, e\rangle = t`, by Funk–Hecke: :math:`\log\sum_l\hat g_a(l)c_lq_l(t)`.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("zonal", 3, 1, [np.array([1.0, 0.0])], np.zeros(1), np.eye(3)[2])
+        >>> bool(np.isclose(sol.log_partition(0, 1.0, np.array([0.3]))[0], np.log(np.sinh(1.0))))
+        True
+        """
+        if self.geometry != "zonal":
+            raise InvalidParameterError(f"log_partition needs a zonal solution; got {self.geometry!r}.")
+        c = np.asarray(self.coefficients[k])
+        L = len(c) - 1
+        Q = _gegenbauer_orthonormal(L, np.asarray(t, dtype=float), self.d)
+        if a == 0:
+            return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
+        sgn, lg = _fh_log(float(a), np.arange(L + 1), self.d)
+        return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(a)) * c), 1e-300)) + abs(a)
+
+
+def _sphere_projection(C, theta, x):
+    L = C.shape[0] - 1
+    z = np.clip(theta[:, 2], -1, 1)
+    phi = np.arctan2(theta[:, 1], theta[:, 0])
+    f = np.zeros((len(theta), L + 1))  # ρ_l(θ_j)
+    for m in range(L + 1):
+        P = _legendre_column(L, m, z)
+        f[:, m:] += (1.0 if m == 0 else 2.0) * np.real(P * C[m:, m][None, :] * np.exp(1j * m * phi)[:, None])
+    Pl = np.empty((len(x), L + 2))  # Legendre P_l(x), P_l(1) = 1
+    Pl[:, 0] = 1.0
+    Pl[:, 1] = x
+    for l in range(1, L + 1):
+        Pl[:, l + 1] = ((2 * l + 1) * x * Pl[:, l] - l * Pl[:, l - 1]) / (l + 1)
+    I = np.empty((len(x), L + 1))
+    I[:, 0] = x + 1
+    for l in range(1, L + 1):
+        I[:, l] = (Pl[:, l + 1] - Pl[:, l - 1]) / (2 * l + 1)
+    return 0.5 * I @ f.T, 0.5 * Pl[:, :L + 1] @ f.T
+
+
+def _zonal_projection(c, d, s, x):
+    L = len(c) - 1
+    q_dir = _gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
+    q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
+    coef = (q_dir * (c / q_one)[None, :]).T
+    logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
+
+    def density(t):
+        base = np.clip(1 - t * t, 0, None)
+        # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1/B at d = 3, else 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
+        return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
+
+    gl, gw = np.polynomial.legendre.leggauss(6)
+    h = np.diff(x)
+    nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
+    cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
+    return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
+
 
 def _legendre_column(L, m, z):
     """P̄_lm(z), l = m..L (same recurrence and normalisation as sphere_harmonic_transform)."""
@@ -854,7 +968,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     if isinstance(mu0, ZonalMeasure):
         if mu0.d != model.d:
             raise InvalidParameterError(f"the ZonalMeasure lives on S^{mu0.d - 1} but the model has d = {model.d}.")
-        if _scalar_heads(model, caller) is None:
+        if _scalar_heads(model) is None:
             raise InvalidParameterError(
                 "scheme 'spectral' with a ZonalMeasure needs scalar heads M_h = lambda_h I, W_h = mu_h I "
                 "(only these keep a zonal density zonal); build the model with MultiHead.scalar."

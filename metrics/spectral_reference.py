@@ -24,7 +24,6 @@ quantisation :math:`SW_2(\nu, \hat\nu_M)` at save k.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
 from particles.validation import InvalidParameterError, check_instance, check_param
 
@@ -87,26 +86,10 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     sol = _solution(solution, ("circle",), caller)
     k = check_param(k, "k", caller, low=-len(sol.coefficients), high=len(sol.coefficients) - 1, integer=True)
     M = check_param(M, "M", caller, low=1, integer=True)
-    u, G, g = _circle_cdf(sol, k)
+    u, G, g = sol.circle_cdf(k)
     edges = _hermite_inverse(u, G, g, np.arange(M + 1) / M)
     mids = _hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
     return _TWO_PI * mids, _TWO_PI * np.diff(edges)
-
-
-def _circle_cdf(sol, k):
-    """Grid u = j/K (turns) with the exact CDF F(u) and the density, K = max(2^16, 8(L+1))."""
-    c = np.asarray(sol.coefficients[k])
-    L = len(c) - 1
-    K = max(2**16, 8 * (L + 1))
-    n = np.arange(1, L + 1)
-    X = np.zeros(K // 2 + 1, complex)
-    X[1:L + 1] = c[1:] / (_TWO_PI * 1j * n)
-    P = np.fft.irfft(X, K) * K
-    R = np.zeros(K // 2 + 1, complex)
-    R[:L + 1] = c
-    rho = np.fft.irfft(R, K) * K
-    u = np.arange(K + 1) / K
-    return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
 
 
 def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quantiles: int | None = None
@@ -177,9 +160,8 @@ class SpectralSlicedReference(SlicedReference):
         x = np.linspace(-1.0, 1.0, K + 1)
         levels = (np.arange(M) + 0.5) / M
         edges_s = np.arange(M + 1) / M
-        cdf = self._sphere_cdf if sol.geometry == "sphere" else self._zonal_cdf
         for k in range(T):
-            G, g = cdf(sol, k, x)  # (K+1, L) each
+            G, g = sol.projected_cdf(k, self.theta, x)  # (K+1, L) each
             sq = np.empty(n_projections)
             for j in range(n_projections):
                 q = _hermite_inverse(x, G[:, j], g[:, j], levels)
@@ -187,64 +169,13 @@ class SpectralSlicedReference(SlicedReference):
                 sq[j] = _quantisation_sq(_hermite_inverse(x, G[:, j], g[:, j], edges_s), q)
             self.error[k] = float(np.sqrt(sq.mean()))
 
-    def _sphere_cdf(self, sol, k, x):
-        from meanfield.spectral import _legendre_column
-
-        C = sol.coefficients[k]
-        L = C.shape[0] - 1
-        z = np.clip(self.theta[:, 2], -1, 1)
-        phi = np.arctan2(self.theta[:, 1], self.theta[:, 0])
-        f = np.zeros((len(self.theta), L + 1))  # ρ_l(θ_j)
-        for m in range(L + 1):
-            P = _legendre_column(L, m, z)  # (dirs, L+1-m), P̄_lm
-            f[:, m:] += (1.0 if m == 0 else 2.0) * np.real(P * C[m:, m][None, :] * np.exp(1j * m * phi)[:, None])
-        # Legendre P_l(x), l = 0..L+1 (P_l(1) = 1)
-        Pl = np.empty((len(x), L + 2))
-        Pl[:, 0] = 1.0
-        Pl[:, 1] = x
-        for l in range(1, L + 1):
-            Pl[:, l + 1] = ((2 * l + 1) * x * Pl[:, l] - l * Pl[:, l - 1]) / (l + 1)
-        I = np.empty((len(x), L + 1))
-        I[:, 0] = x + 1
-        for l in range(1, L + 1):
-            I[:, l] = (Pl[:, l + 1] - Pl[:, l - 1]) / (2 * l + 1)
-        return 0.5 * I @ f.T, 0.5 * Pl[:, :L + 1] @ f.T
-
-    def _zonal_cdf(self, sol, k, x):
-        from meanfield.spectral import _gegenbauer_orthonormal
-
-        c = sol.coefficients[k]
-        L, d = len(c) - 1, sol.d
-        q_theta = _gegenbauer_orthonormal(L, self.theta @ sol.axis, d)  # (dirs, L+1)
-        q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
-        coef = (q_theta * (c / q_one)[None, :]).T  # (L+1, dirs)
-        logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
-
-        def density(t):
-            base = np.clip(1 - t * t, 0, None)
-            # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1 at d = 3, else 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
-            return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
-
-        g = density(x)
-        gl, gw = np.polynomial.legendre.leggauss(6)
-        h = np.diff(x)
-        nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
-        vals = density(nodes).reshape(len(h), len(gl), -1)
-        cell = np.einsum("j,kjd->kd", gw, vals) * (0.5 * h)[:, None]
-        G = np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)])
-        return G, g
-
-
-
 
 def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
     caller = "circle_spectral_sample"
     sol = _solution(solution, ("circle",), caller)
     n = check_param(n, "n", caller, low=1, integer=True)
-    u, G, g = _circle_cdf(sol, k)
+    u, G, g = sol.circle_cdf(k)
     theta = _TWO_PI * _hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
@@ -274,15 +205,12 @@ class StudyReference:
     def build(cls, model, density_fn, ts, *, kappa, m_grid, n_projections, n_quantiles, seed, entropy_fn,
               tol: float = 1e-10):
         import meanfield as mf
-        from meanfield.spectral import _rotation_heads, _scalar_heads
 
         d = model.d
         t1, n_saves = float(ts[-1]), len(ts)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12}
         if d == 2:
-            try:
-                _rotation_heads(model, "mean_field_limit_study")
-            except InvalidParameterError:
+            if not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
                 return None
             pts, areas = mf.circle_grid(int(m_grid))
             mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
@@ -291,7 +219,7 @@ class StudyReference:
             pts, w = mf.sphere_quadrature(3, n)
             mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
         else:
-            if _scalar_heads(model, "") is None:
+            if not all(np.array_equal(A, A[0, 0] * np.eye(d)) for A in np.concatenate([model.M, model.W])):
                 return None
             try:
                 mu0 = mf.ZonalMeasure(density_fn, d=d)
@@ -324,30 +252,31 @@ class StudyReference:
         return cls(sol, np.asarray(res.energy), entropy, sliced, attrs)
 
 
+def _scaled_rotation(A):
+    """A 2 x 2 matrix of the form [[p, -q], [q, p]] (λ R(α)): its velocity is a circular convolution."""
+    scale = max(1.0, float(np.abs(A).max()))
+    return abs(A[1, 1] - A[0, 0]) <= 1e-14 * scale and abs(A[0, 1] + A[1, 0]) <= 1e-14 * scale
+
+
 def _zonal_entropy(model, sol, k):
-    r"""Head-averaged attention entropy of a zonal density (scalar heads): per head
-    :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\rho\,d\sigma` with :math:`Z_a(t) = \sum_l\hat g_a(l)c_lq_l(t)`
-    (Funk–Hecke) and :math:`\langle x, m(x)\rangle = \partial_a\log Z_a` by a central difference in a."""
-    from meanfield.spectral import _fh_log, _gauss_gegenbauer, _gegenbauer_orthonormal, _scalar_heads
+    r"""Head-averaged attention entropy of a zonal density (scalar heads :math:`M_h = \lambda_h I`): per
+    head :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\,d\mu` with :math:`\log Z_a` from Funk–Hecke
+    (``SpectralSolution.log_partition``) and :math:`\beta\langle x, M m(x)\rangle = a\,\partial_a\log Z_a`
+    by a central difference in a; Gauss–Gegenbauer quadrature in :math:`t = \langle x, e\rangle`."""
+    from scipy.special import roots_gegenbauer
 
-    c = np.asarray(sol.coefficients[k])
-    L, d = len(c) - 1, sol.d
-    t, w = _gauss_gegenbauer(2 * L + 8, d)
-    Q = _gegenbauer_orthonormal(L, t, d)
-    rho = Q @ c
-    l = np.arange(L + 1)
-    lam, _ = _scalar_heads(model, "")
+    d, L = sol.d, sol.L
+    t, w = np.polynomial.legendre.leggauss(2 * L + 8) if d == 3 else roots_gegenbauer(2 * L + 8, (d - 2) / 2)
+    w = w / w.sum()
+    e = sol.axis
+    perp = np.eye(d)[int(np.argmin(np.abs(e)))]
+    perp = perp - (perp @ e) * e
+    perp /= np.linalg.norm(perp)
+    rho = sol.density(k, t[:, None] * e + np.sqrt(1 - t * t)[:, None] * perp)
     out = 0.0
-    for la in lam:
-        a = model.beta * la
-
-        def logZ(b):
-            if b == 0:
-                return np.zeros_like(t)
-            sgn, lg = _fh_log(b, l, d)
-            return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(b)) * c), 1e-300)) + abs(b)
-
+    for lam in model.M[:, 0, 0]:
+        a = model.beta * lam
         h = 1e-4 * max(1.0, abs(a))
-        dlog = (logZ(a + h) - logZ(a - h)) / (2 * h)
-        out += w @ ((logZ(a) - a * dlog) * rho)
-    return float(out / len(lam))
+        dlog = (sol.log_partition(k, a + h, t) - sol.log_partition(k, a - h, t)) / (2 * h)
+        out += w @ ((sol.log_partition(k, a, t) - a * dlog) * rho)
+    return float(out / model.n_heads)

@@ -93,3 +93,21 @@ def test_bad_input():
         SpectralSlicedReference(np.eye(3))
     with pytest.raises(ValueError, match="theta of circle_spectral_wasserstein"):
         circle_spectral_wasserstein(np.array([np.nan]), uniform_solution(2), 0)
+
+
+def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
+    """The Funk–Hecke entropy of a zonal solution (d = 3) against the study's quadrature entropy of
+    the S^2 solution of the same problem (a repulsive head included)."""
+    from metrics.spectral_reference import _zonal_entropy
+    from metrics.study import measure_entropy
+
+    model = particles.MultiHead.scalar([1.0, -0.5], d=3, beta=2.0, kind="softmax", summation="exact")
+    fn = lambda x: np.exp(x[:, 2])  # noqa: E731
+    pts, w = mf.sphere_quadrature(3, 20)
+    rs = mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn), model, t1=0.2, n_saves=2,
+                               scheme="spectral", L=19, tol=1e-6)
+    rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=0.2, n_saves=2, scheme="spectral", L=19,
+                               tol=1e-6)
+    for k in range(2):
+        assert _zonal_entropy(model, rz.info["solution"], k) == pytest.approx(
+            measure_entropy(model, rs.points, np.maximum(rs.mass[k], 0)), abs=1e-8)
