@@ -520,7 +520,6 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
         z, w = np.polynomial.legendre.leggauss(self.nlat)
         self.z, self.w = z, w / 2
-        s = np.sqrt(1 - z * z)
         phi = np.pi * np.arange(self.nlon) / self.nlat
         Z, PHI = np.meshgrid(z, phi, indexing="ij")
         r = np.sqrt(1 - Z * Z)
@@ -533,18 +532,9 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
         self._south = self.nlat - 1 - self._north  # the mirror rows (the equator, odd nlat, is its own)
         self._mid = self.nlat % 2 == 1
         self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
-        pmm = np.ones_like(z)
+        zn = z[self._north]
         for m in range(L + 1):
-            if m > 0:
-                pmm = pmm * np.sqrt((2 * m + 1) / (2 * m)) * s
-            cols = [pmm]
-            if m < L:
-                cols.append(np.sqrt(2 * m + 3) * z * pmm)
-            for l in range(m + 2, L + 1):
-                a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
-                b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
-                cols.append(a * (z * cols[-1] - b * cols[-2]))
-            P = np.stack(cols, 1)[self._north]
+            P = _legendre_column(L, m, zn)
             self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
             self.Po.append(np.ascontiguousarray(P[:, 1::2]))
         l = np.arange(L + 1)
