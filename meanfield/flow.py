@@ -367,7 +367,7 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     **options
         Scheme options: ``dt``/``method`` (lagrangian, jko), ``kappa`` (fv_circle, fv_sphere, jko,
         spectral), ``cfl`` (fv_circle, fv_sphere), ``gamma`` (jko entropic blur; default τ/50),
-        ``L`` (spectral band limit; None: chosen and refined to meet ``tol``), ``tol`` (spectral
+        ``L`` (spectral band limit; None: chosen and refined to meet ``tol``, up to ``max_L``), ``tol`` (spectral
         tail tolerance, default 1e-10), ``rtol`` (spectral local step tolerance, default 1e-10).
         The spectral scheme returns ``info["solution"]`` (:class:`~meanfield.SpectralSolution`),
         ``info["tail"]`` and ``info["min_density"]`` per save time.
@@ -397,7 +397,7 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
 #: options each scheme accepts (an unknown option is a typo: refused, not ignored)
 _OPTIONS = {"lagrangian": {"dt", "method"}, "fv_circle": {"cfl", "kappa", "max_steps"},
             "fv_sphere": {"cfl", "kappa", "max_steps"}, "jko": {"dt", "gamma", "kappa"},
-            "spectral": {"L", "tol", "rtol", "kappa", "max_steps"}}
+            "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"}}
 
 
 def _check_options(scheme, mu0, options):

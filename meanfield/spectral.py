@@ -127,7 +127,7 @@ def _fh_log(a: float, l: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
 # ------------------------------------------------------------------ embedded integrating-factor RK
 
 
-def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps):
+def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap):
     """Dormand–Prince 5(4) in the integrating-factor variables of dc/dt = Λc + N(c), Λ = Δ/κ diagonal.
 
     Stage i: Y_i = E(c_i h) c_n + h Σ_j a_ij E((c_i - c_j) h) k_j, k_i = N(Y_i), E(s) = e^{Λ s}
@@ -163,12 +163,14 @@ def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps):
                 tail = disc.tail(c)
                 if tail > tol:
                     L_new = disc.sufficient_L(c, tol)
-                    if refine and L_new > disc.max_L:
-                        raise SolverError(
-                            f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above "
-                            f"the cap {disc.max_L} of this geometry (tail {tail:.2e} > tol={tol:.1e} at L={disc.L}): "
-                            "it is concentrating into clusters. Stop earlier, add noise, or use particles."
-                        )
+                    if refine and L_new > cap:
+                        if disc.L >= cap:
+                            raise SolverError(
+                                f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above "
+                                f"the cap max_L={cap} (tail {tail:.2e} > tol={tol:.1e} at L={disc.L}): it is "
+                                "concentrating into clusters. Stop earlier, add noise, raise max_L, or use particles."
+                            )
+                        L_new = cap
                     if not refine:
                         raise SolverError(
                             f"spectral solver: at t={t:.6g} the spectral tail (L2 norm of the top degrees "
@@ -942,7 +944,7 @@ def _legendre_column(L, m, z):
 
 
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,
-                    kappa=np.inf, max_steps: int = 1_000_000):
+                    kappa=np.inf, max_steps: int = 1_000_000, max_L=None):
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
     from .flow import MeanFieldResult
     from .measure import GridMeasure
@@ -953,6 +955,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     max_steps = check_param(max_steps, "max_steps", caller, low=1, integer=True)
     if L is not None:
         L = check_param(L, "L", caller, low=2, integer=True)
+    if max_L is not None:
+        max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
     if model.kind not in ("usa", "softmax"):
         raise InvalidParameterError(f"scheme 'spectral' supports kinds 'usa' and 'softmax'; got {model.kind!r}.")
     if isinstance(mu0, ZonalMeasure):
@@ -1025,13 +1029,14 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
         )
     refine = L is None
     if refine:
-        L = 8
+        cap = min(make(2).max_L, max_L or np.inf)
+        L = min(8, cap)
         while True:
             disc = make(L)
             c0 = initial(L)
-            if disc.tail(c0) <= tol / 10 or L >= L_max:
+            if disc.tail(c0) <= tol / 10 or L >= min(L_max, cap):
                 break
-            L = min(2 * L, L_max)
+            L = int(min(2 * L, L_max, cap))
     else:
         disc = make(L)
         c0 = initial(L)
@@ -1044,7 +1049,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
             f"tol={tol:.1e}. Use {hint} (or L=None to choose it)."
         )
     saves, tails, disc, n_steps, n_rej = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
-                                                 max_steps=max_steps)
+                                                 max_steps=max_steps, cap=int(cap) if refine else disc.max_L)
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
     sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)

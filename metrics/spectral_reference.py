@@ -185,7 +185,10 @@ class StudyReference:
 
     :meth:`build` returns ``None`` unless the problem is one the spectral scheme solves: S^1 (heads
     that are scaled rotations), S^2 (any heads), or d ≥ 4 with scalar heads and a density zonal about
-    the last axis. Otherwise the study keeps its grid or Lagrangian reference.
+    the last axis. Otherwise the study keeps its grid or Lagrangian reference. It also gives up (an
+    instance with ``solution=None`` and the reason in ``attrs["reference_note"]``) when the flow
+    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 128 on S^2, 512 for zonal
+    runs: the cost of a grid reference of m_grid cells, and the Legendre tables' size).
 
     Attributes
     ----------
@@ -208,7 +211,10 @@ class StudyReference:
 
         d = model.d
         t1, n_saves = float(ts[-1]), len(ts)
-        opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12}
+        from particles.validation import SolverError
+
+        max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
+        opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
         if d == 2:
             if not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
                 return None
@@ -225,7 +231,10 @@ class StudyReference:
                 mu0 = mf.ZonalMeasure(density_fn, d=d)
             except InvalidParameterError:
                 return None
-        res = mf.wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, t0=float(ts[0]), **opts)
+        try:
+            res = mf.wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, t0=float(ts[0]), **opts)
+        except SolverError as exc:
+            return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {exc}"})
         sol = res.info["solution"]
         tail = float(np.max(res.info["tail"]))
         attrs = {"reference": "meanfield.wasserstein_ascent(scheme='spectral')",

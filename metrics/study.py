@@ -197,9 +197,9 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
 
 
 def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
-    """The spectral StudyReference when asked for ("auto", "spectral") and applicable, else None."""
+    """(the spectral StudyReference or None, why not) for reference "auto" or "spectral"."""
     if reference not in ("auto", "spectral"):
-        return None
+        return None, ""
     from .spectral_reference import StudyReference
 
     spec = StudyReference.build(model, density_fn, ts, kappa=kappa, m_grid=m_grid, n_projections=n_projections,
@@ -208,7 +208,12 @@ def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_proje
         raise InvalidParameterError(
             "reference='spectral' of mean_field_limit_study covers S^1 (scaled-rotation heads), S^2, and d >= 4 "
             "with scalar heads and a density zonal about the last axis; use reference='auto'.")
-    return spec
+    if spec is not None and spec.solution is None:
+        if reference == "spectral":
+            raise InvalidParameterError(f"reference='spectral' of mean_field_limit_study: "
+                                        f"{spec.attrs['reference_note']}; use reference='auto'.")
+        return None, spec.attrs["reference_note"]
+    return spec, ""
 
 
 def _check_density(values, name="density_fn"):
@@ -295,7 +300,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         pts, areas = mf.circle_grid(int(m_grid))
         _check_density(density_fn(np.arctan2(pts[:, 1], pts[:, 0])))
         mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
-        spec = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed)
+        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                         seed)
     if d == 2 and spec is not None:
         settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
                         ref_entropy=spec.entropy)
@@ -320,7 +326,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     else:
         grid, _ = mf.fibonacci_sphere(int(m_grid))
         bound = 1.5 * float(_check_density(density_fn(grid)).max())
-        spec = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed)
+        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                         seed)
     if d >= 3 and spec is not None:
         sliced = spec.sliced
         settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
@@ -351,6 +358,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
         transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                               f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
+    if note:
+        ref_attrs["reference_note"] = note  # why the spectral reference was not used
     t_ref = _time.perf_counter() - t_start
     key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
                       "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,

@@ -317,6 +317,8 @@ def test_tail_refusal_and_refinement():
     res = mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=4, scheme="spectral", tol=1e-8)
     assert res.info["L"] > 12 and np.all(res.info["tail"] <= 1e-8)
     assert res.info["mass_error"] < 1e-13
+    with pytest.raises(SolverError, match=r"above the cap max_L=16 .* concentrating into clusters"):
+        mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=4, scheme="spectral", tol=1e-8, max_L=16)
 
 
 def test_negative_density_is_reported():

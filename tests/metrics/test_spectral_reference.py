@@ -111,3 +111,14 @@ def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
     for k in range(2):
         assert _zonal_entropy(model, rz.info["solution"], k) == pytest.approx(
             measure_entropy(model, rs.points, np.maximum(rs.mass[k], 0)), abs=1e-8)
+
+
+def test_study_falls_back_when_the_flow_outgrows_the_band_limit():
+    """Clusters sharpen past max_L = m_grid / 2: the study keeps the finite-volume reference and says why."""
+    from metrics.study import mean_field_limit_study
+
+    model = particles.MultiHead.scalar([1.0], d=2, beta=8.0, kind="softmax")
+    ds = mean_field_limit_study(model, lambda th: 1 + 0.5 * np.cos(th), n_values=(16, 32), n_seeds=1, t1=4.0,
+                                n_saves=2, m_grid=32, dt=0.1, n_boot=10)
+    assert "fv_circle" in ds.attrs["reference"]
+    assert "spectral reference not used" in ds.attrs["reference_note"] and "max_L=16" in ds.attrs["reference_note"]
