@@ -334,10 +334,18 @@ class _Circle:
 
 
 def _tail(disc, c):
-    """L2(σ) norm of the degrees above L - ceil(L/4) (c may extend past L) over the norm of ρ."""
+    """L2(σ) norm of the top degrees (c may extend past L) relative to the norm of ρ.
+
+    The top band is (L - w, L] with w = max(ceil(L/4), k), k the gcd of the degrees holding energy
+    above round-off: a k-fold symmetric density (energy at multiples of k only) always has a degree
+    in the band, so an empty top quarter cannot hide a truncated spectrum.
+    """
     e = disc.energy_by_degree(c)
-    top = max(1, math.ceil(disc.L / 4))
-    return float(np.sqrt(e[disc.L + 1 - top:].sum() / e.sum()))
+    total = e.sum()
+    live = np.flatnonzero(e[1:] > 1e-26 * total) + 1
+    k = int(np.gcd.reduce(live)) if len(live) else 1
+    width = max(1, math.ceil(disc.L / 4), k)
+    return float(np.sqrt(e[max(1, disc.L + 1 - width):].sum() / total))
 
 
 def _circle_coefficients(mu0, L_max):

@@ -321,6 +321,21 @@ def test_tail_refusal_and_refinement():
         mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=4, scheme="spectral", tol=1e-8, max_L=16)
 
 
+def test_symmetric_spectrum_cannot_hide_its_tail():
+    """1 + cos(6θ)/2 has energy at multiples of 6 only: at L = 8 the top quarter (degrees 7, 8) is
+    empty, yet the flow needs degree 12 at once. The tail band widens to the symmetry: refused with
+    a fixed L, refined with L=None (and then the solution stays positive)."""
+    model = MultiHead.scalar([1.0, 0.5], d=2, beta=16.0, kind="usa", log_time_scale="auto")
+    mu0 = circle_measure(lambda th: 1 + 0.5 * np.cos(6 * th), 128)
+    with pytest.raises(ValueError, match="L=8 is too small for the initial density"):
+        mf.wasserstein_ascent(mu0, model, t1=1.0, scheme="spectral", L=8)
+    res = mf.wasserstein_ascent(mu0, model, t1=2.0, n_saves=3, scheme="spectral")
+    assert res.info["L"] >= 24 and np.all(res.info["tail"] <= 1e-10) and res.info["min_density"].min() > 0
+    # every coefficient off the multiples of 6 stays at round-off: the symmetry is kept
+    c = coefficients(res)[-1]
+    assert np.abs(np.delete(c, np.arange(0, len(c), 6))).max() < 1e-13
+
+
 def test_negative_density_is_reported():
     """A density that nearly vanishes, truncated at a small band limit with a loose tail tolerance:
     the Gibbs undershoot is negative beyond round-off and is reported, not hidden."""
