@@ -29,7 +29,8 @@ step (local error ≤ ``rtol`` in the :math:`L^2(\sigma)` norm). The degree-0 co
 changes: mass is exact.
 
 Honest error: after every step the *spectral tail*, the :math:`L^2(\sigma)` norm of the degrees
-above :math:`L - \lceil L/4\rceil` relative to the norm of ρ, is compared with ``tol``. With a fixed
+above :math:`L - \max(\lceil L/4\rceil, k)` relative to the norm of ρ (k the gcd of the excited
+degrees, for symmetric spectra), is compared with ``tol``. With a fixed
 ``L`` the solver raises, naming the time and a sufficient band limit (from the fitted exponential
 decay of the spectrum); with ``L=None`` it pads the coefficients with zeros (exact) and continues
 at the larger L. Negative densities on the output grid beyond round-off are reported.
