@@ -215,26 +215,38 @@ class StudyReference:
 
         max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
-        if d == 2:
-            if not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
-                return None
-            pts, areas = mf.circle_grid(int(m_grid))
-            mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
-        elif d == 3:
-            n = max(int(np.sqrt(m_grid / 2)), 16)
-            pts, w = mf.sphere_quadrature(3, n)
-            mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
-        else:
+        if d == 2 and not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
+            return None
+        if d >= 4:
             if not all(np.array_equal(A, A[0, 0] * np.eye(d)) for A in np.concatenate([model.M, model.W])):
                 return None
             try:
                 mu0 = mf.ZonalMeasure(density_fn, d=d)
             except InvalidParameterError:
                 return None
-        try:
-            res = mf.wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, t0=float(ts[0]), **opts)
-        except SolverError as exc:
-            return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {exc}"})
+
+        def grid_measure(level):
+            # the density is read on a grid: 4^level times finer when the data needs a higher band limit
+            if d == 2:
+                pts, areas = mf.circle_grid(int(m_grid) * 4**level)
+                return mf.GridMeasure.from_density(pts, areas, lambda y: density_fn(np.arctan2(y[:, 1], y[:, 0])))
+            pts, w = mf.sphere_quadrature(3, min(max(int(np.sqrt(m_grid / 2)), 16) * 2**level, max_L + 1))
+            return mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
+
+        res = None
+        for level in range(3 if d <= 3 else 1):
+            try:
+                res = mf.wasserstein_ascent(mu0 if d >= 4 else grid_measure(level), model, t1=t1, n_saves=n_saves,
+                                            t0=float(ts[0]), **opts)
+                break
+            except SolverError as exc:
+                return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {exc}"})
+            except InvalidParameterError as exc:
+                if "too small for the initial density" not in str(exc):
+                    raise
+                note = str(exc)
+        if res is None:
+            return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {note}"})
         sol = res.info["solution"]
         tail = float(np.max(res.info["tail"]))
         attrs = {"reference": "meanfield.wasserstein_ascent(scheme='spectral')",
