@@ -1,12 +1,15 @@
 """The n -> infinity study on S^1 and S^2: particles against the mean-field solution.
 
 S^1: two softmax heads (beta = 2) from the density 1 + 0.5 cos(theta); the mean-field
-equation is solved once by finite volumes (fv_circle), then for n = 10^2 ... 10^6 tokens
+equation is solved once by the spectral scheme (the study's reference="auto"; its band limit,
+spectral tail and error bound are in the dataset attrs), then for n = 10^2 ... 10^6 tokens
 (5 seeds) drawn i.i.d. from the same law we run the particle flow (summation="auto", so the
 O(n log n) NUFFT sums) and measure the exact W1 and W2 against the reference through POT
 (ot.emd2 for small n, ot.binary_search_circle beyond).
-S^2: one USA head, the sliced W_2 of the embedded measures (metrics.SlicedReference, directions
-from POT) against a large-n Lagrangian reference whose own error is measured by a second run.
+S^2: one USA head, the sliced W_2 of the embedded measures (directions from POT) against the
+spectral solution on a Gauss-Legendre grid, whose projected CDFs are exact
+(metrics.spectral_reference.SpectralSlicedReference); n_reference only matters for the Lagrangian
+fallback (reference="lagrangian", or non-zonal data in d >= 4).
 docs/theory.md §6 predicts W(mu_n(0), mu(0)) ~ n^{-1/2}. Writes mean_field_limit_s1.nc,
 mean_field_limit_s2.nc, a table and a log-log figure (metrics.plot_limit_study) with standard-error bars and the
 fitted slopes with their t intervals. Cells are stored under OUT/cells_*, so a killed run resumes.

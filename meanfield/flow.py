@@ -25,7 +25,13 @@ Schemes:
   the gradient-flow case), linearised step in closed form (log domain), τ = 2 dt so that
   W² + τF matches (1/(2dt))W² + F; noise κ⁻¹Δ by Lie splitting with one heat-kernel step
   (the JKO step of the entropy), so the scheme is first order in dt. The entropic blur
-  adds a diffusion ≈ γ/(2τ): the default γ = max(τ/50, 2h²), h the grid spacing.
+  adds a diffusion ≈ γ/(2τ): the default γ = max(τ/50, 2h²), h the grid spacing;
+- ``"spectral"``: pseudo-spectral (:mod:`meanfield.spectral`): Fourier on S^1, spherical
+  harmonics on the Gauss–Legendre grid of S^2, Gegenbauer polynomials for a
+  :class:`~meanfield.ZonalMeasure` on S^{d-1}; noise exact (integrating factor), adaptive
+  embedded RK 5(4), mass exact, the spectral tail checked after every step (refusal with a
+  sufficient L, or refinement with ``L=None``); densities are not forced non-negative, their
+  minimum is reported.
 """
 
 from __future__ import annotations
@@ -77,7 +83,14 @@ def _lagrangian_velocity(model, x, w):
     return _velocity(model, x, w, x)
 
 
-SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_sphere, "jko": _jko}
+def _spectral(mu0, model, ts, **options):
+    from .spectral import spectral_ascent
+
+    return spectral_ascent(mu0, model, ts, **options)
+
+
+SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_sphere, "jko": _jko,
+           "spectral": _spectral}
 
 
 def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str = "lagrangian", t0: float = 0.0,
@@ -90,11 +103,15 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     model : particles.MultiHead (kind "usa" or "softmax")
     t1 : float
     n_saves : int
-    scheme : {"lagrangian", "fv_circle", "fv_sphere", "jko"}
+    scheme : {"lagrangian", "fv_circle", "fv_sphere", "jko", "spectral"}
     **options
         Scheme options: ``dt``/``method`` (lagrangian, jko), ``kappa`` (fv_circle, fv_sphere, jko),
         ``cfl`` and ``max_steps`` (fv_circle, fv_sphere), ``gamma`` (jko entropic blur; default
-        τ/50); ``progress`` and ``on_failure`` (lagrangian, fv_circle, fv_sphere: these run in the
+        τ/50); ``L`` (spectral band limit; None: chosen and refined to meet ``tol``, up to ``max_L``),
+        ``tol`` (spectral tail tolerance, default 1e-10), ``rtol`` (spectral local step tolerance,
+        default 1e-10): the spectral scheme returns ``info["solution"]``
+        (:class:`~meanfield.SpectralSolution`), ``info["tail"]`` and ``info["min_density"]`` per save
+        time; ``progress`` and ``on_failure`` (lagrangian, fv_circle, fv_sphere: these run in the
         particle solve loop, :func:`particles.simulate`, with its progress bar and failure policy:
         ``"raise"`` a :class:`particles.SolverError`, or ``"return"`` a result with ``status="failed"``).
 
@@ -115,11 +132,11 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     n_saves = check_param(n_saves, "n_saves", "wasserstein_ascent", low=2, integer=True)
     ts = np.linspace(t0, t1, n_saves)
     _check_options(scheme, mu0, options)
-    if mu0.points.shape[1] != model.d:
+    dim = mu0.points.shape[1] if hasattr(mu0, "points") else mu0.d  # a ZonalMeasure has no atoms
+    if dim != model.d:
         raise InvalidParameterError(
-            f"The 'mu0' parameter of wasserstein_ascent lives on S^{mu0.points.shape[1] - 1} (points of d = "
-            f"{mu0.points.shape[1]}) but the model is {model.d}-dimensional; build mu0 on S^{model.d - 1} or a "
-            f"model of d = {mu0.points.shape[1]}."
+            f"The 'mu0' parameter of wasserstein_ascent lives on S^{dim - 1} (points of d = {dim}) but the model "
+            f"is {model.d}-dimensional; build mu0 on S^{model.d - 1} or a model of d = {dim}."
         )
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
@@ -129,16 +146,22 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
 #: options each scheme accepts (an unknown option is a typo: refused, not ignored)
 _RUN = {"progress", "on_failure"}  # handled by the particle solve loop (simulate)
 _OPTIONS = {"lagrangian": {"dt", "method"} | _RUN, "fv_circle": {"cfl", "kappa", "max_steps"} | _RUN,
-            "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa"}}
+            "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa"},
+            "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"}}
 
 
 def _check_options(scheme, mu0, options):
     """Validate the scheme options of wasserstein_ascent once, at the boundary."""
     caller = "wasserstein_ascent"
-    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure)):
+    from .spectral import ZonalMeasure
+
+    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure, ZonalMeasure)):
         raise InvalidParameterError(
-            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure or GridMeasure; got {type(mu0).__name__}."
+            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure, GridMeasure or ZonalMeasure; "
+            f"got {type(mu0).__name__}."
         )
+    if isinstance(mu0, ZonalMeasure) and scheme != "spectral":
+        raise InvalidParameterError(f"a ZonalMeasure is solved by scheme='spectral' only; got scheme={scheme!r}.")
     unknown = set(options) - _OPTIONS[scheme]
     if unknown:
         raise InvalidParameterError(

@@ -161,7 +161,14 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     spawn_key = (seed_index,) if settings["sampling"] == "nested" else (seed_index, n)
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=spawn_key)
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    if d == 2:
+    if d == 2 and "ref_solution" in settings:
+        from .spectral_reference import circle_spectral_quantiles, circle_spectral_sample
+
+        sol = settings["ref_solution"]
+        x0 = circle_spectral_sample(sol, 0, n, rng_init)
+        M = max(4 * n, 4 * settings["m_grid"])
+        atoms = [circle_spectral_quantiles(sol, k, M)[0] for k in range(len(ts))]
+    elif d == 2:
         x0 = sample_grid_measure(settings["mu0"], n, rng_init)
         M = max(4 * n, 4 * len(settings["ref_mass"][0]))
         atoms = [circle_quantile_atoms(q, M) for q in settings["ref_mass"]]
@@ -242,6 +249,26 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
     return [int(n) for n in nv]
 
 
+def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
+    """(the spectral StudyReference or None, why not) for reference "auto" or "spectral"."""
+    if reference not in ("auto", "spectral"):
+        return None, ""
+    from .spectral_reference import StudyReference
+
+    spec = StudyReference.build(model, density_fn, ts, kappa=kappa, m_grid=m_grid, n_projections=n_projections,
+                                n_quantiles=n_quantiles, seed=seed, entropy_fn=measure_entropy)
+    if spec is None and reference == "spectral":
+        raise InvalidParameterError(
+            "reference='spectral' of mean_field_limit_study covers S^1 (scaled-rotation heads), S^2, and d >= 4 "
+            "with scalar heads and a density zonal about the last axis; use reference='auto'.")
+    if spec is not None and spec.solution is None:
+        if reference == "spectral":
+            raise InvalidParameterError(f"reference='spectral' of mean_field_limit_study: "
+                                        f"{spec.attrs['reference_note']}; use reference='auto'.")
+        return None, spec.attrs["reference_note"]
+    return spec, ""
+
+
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
                            seed: int = 0, kappa: float = np.inf, n_reference: int | None = None,
@@ -249,7 +276,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                            w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8,
                            sampling: str = "independent", interval: str = "t", n_boot: int = 2000,
                            store=None, engine="serial", max_workers: int | None = None,
-                           progress: bool = False) -> xr.Dataset:
+                           progress: bool = False, reference: str = "auto") -> xr.Dataset:
     r"""Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -301,6 +328,13 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         the grid included), so a rerun loads it; ``progress`` also shows a bar for each reference
         run on d ≥ 3. The attrs ``reference_build_seconds``,
         ``reference_cached`` and ``reference_file`` say what it cost and where it is.
+    reference : {"auto", "spectral", "fv_circle", "lagrangian"}
+        The mean-field solution the particles are measured against. ``"auto"`` (default): the
+        spectral solution (:class:`metrics.spectral_reference.StudyReference`: exponentially
+        accurate, its error bound and spectral tail in the attrs) wherever it applies (S^1 with
+        scaled-rotation heads; S^2; d ≥ 4 with scalar heads and a density zonal about the last
+        axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
+        a problem it does not cover.
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
     check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
@@ -326,6 +360,10 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     from .sweep import run_sweep
 
     d = model.d
+    if reference not in ("auto", "spectral", ("fv_circle" if d == 2 else "lagrangian")):
+        raise InvalidParameterError(
+            f"reference of mean_field_limit_study must be 'auto', 'spectral' or "
+            f"{'fv_circle' if d == 2 else 'lagrangian'!r} on S^{d - 1}; got {reference!r}.")
     t_start = _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
     settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
@@ -336,26 +374,33 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         pts, areas = mf.circle_grid(int(m_grid))
         rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
         mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
-        ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
-                   "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
-                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                         seed)
+        if spec is not None:
+            settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
+                            ref_entropy=spec.entropy)
+            ref_attrs = spec.attrs
+        else:
+            ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
+                       "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
+                       "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
 
-        def build():
-            sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
-                                        kappa=kappa)
-            return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
-                    "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
+            def build():
+                sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
+                                            kappa=kappa)
+                return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
+                        "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
 
-        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
-        settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
-        ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
-        ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')", "reference_cells": int(m_grid),
-                     "reference_error": 2 * np.pi / int(m_grid),
-                     "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
-                                             "(cell width); quantile-atom error 2*pi/M <= "
-                                             f"{ref_err:.2e} on top"}
-        ref_attrs.update(reference_build_seconds=ref["seconds"], reference_cached=int(ref["cached"]),
-                         reference_file=ref["file"])
+            ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
+            settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+            ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
+            ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')",
+                         "reference_cells": int(m_grid), "reference_error": 2 * np.pi / int(m_grid),
+                         "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
+                                                 "(cell width); quantile-atom error 2*pi/M <= "
+                                                 f"{ref_err:.2e} on top",
+                         "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                         "reference_file": ref["file"]}
         metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
         transports = {str(n): ("ot.emd2" if transport == "emd2"
                                else "W1: circle closed form; W2: ot.binary_search_circle"
@@ -365,32 +410,44 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         grid, _ = mf.fibonacci_sphere(int(m_grid))
         rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
         bound = 1.5 * float(rho_grid.max())
-        n_ref = int(n_reference or 16 * max(n_values))
-        ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
-                   "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
-                   "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
-                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
-        ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
-        sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
-                                 seed=seed)
-        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
-                        ref_energy=ref["energy"], ref_entropy=ref["entropy"])
-        ref_error_t = ref["own_sw2"] / np.sqrt(2)
-        ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
-                     "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
-                     "reference_error_note": "max over save times of SW_2 between two independent reference "
-                                             "runs, divided by sqrt(2): the reference's own sampling error "
-                                             "(per time in the data variable reference_error)",
-                     "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
-                     "reference_file": ref["file"]}
+        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                         seed)
+        if spec is not None:
+            sliced = spec.sliced
+            settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
+                            ref_entropy=spec.entropy)
+            ref_error_t = sliced.error + 2 * np.sqrt(spec.attrs["reference_tail"])
+            ref_attrs = spec.attrs
+        else:
+            n_ref = int(n_reference or 16 * max(n_values))
+            ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
+                       "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
+                       "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
+                       "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+            ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
+            sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                     seed=seed)
+            settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
+                            ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+            ref_error_t = ref["own_sw2"] / np.sqrt(2)
+            ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
+                         "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
+                         "reference_error_note": "max over save times of SW_2 between two independent reference "
+                                                 "runs, divided by sqrt(2): the reference's own sampling error "
+                                                 "(per time in the data variable reference_error)",
+                         "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                         "reference_file": ref["file"]}
         metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
         transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                               f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
+    if note:
+        ref_attrs["reference_note"] = note  # why the spectral reference was not used
     t_ref = _time.perf_counter() - t_start
     key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
                       "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,
-                      "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling, "L": n_projections, "Q": n_quantiles,
-                      "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True, default=str)
+                      "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling, "L": n_projections,
+                      "Q": n_quantiles, "density": np.asarray(settings["ref_energy"]).tolist(),
+                      "reference": ref_attrs["reference"]}, sort_keys=True, default=str)
     settings["key"] = key
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
                       n_saves=int(n_saves), kappa=float(kappa), model_fn=_StudyModel(model), engine=engine,
@@ -415,8 +472,9 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                             {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
     data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
     if d >= 3:
-        data["reference_error"] = (("time",), ref_error_t, {"long_name": "SW_2 between two independent reference "
-                                                            "runs / sqrt(2)", "units": "1"})
+        data["reference_error"] = (("time",), ref_error_t, {"long_name": (
+            "bound on SW_2 between the spectral reference and its quantile atoms, plus 2 sqrt(spectral tail)"
+            if spec is not None else "SW_2 between two independent reference runs / sqrt(2)"), "units": "1"})
     data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
                                 {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
     data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),

@@ -270,8 +270,14 @@ CASES.update({
     "meanfield.harmonic_growth": (mf.harmonic_growth, dict(model=SCALAR, harmonic_fn=lambda p: p[:, 2], m=40,
                                                            t1=0.02, n_saves=3),
                                   {"model": "model", "harmonic_fn": "callable", "m": "int", "t1": "pos",
-                                   "n_saves": "int", "kappa": "kappa", "eps": "pos"}),
+                                   "n_saves": "int", "kappa": "kappa", "eps": "pos", "scheme": "choice"}),
     "meanfield.sphere_quadrature": (mf.sphere_quadrature, dict(d=3, n=4), {"d": "int", "n": "int"}),
+    "meanfield.ZonalMeasure": (mf.ZonalMeasure, dict(density_fn=lambda x: 1 + x[:, -1], d=4),
+                               {"density_fn": "callable", "d": "int", "axis": "array"}),
+    "meanfield.funk_hecke_log": (mf.funk_hecke_log, dict(a=1.0, l=[0, 1], d=3),
+                                 {"a": "real", "l": "nonneg_int", "d": "int"}),
+    "meanfield.sphere_harmonic_transform": (mf.sphere_harmonic_transform, dict(L=4, nlat=6),
+                                            {"L": "nonneg_int", "nlat": "int"}),
     "metrics.plateaus": (metrics.plateaus, dict(t=np.linspace(0.1, 1.0, 6), values=np.ones(6)),
                          {"t": "array", "values": "array", "rtol": "pos", "min_duration": "pos", "log_time": "bool"}),
     "metrics.cluster_energy": (metrics.cluster_energy, dict(model=SCALAR, centres=X[:2], masses=[0.5, 0.5]),
@@ -328,8 +334,8 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS"}
 # result types built by the library (their fields are validated where they are made)
-RESULTS = {"MeanFieldResult", "SphereMesh", "circle_velocity", "mean_field_limit_study", "sample_grid_measure",
-           "RateFit",
+RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
+           "sample_grid_measure", "RateFit",
            "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep"}
 
 

@@ -18,3 +18,8 @@ class ConvergenceWarning(UserWarning):
 
 #: what a caller catches to tell a headflow refusal from a bug
 LIBRARY_ERRORS = (InvalidParameterError, SolverError)
+
+# tracebacks and reprs name the public home of the classes, not this private module
+for _cls in (InvalidParameterError, SolverError, ConvergenceWarning):
+    _cls.__module__ = "particles.validation"
+del _cls

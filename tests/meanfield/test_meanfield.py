@@ -150,7 +150,7 @@ def test_meanfield_bad_input(rng):
     with pytest.raises(ValueError, match="scheme 'jko' is the Wasserstein gradient ascent"):
         mf.wasserstein_ascent(mf.GridMeasure(pts, areas, np.full(16, 1 / 16)), model, t1=1.0, scheme="jko", dt=0.1)
     with pytest.raises(ValueError, match="'scheme' parameter of wasserstein_ascent must be one of"):
-        mf.wasserstein_ascent(mf.EmpiricalMeasure(pts), model, t1=1.0, scheme="spectral")
+        mf.wasserstein_ascent(mf.EmpiricalMeasure(pts), model, t1=1.0, scheme="pseudo_spectral")
     with pytest.raises(ValueError, match="mass of GridMeasure must sum to 1"):
         mf.GridMeasure(pts, areas, np.ones(16))
     with pytest.raises(ValueError, match="needs an EmpiricalMeasure"):

@@ -79,7 +79,7 @@ def test_fv_sphere_growth_of_one_harmonic(kind, kappa, l, rtol):
     """The S^2 finite-volume solver grows a single harmonic at the Funk–Hecke rate σ_l."""
     Y = (lambda y: y[:, 2]) if l == 1 else (lambda y: 1.5 * y[:, 2] ** 2 - 0.5)
     model = MultiHead.scalar([1.0], d=3, beta=1.5, kind=kind)
-    t, amp, rate = mf.harmonic_growth(model, Y, m=300, t1=0.3, n_saves=4, kappa=kappa)
+    t, amp, rate = mf.harmonic_growth(model, Y, m=300, t1=0.3, n_saves=4, kappa=kappa, scheme="fv_sphere")
     assert np.all(amp > 0)
     assert rate == pytest.approx(mf.growth_rates(model, l_max=l, kappa=kappa)[l], rel=rtol)
 

@@ -36,7 +36,9 @@ def test_schema_and_attrs(study):
     assert np.all(m >= 0) and np.all(m.sum(-1) <= 1 + 1e-12) and np.all(np.diff(m, axis=-1) <= 1e-15)
     lo, hi = ds.rate_w1_ci.values.T
     assert np.all(lo <= ds.rate_w1.values) and np.all(ds.rate_w1.values <= hi)
-    assert "circle closed form" in ds.attrs["transport_method"] and ds.attrs["reference_error"] == pytest.approx(2 * np.pi / 128)
+    assert "circle closed form" in ds.attrs["transport_method"] and "spectral" in ds.attrs["reference"]
+    # quantile atoms (2π/M, M ≥ 4 m_grid) plus π times the spectral tail
+    assert ds.attrs["reference_error"] == pytest.approx(2 * np.pi / (4 * 128) + np.pi * ds.attrs["reference_tail"])
     # W1 <= W2 (Jensen) for every run
     assert np.all(ds.w1.values <= ds.w2.values + 1e-12)
 
@@ -116,7 +118,7 @@ def test_sphere_study_schema():
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], n_values=(16, 64), n_seeds=2, t1=0.1,
                                 n_saves=2, m_grid=64, dt=0.1, n_reference=256, n_projections=10,
-                                n_boot=50)
+                                n_boot=50, reference="lagrangian")
     assert {"sw2", "sw2_mc_error", "rate_sw2", "rate_sw2_ci"} <= set(ds.data_vars)
     assert np.all(ds.sw2_mc_error.values >= 0) and ds.attrs["reference_particles"] == 256
     assert "sliced SW_2" in ds.attrs["transport_method"]
@@ -144,7 +146,7 @@ def test_noisy_sphere_reference_is_brownian_motion(monkeypatch):
     kappa, t1 = 2.0, 0.4
     ds = mean_field_limit_study(free, lambda y: 1 + 0.5 * y[:, 2], n_values=(16, 32), n_seeds=2, t1=t1,
                                 n_saves=3, m_grid=64, dt=0.01, kappa=kappa, n_reference=2000, n_projections=16,
-                                n_boot=50)
+                                n_boot=50, reference="lagrangian")
     assert ds.attrs["kappa"] == kappa and np.all(np.isfinite(ds.sw2)) and np.all(ds.reference_error > 0)
     y = captured[0]  # (time, n_reference, 3): the reference run
     t = ds.time.values[1:]
@@ -265,7 +267,7 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
 
     monkeypatch.setattr(study_mod, "sample_grid_measure", spy)
     ds = mean_field_limit_study(MODEL, _density, n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64,
-                                dt=0.1, sampling=sampling)
+                                dt=0.1, sampling=sampling, reference="fv_circle")
     def cells(x):
         return np.floor(np.mod(np.arctan2(x[:, 1], x[:, 0]), 2 * np.pi) / (2 * np.pi) * 64).astype(int)
 
@@ -283,7 +285,7 @@ def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
 
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, n_reference=256,
-              n_projections=16, store=tmp_path)
+              n_projections=16, store=tmp_path, reference="lagrangian")
     calls = []
     real = study_mod.simulate
     monkeypatch.setattr(study_mod, "simulate", lambda x0, *a, **k: calls.append(len(x0)) or real(x0, *a, **k))
@@ -315,7 +317,7 @@ def test_embedded_sliced_distance_matches_pot():
 def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
     import metrics.study as study_mod
 
-    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path)
+    kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path, reference="fv_circle")
     first = mean_field_limit_study(MODEL, _density, **kw)
     assert first.attrs["reference_cached"] == 0 and len(list(tmp_path.glob("reference_*.nc"))) == 1
 
@@ -327,3 +329,23 @@ def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
     assert again.attrs["reference_cached"] == 1
     np.testing.assert_array_equal(again.w1.values, first.w1.values)
     np.testing.assert_array_equal(again.energy_meanfield.values, first.energy_meanfield.values)
+
+
+def test_spectral_reference_by_default_where_it_applies():
+    """S^2: the spectral reference and its bound at every save time; d = 4 with a density that is not
+    zonal: the Lagrangian reference; reference='spectral' refuses what it does not cover."""
+    model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax")
+    ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 2], n_values=(16, 64), n_seeds=2, t1=0.1,
+                                n_saves=2, m_grid=64, dt=0.1, n_projections=10, n_quantiles=2048, n_boot=50)
+    assert "spectral" in ds.attrs["reference"] and ds.attrs["reference_tail"] < 1e-10
+    assert ds.attrs["reference_error"] == pytest.approx(float(ds.reference_error.max()))
+    assert np.all(ds.reference_error < 2e-3) and np.all(np.isfinite(ds.sw2))
+    model4 = MultiHead.scalar([1.0], d=4, beta=1.0, kind="softmax")
+    kw = dict(n_values=(16, 32), n_seeds=1, t1=0.1, n_saves=2, m_grid=64, dt=0.1, n_reference=64,
+              n_projections=8, n_boot=10)
+    ds4 = mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, 0] * y[:, 1], **kw)
+    assert "Lagrangian" in ds4.attrs["reference"]
+    with pytest.raises(InvalidParameterError, match="reference='spectral' of mean_field_limit_study covers"):
+        mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, 0] * y[:, 1], reference="spectral", **kw)
+    zonal = mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, -1], **kw)
+    assert "spectral" in zonal.attrs["reference"] and np.all(np.isfinite(zonal.entropy_meanfield))

@@ -1,0 +1,124 @@
+"""Transport against spectral solutions: closed forms for uniform measures, agreement between the
+S^2 and zonal constructions, and the exact CDF against a fine quantile grid."""
+
+import numpy as np
+import pytest
+
+import meanfield as mf
+import particles
+from metrics.limit import circle_quantile_atoms, circle_wasserstein
+from metrics.spectral_reference import (
+    SpectralSlicedReference,
+    circle_spectral_quantiles,
+    circle_spectral_wasserstein,
+)
+
+
+def uniform_solution(d, L=6):
+    model = particles.MultiHead.scalar([1.0], d=d, kind="softmax")
+    if d == 2:
+        pts, areas = mf.circle_grid(32)
+        mu0 = mf.GridMeasure(pts, areas, areas / areas.sum())
+    elif d == 3:
+        pts, w = mf.sphere_quadrature(3, L + 1)
+        mu0 = mf.GridMeasure(pts, 4 * np.pi * w, w)
+    else:
+        mu0 = mf.ZonalMeasure(lambda x: 1 + 0 * x[:, 0], d=d)
+    return mf.wasserstein_ascent(mu0, model, t1=0.1, n_saves=2, scheme="spectral", L=L).info["solution"]
+
+
+def test_circle_one_atom_against_uniform():
+    """W1 = mean distance π/2, W2 = (∫_0^π t² dt/π)^{1/2} = π/√3, within the returned bound."""
+    sol = uniform_solution(2)
+    for p, exact in ((1, np.pi / 2), (2, np.pi / np.sqrt(3))):
+        value, bound = circle_spectral_wasserstein(np.array([0.7]), sol, 0, p=p)
+        assert abs(value - exact) <= bound and bound < 2e-3
+
+
+def test_circle_exact_cdf_against_fine_quantile_atoms(rng):
+    model = particles.MultiHead.scalar([1.0], d=2, beta=2.0, kind="softmax")
+    pts, areas = mf.circle_grid(128)
+    mu0 = mf.GridMeasure.from_density(pts, areas, lambda x: np.exp(np.cos(np.arctan2(x[:, 1], x[:, 0]))))
+    sol = mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=2, scheme="spectral", L=40,
+                                tol=1e-6).info["solution"]
+    # the quantiles invert the closed-form CDF: F(Q(s)) = s by the trapezoid rule on a fine grid
+    q, cells = circle_spectral_quantiles(sol, 1, 64)
+    m = 2**15
+    fine = (np.arange(m) + 0.5) * 2 * np.pi / m
+    rho = sol.density(1, np.stack([np.cos(fine), np.sin(fine)], 1))
+    for j in (0, 17, 40, 63):
+        F = np.sum(rho * (fine < q[j])) / m  # midpoint rule on cells wholly below Q(s)
+        assert abs(F - (j + 0.5) / 64) <= 2 * rho.max() / m
+    assert cells.sum() == pytest.approx(2 * np.pi, rel=1e-12)
+    # W_p against the fine piecewise-uniform grid measure: same value to its O(1/m) error
+    theta = rng.uniform(0, 2 * np.pi, 500)
+    grid_atoms = circle_quantile_atoms(rho / rho.sum(), 16 * 500) - np.pi / m  # grid cells start at 0
+    for p in (1, 2):
+        value, bound = circle_spectral_wasserstein(theta, sol, 1, p=p)
+        assert value == pytest.approx(circle_wasserstein(theta, grid_atoms, p=p, method="circle")[0],
+                                      abs=bound + 4 * np.pi / m)
+
+
+@pytest.mark.parametrize("d", [3, 5])
+def test_sliced_one_point_against_uniform(d):
+    """δ_x against σ: W2² of the projections is E T² + <θ,x>² = 1/d + <θ,x>², mean 2/d over θ;
+    with the reference's own directions the value is exact up to the quantisation bound."""
+    ref = SpectralSlicedReference(uniform_solution(d), n_projections=64, n_quantiles=4096)
+    x = np.eye(d)[:1]
+    w = ref.per_projection(x, 0)
+    a2 = (ref.theta @ x[0]) ** 2
+    np.testing.assert_allclose(w, 1 / d + a2, atol=4 * ref.error[0])
+
+
+def test_zonal_d3_reference_matches_the_sphere_reference(rng):
+    model = particles.MultiHead.scalar([1.0], d=3, beta=2.0, kind="softmax")
+    fn = lambda x: np.exp(x[:, 2])  # noqa: E731
+    pts, w = mf.sphere_quadrature(3, 20)
+    rs = mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn), model, t1=0.3, n_saves=2,
+                               scheme="spectral", L=19, tol=1e-6)
+    rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=0.3, n_saves=2, scheme="spectral", L=19,
+                               tol=1e-6)
+    a = SpectralSlicedReference(rs.info["solution"], n_projections=16, n_quantiles=2048)
+    b = SpectralSlicedReference(rz.info["solution"], n_projections=16, n_quantiles=2048)
+    np.testing.assert_allclose(a.atoms, b.atoms, atol=1e-9)
+    x = particles.sample_uniform(300, 3, rng)
+    assert a(x, 1)[0] == pytest.approx(b(x, 1)[0], rel=1e-9)
+
+
+def test_bad_input():
+    sol = uniform_solution(3)
+    with pytest.raises(ValueError, match="needs a spectral solution on circle"):
+        circle_spectral_quantiles(sol, 0, 10)
+    with pytest.raises(TypeError, match="solution"):
+        SpectralSlicedReference(np.eye(3))
+    with pytest.raises(ValueError, match="theta of circle_spectral_wasserstein"):
+        circle_spectral_wasserstein(np.array([np.nan]), uniform_solution(2), 0)
+
+
+def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
+    """The Funk–Hecke entropy of a zonal solution (d = 3) against the study's quadrature entropy of
+    the S^2 solution of the same problem (a repulsive head included)."""
+    from metrics.spectral_reference import _zonal_entropy
+    from metrics.study import measure_entropy
+
+    model = particles.MultiHead.scalar([1.0, -0.5], d=3, beta=2.0, kind="softmax", summation="exact")
+    fn = lambda x: np.exp(x[:, 2])  # noqa: E731
+    pts, w = mf.sphere_quadrature(3, 20)
+    rs = mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn), model, t1=0.2, n_saves=2,
+                               scheme="spectral", L=19, tol=1e-6)
+    rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=0.2, n_saves=2, scheme="spectral", L=19,
+                               tol=1e-6)
+    for k in range(2):
+        assert _zonal_entropy(model, rz.info["solution"], k) == pytest.approx(
+            measure_entropy(model, rs.points, np.maximum(rs.mass[k], 0)), abs=1e-8)
+
+
+def test_study_falls_back_when_the_flow_outgrows_the_band_limit():
+    """Clusters sharpen past max_L = m_grid / 2: the study keeps the finite-volume reference and says why."""
+    from metrics.study import mean_field_limit_study
+
+    model = particles.MultiHead.scalar([1.0], d=2, beta=8.0, kind="softmax")
+    ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32), n_seeds=1, t1=4.0,
+                                n_saves=2, m_grid=32, dt=0.1, n_boot=10)
+    assert "fv_circle" in ds.attrs["reference"]
+    assert "spectral reference not used" in ds.attrs["reference_note"] and "max_L=16" in ds.attrs["reference_note"]
