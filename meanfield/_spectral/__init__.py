@@ -1,0 +1,1 @@
+"""Spectral solvers (public face: :mod:`meanfield.spectral`)."""

@@ -1,0 +1,303 @@
+r""":class:`SpectralSolution` and :func:`spectral_ascent`, the solver of ``scheme="spectral"``. (module docstring of :mod:`meanfield.spectral`)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from particles import MultiHead
+from particles.validation import (
+    ConvergenceWarning,
+    InvalidParameterError,
+    check_param,
+)
+
+from .circle import _Circle, _circle_coefficients
+from .kernels import _fh_log, _scalar_heads
+from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection, sphere_harmonic_transform
+from .stepping import _EPS, _ifrk45
+from .zonal import ZonalMeasure, _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
+
+# ------------------------------------------------------------------ the solver
+
+
+@dataclass(frozen=True)
+class SpectralSolution:
+    r"""Coefficients of a spectral solution and what they mean.
+
+    Attributes
+    ----------
+    geometry : {"circle", "sphere", "zonal"}
+    d : int
+    L : int
+        Final band limit.
+    coefficients : list of ndarray
+        Per save time: Fourier c_n (n = 0..L) on S^1, C[l, m] (m ≥ 0) on S^2, Gegenbauer c_l
+        (orthonormal :math:`q_l`) for zonal runs; ρ is the density with respect to σ.
+    tail : ndarray (n_times,)
+        Spectral tail at each save time.
+    axis : ndarray (d,) or None
+        The axis of a zonal run.
+    """
+
+    geometry: str
+    d: int
+    L: int
+    coefficients: list
+    tail: np.ndarray
+    axis: np.ndarray | None = None
+
+    def density(self, k: int, points) -> np.ndarray:
+        """ρ(x) (with respect to σ) at save index k at points (m, d) on the sphere.
+
+        Examples
+        --------
+        >>> import particles
+        >>> from meanfield import GridMeasure, circle_grid, wasserstein_ascent
+        >>> pts, areas = circle_grid(32)
+        >>> mu0 = GridMeasure.from_density(pts, areas, lambda x: 1 + 0.3 * x[:, 0])
+        >>> res = wasserstein_ascent(mu0, particles.MultiHead.scalar([1.0], d=2, kind="softmax"), t1=0.1,
+        ...                          n_saves=2, scheme="spectral", L=16)
+        >>> round(float(res.info["solution"].density(0, np.array([[1.0, 0.0]]))[0]), 10)
+        1.3
+        """
+        x = np.asarray(points, dtype=float)
+        c = self.coefficients[k]
+        if self.geometry == "circle":
+            th = np.arctan2(x[:, 1], x[:, 0])
+            n = np.arange(len(c))
+            return np.real(np.exp(1j * np.outer(th, n)) @ (np.where(n == 0, 1.0, 2.0) * c))
+        if self.geometry == "zonal":
+            return _gegenbauer_orthonormal(len(c) - 1, x @ self.axis, self.d) @ c
+        L = c.shape[0] - 1
+        z = np.clip(x[:, 2], -1, 1)
+        phi = np.arctan2(x[:, 1], x[:, 0])
+        out = np.zeros(len(x))
+        for m in range(L + 1):
+            P = _legendre_column(L, m, z)
+            am = P @ c[m:, m]
+            out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
+        return out
+
+    def circle_cdf(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""S^1: the grid :math:`u_j = j/K` (turns, K = max(2^16, 8(L+1))), the exact CDF
+        :math:`F(u) = u + \sum_{n\ge1}2\,\mathrm{Re}[c_n(e^{2\pi inu} - 1)/(2\pi in)]` and ρ on it (one
+        inverse FFT each), shape (K + 1,) each.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("circle", 2, 1, [np.array([1.0, 0.25])], np.zeros(1))  # ρ = 1 + cos(θ)/2
+        >>> u, F, rho = sol.circle_cdf(0)
+        >>> bool(np.isclose(F[len(u) // 4], 0.25 + 0.5 / (2 * np.pi)))  # F(u) = u + sin(2πu)/(4π)
+        True
+        """
+        if self.geometry != "circle":
+            raise InvalidParameterError(f"circle_cdf needs a solution on S^1; this one is {self.geometry!r}.")
+        c = np.asarray(self.coefficients[k])
+        L = len(c) - 1
+        K = max(2**16, 8 * (L + 1))
+        n = np.arange(1, L + 1)
+        X = np.zeros(K // 2 + 1, complex)
+        X[1:L + 1] = c[1:] / (2j * np.pi * n)
+        P = np.fft.irfft(X, K) * K
+        R = np.zeros(K // 2 + 1, complex)
+        R[:L + 1] = c
+        rho = np.fft.irfft(R, K) * K
+        u = np.arange(K + 1) / K
+        return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
+
+    def projected_cdf(self, k: int, directions, t) -> tuple[np.ndarray, np.ndarray]:
+        r"""S^2 or zonal: CDF and density (with respect to dt) of :math:`\langle\theta, x\rangle` under
+        :math:`\rho\,d\sigma` at the increasing points ``t`` of [-1, 1] (t[0] = -1), for each direction
+        θ; shapes (len(t), len(directions)).
+
+        S^2: :math:`g_\theta(t) = \frac12\sum_l\rho_l(\theta)P_l(t)` (ρ_l the degree-l part: the average of
+        a degree-l harmonic over :math:`\langle\theta, x\rangle = t` is its value at θ times :math:`P_l(t)`)
+        and :math:`G_\theta = \frac12[\rho_0(t+1) + \sum_{l\ge1}\rho_l(\theta)(P_{l+1}-P_{l-1})/(2l+1)]`,
+        exact. Zonal: :math:`g_\theta(t) = w(t)\sum_l c_l q_l(\langle\theta, e\rangle)q_l(t)/q_l(1)`, w the law
+        of a coordinate under σ, G by 6-point Gauss–Legendre on each interval of ``t``.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("sphere", 3, 1, [np.array([[1.0, 0], [0, 0]], complex)], np.zeros(1))
+        >>> G, g = sol.projected_cdf(0, np.eye(3)[:1], np.array([-1.0, 0.0, 1.0]))
+        >>> G[:, 0].tolist(), g[:, 0].tolist()  # uniform on S^2: uniform projections (Archimedes)
+        ([0.0, 0.5, 1.0], [0.5, 0.5, 0.5])
+        """
+        if self.geometry not in ("sphere", "zonal"):
+            raise InvalidParameterError(f"projected_cdf needs a solution on S^2 or a zonal one; got {self.geometry!r}.")
+        theta = np.atleast_2d(np.asarray(directions, dtype=float))
+        x = np.asarray(t, dtype=float)
+        if self.geometry == "sphere":
+            return _sphere_projection(self.coefficients[k], theta, x)
+        return _zonal_projection(np.asarray(self.coefficients[k]), self.d, theta @ self.axis, x)
+
+    def log_partition(self, k: int, a: float, t) -> np.ndarray:
+        r"""Zonal: :math:`\log\int e^{a\langle x, y\rangle}\rho(y)\,d\sigma(y)` at points with
+        :math:`\langle x, e\rangle = t`, by Funk–Hecke: :math:`\log\sum_l\hat g_a(l)c_lq_l(t)`.
+
+        Examples
+        --------
+        >>> sol = SpectralSolution("zonal", 3, 1, [np.array([1.0, 0.0])], np.zeros(1), np.eye(3)[2])
+        >>> bool(np.isclose(sol.log_partition(0, 1.0, np.array([0.3]))[0], np.log(np.sinh(1.0))))
+        True
+        """
+        if self.geometry != "zonal":
+            raise InvalidParameterError(f"log_partition needs a zonal solution; got {self.geometry!r}.")
+        c = np.asarray(self.coefficients[k])
+        L = len(c) - 1
+        Q = _gegenbauer_orthonormal(L, np.asarray(t, dtype=float), self.d)
+        if a == 0:
+            return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
+        sgn, lg = _fh_log(float(a), np.arange(L + 1), self.d)
+        return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(a)) * c), 1e-300)) + abs(a)
+
+
+def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,
+                    kappa=np.inf, max_steps: int = 1_000_000, max_L=None):
+    """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
+    from .._result import MeanFieldResult
+
+    caller = "wasserstein_ascent(scheme='spectral')"
+    tol = check_param(tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    rtol = check_param(rtol, "rtol", caller, low=1e-15, high=1e-2)
+    max_steps = check_param(max_steps, "max_steps", caller, low=1, integer=True)
+    if L is not None:
+        L = check_param(L, "L", caller, low=2, integer=True)
+    if max_L is not None:
+        max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
+    if model.kind not in ("usa", "softmax"):
+        raise InvalidParameterError(f"scheme 'spectral' supports kinds 'usa' and 'softmax'; got {model.kind!r}.")
+    geometry, d, L_max, make, initial = _discretisation(mu0, model)
+    refine = L is None
+    if refine:
+        cap = min(make(2).max_L, max_L or np.inf)
+        L = min(8, cap)
+        while True:
+            disc = make(L)
+            c0 = initial(L)
+            if disc.tail(c0) <= tol / 10 or L >= min(L_max, cap):
+                break
+            L = int(min(2 * L, L_max, cap))
+    else:
+        disc = make(L)
+        c0 = initial(L)
+    # the tail of the data itself, degrees past L included (truncating them would hide it)
+    tail0 = disc.tail(initial(min(2 * L, L_max)) if L_max > L else c0)
+    if tail0 > tol:
+        hint = f"L >= {2 * L}" if L < L_max else "a finer input grid"
+        raise InvalidParameterError(
+            f"L={L} is too small for the initial density of {caller}: its spectral tail is {tail0:.2e} > "
+            f"tol={tol:.1e}. Use {hint} (or L=None to choose it)."
+        )
+    saves, tails, disc, n_steps, n_rej = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
+                                                 max_steps=max_steps, cap=int(cap) if refine else disc.max_L)
+    coeffs = [disc.pad(c) for c in saves]
+    energy = np.array([disc.energy(c) for c in coeffs])
+    sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)
+    pts, w = _output_grid(geometry, mu0, disc.L, d)
+    rho = np.array([sol.density(k, pts) for k in range(len(coeffs))])
+    mass = rho * w[None, :]
+    min_density = rho.min(axis=1)
+    roundoff = 1e3 * _EPS * np.abs(rho).max(axis=1)
+    negative = ts[min_density < -roundoff]
+    if len(negative):
+        warnings.warn(f"spectral solution negative beyond round-off at t = {np.round(negative, 6).tolist()} "
+                      f"(min density {min_density.min():.2e}); raise L or lower tol.", ConvergenceWarning,
+                      stacklevel=3)
+    info = {"L": disc.L, "tail": tails, "min_density": min_density, "negative_times": negative,
+            "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": n_rej, "geometry": geometry,
+            "rtol": rtol, "tol": tol, "solution": sol}
+    return MeanFieldResult(np.asarray(ts), pts, mass, energy, "spectral", n_steps, info)
+
+
+def _discretisation(mu0, model):
+    """(geometry, d, the largest band limit the data resolves, L -> discretisation, L -> initial
+    coefficients) of a measure the spectral scheme accepts, or a clear refusal."""
+    from ..measure import GridMeasure
+
+    if isinstance(mu0, ZonalMeasure):
+        if mu0.d != model.d:
+            raise InvalidParameterError(f"the ZonalMeasure lives on S^{mu0.d - 1} but the model has d = {model.d}.")
+        if _scalar_heads(model) is None:
+            raise InvalidParameterError(
+                "scheme 'spectral' with a ZonalMeasure needs scalar heads M_h = lambda_h I, W_h = mu_h I "
+                "(only these keep a zonal density zonal); build the model with MultiHead.scalar."
+            )
+        geometry, d = "zonal", mu0.d
+        L_max = 4096
+        make = lambda L_: _Zonal(model, L_, d)  # noqa: E731
+
+        def initial(L_):
+            n = max(2 * L_ + 2, 64)
+            t, w = _gauss_gegenbauer(n, d)
+            rho = mu0.profile(t)
+            Q = _gegenbauer_orthonormal(L_, t, d)
+            c = (Q * w[:, None]).T @ rho
+            return c / c[0]
+    elif isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 2:
+        geometry, d = "circle", 2
+        if model.d != 2:
+            raise InvalidParameterError(f"the GridMeasure lives on S^1 but the model has d = {model.d}.")
+        full = _circle_coefficients(mu0, 10**9)
+        L_max = len(full) - 1
+        make = lambda L_: _Circle(model, L_)  # noqa: E731
+
+        def initial(L_):
+            c = np.zeros(L_ + 1, complex)
+            c[: min(L_, L_max) + 1] = full[: L_ + 1]
+            return c
+    elif isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 3:
+        geometry, d = "sphere", 3
+        if model.d != 3:
+            raise InvalidParameterError(f"the GridMeasure lives on S^2 but the model has d = {model.d}.")
+        nlat = int(round(np.sqrt(len(mu0.points) / 2)))
+        from ..quadrature import sphere_quadrature
+
+        if 2 * nlat * nlat != len(mu0.points) or not np.allclose(sphere_quadrature(3, nlat)[0], mu0.points,
+                                                                   atol=1e-12):
+            raise InvalidParameterError(
+                "scheme 'spectral' on S^2 needs a GridMeasure on the Gauss-Legendre grid sphere_quadrature(3, n) "
+                "(areas 4*pi*weights): the density is read at its points."
+            )
+        rho = mu0.mass / mu0.areas
+        rho = rho * (4 * np.pi)  # density w.r.t. σ (areas sum to 4π)
+        sht_in = sphere_harmonic_transform(nlat - 1, nlat)
+        full = sht_in.analysis(rho.reshape(nlat, 2 * nlat))
+        full /= full[0, 0].real
+        L_max = nlat - 1
+        make = lambda L_: _Sphere(model, L_)  # noqa: E731
+
+        def initial(L_):
+            c = np.zeros((L_ + 1, L_ + 1), complex)
+            k = min(L_, L_max) + 1
+            c[:k, :k] = full[:k, :k]
+            return c
+    else:
+        if isinstance(mu0, GridMeasure):
+            raise InvalidParameterError(
+                f"scheme 'spectral' on S^{mu0.points.shape[1] - 1} needs zonal data: pass a "
+                "meanfield.ZonalMeasure (density a function of <x, e>) with scalar heads; GridMeasures are "
+                "read on S^1 and S^2 only."
+            )
+        raise InvalidParameterError(
+            "scheme 'spectral' needs a GridMeasure (uniform S^1 grid or sphere_quadrature(3, n) on S^2) or a "
+            f"ZonalMeasure; got {type(mu0).__name__}."
+        )
+    return geometry, d, L_max, make, initial
+
+
+def _output_grid(geometry, mu0, L, d):
+    """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
+    if geometry == "circle":
+        pts, w = _Circle.grid_points(max(len(mu0.points), 2 * L + 2))
+    elif geometry == "sphere":
+        from ..quadrature import sphere_quadrature
+
+        pts, w = sphere_quadrature(3, max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
+    else:
+        t, w = _gauss_gegenbauer(L + 1, d)
+        pts = mu0._points(t)
+    return pts, w

@@ -1,0 +1,266 @@
+r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation. (module docstring of :mod:`meanfield.spectral`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sfft
+from scipy.special import gammaln
+
+from particles.validation import (
+    InvalidParameterError,
+    check_param,
+)
+
+from .circle import _tail
+from .kernels import _scalar_heads
+from .stepping import _suggest_L
+from .zonal import _funk_hecke_energy, _gegenbauer_orthonormal, _potential_multipliers
+
+# ------------------------------------------------------------------ S^2 transforms
+
+
+class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, named like a function
+    r"""Spherical-harmonic transforms to degree L on the Gauss–Legendre grid of ``nlat`` latitudes.
+
+    Grid: Gauss–Legendre nodes :math:`z_j = \cos\theta_j` (``nlat``) × ``nlon = 2 nlat`` longitudes
+    :math:`\varphi_k = \pi k/\text{nlat}` (the points of ``sphere_quadrature(3, nlat)``). Coefficients
+    ``C[l, m]``, m ≥ 0, of :math:`f = \sum_l [C_{l0}\bar P_{l0} + 2\operatorname{Re}\sum_{m\ge1}
+    C_{lm}\bar P_{lm}(z) e^{im\varphi}]` with :math:`\bar P_{lm}` normalised by
+    :math:`\tfrac12\int_{-1}^1\bar P_{lm}^2dz = 1` (so :math:`\|f\|^2_{L^2(\sigma)} = \sum_l|C_{l0}|^2 +
+    2\sum_{m\ge1}|C_{lm}|^2`), from the stable three-term recurrence in l at fixed m. Synthesis is one
+    matrix product per order m and parity of l + m on the northern nodes (equatorial symmetry) and an
+    inverse real FFT per latitude; analysis the reverse with the
+    Gauss weights; both are exact for band-limited functions when ``nlat > L`` (analysis of a
+    product of degree ≤ 2L projected on degree ≤ L needs ``nlat ≥ (3L + 1)/2``).
+
+    Examples
+    --------
+    >>> sht = sphere_harmonic_transform(4, 6)
+    >>> z = sht.points[:, 2].reshape(sht.nlat, sht.nlon)
+    >>> C = sht.analysis(z)
+    >>> bool(np.isclose(abs(C[1, 0]), 1 / np.sqrt(3)))  # z = Y_10 / √3 in the σ-normalisation
+    True
+    >>> bool(np.allclose(sht.synthesis(C), z))
+    True
+    """
+
+    def __init__(self, L: int, nlat: int):
+        caller = "sphere_harmonic_transform"
+        L = check_param(L, "L", caller, low=0, integer=True)
+        nlat = check_param(nlat, "nlat", caller, low=2, integer=True)
+        if nlat <= L:
+            raise InvalidParameterError(
+                f"nlat of {caller} must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1); "
+                f"got L={L}, nlat={nlat}: use nlat >= {L + 1}, or ceil((3L+1)/2) to project products exactly."
+            )
+        self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
+        z, w = np.polynomial.legendre.leggauss(self.nlat)
+        self.z, self.w = z, w / 2
+        phi = np.pi * np.arange(self.nlon) / self.nlat
+        Z, PHI = np.meshgrid(z, phi, indexing="ij")
+        r = np.sqrt(1 - Z * Z)
+        self.points = np.stack([r * np.cos(PHI), r * np.sin(PHI), Z], -1).reshape(-1, 3)
+        L = self.L
+        # equatorial symmetry: the nodes come in pairs z, -z and P̄_lm(-z) = (-1)^{l+m} P̄_lm(z), so only
+        # the northern rows are stored, split by the parity of l + m (half the flops and memory)
+        nh = (self.nlat + 1) // 2
+        self._north = np.arange(self.nlat - nh, self.nlat)
+        self._south = self.nlat - 1 - self._north  # the mirror rows (the equator, odd nlat, is its own)
+        self._mid = self.nlat % 2 == 1
+        self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
+        zn = z[self._north]
+        for m in range(L + 1):
+            P = _legendre_column(L, m, zn)
+            self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
+            self.Po.append(np.ascontiguousarray(P[:, 1::2]))
+        l = np.arange(L + 1)
+        self.laplacian = -(l * (l + 1)).astype(float)
+
+    def synthesis(self, C: np.ndarray) -> np.ndarray:
+        """Grid values (nlat, nlon) from coefficients C (L+1, L+1) (or stacked (..., L+1, L+1))."""
+        C = np.asarray(C, dtype=complex)
+        lead = C.shape[:-2]
+        Cf = C.reshape(-1, self.L + 1, self.L + 1)
+        k = Cf.shape[0]
+        A = np.zeros((self.nlat, self.nlon // 2 + 1, k), complex)
+        for m in range(self.L + 1):
+            # real Legendre matrices times (re, im) pairs: real GEMMs, no complex upcast of P
+            Cm = Cf[:, m:, m]
+            E = (self.Pe[m] @ np.ascontiguousarray(Cm[:, 0::2].T).view(float)).view(complex)
+            O = (self.Po[m] @ np.ascontiguousarray(Cm[:, 1::2].T).view(float)).view(complex)
+            A[self._south, m, :] = E - O
+            A[self._north, m, :] = E + O  # last: the equator row keeps E (O vanishes there)
+        # the Hermitian extension of irfft adds the conjugate orders: f = a_0 + 2 Re Σ_{m≥1} a_m e^{imφ}
+        out = sfft.irfft(A, self.nlon, axis=1) * self.nlon
+        return np.moveaxis(out, -1, 0).reshape(*lead, self.nlat, self.nlon)
+
+    def analysis(self, f: np.ndarray, L: int | None = None) -> np.ndarray:
+        """Coefficients (L+1, L+1) (default the transform's L) of grid values f (nlat, nlon)."""
+        L = self.L if L is None else L
+        f = np.asarray(f, dtype=float)
+        lead = f.shape[:-2]
+        ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
+        A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in
+        k = A.shape[-1]
+        An, As = A[self._north], A[self._south]
+        S, D = An + As, An - As
+        if self._mid:
+            S[0] *= 0.5  # the equator was counted twice
+        C = np.zeros((k, L + 1, L + 1), complex)
+        for m in range(L + 1):
+            ne, no = (L - m) // 2 + 1, (L - m + 1) // 2
+            Cm = C[:, m:, m]
+            Cm[:, 0::2] = (self.Pe[m][:, :ne].T @ np.ascontiguousarray(S[:, m, :]).view(float)).view(complex).T
+            if no:
+                Cm[:, 1::2] = (self.Po[m][:, :no].T @ np.ascontiguousarray(D[:, m, :]).view(float)).view(complex).T
+        return C.reshape(*lead, L + 1, L + 1)
+
+
+class _Sphere:
+    """Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2."""
+
+    d = 3
+    max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
+
+    def __init__(self, model, L):
+        self.model, self.L = model, L
+        self.scalar = _scalar_heads(model) is not None
+        # general heads: F_i is analysed to degree L + 1 (x_i ΔF_i then has degree L + 2 ≥ L)
+        self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)
+        l = np.arange(L + 1)
+        self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], L + 1, 1)
+        self.mask = np.tril(np.ones((L + 1, L + 1), bool))
+        self.weight = np.where(np.arange(L + 1)[None, :] == 0, 1.0, 2.0) * self.mask
+        if self.scalar:
+            self.phi, self.zs = _potential_multipliers(model, l, 3)
+        self.xyz = self.sht.points.reshape(self.sht.nlat, self.sht.nlon, 3)
+
+    def with_L(self, L):
+        return _Sphere(self.model, L)
+
+    def pad(self, c):
+        out = np.zeros((self.L + 1, self.L + 1), complex)
+        k = min(len(c), self.L + 1)
+        out[:k, :k] = c[:k, :k]
+        return out
+
+    def _up(self, c):
+        """Coefficients at the transform's degree L + 1 (zero row/column)."""
+        out = np.zeros((self.L + 2, self.L + 2), complex)
+        out[: self.L + 1, : self.L + 1] = c
+        return out
+
+    def rhs(self, c):
+        sht, lap = self.sht, self.laplacian
+        if self.scalar:
+            if self.model.kind == "usa":
+                pc = self.phi[:, None] * c
+                rho, lrho, Phi, lPhi = sht.synthesis(np.stack([self._up(c), self._up(lap * c), self._up(pc),
+                                                               self._up(lap * pc)]))
+            else:
+                parts = [self._up(c), self._up(lap * c), self._up(self.phi[:, None] * c)]
+                parts += [self._up(zs[:, None] * c) for _, zs in self.zs]
+                vals = sht.synthesis(np.stack(parts))
+                rho, lrho, Phi = vals[0], vals[1], vals[2].copy()
+                for (amp, _), Z in zip(self.zs, vals[3:]):
+                    Phi += amp * np.log(np.maximum(Z, 1e-300))
+                Pc = sht.analysis(Phi)
+                lap1 = np.repeat(sht.laplacian[:, None], self.L + 2, 1)
+                lPhi = sht.synthesis(lap1 * Pc)
+            G = sht.analysis(np.stack([rho * Phi, rho * lPhi - Phi * lrho]), self.L)
+            return -0.5 * (lap * G[0] + G[1]) * self.mask
+        rho = sht.synthesis(self._up(c))
+        w = np.maximum(rho, 0.0).ravel() * np.repeat(sht.w, sht.nlon) / sht.nlon
+        from ..field import _velocity
+
+        v = _velocity(self.model, sht.points, w / w.sum(), sht.points).reshape(sht.nlat, sht.nlon, 3)
+        F = rho[..., None] * v
+        Fc = sht.analysis(np.moveaxis(F, -1, 0))  # degree L + 1
+        lap1 = np.repeat(sht.laplacian[:, None], self.L + 2, 1)
+        lF = sht.synthesis(lap1[None] * Fc)
+        div = -0.5 * np.einsum("ijk,kij->ij", self.xyz, lF)
+        return -sht.analysis(div, self.L) * self.mask
+
+    def norm(self, c):
+        return float(np.sqrt(np.sum(self.weight * np.abs(c) ** 2)))
+
+    @staticmethod
+    def energy_by_degree(c):
+        k = c.shape[0]
+        weight = np.where(np.arange(k)[None, :] == 0, 1.0, 2.0) * np.tri(k, dtype=bool)
+        return np.sum(weight * np.abs(c) ** 2, axis=1)
+
+    def tail(self, c):
+        return _tail(self, c)
+
+    def sufficient_L(self, c, tol):
+        return _suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
+
+    def energy(self, c):
+        if self.scalar:
+            return _funk_hecke_energy(self.model, np.arange(self.L + 1), 3, self.energy_by_degree(c))
+        from ..field import measure_energy
+
+        sht = sphere_harmonic_transform(self.L, self.L + 1)
+        rho = sht.synthesis(c).ravel()
+        w = np.maximum(rho, 0) * np.repeat(sht.w, sht.nlon) / sht.nlon
+        return measure_energy(self.model, sht.points, w / w.sum()) if self.model.beta > 0 else np.inf
+
+
+def _sphere_projection(C, theta, x):
+    L = C.shape[0] - 1
+    z = np.clip(theta[:, 2], -1, 1)
+    phi = np.arctan2(theta[:, 1], theta[:, 0])
+    f = np.zeros((len(theta), L + 1))  # ρ_l(θ_j)
+    for m in range(L + 1):
+        P = _legendre_column(L, m, z)
+        f[:, m:] += (1.0 if m == 0 else 2.0) * np.real(P * C[m:, m][None, :] * np.exp(1j * m * phi)[:, None])
+    Pl = np.empty((len(x), L + 2))  # Legendre P_l(x), P_l(1) = 1
+    Pl[:, 0] = 1.0
+    Pl[:, 1] = x
+    for l in range(1, L + 1):
+        Pl[:, l + 1] = ((2 * l + 1) * x * Pl[:, l] - l * Pl[:, l - 1]) / (l + 1)
+    I = np.empty((len(x), L + 1))
+    I[:, 0] = x + 1
+    for l in range(1, L + 1):
+        I[:, l] = (Pl[:, l + 1] - Pl[:, l - 1]) / (2 * l + 1)
+    return 0.5 * I @ f.T, 0.5 * Pl[:, :L + 1] @ f.T
+
+
+def _zonal_projection(c, d, s, x):
+    L = len(c) - 1
+    q_dir = _gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
+    q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
+    coef = (q_dir * (c / q_one)[None, :]).T
+    logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
+
+    def density(t):
+        base = np.clip(1 - t * t, 0, None)
+        # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1/B at d = 3, else 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
+        return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
+
+    gl, gw = np.polynomial.legendre.leggauss(6)
+    h = np.diff(x)
+    nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
+    cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
+    return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
+
+
+def _legendre_column(L, m, z):
+    """P̄_lm(z), l = m..L (same recurrence and normalisation as sphere_harmonic_transform)."""
+    s = np.sqrt(np.clip(1 - z * z, 0, None))
+    pmm = np.ones_like(z)
+    for k in range(1, m + 1):
+        pmm = pmm * np.sqrt((2 * k + 1) / (2 * k)) * s
+    cols = [pmm]
+    if m < L:
+        cols.append(np.sqrt(2 * m + 3) * z * pmm)
+    for l in range(m + 2, L + 1):
+        a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
+        b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
+        cols.append(a * (z * cols[-1] - b * cols[-2]))
+    return np.stack(cols, 1)
