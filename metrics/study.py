@@ -24,10 +24,7 @@ Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import pathlib
 import pickle
 import time as _time
 
@@ -38,10 +35,10 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_choice, check_param
 
+from ._study_reference import _method, measure_entropy, setup_reference
 from .dataset import model_attrs, netcdf_safe, provenance
 from .density import check_density_fn, sample_sphere_density
 from .limit import (
-    SlicedReference,
     bounded_clusters,
     circle_quantile_atoms,
     circle_wasserstein,
@@ -60,83 +57,6 @@ def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
-def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None) -> float:
-    r"""Head-averaged attention entropy of a measure,
-    :math:`\bar H[\mu] = \frac1H\sum_h\int(\log Z^h_\mu(x) - \beta\langle x, M_h m^h_\mu(x)\rangle)\,d\mu(x)`,
-    :math:`Z^h_\mu(x) = \int e^{\beta\langle x, M_h y\rangle}d\mu(y)`; for :math:`\mu_n` it is the
-    particle attention entropy minus :math:`\log n`."""
-    w = np.full(len(y), 1.0 / len(y)) if w is None else np.asarray(w, dtype=np.float64)
-    keep = w > 0
-    y, w = y[keep], w[keep] / w[keep].sum()
-    sums = model._exp_sums(y, sources=y, weights=w)
-    ent = [p.logz - model.beta * np.einsum("id,de,ie->i", y, model.M[h], p.mean) for h, p in enumerate(sums)]
-    return float(w @ np.mean(ent, axis=0))
-
-
-def _method(kappa: float) -> str:
-    """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
-    return "rk4" if np.isinf(kappa) else "euler_maruyama"
-
-
-def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
-    """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
-    ``reference_<hash of key>.nc`` and loaded instead of rebuilt when the key matches; adds
-    ``seconds`` (the build's cost), ``cached`` and ``file``."""
-    text = json.dumps(key, sort_keys=True, default=str)
-    path = None
-    if store is not None:
-        path = pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
-        if path.exists():
-            with xr.open_dataset(path) as ds:
-                ds = ds.load()
-            if ds.attrs.get("reference_key") == text:
-                out = {v: ds[v].values for v in ds.data_vars}
-                return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
-    t0 = _time.perf_counter()
-    out = build()
-    seconds = _time.perf_counter() - t0
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {}
-        for v, arr in out.items():
-            arr = np.asarray(arr)
-            names = dims.get(v, ("time",) + tuple(f"{v}_dim{i}" for i in range(1, arr.ndim)))
-            data[v] = (names, arr, {"long_name": f"reference {v}", "units": "1"})
-        ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
-                        attrs={"title": "headflow mean-field limit study: cached reference",
-                               "reference_key": text, "build_seconds": float(seconds)})
-        tmp = path.with_name(path.name + f".part{os.getpid()}")
-        ds.to_netcdf(tmp)
-        os.replace(tmp, path)
-    return dict(out, seconds=seconds, cached=False, file="" if path is None else str(path))
-
-
-def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
-    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
-    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``."""
-
-    def build():
-        n_ref, d, seed = key["n_reference"], model.d, key["seed"]
-        runs = []
-        for r in range(2):  # run 0 is the reference, run 1 measures its error
-            if progress:
-                from tqdm.auto import tqdm
-
-                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
-            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
-            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
-            runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
-                                            kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
-                                            progress=progress).x))
-        sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
-                                 seed=seed)
-        return {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
-                "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
-                "entropy": np.array([measure_entropy(model, y) for y in runs[0]])}
-
-    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")})
-
 class _StudyModel:
     """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
 
@@ -149,11 +69,8 @@ class _StudyModel:
 
 
 def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
-    """One (n, seed) particle run of the study, with run_sweep's cell contract."""
-    path = None if path is None else pathlib.Path(path)
-    if path is not None and path.exists():
-        with xr.open_dataset(path) as ds:
-            return ds.load()
+    """One (n, seed) particle run of the study (``run_sweep(cell_fn=...)``: the sweep loads, stamps
+    and writes cells; ``path`` is unused)."""
     n = int(params["n_particles"])
     model, ts, d = settings["model"], settings["ts"], settings["dim"]
     # independent: every (n, seed) cell has its own stream; nested: seed s of every n shares one
@@ -204,12 +121,7 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
         v = np.asarray(v, dtype=float)
         data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
     data["status"] = ((), int(traj.success))
-    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
-    if path is not None:
-        tmp = path.with_name(path.name + f".part{os.getpid()}")
-        ds.to_netcdf(tmp)
-        os.replace(tmp, path)
-    return ds
+    return xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
 
 
 def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling):
@@ -247,26 +159,6 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
         raise InvalidParameterError(f"sampling of mean_field_limit_study must be 'independent' (a fresh sample for "
                                     f"every (n, seed)) or 'nested'; got {sampling!r}.")
     return [int(n) for n in nv]
-
-
-def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
-    """(the spectral StudyReference or None, why not) for reference "auto" or "spectral"."""
-    if reference not in ("auto", "spectral"):
-        return None, ""
-    from .spectral_reference import StudyReference
-
-    spec = StudyReference.build(model, density_fn, ts, kappa=kappa, m_grid=m_grid, n_projections=n_projections,
-                                n_quantiles=n_quantiles, seed=seed, entropy_fn=measure_entropy)
-    if spec is None and reference == "spectral":
-        raise InvalidParameterError(
-            "reference='spectral' of mean_field_limit_study covers S^1 (scaled-rotation heads), S^2, and d >= 4 "
-            "with scalar heads and a density zonal about the last axis; use reference='auto'.")
-    if spec is not None and spec.solution is None:
-        if reference == "spectral":
-            raise InvalidParameterError(f"reference='spectral' of mean_field_limit_study: "
-                                        f"{spec.attrs['reference_note']}; use reference='auto'.")
-        return None, spec.attrs["reference_note"]
-    return spec, ""
 
 
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
@@ -369,77 +261,12 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
                 "transport": transport, "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters),
                 "w2_max_n": int(w2_max_n), "sampling": sampling}
-    ref_attrs = {}
-    if d == 2:
-        pts, areas = mf.circle_grid(int(m_grid))
-        rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
-        mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
-        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
-                                         seed)
-        if spec is not None:
-            settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
-                            ref_entropy=spec.entropy)
-            ref_attrs = spec.attrs
-        else:
-            ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
-                       "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
-                       "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
-
-            def build():
-                sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
-                                            kappa=kappa)
-                return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
-                        "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
-
-            ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
-            settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
-            ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
-            ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')",
-                         "reference_cells": int(m_grid), "reference_error": 2 * np.pi / int(m_grid),
-                         "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
-                                                 "(cell width); quantile-atom error 2*pi/M <= "
-                                                 f"{ref_err:.2e} on top",
-                         "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
-                         "reference_file": ref["file"]}
-        metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
-        transports = {str(n): ("ot.emd2" if transport == "emd2"
-                               else "W1: circle closed form; W2: ot.binary_search_circle"
-                               + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
-                      for n in n_values}
-    else:
-        grid, _ = mf.fibonacci_sphere(int(m_grid))
-        rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
-        bound = 1.5 * float(rho_grid.max())
-        spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
-                                         seed)
-        if spec is not None:
-            sliced = spec.sliced
-            settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
-                            ref_entropy=spec.entropy)
-            ref_error_t = sliced.error + 2 * np.sqrt(spec.attrs["reference_tail"])
-            ref_attrs = spec.attrs
-        else:
-            n_ref = int(n_reference or 16 * max(n_values))
-            ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
-                       "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
-                       "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
-                       "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
-            ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
-            sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
-                                     seed=seed)
-            settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
-                            ref_energy=ref["energy"], ref_entropy=ref["entropy"])
-            ref_error_t = ref["own_sw2"] / np.sqrt(2)
-            ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
-                         "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
-                         "reference_error_note": "max over save times of SW_2 between two independent reference "
-                                                 "runs, divided by sqrt(2): the reference's own sampling error "
-                                                 "(per time in the data variable reference_error)",
-                         "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
-                         "reference_file": ref["file"]}
-        metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
-        transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
-                              f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
+    ref = setup_reference(model, density_fn, ts, dict(
+        m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
+        n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+        transport=transport, w2_max_n=int(w2_max_n), reference=reference, store=store, progress=progress))
+    settings.update(ref["settings"])
+    ref_attrs, metrics_rated, transports, note = ref["attrs"], ref["rated"], ref["transports"], ref["note"]
     if note:
         ref_attrs["reference_note"] = note  # why the spectral reference was not used
     t_ref = _time.perf_counter() - t_start
@@ -472,9 +299,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                             {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
     data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
     if d >= 3:
-        data["reference_error"] = (("time",), ref_error_t, {"long_name": (
-            "bound on SW_2 between the spectral reference and its quantile atoms, plus 2 sqrt(spectral tail)"
-            if spec is not None else "SW_2 between two independent reference runs / sqrt(2)"), "units": "1"})
+        data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
     data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
                                 {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
     data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
@@ -525,8 +350,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                            "S^{d-1}: sliced SW_2 of the embedded measures, a metric with the same n^{-1/2} rate "
                            "as W_2 for i.i.d. samples (metrics.limit); sw2_mc_error is its Monte-Carlo "
                            "standard error"),
-        "clustering": ("sorted-angle gaps (exact, O(n log n))" if d == 2 else
-                       "occupied-cube DBSCAN on a ball tree (bounded memory)"),
+        "clustering": "exact geodesic eps-linking (metrics.cluster_sizes): sorted angles on S^1, "
+                      "grid cubes and KD-trees on S^{d-1}, O(n d) memory",
         "reference_seconds": float(t_ref), "study_seconds": float(_time.perf_counter() - t_start),
         **ref_attrs,
         **model_attrs(model),

@@ -1,0 +1,213 @@
+"""The mean-field reference of a limit study: spectral where it applies, else finite volumes on
+S^1 or two Lagrangian runs on S^{d-1}, cached in the study's store (keyed by every setting it
+depends on). :func:`setup_reference` returns what the study's cells and dataset need."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import time as _time
+
+import numpy as np
+import xarray as xr
+
+import meanfield as mf
+from particles import MultiHead, SaveAt, __version__, simulate
+from particles.validation import InvalidParameterError
+
+from ._store import atomic_to_netcdf
+from .dataset import model_attrs
+from .density import check_density_fn, sample_sphere_density
+from .limit import SlicedReference
+
+__all__ = ["setup_reference", "measure_entropy"]
+
+
+def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None) -> float:
+    r"""Head-averaged attention entropy of a measure,
+    :math:`\bar H[\mu] = \frac1H\sum_h\int(\log Z^h_\mu(x) - \beta\langle x, M_h m^h_\mu(x)\rangle)\,d\mu(x)`,
+    :math:`Z^h_\mu(x) = \int e^{\beta\langle x, M_h y\rangle}d\mu(y)`; for :math:`\mu_n` it is the
+    particle attention entropy minus :math:`\log n`."""
+    w = np.full(len(y), 1.0 / len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    y, w = y[keep], w[keep] / w[keep].sum()
+    sums = model._exp_sums(y, sources=y, weights=w)
+    ent = [p.logz - model.beta * np.einsum("id,de,ie->i", y, model.M[h], p.mean) for h, p in enumerate(sums)]
+    return float(w @ np.mean(ent, axis=0))
+
+
+def _method(kappa: float) -> str:
+    """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
+    return "rk4" if np.isinf(kappa) else "euler_maruyama"
+
+
+def setup_reference(model, density_fn, ts, opts: dict) -> dict:
+    """``{"settings", "attrs", "rated", "transports", "note", "error_t"}`` of the study's reference on
+    the sphere of ``model`` (``opts``: the study's settings)."""
+    return (_circle if model.d == 2 else _sphere)(model, density_fn, ts, **opts)
+
+
+def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_projections, n_quantiles, seed,
+            transport, w2_max_n, reference, store, **_):
+    settings = {}
+    pts, areas = mf.circle_grid(int(m_grid))
+    rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
+    mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
+    spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                     seed)
+    if spec is not None:
+        settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
+                        ref_entropy=spec.entropy)
+        ref_attrs = spec.attrs
+    else:
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
+                   "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+
+        def build():
+            sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
+                                        kappa=kappa)
+            return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
+                    "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
+
+        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
+        settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
+        ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')",
+                     "reference_cells": int(m_grid), "reference_error": 2 * np.pi / int(m_grid),
+                     "reference_error_note": "bound 2*pi/m_grid on W_p between the grid measure and mu "
+                                             "(cell width); quantile-atom error 2*pi/M <= "
+                                             f"{ref_err:.2e} on top",
+                     "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                     "reference_file": ref["file"]}
+    metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
+    transports = {str(n): ("ot.emd2" if transport == "emd2"
+                           else "W1: circle closed form; W2: ot.binary_search_circle"
+                           + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
+                  for n in n_values}
+    return {"settings": settings, "attrs": ref_attrs, "rated": metrics_rated, "transports": transports,
+            "note": note, "error_t": None}
+
+
+def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, n_reference, seed, n_projections,
+            n_quantiles, reference, store, progress, **_):
+    settings, d = {}, model.d
+    grid, _ = mf.fibonacci_sphere(int(m_grid))
+    rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
+    bound = 1.5 * float(rho_grid.max())
+    spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
+                                     seed)
+    if spec is not None:
+        sliced = spec.sliced
+        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
+                        ref_entropy=spec.entropy)
+        ref_error_t = sliced.error + 2 * np.sqrt(spec.attrs["reference_tail"])
+        ref_attrs = spec.attrs
+    else:
+        n_ref = int(n_reference or 16 * max(n_values))
+        ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
+                   "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
+                   "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
+                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+        ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
+        sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                 seed=seed)
+        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
+                        ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        ref_error_t = ref["own_sw2"] / np.sqrt(2)
+        ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
+                     "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
+                     "reference_error_note": "max over save times of SW_2 between two independent reference "
+                                             "runs, divided by sqrt(2): the reference's own sampling error "
+                                             "(per time in the data variable reference_error)",
+                     "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
+                     "reference_file": ref["file"]}
+    metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
+    transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
+                          f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
+
+    return {"settings": settings, "attrs": ref_attrs, "rated": metrics_rated, "transports": transports,
+            "note": note, "error_t": ref_error_t,
+            "error_t_long": ("bound on SW_2 between the spectral reference and its quantile atoms, plus 2 "
+                             "sqrt(spectral tail)" if spec is not None else
+                             "SW_2 between two independent reference runs / sqrt(2)")}
+
+
+def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
+    """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
+    ``reference_<hash of key>.nc`` and loaded instead of rebuilt when the key matches; adds
+    ``seconds`` (the build's cost), ``cached`` and ``file``."""
+    text = json.dumps(key, sort_keys=True, default=str)
+    path = None
+    if store is not None:
+        path = pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
+        if path.exists():
+            with xr.open_dataset(path) as ds:
+                ds = ds.load()
+            if ds.attrs.get("reference_key") == text:
+                out = {v: ds[v].values for v in ds.data_vars}
+                return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
+    t0 = _time.perf_counter()
+    out = build()
+    seconds = _time.perf_counter() - t0
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {}
+        for v, arr in out.items():
+            arr = np.asarray(arr)
+            names = dims.get(v, ("time",) + tuple(f"{v}_dim{i}" for i in range(1, arr.ndim)))
+            data[v] = (names, arr, {"long_name": f"reference {v}", "units": "1"})
+        ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
+                        attrs={"title": "headflow mean-field limit study: cached reference",
+                               "reference_key": text, "build_seconds": float(seconds)})
+        atomic_to_netcdf(ds, path)
+    return dict(out, seconds=seconds, cached=False, file="" if path is None else str(path))
+
+
+def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) -> dict:
+    """The d >= 3 reference: two independent Lagrangian runs of ``key["n_reference"]`` particles
+    (run 0 is the reference, run 1 measures its error by SW_2), built once and kept in ``store``."""
+
+    def build():
+        n_ref, d, seed = key["n_reference"], model.d, key["seed"]
+        runs = []
+        for r in range(2):  # run 0 is the reference, run 1 measures its error
+            if progress:
+                from tqdm.auto import tqdm
+
+                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+            ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
+            rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
+            runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
+                                            kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
+                                            progress=progress).x))
+        sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
+                                 seed=seed)
+        return {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),
+                "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
+                "entropy": np.array([measure_entropy(model, y) for y in runs[0]])}
+
+    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")})
+
+def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
+    """(the spectral StudyReference or None, why not) for reference "auto" or "spectral"."""
+    if reference not in ("auto", "spectral"):
+        return None, ""
+    from .spectral_reference import StudyReference
+
+    spec = StudyReference.build(model, density_fn, ts, kappa=kappa, m_grid=m_grid, n_projections=n_projections,
+                                n_quantiles=n_quantiles, seed=seed, entropy_fn=measure_entropy)
+    if spec is None and reference == "spectral":
+        raise InvalidParameterError(
+            "reference='spectral' of mean_field_limit_study covers S^1 (scaled-rotation heads), S^2, and d >= 4 "
+            "with scalar heads and a density zonal about the last axis; use reference='auto'.")
+    if spec is not None and spec.solution is None:
+        if reference == "spectral":
+            raise InvalidParameterError(f"reference='spectral' of mean_field_limit_study: "
+                                        f"{spec.attrs['reference_note']}; use reference='auto'.")
+        return None, spec.attrs["reference_note"]
+    return spec, ""
+
+
