@@ -17,14 +17,13 @@ from .dataset import (
     trajectory_to_dataset,
 )
 from .density import (
-    ExpressionDensity,
-    FamilyDensity,
     check_density_fn,
     circle_density_quantile,
     density_of_angle,
     sample_circle_density,
     sample_sphere_density,
 )
+from .density_families import ExpressionDensity, FamilyDensity
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
 from .limit import (
     RateFit,

@@ -22,9 +22,6 @@ PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dyn
 #: over a limit when the limits were set: (kind, place) -> size then
 DEBT = {
     ("function", "metrics/study.py:mean_field_limit_study"): 141,
-    ("module", "headflow/cli.py"): 581,
-    ("module", "metrics/density.py"): 414,
-    ("module", "metrics/limit.py"): 456,
 }
 
 

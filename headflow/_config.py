@@ -1,0 +1,233 @@
+"""The configs of the ``headflow`` commands: sections and defaults (:data:`SCHEMAS`), the type and
+range of every value (:data:`TYPES`), complete examples (:data:`EXAMPLES`) and :func:`load_config`.
+
+Import-light on purpose (no numpy): ``headflow --help`` and config errors stay fast.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pathlib
+
+from . import _schema as S
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "SCHEMAS", "TYPES", "EXAMPLES", "load_config"]
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be run as written; the message names the fix."""
+
+
+_MODEL = {"kind": "usa", "geometry": "sphere", "d": 3, "beta": 2.0, "lambdas": [1.0, 0.4], "M": None, "W": None,
+          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10}
+_OUTPUT = {"path": None, "format": "netcdf"}
+
+#: every section, key and default of each command's config
+SCHEMAS = {
+    "simulate": {
+        "model": _MODEL,
+        "run": {"n": 64, "t1": 10.0, "dt": 0.02, "method": "rk4", "n_saves": 51, "seed": 0, "kappa": float("inf"),
+                "positions": True, "diagnostics": None},
+        "output": _OUTPUT,
+    },
+    "sweep": {
+        "sweep": {"grid": {"n_particles": [16, 32], "beta": [1.0, 4.0]}, "n_seeds": 2, "seed": 0, "t1": 10.0,
+                  "dt": 0.05, "n_saves": 11, "method": "rk4", "kappa": float("inf"),
+                  "metrics": ["n_clusters", "energy_multi", "mean_entropy"], "engine": "serial",
+                  "max_workers": None, "store": None},
+        "output": _OUTPUT,
+    },
+    "study": {
+        "model": dict(_MODEL, d=2, beta=3.0, lambdas=[1.0]),
+        "study": {"n_values": [16, 32, 64, 128], "n_seeds": 4, "t1": 2.0, "n_saves": 5, "m_grid": 1024, "dt": 0.01,
+                  "seed": 0, "kappa": float("inf"), "n_reference": None, "n_projections": 256,
+                  "sampling": "independent", "engine": "serial", "max_workers": None, "store": None},
+        "density": {"family": "cosine", "amplitude": 0.5, "mode": 2, "concentration": None, "expression": None},
+        "output": _OUTPUT,
+    },
+}
+
+_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
+_METHODS = ("euler", "heun", "rk4", "dopri5", "euler_maruyama")
+_DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy", "head_energy_rate", "kinetic",
+                "log_energy", "radial_shadow", "rate_residual", "rd_margin", "rd_margin_min", "summation_bound",
+                "summation_fast")
+_METRIC_NAMES = ("distance_to_uniform", "energy_multi", "largest_cluster", "log_energy_multi", "mean_entropy",
+                 "n_clusters")
+_T_MODEL = {"kind": S.Str(_KINDS), "geometry": S.Str(("sphere", "flat")), "d": S.Int(2), "beta": S.Float(0.0),
+            "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix(),
+            "log_time_scale": S.Either(S.Str(("auto",)), S.Float(0.0, open_low=True)),
+            "summation": S.Str(("auto", "exact", "fast")), "tol": S.Float(0.0, open_low=True, high=1.0)}
+_T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
+
+#: the type of every config value (checked before any work; errors name the TOML key)
+TYPES = {
+    "simulate": {
+        "model": _T_MODEL,
+        "run": {"n": S.Int(1), "t1": S.Float(0.0, open_low=True), "dt": S.Float(0.0, open_low=True),
+                "method": S.Str(_METHODS), "n_saves": S.Int(1), "seed": S.Int(0),
+                "kappa": S.Float(0.0, open_low=True, inf=True), "positions": S.Bool(),
+                "diagnostics": S.ListOf(S.Str(), min_len=0)},
+        "output": _T_OUTPUT,
+    },
+    "sweep": {
+        "sweep": {"grid": S.Table({"n_particles": S.ListOf(S.Int(1)), "beta": S.ListOf(S.Float(0.0)),
+                                   "n_heads": S.ListOf(S.Int(1)), "kind": S.ListOf(S.Str(_KINDS)),
+                                   "d": S.ListOf(S.Int(2))}),
+                  "n_seeds": S.Int(1), "seed": S.Int(0), "t1": S.Float(0.0, open_low=True),
+                  "dt": S.Float(0.0, open_low=True), "n_saves": S.Int(2), "method": S.Str(_METHODS),
+                  "kappa": S.Float(0.0, open_low=True, inf=True), "metrics": S.ListOf(S.Str(_METRIC_NAMES)),
+                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "output": _T_OUTPUT,
+    },
+    "study": {
+        "model": _T_MODEL,
+        "study": {"n_values": S.ListOf(S.Int(1), min_len=2, increasing=True), "n_seeds": S.Int(1),
+                  "t1": S.Float(0.0, open_low=True), "n_saves": S.Int(1), "m_grid": S.Int(8),
+                  "dt": S.Float(0.0, open_low=True), "seed": S.Int(0), "kappa": S.Float(0.0, open_low=True, inf=True),
+                  "n_reference": S.Int(2), "n_projections": S.Int(1), "sampling": S.Str(("independent", "nested")),
+                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "density": {"family": S.Str(("uniform", "cosine", "von_mises", "expression")),
+                    "amplitude": S.Float(0.0, high=1.0), "mode": S.Int(0), "concentration": S.Float(0.0, high=700.0),
+                    "expression": S.Str()},
+        "output": _T_OUTPUT,
+    },
+}
+
+#: a complete, commented config per command (what ``--example`` prints)
+EXAMPLES = {
+    "simulate": """\
+# headflow simulate: one particle run
+[model]
+kind = "usa"              # "usa", "softmax", "relu" or "relu_rownorm"
+geometry = "sphere"       # or "flat"
+d = 3                     # ambient dimension: tokens on S^{d-1}
+beta = 2.0                # inverse temperature
+lambdas = [1.0, 0.4]      # scalar heads M_h = W_h = lambda_h I; or give M (and W) as nested lists
+log_time_scale = "auto"   # USA heads: integrate in rescaled time (no overflow)
+summation = "auto"        # "exact", "fast" (NUFFT, needs finufft) or "auto"
+tol = 1e-10               # bound on the relative error of every partition function (fast/auto)
+
+[run]
+n = 64                    # number of tokens
+t1 = 10.0
+dt = 0.02
+method = "rk4"            # "euler", "rk4", "dopri5", "euler_maruyama"
+n_saves = 51
+seed = 0                  # initial tokens and noise come from SeedSequence(seed)
+kappa = inf               # noise: generator kappa^-1 Laplacian (inf: none)
+positions = true          # store the trajectory (time, particle, component)
+# diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS
+
+[output]
+path = "run.nc"           # --out overrides
+format = "netcdf"         # or "zarr"
+""",
+    "sweep": """\
+# headflow sweep: grid x seeds, one stored file per finished cell (resumable)
+[sweep]
+grid = { n_particles = [16, 32], beta = [1.0, 4.0] }   # any of n_particles, beta, n_heads, kind, d
+n_seeds = 2
+seed = 0
+t1 = 10.0
+dt = 0.05
+n_saves = 11
+method = "rk4"
+kappa = inf
+metrics = ["n_clusters", "energy_multi", "mean_entropy"]
+engine = "serial"         # or "process"
+# max_workers = 2
+# store = "sweep.cells"   # default: <output path>.cells
+
+[output]
+path = "sweep.nc"
+format = "netcdf"
+""",
+    "study": """\
+# headflow study: particles against the mean-field reference, on S^1 (d = 2) or S^{d-1}
+[model]
+kind = "usa"              # "usa" or "softmax"
+d = 2                     # tokens on S^{d-1}: d = 2 uses the fv_circle reference and exact W1/W2,
+                          # d >= 3 a Lagrangian reference and the sliced SW2
+beta = 3.0
+lambdas = [1.0]
+
+[study]
+n_values = [16, 32, 64, 128]
+n_seeds = 4
+t1 = 2.0
+n_saves = 5
+m_grid = 1024             # cells of the S^1 grid (d = 2), or the grid bounding the density (d >= 3)
+dt = 0.01
+seed = 0
+kappa = inf               # noise (inf: none)
+# n_reference = 2048      # d >= 3: particles of the reference run (default 16 max(n_values))
+n_projections = 256       # d >= 3: directions of the sliced SW2
+sampling = "independent"  # a fresh sample per (n, seed); "nested": shared streams, paired intervals
+engine = "serial"         # or "process"
+# max_workers = 2
+# store = "study.cells"   # default: <output path>.cells (finished cells; a rerun resumes)
+
+[density]                 # the initial density, a function of the point x = (x1, ..., xd)
+family = "cosine"         # 1 + amplitude cos(mode * angle(x, e1)); on S^1: 1 + amplitude cos(mode theta)
+amplitude = 0.5
+mode = 2
+# family = "von_mises"    # exp(concentration (x1 - 1))
+# concentration = 2.0
+# family = "expression"   # an arithmetic expression of x1..xd (parsed, never eval'd)
+# expression = "1 + 0.5 * x3"
+
+[output]
+path = "study.nc"
+format = "netcdf"
+""",
+}
+
+
+# ---------------------------------------------------------------- configs
+
+
+def load_config(command: str, source) -> dict:
+    """Read a TOML config (a path, or the TOML text as a str) for ``command``; check every value
+    against :data:`TYPES` (a :class:`ConfigError` names the key) and fill in the defaults.
+
+    Examples
+    --------
+    >>> cfg = load_config("simulate", '[run]\\nn = 8')
+    >>> cfg["run"]["n"], cfg["run"]["method"], cfg["model"]["kind"]
+    (8, 'rk4', 'usa')
+    """
+    schema = SCHEMAS[command]
+    if isinstance(source, os.PathLike):  # a path; a str is the TOML text itself
+        path = pathlib.Path(source)
+        if not path.is_file():
+            raise ConfigError(f"config file {str(path)!r} does not exist; `headflow {command} --example` prints one.")
+        text = path.read_text()
+    else:
+        text = str(source)
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"the config is not valid TOML: {exc}.") from None
+    unknown = set(raw) - set(schema)
+    if unknown:
+        raise ConfigError(f"unknown section(s) {sorted(unknown)} in a {command} config; valid: {sorted(schema)}.")
+    cfg = {}
+    for section, defaults in schema.items():
+        given = raw.get(section, {})
+        if not isinstance(given, dict):
+            raise ConfigError(f"[{section}] must be a table; got {given!r}.")
+        bad = set(given) - set(defaults)
+        if bad:
+            raise ConfigError(f"unknown key(s) {sorted(bad)} in [{section}]; valid: {sorted(defaults)}.")
+        given = S.check_section(section, given, TYPES[command][section], ConfigError)
+        cfg[section] = {**copy.deepcopy(defaults), **given}
+    return cfg
+
+
