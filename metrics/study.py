@@ -230,32 +230,10 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     """
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
     check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
-    if n_reference is not None:
-        # a reference coarser than the runs it measures would make its own error the result
-        n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values),
-                                  integer=True)
-    if engine == "process":
-        from ._executors import check_not_bootstrapping
-
-        # before the reference run: in a worker re-importing an unguarded script it would be wasted
-        check_not_bootstrapping("mean_field_limit_study")
-    if engine == "process" and model.d >= 3:
-        # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
-        try:
-            pickle.dumps(density_fn)
-        except Exception as exc:
-            raise InvalidParameterError(
-                "density_fn of mean_field_limit_study must be picklable with engine='process' (the workers "
-                f"sample from it on S^{model.d - 1}); got {density_fn!r} ({exc}). Define it with def at module "
-                "level, or use engine='serial' or a dask client (which pickles lambdas)."
-            ) from exc
+    n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
     from .sweep import run_sweep
 
     d = model.d
-    if reference not in ("auto", "spectral", ("fv_circle" if d == 2 else "lagrangian")):
-        raise InvalidParameterError(
-            f"reference of mean_field_limit_study must be 'auto', 'spectral' or "
-            f"{'fv_circle' if d == 2 else 'lagrangian'!r} on S^{d - 1}; got {reference!r}.")
     t_start = _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
     settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
@@ -266,61 +244,23 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
         transport=transport, w2_max_n=int(w2_max_n), reference=reference, store=store, progress=progress))
     settings.update(ref["settings"])
-    ref_attrs, metrics_rated, transports, note = ref["attrs"], ref["rated"], ref["transports"], ref["note"]
-    if note:
-        ref_attrs["reference_note"] = note  # why the spectral reference was not used
+    ref_attrs, metrics_rated, transports = ref["attrs"], ref["rated"], ref["transports"]
+    ref_attrs.update({"reference_note": ref["note"]} if ref["note"] else {})  # why the spectral one was not used
     t_ref = _time.perf_counter() - t_start
-    key = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
-                      "kappa": kappa, "transport": transport, "n_reference": n_reference, "eps": eps_cluster,
-                      "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling, "L": n_projections,
-                      "Q": n_quantiles, "density": np.asarray(settings["ref_energy"]).tolist(),
-                      "reference": ref_attrs["reference"]}, sort_keys=True, default=str)
-    settings["key"] = key
+    # every setting a cell depends on enters its file name (the density through the reference's energies)
+    settings["key"] = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
+                                  "kappa": kappa, "transport": transport, "n_reference": n_reference,
+                                  "eps": eps_cluster, "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling,
+                                  "L": n_projections, "Q": n_quantiles, "reference": ref_attrs["reference"],
+                                  "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True,
+                                 default=str)
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
                       n_saves=int(n_saves), kappa=float(kappa), model_fn=_StudyModel(model), engine=engine,
                       max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
                       cell_settings=settings, metrics=())
-    K = int(max_clusters)
-    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
-    units = {"w1": "rad", "w2": "rad", "sw2": "1"}
-    long = {
-        "w1": "W1(mu_n(t), mu(t)), geodesic cost",
-        "w2": "W2(mu_n(t), mu(t)), geodesic cost",
-        "sw2": "sliced W2(mu_n(t), mu_ref(t)) of the embedded measures",
-        "sw2_mc_error": "Monte-Carlo standard error of sw2 (over directions, delta method)",
-        "energy_gap": "|E_multi[mu_n(t)] - E_multi[mu(t)]|",
-        "entropy_gap": "|H[mu_n(t)] - H[mu(t)]|, head-averaged attention entropy (nats)",
-        "n_clusters": f"number of clusters (geodesic eps = {eps_cluster:g})",
-    }
-    dims = ("n_particles", "seed", "time")
-    data = {v: (dims, sweep[v].values, {"long_name": long[v], "units": units.get(v, "1")})
-            for v in long if v in sweep}
-    data["cluster_mass"] = (dims + ("cluster_rank",), masses,
-                            {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
-    data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
-    if d >= 3:
-        data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
-    data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
-                                {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
-    data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
-                                 {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
-    paired = sampling == "nested"
-    for v in metrics_rated:
-        g = sweep[v].values  # (N, S, T)
-        data[f"{v}_stderr"] = (("n_particles", "time"), g.std(axis=1, ddof=1) / np.sqrt(g.shape[1])
-                               if g.shape[1] > 1 else np.full((g.shape[0], g.shape[2]), np.nan),
-                               {"long_name": f"standard error of the seed mean of {v}", "units": units.get(v, "1")})
-        rows = np.all(np.isfinite(g), axis=(1, 2)) if v == "w2" else np.ones(len(n_values), bool)
-        g = g[rows]
-        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], paired=paired, interval=interval,
-                                  n_boot=n_boot, rng=seed)[:4] for k in range(len(ts))])
-        data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
-        data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:3],
-                                {"long_name": f"95% {'t' if interval == 't' else 'bootstrap'} interval of rate_{v} "
-                                              f"({'paired over seeds' if paired else 'independent n'})",
-                                 "units": "1"})
-        data[f"rate_{v}_stderr"] = (("time",), fits[:, 3], {"long_name": f"standard error of rate_{v}",
-                                                            "units": "1"})
+    K, paired = int(max_clusters), sampling == "nested"
+    data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
+                       paired=paired, interval=interval, n_boot=n_boot, seed=seed)
     coords = {
         "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
         "seed": ("seed", np.arange(int(n_seeds)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
@@ -345,13 +285,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                           else "percentile bootstrap over seeds (metrics.limit.fit_rate)")
                          + (", paired: whole seeds across n" if paired else ", independent samples per n"),
         "transport_method": json.dumps(transports),
-        "transport_note": ("S^1: exact W_p against M = max(4n, 4 m_grid) quantile atoms of the reference; "
-                           "the emd2 and circle methods compute the same number" if d == 2 else
-                           "S^{d-1}: sliced SW_2 of the embedded measures, a metric with the same n^{-1/2} rate "
-                           "as W_2 for i.i.d. samples (metrics.limit); sw2_mc_error is its Monte-Carlo "
-                           "standard error"),
-        "clustering": "exact geodesic eps-linking (metrics.cluster_sizes): sorted angles on S^1, "
-                      "grid cubes and KD-trees on S^{d-1}, O(n d) memory",
+        **_METHOD_NOTES[min(d, 3)],
         "reference_seconds": float(t_ref), "study_seconds": float(_time.perf_counter() - t_start),
         **ref_attrs,
         **model_attrs(model),
@@ -366,3 +300,90 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
             model=model),
     })
     return ds
+
+
+#: how the study measures, per sphere (S^1: 2; S^{d-1}, d >= 3: 3)
+_METHOD_NOTES = {
+    2: {"transport_note": "S^1: exact W_p against M = max(4n, 4 m_grid) quantile atoms of the reference; the "
+                          "emd2 and circle methods compute the same number",
+        "clustering": "exact geodesic eps-linking (metrics.cluster_sizes): sorted angles, O(n log n)"},
+    3: {"transport_note": "S^{d-1}: sliced SW_2 of the embedded measures, a metric with the same n^{-1/2} rate as "
+                          "W_2 for i.i.d. samples (metrics.limit); sw2_mc_error is its Monte-Carlo standard error",
+        "clustering": "exact geodesic eps-linking (metrics.cluster_sizes): grid cubes and KD-trees, O(n d) memory"},
+}
+
+
+def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_cluster, paired, interval, n_boot,
+                seed) -> dict:
+    """The study's data variables: the gaps per (n, seed, time), cluster masses, the mean-field
+    energy and entropy, per-n standard errors and the fitted rates with their intervals."""
+    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
+    units = {"w1": "rad", "w2": "rad", "sw2": "1"}
+    long = {
+        "w1": "W1(mu_n(t), mu(t)), geodesic cost",
+        "w2": "W2(mu_n(t), mu(t)), geodesic cost",
+        "sw2": "sliced W2(mu_n(t), mu_ref(t)) of the embedded measures",
+        "sw2_mc_error": "Monte-Carlo standard error of sw2 (over directions, delta method)",
+        "energy_gap": "|E_multi[mu_n(t)] - E_multi[mu(t)]|",
+        "entropy_gap": "|H[mu_n(t)] - H[mu(t)]|, head-averaged attention entropy (nats)",
+        "n_clusters": f"number of clusters (geodesic eps = {eps_cluster:g})",
+    }
+    dims = ("n_particles", "seed", "time")
+    data = {v: (dims, sweep[v].values, {"long_name": long[v], "units": units.get(v, "1")})
+            for v in long if v in sweep}
+    data["cluster_mass"] = (dims + ("cluster_rank",), masses,
+                            {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
+    data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
+    if d >= 3:
+        data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
+    data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
+                                {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
+    data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
+                                 {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
+    for v in metrics_rated:
+        g = sweep[v].values  # (N, S, T)
+        data[f"{v}_stderr"] = (("n_particles", "time"), g.std(axis=1, ddof=1) / np.sqrt(g.shape[1])
+                               if g.shape[1] > 1 else np.full((g.shape[0], g.shape[2]), np.nan),
+                               {"long_name": f"standard error of the seed mean of {v}", "units": units.get(v, "1")})
+        rows = np.all(np.isfinite(g), axis=(1, 2)) if v == "w2" else np.ones(len(n_values), bool)
+        g = g[rows]
+        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], paired=paired, interval=interval,
+                                  n_boot=n_boot, rng=seed)[:4] for k in range(len(ts))])
+        data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
+        data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:3],
+                                {"long_name": f"95% {'t' if interval == 't' else 'bootstrap'} interval of rate_{v} "
+                                              f"({'paired over seeds' if paired else 'independent n'})",
+                                 "units": "1"})
+        data[f"rate_{v}_stderr"] = (("time",), fits[:, 3], {"long_name": f"standard error of rate_{v}",
+                                                            "units": "1"})
+    return data
+
+
+def _check_run(model, density_fn, n_values, n_reference, engine, reference):
+    """What a study checks before any reference run: the reference's size, the engine's
+    preconditions (main guard, a picklable density) and the reference kind; returns n_reference."""
+    if n_reference is not None:
+        # a reference coarser than the runs it measures would make its own error the result
+        n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values),
+                                  integer=True)
+    if engine == "process":
+        from ._executors import check_not_bootstrapping
+
+        # before the reference run: in a worker re-importing an unguarded script it would be wasted
+        check_not_bootstrapping("mean_field_limit_study")
+    if engine == "process" and model.d >= 3:
+        # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
+        try:
+            pickle.dumps(density_fn)
+        except Exception as exc:
+            raise InvalidParameterError(
+                "density_fn of mean_field_limit_study must be picklable with engine='process' (the workers "
+                f"sample from it on S^{model.d - 1}); got {density_fn!r} ({exc}). Define it with def at module "
+                "level, or use engine='serial' or a dask client (which pickles lambdas)."
+            ) from exc
+    d = model.d
+    if reference not in ("auto", "spectral", ("fv_circle" if d == 2 else "lagrangian")):
+        raise InvalidParameterError(
+            f"reference of mean_field_limit_study must be 'auto', 'spectral' or "
+            f"{'fv_circle' if d == 2 else 'lagrangian'!r} on S^{d - 1}; got {reference!r}.")
+    return n_reference
