@@ -18,6 +18,7 @@ from .dataset import (
 )
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
+from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
 from .registry import METRICS, Metric, evaluate
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
@@ -37,6 +38,9 @@ __all__ = [
     "SWEEP_PARAMS",
     "default_model",
     "run_sweep",
+    "phase_diagram",
+    "PHASE_STATISTICS",
+    "clustered_pair_fraction",
     "mean_field_limit_study",
     "sample_grid_measure",
     "distance_to_uniform",

@@ -1,0 +1,290 @@
+r"""Phase diagrams: how much clustering S random systems show after a time t, against β.
+
+:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on
+:math:`S^{d-1}` per inverse temperature β (heads :math:`M = W = I_d`, :class:`particles.Ensemble`,
+all systems of a cell in one batched field) and records, at every save time t, the mean over
+systems of
+
+- ``clustered_pairs``: the fraction of pairs :math:`i<j` with
+  :math:`\langle x_i, x_j\rangle \ge \rho_c` (default :math:`\rho_c = 0.999`);
+- ``n_clusters``: the number of ε-connected components (:func:`metrics.n_clusters_batch`),
+
+with its standard error over systems. Next to it, the equiangular theory of docs/theory.md §4:
+``theory_time[β]``, the time for equiangular tokens to go from ρ = 0 to ρ = ρ_c
+(:func:`particles.theory.hitting_time`); the curve ``t = theory_time(β)`` is the published
+overlay "time to ρ = ρ_c equals T".
+
+Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index ``seed``): each
+finished chunk of systems of one β is a verified file in ``store`` (a rerun resumes), and the
+engines are run_sweep's (serial, process pool, dask). A chunk's initial tokens depend on the
+chunk index only (common random numbers across β, so the β-dependence is not blurred by
+sampling noise).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, theory
+from particles.validation import InvalidParameterError, check_choice, check_param, check_points, check_real_array
+
+from .clustering import n_clusters_batch
+from .dataset import netcdf_safe, provenance
+
+__all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
+
+#: statistic name -> (long name, units)
+PHASE_STATISTICS = {
+    "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
+    "n_clusters": ("number of eps-connected clusters", "1"),
+}
+_PHASE_KINDS = ("softmax", "usa")
+_INITS = ("uniform", "equiangular")
+
+
+def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
+    r"""Fraction of clustered pairs of each system of a stack ``x`` (S, n, d), shape (S,):
+
+    .. math:: \frac{2}{n(n-1)}\,\#\{i<j : \langle x_i, x_j\rangle \ge \rho_c\}.
+
+    Examples
+    --------
+    >>> x = np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]])
+    >>> clustered_pair_fraction(x).round(4).tolist()
+    [0.3333]
+    """
+    caller = "clustered_pair_fraction"
+    x = check_real_array(x, "x", caller, ndim=3, expected="an array of shape (S, n, d)")
+    if x.shape[0] < 1 or x.shape[1] < 2 or x.shape[2] < 1:
+        raise InvalidParameterError(
+            f"x of {caller} must have shape (S, n, d) with S >= 1 systems of n >= 2 tokens (pairs); got {x.shape}."
+        )
+    check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
+    rho_c = check_param(rho_c, "rho_c", caller, low=-1.0, high=1.0)
+    n = x.shape[1]
+    G = x @ x.transpose(0, 2, 1)
+    iu = np.triu_indices(n, 1)
+    return np.count_nonzero(G[:, iu[0], iu[1]] >= rho_c, axis=1) / (n * (n - 1) / 2)
+
+
+def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
+    """c systems: i.i.d. uniform tokens, or equiangular tokens at ρ = 0 under a random rotation."""
+    if init == "uniform":
+        x = rng.standard_normal((c, n, d))
+    else:
+        q, r = np.linalg.qr(rng.standard_normal((c, d, d)))
+        q = q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
+        x = np.eye(d)[None, :n] @ q.transpose(0, 2, 1)  # orthonormal rows: ρ = 0
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+    """One chunk of systems at one β (run_sweep's cell contract; dims: time)."""
+    start, stop = settings["chunks"][seed_index]
+    c, n, d = stop - start, settings["n"], settings["d"]
+    rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
+    x0 = _initial(c, n, d, settings["init"], rng)
+    field = Ensemble(np.eye(d), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
+                     chunk=settings["batch"])
+    names = settings["statistics"]
+
+    def save_fn(t, x):
+        row = {}
+        for name in names:
+            v = (clustered_pair_fraction(x, rho_c=settings["rho_c"]) if name == "clustered_pairs"
+                 else n_clusters_batch(x, eps=settings["eps"]).astype(float))
+            row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
+        return row
+
+    n_t = len(settings["ts"])
+    dt = settings["dt"] if settings["method"] != "dopri5" else None
+    try:
+        traj = simulate(x0, field, t1=settings["t1"], dt=dt, method=settings["method"],
+                        save=SaveAt(ts=settings["ts"], x=False, fn=save_fn), on_failure="return",
+                        rtol=settings["rtol"], atol=settings["rtol"] * 1e-2)
+        saved, ok, message = traj.saved, traj.success, traj.message
+    except SolverError as exc:  # failed before the first save
+        saved, ok, message = {}, False, str(exc)
+    data = {}
+    for name in names:
+        for part in ("sum", "sumsq"):
+            v = np.asarray(saved.get(f"{name}_{part}", []), dtype=float)
+            data[f"{name}_{part}"] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
+    data["count"] = ((), float(c))
+    data["status"] = ((), int(ok))
+    return xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
+                      attrs={"failure_message": "" if ok else message})
+
+
+def _chunks(n_systems: int, chunk: int) -> list:
+    edges = list(range(0, n_systems, chunk)) + [n_systems]
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _theory_times(betas, n, kind, rho_c) -> np.ndarray:
+    """Equiangular time from ρ = 0 to ρ_c per β (scalar head λ = 1)."""
+    return np.array([theory.hitting_time(0.0, rho_c, [1.0], float(b), n, kind=kind) for b in betas])
+
+
+class _PhaseModel:
+    """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
+
+    def __init__(self, d: int, kind: str):
+        self.d, self.kind = d, kind
+        self.__qualname__ = "phase_diagram.model"
+
+    def __call__(self, params, rng):
+        from particles import MultiHead
+
+        return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
+
+
+def _validate(betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol):
+    caller = "phase_diagram"
+    betas = check_real_array(betas, "betas", caller, ndim=1, min_size=1, expected="a 1-D array of beta values")
+    if np.any(betas < 0) or len(np.unique(betas)) != len(betas):
+        raise InvalidParameterError(
+            f"betas of {caller} must be distinct and >= 0; got {betas.tolist()[:8]}. Use e.g. np.linspace(0.1, 9, 90)."
+        )
+    n = check_param(n, "n", caller, low=2, integer=True)
+    d = check_param(d, "d", caller, low=2, integer=True)
+    check_choice(kind, "kind", _PHASE_KINDS, caller)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    n_systems = check_param(n_systems, "n_systems", caller, low=2, integer=True)
+    chunk = check_param(chunk, "chunk", caller, low=1, integer=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    if isinstance(statistic, str):
+        statistic = (statistic,)
+    ok = isinstance(statistic, (list, tuple)) and len(statistic) > 0
+    if not ok or any(not isinstance(s, str) or s not in PHASE_STATISTICS for s in statistic):
+        raise InvalidParameterError(
+            f"statistic of {caller} must name one or more of {sorted(PHASE_STATISTICS)}; got {statistic!r}."
+        )
+    rho_c = check_param(rho_c, "rho_c", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    eps = float(np.arccos(rho_c)) if eps is None else check_param(eps, "eps", caller, low=0.0, high=np.pi,
+                                                                   low_open=True)
+    check_choice(init, "init", _INITS, caller)
+    if init == "equiangular" and d < n:
+        raise InvalidParameterError(
+            f"init='equiangular' of {caller} needs d >= n (n orthonormal tokens); got n={n}, d={d}. "
+            f"Use init='uniform' or d >= {n}."
+        )
+    check_choice(method, "method", [m for m in STEPPERS if m != "euler_maruyama"], caller)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
+    return betas, n, d, t1, n_systems, min(chunk, n_systems), n_saves, tuple(statistic), rho_c, eps, dt, rtol
+
+
+def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: float = 30.0,
+                  n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
+                  statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
+                  init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
+                  seed: int | None = 0, engine="serial", max_workers: int | None = None, store=None,
+                  progress: bool = False) -> xr.Dataset:
+    r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
+
+    Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``:
+    softmax :math:`\dot x_i = P_{x_i}\sum_j \frac{e^{\beta\langle x_i,x_j\rangle}}{Z_i} x_j`
+    or USA :math:`\dot x_i = P_{x_i}\frac1n\sum_j e^{\beta\langle x_i,x_j\rangle} x_j`.
+    For each statistic :math:`X` (``clustered_pairs``: fraction of pairs with
+    :math:`\langle x_i,x_j\rangle\ge\rho_c`; ``n_clusters``: ε-connected components) the
+    dataset holds the mean :math:`\bar X(\beta,t)` over systems and its standard error
+    :math:`\sqrt{s^2/S}` (:math:`s^2` the unbiased variance over the S systems), and the
+    equiangular theory time :math:`t^*(\beta) = \int_0^{\rho_c} d\rho/\dot\rho` of
+    docs/theory.md §4 (at β = 0, softmax: :math:`\ln\frac{1+(n-1)\rho_c}{1-\rho_c}/2`).
+
+    Parameters
+    ----------
+    betas : array_like of shape (B,)
+        Distinct inverse temperatures >= 0.
+    n, d : int
+        Tokens per system and ambient dimension.
+    kind : {"softmax", "usa"}
+    t1 : float
+        Final time T; statistics are saved at ``n_saves`` equally spaced times in [0, T].
+    n_systems : int
+        Systems per β (>= 2, for a standard error).
+    chunk : int
+        Systems per cell (one batched :class:`particles.Ensemble` run, one stored file).
+    statistic : str or sequence of str
+        Names of :data:`PHASE_STATISTICS`.
+    rho_c, eps : float
+        Clustered-pair threshold and cluster-count distance in radians (default
+        :math:`\arccos\rho_c`, the angle of a clustered pair).
+    init : {"uniform", "equiangular"}
+        i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
+    method, dt, rtol
+        Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods) or its
+        relative tolerance (``"dopri5"``).
+    seed : int or None
+        Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
+    engine, max_workers, store, progress
+        As in :func:`metrics.run_sweep` (``store``: one verified file per (β, chunk); reruns resume).
+
+    Returns
+    -------
+    xr.Dataset
+        Dims ``beta``, ``time`` (and ``chunk`` for ``success``); variables ``<statistic>``,
+        ``<statistic>_se``, ``theory_time``, ``success``; the run parameters and provenance in attrs.
+
+    Examples
+    --------
+    >>> ds = phase_diagram([0.0, 1.0], n=4, d=3, t1=2.0, n_systems=4, n_saves=3, dt=0.5)
+    >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
+    (('beta', 'time'), 0.0)
+    """
+    from .sweep import run_sweep
+
+    (betas, n, d, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, dt, rtol) = _validate(
+        betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol)
+    chunks = _chunks(n_systems, chunk)
+    settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
+                "init": init, "chunks": chunks, "rtol": rtol, "batch": 256}
+    settings["key"] = json.dumps({k: v for k, v in settings.items()}, sort_keys=True)
+    sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
+                      method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,
+                      max_workers=max_workers, store=store, progress=progress, cell_fn=_phase_cell,
+                      cell_settings=settings)
+    return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
+
+
+def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method) -> xr.Dataset:
+    count = sweep["count"].values[..., 0]  # (B, K): the systems of each chunk
+    total = count.sum(axis=1)[:, None]
+    data = {}
+    for name in statistic:
+        s1 = sweep[f"{name}_sum"].values.sum(axis=1)  # (B, T)
+        s2 = sweep[f"{name}_sumsq"].values.sum(axis=1)
+        mean = s1 / total
+        var = np.maximum(s2 - total * mean**2, 0.0) / (total - 1)
+        long_name, units = PHASE_STATISTICS[name]
+        data[name] = (("beta", "time"), mean, {"long_name": f"mean over systems of the {long_name}", "units": units})
+        data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
+                              {"long_name": f"standard error of {name} over systems", "units": units})
+    data["theory_time"] = (("beta",), _theory_times(betas, settings["n"], settings["kind"], settings["rho_c"]),
+                           {"long_name": f"equiangular time from rho = 0 to rho = {settings['rho_c']:g}",
+                            "units": "1"})
+    data["success"] = (("beta", "chunk"), sweep["success"].values.astype(np.int8),
+                       {"long_name": "1 if the chunk's run reached t1", "units": "1"})
+    coords = {
+        "beta": ("beta", betas, {"long_name": "inverse temperature", "units": "1"}),
+        "time": ("time", sweep["time"].values, {"long_name": "time", "units": "1"}),
+        "chunk": ("chunk", np.arange(sweep.sizes["seed"]),
+                  {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
+    }
+    ds = xr.Dataset(data, coords=coords)
+    config = {k: v for k, v in settings.items() if k not in ("key", "chunks", "batch")}
+    config.update({"n_systems": n_systems, "chunk": chunk, "t1": t1, "dt": dt, "method": method, "seed": seed})
+    ds.attrs = netcdf_safe({
+        "title": f"headflow phase diagram ({settings['kind']}, n = {settings['n']}, d = {settings['d']})",
+        "history": "created by metrics.phase_diagram (cells by metrics.run_sweep)",
+        **{k: v for k, v in config.items() if not isinstance(v, list)},
+        "statistics": ",".join(config["statistics"]),
+        "source": sweep.attrs["source"], "seed_entropy": sweep.attrs["seed_entropy"],
+    })
+    ds.attrs.update(provenance(config=config, seeds={"entropy": sweep.attrs.get("seed_entropy", ""),
+                                                     "spawn_key": "(chunk index,)"}))
+    return ds
