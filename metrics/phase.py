@@ -31,7 +31,6 @@ import xarray as xr
 from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, theory
 from particles.validation import InvalidParameterError, check_choice, check_param, check_points, check_real_array
 
-from .clustering import n_clusters_batch
 from .dataset import netcdf_safe, provenance
 
 __all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
@@ -71,14 +70,40 @@ def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
 
 
 def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
-    """c systems: i.i.d. uniform tokens, or equiangular tokens at ρ = 0 under a random rotation."""
-    if init == "uniform":
+    r"""c systems in r = min(d, n) coordinates.
+
+    With M = W = I every velocity lies in :math:`\mathrm{span}\{x_j\}`, so that span is
+    invariant and the flow of n tokens in :math:`\mathbb R^d`, d > n, is the flow of their
+    coordinates in an orthonormal basis of it (the Gram matrix, hence every statistic, is
+    unchanged). Those coordinates are sampled directly: for Gaussian rows
+    :math:`G\in\mathbb R^{n\times d}`, :math:`GG^\top = LL^\top` with the Bartlett factor L
+    (lower triangular, :math:`L_{ii}\sim\chi_{d-i}` for i = 0..n-1, :math:`L_{ij}\sim N(0,1)`
+    below the diagonal), so normalised rows of L are i.i.d. uniform tokens up to a rotation:
+    O(n²) draws per system instead of O(nd).
+    """
+    if init == "equiangular":  # orthonormal tokens (ρ = 0) under a random rotation of R^n
+        q, r = np.linalg.qr(rng.standard_normal((c, n, n)))
+        return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
+    if d <= n:
         x = rng.standard_normal((c, n, d))
     else:
-        q, r = np.linalg.qr(rng.standard_normal((c, d, d)))
-        q = q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
-        x = np.eye(d)[None, :n] @ q.transpose(0, 2, 1)  # orthonormal rows: ρ = 0
+        x = np.tril(rng.standard_normal((c, n, n)), -1)
+        idx = np.arange(n)
+        x[:, idx, idx] = np.sqrt(rng.chisquare(d - idx, size=(c, n)))
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _cluster_counts(x: np.ndarray, eps: float) -> np.ndarray:
+    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), all
+    systems in one sparse graph (components never join two systems)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    S, n, _ = x.shape
+    s, i, j = np.nonzero(x @ x.transpose(0, 2, 1) >= np.cos(eps))
+    graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(S * n, S * n))
+    labels = np.sort(connected_components(graph, directed=False)[1].reshape(S, n), axis=1)
+    return 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
 
 
 def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
@@ -87,7 +112,7 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     c, n, d = stop - start, settings["n"], settings["d"]
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
     x0 = _initial(c, n, d, settings["init"], rng)
-    field = Ensemble(np.eye(d), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
+    field = Ensemble(np.eye(x0.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
                      chunk=settings["batch"])
     names = settings["statistics"]
 
@@ -95,14 +120,13 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
         row = {}
         for name in names:
             v = (clustered_pair_fraction(x, rho_c=settings["rho_c"]) if name == "clustered_pairs"
-                 else n_clusters_batch(x, eps=settings["eps"]).astype(float))
+                 else _cluster_counts(x, settings["eps"]))
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
     n_t = len(settings["ts"])
-    dt = settings["dt"] if settings["method"] != "dopri5" else None
     try:
-        traj = simulate(x0, field, t1=settings["t1"], dt=dt, method=settings["method"],
+        traj = simulate(x0, field, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
                         save=SaveAt(ts=settings["ts"], x=False, fn=save_fn), on_failure="return",
                         rtol=settings["rtol"], atol=settings["rtol"] * 1e-2)
         saved, ok, message = traj.saved, traj.success, traj.message
@@ -186,7 +210,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
                   progress: bool = False) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
-    Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``:
+    Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
+    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see ``_initial``):
     softmax :math:`\dot x_i = P_{x_i}\sum_j \frac{e^{\beta\langle x_i,x_j\rangle}}{Z_i} x_j`
     or USA :math:`\dot x_i = P_{x_i}\frac1n\sum_j e^{\beta\langle x_i,x_j\rangle} x_j`.
     For each statistic :math:`X` (``clustered_pairs``: fraction of pairs with
@@ -217,8 +242,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     init : {"uniform", "equiangular"}
         i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
     method, dt, rtol
-        Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods) or its
-        relative tolerance (``"dopri5"``).
+        Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
+        first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
     seed : int or None
         Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
     engine, max_workers, store, progress

@@ -181,3 +181,25 @@ def test_variants_example(tmp_path):
     assert rows["W(t) = (1 + t) W vs constant run at t + t^2/2"] < 1e-8
     assert rows["3 identical layers vs one run"] < 1e-13
     assert (tmp_path / "variants.png").exists() and (tmp_path / "variants.md").exists()
+
+
+def test_phase_diagram_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import phase_diagram
+
+    panels, rows = phase_diagram.main(["--out", str(tmp_path), "--quick"])
+    for name in ("phase_diagram", "phase_diagram_sharpening"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000, name
+    assert (tmp_path / "phase_diagram.md").exists() and all(r[8] == 1 for r in rows)  # every chunk succeeded
+    for (kind, d), ds in panels.items():
+        with xr.open_dataset(tmp_path / f"phase_diagram_{kind}_d{d}.nc") as back:
+            xr.testing.assert_identical(back.load(), ds)
+    for kind in ("softmax", "usa"):
+        # distance of the measured diagram to the equiangular step 1{t > t*(beta)}: random tokens are
+        # nearly orthogonal in high d (<x_i, x_j> ~ d^{-1/2}), so the step is approached as d grows
+        gap = [float(abs(panels[kind, d].clustered_pairs - (panels[kind, d].time > panels[kind, d].theory_time))
+                     .mean()) for d in (8, 128, 1024)]
+        assert gap[0] > gap[1] > gap[2] and gap[2] < 0.02, (kind, gap)
+    # softmax at the smallest beta: t*(0.1) ~ 5.3 << T = 30, every system is one cluster at T in every d
+    for d in (8, 128, 1024):
+        assert float(panels["softmax", d].clustered_pairs.isel(beta=0, time=-1)) == 1.0
