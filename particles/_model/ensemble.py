@@ -127,10 +127,13 @@ class Ensemble:
             b = self.beta[sl][:, None, None]
             v = np.zeros_like(xs)
             for h in range(self.M.shape[0]):
-                left = (xs @ self.M[h]) * b  # s_ij = (x_i^T M) x_j
+                m, w = _scalar(self.M[h]), _scalar(self.W[h])
+                # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
+                left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
                 if self.kind in ("softmax", "usa"):
                     # the exact pass of the summation layer on the batch axis (shift, no overflow)
-                    v += _exp_output(self.kind, batched_exp_sums(left, xs), s0) @ self.W[h].T
+                    f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
+                    v += f @ self.W[h].T if w is None else w * f
                     continue
                 T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
                 if self.kind == "relu":
@@ -156,3 +159,9 @@ def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
             f"{top:.1f} > {LOG_OVERFLOW:g}; lower beta (or use kind='softmax')."
         )
     return np.exp(logscale)[..., None] * sums.mean
+
+
+def _scalar(A: np.ndarray):
+    """λ if A = λI (then A @ y = λ y needs no GEMM), else None."""
+    lam = A[0, 0]
+    return float(lam) if np.array_equal(A, lam * np.eye(A.shape[0])) else None
