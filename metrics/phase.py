@@ -29,7 +29,14 @@ import numpy as np
 import xarray as xr
 
 from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, theory
-from particles.validation import InvalidParameterError, check_choice, check_param, check_points, check_real_array
+from particles.validation import (
+    InvalidParameterError,
+    check_bool,
+    check_choice,
+    check_param,
+    check_points,
+    check_real_array,
+)
 
 from .dataset import netcdf_safe, provenance
 
@@ -63,6 +70,10 @@ def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
         )
     check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
     rho_c = check_param(rho_c, "rho_c", caller, low=-1.0, high=1.0)
+    return _pair_fraction(x, rho_c)
+
+
+def _pair_fraction(x: np.ndarray, rho_c: float) -> np.ndarray:
     n = x.shape[1]
     G = x @ x.transpose(0, 2, 1)
     iu = np.triu_indices(n, 1)
@@ -106,41 +117,72 @@ def _cluster_counts(x: np.ndarray, eps: float) -> np.ndarray:
     return 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
 
 
+def _settled(x: np.ndarray, radius: float) -> np.ndarray:
+    r"""Systems whose tokens all lie in the cap of geodesic radius ``radius`` (< π/2) around their
+    normalised mean.
+
+    Such a cap :math:`\{y : \langle y, c\rangle \ge \cos r\}` is forward invariant under
+    :math:`\dot x_i = P_{x_i}\sum_j a_{ij}x_j` with weights :math:`a_{ij}\ge 0` (softmax, USA): at
+    a token on its boundary, :math:`\tfrac{d}{dt}\langle x_i,c\rangle = \sum_j a_{ij}(\langle x_j,c\rangle
+    - \langle x_j,x_i\rangle\langle x_i,c\rangle) \ge \sum_j a_{ij}(\cos r - \cos r) = 0`. So every
+    pairwise angle stays <= 2r forever, and with 2r below the clustering thresholds the
+    system's statistics are 1 (all pairs clustered, one cluster) at every later time.
+    """
+    c = x.sum(axis=1)
+    c /= np.maximum(np.linalg.norm(c, axis=-1, keepdims=True), 1e-300)
+    cos = np.einsum("snd,sd->sn", x, c).min(axis=1)
+    return cos >= np.cos(radius)
+
+
+def _stats(x, settings) -> dict:
+    out = {}
+    for name in settings["statistics"]:
+        if x.shape[0] == 0:  # every system settled
+            out[name] = np.zeros(0)
+        elif name == "clustered_pairs":
+            out[name] = _pair_fraction(x, settings["rho_c"])
+        else:
+            out[name] = _cluster_counts(x, settings["eps"])
+    return out
+
+
 def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
-    """One chunk of systems at one β (run_sweep's cell contract; dims: time)."""
+    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from
+    save time to save time; systems certified settled by :func:`_settled` leave the batch."""
     start, stop = settings["chunks"][seed_index]
     c, n, d = stop - start, settings["n"], settings["d"]
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
-    x0 = _initial(c, n, d, settings["init"], rng)
-    field = Ensemble(np.eye(x0.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
-                     chunk=settings["batch"])
-    names = settings["statistics"]
-
-    def save_fn(t, x):
-        row = {}
-        for name in names:
-            v = (clustered_pair_fraction(x, rho_c=settings["rho_c"]) if name == "clustered_pairs"
-                 else _cluster_counts(x, settings["eps"]))
-            row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
-        return row
-
-    n_t = len(settings["ts"])
-    try:
-        traj = simulate(x0, field, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
-                        save=SaveAt(ts=settings["ts"], x=False, fn=save_fn), on_failure="return",
-                        rtol=settings["rtol"], atol=settings["rtol"] * 1e-2)
-        saved, ok, message = traj.saved, traj.success, traj.message
-    except SolverError as exc:  # failed before the first save
-        saved, ok, message = {}, False, str(exc)
-    data = {}
-    for name in names:
-        for part in ("sum", "sumsq"):
-            v = np.asarray(saved.get(f"{name}_{part}", []), dtype=float)
-            data[f"{name}_{part}"] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
+    x = _initial(c, n, d, settings["init"], rng)
+    names, ts = settings["statistics"], np.asarray(settings["ts"])
+    # half the smaller threshold angle, less a margin for round-off at the cap's edge
+    radius = 0.5 * min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6)
+    sums = {f"{name}_{p}": np.full(len(ts), np.nan) for name in names for p in ("sum", "sumsq")}
+    n_settled, ok, message = 0, True, ""
+    for k in range(len(ts)):
+        if k > 0 and x.shape[0]:
+            field = Ensemble(np.eye(x.shape[2]), beta=np.full(x.shape[0], float(params["beta"])),
+                             kind=settings["kind"], chunk=settings["batch"])
+            try:
+                traj = simulate(x, field, t0=ts[k - 1], t1=ts[k], dt=settings["dt"], method=settings["method"],
+                                save=SaveAt(t0=False), on_failure="return", rtol=settings["rtol"],
+                                atol=settings["rtol"] * 1e-2)
+                ok, message = traj.success, traj.message
+            except SolverError as exc:
+                ok, message = False, str(exc)
+            if not ok:
+                break
+            x = traj.x[-1]
+        for name, v in _stats(x, settings).items():  # settled systems contribute 1 (and 1²)
+            sums[f"{name}_sum"][k] = v.sum() + n_settled
+            sums[f"{name}_sumsq"][k] = np.square(v).sum() + n_settled
+        if settings["drop_settled"] and x.shape[0]:
+            done = _settled(x, radius)
+            n_settled += int(done.sum())
+            x = x[~done]
+    data = {key: ("time", v) for key, v in sums.items()}
     data["count"] = ((), float(c))
     data["status"] = ((), int(ok))
-    return xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                      attrs={"failure_message": "" if ok else message})
+    return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": message})
 
 
 def _chunks(n_systems: int, chunk: int) -> list:
@@ -206,8 +248,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
                   n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
                   statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
                   init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
-                  seed: int | None = 0, engine="serial", max_workers: int | None = None, store=None,
-                  progress: bool = False) -> xr.Dataset:
+                  drop_settled: bool = True, seed: int | None = 0, engine="serial", max_workers: int | None = None,
+                  store=None, progress: bool = False) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
@@ -244,6 +286,11 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     method, dt, rtol
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
         first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
+    drop_settled : bool
+        After each save, stop integrating the systems whose tokens lie in a cap of radius
+        :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
+        moves each token towards a convex combination of the others), so their statistics stay
+        1 (all pairs clustered, one cluster); the results are those of the full integration.
     seed : int or None
         Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
     engine, max_workers, store, progress
@@ -265,9 +312,10 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
 
     (betas, n, d, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, dt, rtol) = _validate(
         betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol)
+    drop_settled = check_bool(drop_settled, "drop_settled", "phase_diagram")
     chunks = _chunks(n_systems, chunk)
     settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
-                "init": init, "chunks": chunks, "rtol": rtol, "batch": 256}
+                "init": init, "chunks": chunks, "rtol": rtol, "batch": 256, "drop_settled": drop_settled}
     settings["key"] = json.dumps({k: v for k, v in settings.items()}, sort_keys=True)
     sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 from metrics import clustered_pair_fraction, n_clusters_batch, phase_diagram
-from particles import InvalidParameterError, MultiHead, simulate, theory
+from particles import Ensemble, InvalidParameterError, MultiHead, SaveAt, simulate, theory
 
 
 def _small(**kw):
@@ -125,3 +125,58 @@ def test_bad_input(kw, match):
     betas = kw.pop("betas", [1.0])
     with pytest.raises(InvalidParameterError, match=match):
         phase_diagram(betas, **kw)
+
+
+def test_cluster_counts_equal_n_clusters_batch(rng):
+    from metrics.phase import _cluster_counts
+
+    for d in (2, 5):
+        centres = rng.standard_normal((4, 3, d))
+        x = np.repeat(centres, 4, axis=1) + 0.01 * rng.standard_normal((4, 12, d))
+        x /= np.linalg.norm(x, axis=-1, keepdims=True)
+        for eps in (0.05, 0.5, 2.0):
+            np.testing.assert_array_equal(_cluster_counts(x, eps), n_clusters_batch(x, eps=eps))
+
+
+@pytest.mark.parametrize("d", [9, 64])
+def test_reduced_coordinates_have_the_law_of_uniform_tokens(d):
+    # Bartlett coordinates of n < d uniform tokens: <x_i, x_j> has mean 0 and variance 1/d
+    from metrics.phase import _initial
+
+    n = 8
+    x = _initial(2000, n, d, "uniform", np.random.default_rng(0))
+    assert x.shape == (2000, n, n)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=-1), 1.0, atol=1e-14)
+    iu, ju = np.triu_indices(n, 1)
+    g = np.einsum("sid,sjd->sij", x, x)[:, iu, ju].ravel()
+    se = np.sqrt(2.0 / d**2 / g.size)  # Var(g^2) ~ 2/d^2 for nearly Gaussian g
+    assert abs(g.mean()) < 5 / np.sqrt(d * g.size)
+    assert abs(np.mean(g**2) - 1 / d) < 5 * se
+    assert abs(np.mean(g**4) / np.mean(g**2) ** 2 - 3 * d / (d + 2)) < 0.1  # E g^4 = 3/(d(d+2))
+
+
+@pytest.mark.parametrize("kind,t1,dt", [("softmax", 12.0, 0.25), ("usa", 8.0, 0.02)])
+def test_dropping_settled_systems_changes_nothing(kind, t1, dt):
+    # a cap of radius < pi/2 holding every token is forward invariant: systems certified inside
+    # one of radius arccos(rho_c)/2 keep statistics 1, so leaving them out is exact (RK4 lands on
+    # every save time either way, so the remaining systems take the same steps)
+    opts = dict(n=8, d=3, kind=kind, t1=t1, n_systems=12, chunk=12, n_saves=13, dt=dt, seed=2)
+    full = phase_diagram([0.0, 1.0, 3.0], drop_settled=False, **opts)
+    fast = phase_diagram([0.0, 1.0, 3.0], **opts)
+    assert float(full.clustered_pairs.isel(time=-1).max()) == 1.0  # some systems did settle
+    for v in ("clustered_pairs", "clustered_pairs_se", "n_clusters", "n_clusters_se"):
+        np.testing.assert_allclose(fast[v], full[v], rtol=0, atol=1e-12)
+
+
+def test_a_cap_is_forward_invariant(rng):
+    from metrics.phase import _settled
+
+    # tokens within 0.15 of e_3 (so within 0.3 of their mean), a run at several beta: the angle to
+    # e_3 never exceeds 0.15: the cap around e_3 is forward invariant
+    x0 = rng.uniform(-0.1, 0.1, (4, 10, 3)) * np.array([1.0, 1.0, 0.0]) + np.array([0, 0, 1.0])  # angles < 0.15
+    x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
+    assert np.all(_settled(x0, 0.3)) and not np.any(_settled(x0, 0.01))
+    ens = Ensemble(np.eye(3), beta=[0.0, 1.0, 5.0, 20.0])
+    traj = simulate(x0, ens, t1=3.0, dt=0.01, save=SaveAt(ts=np.linspace(0, 3, 31)))
+    cosines = np.einsum("tsnd,d->tsn", traj.x, [0, 0, 1.0]).min(axis=-1)
+    assert np.all(cosines[0] < np.cos(0.1)) and np.all(cosines >= np.cos(np.arctan(0.1 * np.sqrt(2))) - 1e-12)
