@@ -91,16 +91,11 @@ def batched_exp_sums(L: np.ndarray, Y: np.ndarray) -> HeadSums:
     """
     R = np.sqrt(np.max(np.einsum("snd,snd->sn", Y, Y), axis=1))[:, None]
     shift = np.sqrt(np.einsum("smd,smd->sm", L, L)) * R
-    # in place on the one (S, m, n) buffer: logits, shift, exp, row sums (no augmented copies)
-    T = L @ Y.transpose(0, 2, 1)
-    T -= shift[..., None]
+    La = np.concatenate([L, -shift[..., None]], axis=-1)
+    Ya = np.concatenate([Y, np.ones(Y.shape[:-1] + (1,))], axis=-1)
+    T = La @ Ya.transpose(0, 2, 1)
     np.exp(T, out=T)
-    out = np.empty(L.shape[:-1] + (Y.shape[-1] + 1,))
-    out[..., :-1] = T @ Y
-    T.sum(axis=-1, out=out[..., -1])
-    # the unit-weight column of the values is only needed to redo underflowed rows
-    Ya = None if np.all(out[..., -1] > _UNDERFLOW) else np.concatenate([Y, np.ones(Y.shape[:-1] + (1,))], axis=-1)
-    return _finish(L, Y, Ya, out, shift)
+    return _finish(L, Y, Ya, T @ Ya, shift)
 
 
 def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_elements: int | None = None,

@@ -40,3 +40,17 @@ def test_ensemble_usa_overflow_names_the_system(rng):
     x = np.tile(np.eye(3)[None, :2], (2, 1, 1))
     with pytest.raises(SolverError, match="system 1"):
         Ensemble(np.eye(3), beta=[1.0, 800.0], kind="usa").velocity(x)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+def test_scalar_heads_skip_their_gemm_and_agree(rng, kind):
+    # M = 0.7 I (scalar, no GEMM) and W = 1.3 I against the same heads through MultiHead
+    d, n = 4, 6
+    x = rng.standard_normal((3, n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    M, W = 0.7 * np.eye(d), 1.3 * np.eye(d)
+    betas = np.array([0.0, 2.0, 30.0])
+    v = Ensemble(M, W, beta=betas, kind=kind).velocity(x)
+    for s, beta in enumerate(betas):
+        ref = MultiHead(M, W, beta=beta, kind=kind, summation="exact").velocity(x[s])
+        np.testing.assert_allclose(v[s], ref, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(ref).max()))
