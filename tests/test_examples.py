@@ -203,3 +203,18 @@ def test_phase_diagram_quick(tmp_path, monkeypatch):
     # softmax at the smallest beta: t*(0.1) ~ 5.3 << T = 30, every system is one cluster at T in every d
     for d in (8, 128, 1024):
         assert float(panels["softmax", d].clustered_pairs.isel(beta=0, time=-1)) == 1.0
+
+
+def test_periodic_state_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import periodic_state
+
+    r = periodic_state.main(["--out", str(tmp_path), "--quick"])
+    assert (tmp_path / "periodic_state.png").stat().st_size > 10_000
+    # white noise: n E|c_l(0)|^2 = 1 for every mode (averaged over modes and systems)
+    assert 0.75 < float(np.mean(r["power"][0]) * r["n"]) < 1.25
+    # the most unstable mode of the linear theory (l = 3 at beta = 5) dominates at T ...
+    assert int(np.argmax(r["sigma"])) == 2 and int(np.argmax(r["power"][-1])) == 2
+    # ... and the measured rates of the unstable low modes match sigma_l (higher modes are fed
+    # by harmonics of the growing ones, e.g. l = 6 by l = 3, so they grow faster than linear theory)
+    np.testing.assert_allclose(r["measured"][:5], r["sigma"][:5], rtol=0.1)
