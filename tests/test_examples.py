@@ -218,3 +218,20 @@ def test_periodic_state_quick(tmp_path, monkeypatch):
     # ... and the measured rates of the unstable low modes match sigma_l (higher modes are fed
     # by harmonics of the growing ones, e.g. l = 6 by l = 3, so they grow faster than linear theory)
     np.testing.assert_allclose(r["measured"][:5], r["sigma"][:5], rtol=0.1)
+
+
+def test_metastable_staircase_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import metastable_staircase as ms
+
+    steps, found = ms.main(["--out", str(tmp_path), "--quick"])
+    assert (tmp_path / "metastable_staircase.png").exists()
+    assert [s.n_clusters for s in steps] == [4, 3, 2] and len(found) == 2
+    for f in found:
+        assert f["rank"] == 0  # the closest pair of clusters merges first
+        assert abs(f["sumsq_jump"] - f["two_ab"]) < 1e-12  # (m_a + m_b)^2 - m_a^2 - m_b^2 = 2 m_a m_b
+        # the energy jumps by 2 m_a m_b up to the cross terms of the two plateaus
+        assert abs(f["energy_jump"] - f["two_ab"]) <= f["cross"][0] + f["cross"][1] + 1e-3
+    for s, f in zip(steps, found):  # each plateau sits at sum m_c^2 plus its cross terms
+        assert abs(s.normalised_energy - s.sum_sq_masses - f["cross"][0]) < 2e-3
+    assert abs(steps[-1].normalised_energy - steps[-1].sum_sq_masses) < 1e-6  # two far-apart clusters: no cross term
