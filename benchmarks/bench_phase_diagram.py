@@ -14,6 +14,9 @@ clusters at T = 30 per beta (geodesic eps = 1e-3). Three measurements, in one ru
    thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
 3. accuracy on a subset: both schemes against a converged RK4 (dt = 0.05) reference: the
    largest gap of the per-beta mean cluster count and the fraction of systems whose count differs.
+4. the exponential floor: exps per second of ours per core (4 T / dt velocity evaluations of
+   S n² exps each) against a plain vectorised ``np.exp`` over arrays of the same size as one
+   evaluation chunk, timed in the same process under the same one-thread limit.
 
 Every speed-up is a ratio of two timings of this process under the same thread limits
 (``_timing.ratio``); the table header gives the load average and the limits.
@@ -141,6 +144,18 @@ def main(argv=None):
           f"{ratio(batched, ours_here):.1f}x")
     print(f"full workload with Ensemble + RK4 dt=1.0 on {args.workers} processes: {ours_total:.0f} s wall "
           "(a pool, not comparable with the single-process timings above: no speed-up)")
+    # 4. exps/s per core against a plain vectorised np.exp over the same number of entries
+    n_exps = 4 * round(T_FINAL / 1.0) * S * N * N
+    ours_rate = n_exps / ours_here.seconds  # one thread, this process
+    block = np.random.default_rng(3).uniform(-10.0, 0.0, 256 * N * N)  # one chunk of 256 systems
+    with threadpool_limits(1, user_api="blas"):
+        reps = max(1, n_exps // (16 * block.size))
+        t = time.perf_counter()
+        for _ in range(reps):
+            np.exp(block)
+        plain_rate = reps * block.size / (time.perf_counter() - t)
+    print(f"exps/s per core: ours {ours_rate:.3g}, plain np.exp {plain_rate:.3g} "
+          f"(ours is {plain_rate / ours_rate:.1f}x from the exp floor; same process, one thread each)")
     print(f"accuracy subset: {len(acc_beta)} beta values x {per} systems; standard error of a mean "
           f"count ~ {ref.std(axis=1).max() / np.sqrt(per):.3f}")
     print("beta:           ", " ".join(f"{b:5.2f}" for b in betas[::10]))

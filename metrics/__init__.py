@@ -34,6 +34,7 @@ from .limit import (
     sliced_wasserstein_embedded,
 )
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
+from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
 from .registry import METRICS, Metric, evaluate
 from .report import limit_study_table, plot_limit_study
 from .study import mean_field_limit_study, sample_grid_measure
@@ -54,6 +55,9 @@ __all__ = [
     "SWEEP_PARAMS",
     "default_model",
     "run_sweep",
+    "phase_diagram",
+    "PHASE_STATISTICS",
+    "clustered_pair_fraction",
     "mean_field_limit_study",
     "sample_grid_measure",
     "fit_rate",

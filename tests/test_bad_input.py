@@ -316,6 +316,15 @@ CASES.update({
     "metrics.ExpressionDensity": (metrics.ExpressionDensity, dict(text="1 + x1", d=3), {"text": "str", "d": "int"}),
     "metrics.FamilyDensity": (metrics.FamilyDensity, dict(family="uniform", d=3), {"family": "choice", "d": "int"}),
     "metrics.dependency_versions": (metrics.dependency_versions, dict(), {}),
+    "metrics.clustered_pair_fraction": (metrics.clustered_pair_fraction, dict(x=X[None]),
+                                        {"x": "stack", "rho_c": "real"}),
+    "metrics.phase_diagram": (metrics.phase_diagram, dict(betas=[1.0], n=4, d=2, t1=0.5, n_systems=2, n_saves=2),
+                              {"betas": "array", "n": "int", "d": "int", "kind": "choice", "t1": "pos",
+                               "n_systems": "int", "chunk": "int", "n_saves": "int", "statistic": "choice",
+                               "rho_c": "real", "eps": "pos", "init": "choice", "method": "choice", "dt": "pos",
+                               "rtol": "pos", "drop_settled": "bool", "seed": "int_or_none", "engine": "choice",
+                               "max_workers": "int",
+                               "progress": "bool"}),
     "metrics.summation_paths": (metrics.summation_paths, dict(), {"check_import": "bool"}),
     "metrics.provenance": (metrics.provenance, dict(config={"a": 1}, seeds={"x0": 0}, model=MODEL),
                            {"config": "model", "seeds": "model", "model": "model"}),
@@ -332,7 +341,7 @@ BAD["int_or_none"] = st.sampled_from(_common[1:] + [-1, 1.5, np.nan, "3"])
 NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
                 "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
-                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS"}
+                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit",

@@ -183,3 +183,57 @@ def test_variants_example(tmp_path):
     assert rows["W(t) = (1 + t) W vs constant run at t + t^2/2"] < 1e-8
     assert rows["3 identical layers vs one run"] < 1e-13
     assert (tmp_path / "variants.png").exists() and (tmp_path / "variants.md").exists()
+
+
+def test_phase_diagram_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import phase_diagram
+
+    panels, rows = phase_diagram.main(["--out", str(tmp_path), "--quick"])
+    for name in ("phase_diagram", "phase_diagram_sharpening"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000, name
+    assert (tmp_path / "phase_diagram.md").exists() and all(r[8] == 1 for r in rows)  # every chunk succeeded
+    for (kind, d), ds in panels.items():
+        with xr.open_dataset(tmp_path / f"phase_diagram_{kind}_d{d}.nc") as back:
+            xr.testing.assert_identical(back.load(), ds)
+    for kind in ("softmax", "usa"):
+        # distance of the measured diagram to the equiangular step 1{t > t*(beta)}: random tokens are
+        # nearly orthogonal in high d (<x_i, x_j> ~ d^{-1/2}), so the step is approached as d grows
+        gap = [float(abs(panels[kind, d].clustered_pairs - (panels[kind, d].time > panels[kind, d].theory_time))
+                     .mean()) for d in (8, 128, 1024)]
+        assert gap[0] > gap[1] > gap[2] and gap[2] < 0.02, (kind, gap)
+    # softmax at the smallest beta: t*(0.1) ~ 5.3 << T = 30, every system is one cluster at T in every d
+    for d in (8, 128, 1024):
+        assert float(panels["softmax", d].clustered_pairs.isel(beta=0, time=-1)) == 1.0
+
+
+def test_periodic_state_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import periodic_state
+
+    r = periodic_state.main(["--out", str(tmp_path), "--quick"])
+    assert (tmp_path / "periodic_state.png").stat().st_size > 10_000
+    # white noise: n E|c_l(0)|^2 = 1 for every mode (averaged over modes and systems)
+    assert 0.75 < float(np.mean(r["power"][0]) * r["n"]) < 1.25
+    # the most unstable mode of the linear theory (l = 3 at beta = 5) dominates at T ...
+    assert int(np.argmax(r["sigma"])) == 2 and int(np.argmax(r["power"][-1])) == 2
+    # ... and the measured rates of the unstable low modes match sigma_l (higher modes are fed
+    # by harmonics of the growing ones, e.g. l = 6 by l = 3, so they grow faster than linear theory)
+    np.testing.assert_allclose(r["measured"][:5], r["sigma"][:5], rtol=0.1)
+
+
+def test_metastable_staircase_quick(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from examples import metastable_staircase as ms
+
+    steps, found = ms.main(["--out", str(tmp_path), "--quick"])
+    assert (tmp_path / "metastable_staircase.png").exists()
+    assert [s.n_clusters for s in steps] == [4, 3, 2] and len(found) == 2
+    for f in found:
+        assert f["rank"] == 0  # the closest pair of clusters merges first
+        assert abs(f["sumsq_jump"] - f["two_ab"]) < 1e-12  # (m_a + m_b)^2 - m_a^2 - m_b^2 = 2 m_a m_b
+        # the energy jumps by 2 m_a m_b up to the cross terms of the two plateaus
+        assert abs(f["energy_jump"] - f["two_ab"]) <= f["cross"][0] + f["cross"][1] + 1e-3
+    for s, f in zip(steps, found):  # each plateau sits at sum m_c^2 plus its cross terms
+        assert abs(s.normalised_energy - s.sum_sq_masses - f["cross"][0]) < 2e-3
+    assert abs(steps[-1].normalised_energy - steps[-1].sum_sq_masses) < 1e-6  # two far-apart clusters: no cross term

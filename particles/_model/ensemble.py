@@ -9,8 +9,9 @@ time would be dominated by Python overhead.
 
 Cost and memory: O(S n² H) exps per evaluation, done in chunks of ``chunk`` systems, so
 memory is O(chunk · n²). Softmax logits are shifted by the Cauchy–Schwarz bound
-:math:`\beta\|M^\top x_i\|` (no max pass, no overflow); USA heads are not supported here
-(their scale is system-dependent: use :class:`MultiHead` per system). The sums are always
+:math:`\beta\|M^\top x_i\|` (no max pass, no overflow); USA heads take the same shifted pass
+and scale its mean by :math:`Z_i/n = e^{\log Z_i}/n` (a :class:`particles.SolverError` names the
+system when :math:`\log Z_i` passes the float64 range). The sums are always
 exact: at n ≲ 100 per system the NUFFT set-up of :mod:`particles.summation` costs more than
 the n² exps it would save, so the fast path does not help here.
 """
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.errors import SolverError
 from .._core.sphere import GEOMETRIES
 from .._core.validation import (
     InvalidParameterError,
@@ -31,10 +33,11 @@ from .._core.validation import (
     check_square_stack,
 )
 from .._summation.exact import batched_exp_sums
+from .kinds import LOG_OVERFLOW
 
 __all__ = ["Ensemble"]
 
-_ENSEMBLE_KINDS = ("softmax", "relu", "relu_rownorm")
+_ENSEMBLE_KINDS = ("softmax", "usa", "relu", "relu_rownorm")
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,7 +50,7 @@ class Ensemble:
         Shared score and value matrices (``W=None`` means W = M).
     beta : array_like of shape (S,)
         One inverse temperature per system.
-    kind : {"softmax", "relu", "relu_rownorm"}
+    kind : {"softmax", "usa", "relu", "relu_rownorm"}
     geometry : {"sphere", "flat"}
     chunk : int
         Systems per evaluation chunk.
@@ -130,10 +133,13 @@ class Ensemble:
             b = self.beta[sl][:, None, None]
             v = np.zeros_like(xs)
             for h in range(self.M.shape[0]):
-                left = (xs @ self.M[h]) * b  # s_ij = (x_i^T M) x_j
-                if self.kind == "softmax":
+                m, w = _scalar(self.M[h]), _scalar(self.W[h])
+                # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
+                left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
+                if self.kind in ("softmax", "usa"):
                     # the exact pass of the summation layer on the batch axis (shift, no overflow)
-                    v += batched_exp_sums(left, xs).mean @ self.W[h].T
+                    f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
+                    v += f @ self.W[h].T if w is None else w * f
                     continue
                 T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
                 if self.kind == "relu":
@@ -143,3 +149,25 @@ class Ensemble:
                     v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
             out[sl] = self.geom.project_tangent(xs, v)
         return out
+
+
+def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
+    r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`,
+    the scale :math:`Z_i/n` taken from :math:`\log Z_i` (never an overflowing exp)."""
+    if kind == "softmax":
+        return sums.mean
+    logscale = sums.logz - np.log(sums.mean.shape[1])
+    top = float(logscale.max())
+    if top > LOG_OVERFLOW:
+        s = s0 + int(np.unravel_index(np.argmax(logscale), logscale.shape)[0])
+        raise SolverError(
+            f"USA head of Ensemble overflows float64 in system {s}: the log of its largest row weight is "
+            f"{top:.1f} > {LOG_OVERFLOW:g}; lower beta (or use kind='softmax')."
+        )
+    return np.exp(logscale)[..., None] * sums.mean
+
+
+def _scalar(A: np.ndarray):
+    """λ if A = λI (then A @ y = λ y needs no GEMM), else None."""
+    lam = A[0, 0]
+    return float(lam) if np.array_equal(A, lam * np.eye(A.shape[0])) else None

@@ -6,12 +6,14 @@ import pytest
 from particles import Ensemble, MultiHead, simulate
 
 
-@pytest.mark.parametrize("kind", ["softmax", "relu", "relu_rownorm"])
+@pytest.mark.parametrize("kind", ["softmax", "usa", "relu", "relu_rownorm"])
 def test_ensemble_equals_one_model_per_system(rng, kind):
     H, n, d = 2, 7, 3
     M = rng.standard_normal((H, d, d))
     W = rng.standard_normal((H, d, d))
     betas = np.array([0.0, 0.7, 50.0, 2000.0])  # 2000: the Cauchy–Schwarz shift overshoots, rows are redone
+    if kind == "usa":
+        betas = np.array([0.0, 0.7, 20.0, 60.0])  # USA weights e^{beta s} themselves: beta |s| < 700
     x = rng.standard_normal((len(betas), n, d))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
     ens = Ensemble(M, W, beta=betas, kind=kind, chunk=3)
@@ -30,3 +32,25 @@ def test_ensemble_trajectories_equal_single_runs(rng):
     for s, beta in enumerate(betas):
         one = simulate(x0[s], MultiHead(M, beta=beta, kind="softmax"), t1=1.0, dt=0.05)
         np.testing.assert_allclose(run.x[-1, s], one.x[-1], atol=1e-12)
+
+
+def test_ensemble_usa_overflow_names_the_system(rng):
+    from particles import SolverError
+
+    x = np.tile(np.eye(3)[None, :2], (2, 1, 1))
+    with pytest.raises(SolverError, match="system 1"):
+        Ensemble(np.eye(3), beta=[1.0, 800.0], kind="usa").velocity(x)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+def test_scalar_heads_skip_their_gemm_and_agree(rng, kind):
+    # M = 0.7 I (scalar, no GEMM) and W = 1.3 I against the same heads through MultiHead
+    d, n = 4, 6
+    x = rng.standard_normal((3, n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    M, W = 0.7 * np.eye(d), 1.3 * np.eye(d)
+    betas = np.array([0.0, 2.0, 30.0])
+    v = Ensemble(M, W, beta=betas, kind=kind).velocity(x)
+    for s, beta in enumerate(betas):
+        ref = MultiHead(M, W, beta=beta, kind=kind, summation="exact").velocity(x[s])
+        np.testing.assert_allclose(v[s], ref, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(ref).max()))

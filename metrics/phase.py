@@ -1,0 +1,363 @@
+r"""Phase diagrams: how much clustering S random systems show after a time t, against β.
+
+:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on
+:math:`S^{d-1}` per inverse temperature β (heads :math:`M = W = I_d`, :class:`particles.Ensemble`,
+all systems of a cell in one batched field) and records, at every save time t, the mean over
+systems of
+
+- ``clustered_pairs``: the fraction of pairs :math:`i<j` with
+  :math:`\langle x_i, x_j\rangle \ge \rho_c` (default :math:`\rho_c = 0.999`);
+- ``n_clusters``: the number of ε-connected components (:func:`metrics.n_clusters_batch`),
+
+with its standard error over systems. Next to it, the equiangular theory of docs/theory.md §4:
+``theory_time[β]``, the time for equiangular tokens to go from ρ = 0 to ρ = ρ_c
+(:func:`particles.theory.hitting_time`); the curve ``t = theory_time(β)`` is the published
+overlay "time to ρ = ρ_c equals T".
+
+Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index ``seed``): each
+finished chunk of systems of one β is a verified file in ``store`` (a rerun resumes), and the
+engines are run_sweep's (serial, process pool, dask). A chunk's initial tokens depend on the
+chunk index only (common random numbers across β, so the β-dependence is not blurred by
+sampling noise).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, theory
+from particles.validation import (
+    InvalidParameterError,
+    check_bool,
+    check_choice,
+    check_param,
+    check_points,
+    check_real_array,
+)
+
+from .dataset import netcdf_safe, provenance
+
+__all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
+
+#: statistic name -> (long name, units)
+PHASE_STATISTICS = {
+    "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
+    "n_clusters": ("number of eps-connected clusters", "1"),
+}
+_PHASE_KINDS = ("softmax", "usa")
+_INITS = ("uniform", "equiangular")
+
+
+def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
+    r"""Fraction of clustered pairs of each system of a stack ``x`` (S, n, d), shape (S,):
+
+    .. math:: \frac{2}{n(n-1)}\,\#\{i<j : \langle x_i, x_j\rangle \ge \rho_c\}.
+
+    Examples
+    --------
+    >>> x = np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]])
+    >>> clustered_pair_fraction(x).round(4).tolist()
+    [0.3333]
+    """
+    caller = "clustered_pair_fraction"
+    x = check_real_array(x, "x", caller, ndim=3, expected="an array of shape (S, n, d)")
+    if x.shape[0] < 1 or x.shape[1] < 2 or x.shape[2] < 1:
+        raise InvalidParameterError(
+            f"x of {caller} must have shape (S, n, d) with S >= 1 systems of n >= 2 tokens (pairs); got {x.shape}."
+        )
+    check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
+    rho_c = check_param(rho_c, "rho_c", caller, low=-1.0, high=1.0)
+    return _pair_fraction(x, rho_c)
+
+
+def _pair_fraction(x: np.ndarray, rho_c: float) -> np.ndarray:
+    n = x.shape[1]
+    G = x @ x.transpose(0, 2, 1)
+    iu = np.triu_indices(n, 1)
+    return np.count_nonzero(G[:, iu[0], iu[1]] >= rho_c, axis=1) / (n * (n - 1) / 2)
+
+
+def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
+    r"""c systems in r = min(d, n) coordinates.
+
+    With M = W = I every velocity lies in :math:`\mathrm{span}\{x_j\}`, so that span is
+    invariant and the flow of n tokens in :math:`\mathbb R^d`, d > n, is the flow of their
+    coordinates in an orthonormal basis of it (the Gram matrix, hence every statistic, is
+    unchanged). Those coordinates are sampled directly: for Gaussian rows
+    :math:`G\in\mathbb R^{n\times d}`, :math:`GG^\top = LL^\top` with the Bartlett factor L
+    (lower triangular, :math:`L_{ii}\sim\chi_{d-i}` for i = 0..n-1, :math:`L_{ij}\sim N(0,1)`
+    below the diagonal), so normalised rows of L are i.i.d. uniform tokens up to a rotation:
+    O(n²) draws per system instead of O(nd).
+    """
+    if init == "equiangular":  # orthonormal tokens (ρ = 0) under a random rotation of R^n
+        q, r = np.linalg.qr(rng.standard_normal((c, n, n)))
+        return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
+    if d <= n:
+        x = rng.standard_normal((c, n, d))
+    else:
+        x = np.tril(rng.standard_normal((c, n, n)), -1)
+        idx = np.arange(n)
+        x[:, idx, idx] = np.sqrt(rng.chisquare(d - idx, size=(c, n)))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def _cluster_counts(x: np.ndarray, eps: float) -> np.ndarray:
+    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), all
+    systems in one sparse graph (components never join two systems)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    S, n, _ = x.shape
+    s, i, j = np.nonzero(x @ x.transpose(0, 2, 1) >= np.cos(eps))
+    graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(S * n, S * n))
+    labels = np.sort(connected_components(graph, directed=False)[1].reshape(S, n), axis=1)
+    return 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
+
+
+def _settled(x: np.ndarray, radius: float) -> np.ndarray:
+    r"""Systems whose tokens all lie in the cap of geodesic radius ``radius`` (< π/2) around their
+    normalised mean.
+
+    Such a cap :math:`\{y : \langle y, c\rangle \ge \cos r\}` is forward invariant under
+    :math:`\dot x_i = P_{x_i}\sum_j a_{ij}x_j` with weights :math:`a_{ij}\ge 0` (softmax, USA): at
+    a token on its boundary, :math:`\tfrac{d}{dt}\langle x_i,c\rangle = \sum_j a_{ij}(\langle x_j,c\rangle
+    - \langle x_j,x_i\rangle\langle x_i,c\rangle) \ge \sum_j a_{ij}(\cos r - \cos r) = 0`. So every
+    pairwise angle stays <= 2r forever, and with 2r below the clustering thresholds the
+    system's statistics are 1 (all pairs clustered, one cluster) at every later time.
+    """
+    c = x.sum(axis=1)
+    c /= np.maximum(np.linalg.norm(c, axis=-1, keepdims=True), 1e-300)
+    cos = np.einsum("snd,sd->sn", x, c).min(axis=1)
+    return cos >= np.cos(radius)
+
+
+def _stats(x, settings) -> dict:
+    out = {}
+    for name in settings["statistics"]:
+        if x.shape[0] == 0:  # every system settled
+            out[name] = np.zeros(0)
+        elif name == "clustered_pairs":
+            out[name] = _pair_fraction(x, settings["rho_c"])
+        else:
+            out[name] = _cluster_counts(x, settings["eps"])
+    return out
+
+
+def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from
+    save time to save time; systems certified settled by :func:`_settled` leave the batch."""
+    start, stop = settings["chunks"][seed_index]
+    c, n, d = stop - start, settings["n"], settings["d"]
+    rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
+    x = _initial(c, n, d, settings["init"], rng)
+    names, ts = settings["statistics"], np.asarray(settings["ts"])
+    # half the smaller threshold angle, less a margin for round-off at the cap's edge
+    radius = 0.5 * min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6)
+    sums = {f"{name}_{p}": np.full(len(ts), np.nan) for name in names for p in ("sum", "sumsq")}
+    n_settled, ok, message = 0, True, ""
+    for k in range(len(ts)):
+        if k > 0 and x.shape[0]:
+            field = Ensemble(np.eye(x.shape[2]), beta=np.full(x.shape[0], float(params["beta"])),
+                             kind=settings["kind"], chunk=settings["batch"])
+            try:
+                traj = simulate(x, field, t0=ts[k - 1], t1=ts[k], dt=settings["dt"], method=settings["method"],
+                                save=SaveAt(t0=False), on_failure="return", rtol=settings["rtol"],
+                                atol=settings["rtol"] * 1e-2)
+                ok, message = traj.success, traj.message
+            except SolverError as exc:
+                ok, message = False, str(exc)
+            if not ok:
+                break
+            x = traj.x[-1]
+        for name, v in _stats(x, settings).items():  # settled systems contribute 1 (and 1²)
+            sums[f"{name}_sum"][k] = v.sum() + n_settled
+            sums[f"{name}_sumsq"][k] = np.square(v).sum() + n_settled
+        if settings["drop_settled"] and x.shape[0]:
+            done = _settled(x, radius)
+            n_settled += int(done.sum())
+            x = x[~done]
+    data = {key: ("time", v) for key, v in sums.items()}
+    data["count"] = ((), float(c))
+    data["status"] = ((), int(ok))
+    return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": message})
+
+
+def _chunks(n_systems: int, chunk: int) -> list:
+    edges = list(range(0, n_systems, chunk)) + [n_systems]
+    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _theory_times(betas, n, kind, rho_c) -> np.ndarray:
+    """Equiangular time from ρ = 0 to ρ_c per β (scalar head λ = 1)."""
+    return np.array([theory.hitting_time(0.0, rho_c, [1.0], float(b), n, kind=kind) for b in betas])
+
+
+class _PhaseModel:
+    """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
+
+    def __init__(self, d: int, kind: str):
+        self.d, self.kind = d, kind
+        self.__qualname__ = "phase_diagram.model"
+
+    def __call__(self, params, rng):
+        from particles import MultiHead
+
+        return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
+
+
+def _validate(betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol):
+    caller = "phase_diagram"
+    betas = check_real_array(betas, "betas", caller, ndim=1, min_size=1, expected="a 1-D array of beta values")
+    if np.any(betas < 0) or len(np.unique(betas)) != len(betas):
+        raise InvalidParameterError(
+            f"betas of {caller} must be distinct and >= 0; got {betas.tolist()[:8]}. Use e.g. np.linspace(0.1, 9, 90)."
+        )
+    n = check_param(n, "n", caller, low=2, integer=True)
+    d = check_param(d, "d", caller, low=2, integer=True)
+    check_choice(kind, "kind", _PHASE_KINDS, caller)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    n_systems = check_param(n_systems, "n_systems", caller, low=2, integer=True)
+    chunk = check_param(chunk, "chunk", caller, low=1, integer=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    if isinstance(statistic, str):
+        statistic = (statistic,)
+    ok = isinstance(statistic, (list, tuple)) and len(statistic) > 0
+    if not ok or any(not isinstance(s, str) or s not in PHASE_STATISTICS for s in statistic):
+        raise InvalidParameterError(
+            f"statistic of {caller} must name one or more of {sorted(PHASE_STATISTICS)}; got {statistic!r}."
+        )
+    rho_c = check_param(rho_c, "rho_c", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    eps = float(np.arccos(rho_c)) if eps is None else check_param(eps, "eps", caller, low=0.0, high=np.pi,
+                                                                   low_open=True)
+    check_choice(init, "init", _INITS, caller)
+    if init == "equiangular" and d < n:
+        raise InvalidParameterError(
+            f"init='equiangular' of {caller} needs d >= n (n orthonormal tokens); got n={n}, d={d}. "
+            f"Use init='uniform' or d >= {n}."
+        )
+    check_choice(method, "method", [m for m in STEPPERS if m != "euler_maruyama"], caller)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
+    return betas, n, d, t1, n_systems, min(chunk, n_systems), n_saves, tuple(statistic), rho_c, eps, dt, rtol
+
+
+def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: float = 30.0,
+                  n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
+                  statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
+                  init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
+                  drop_settled: bool = True, seed: int | None = 0, engine="serial", max_workers: int | None = None,
+                  store=None, progress: bool = False) -> xr.Dataset:
+    r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
+
+    Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
+    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see ``_initial``):
+    softmax :math:`\dot x_i = P_{x_i}\sum_j \frac{e^{\beta\langle x_i,x_j\rangle}}{Z_i} x_j`
+    or USA :math:`\dot x_i = P_{x_i}\frac1n\sum_j e^{\beta\langle x_i,x_j\rangle} x_j`.
+    For each statistic :math:`X` (``clustered_pairs``: fraction of pairs with
+    :math:`\langle x_i,x_j\rangle\ge\rho_c`; ``n_clusters``: ε-connected components) the
+    dataset holds the mean :math:`\bar X(\beta,t)` over systems and its standard error
+    :math:`\sqrt{s^2/S}` (:math:`s^2` the unbiased variance over the S systems), and the
+    equiangular theory time :math:`t^*(\beta) = \int_0^{\rho_c} d\rho/\dot\rho` of
+    docs/theory.md §4 (at β = 0, softmax: :math:`\ln\frac{1+(n-1)\rho_c}{1-\rho_c}/2`).
+
+    Parameters
+    ----------
+    betas : array_like of shape (B,)
+        Distinct inverse temperatures >= 0.
+    n, d : int
+        Tokens per system and ambient dimension.
+    kind : {"softmax", "usa"}
+    t1 : float
+        Final time T; statistics are saved at ``n_saves`` equally spaced times in [0, T].
+    n_systems : int
+        Systems per β (>= 2, for a standard error).
+    chunk : int
+        Systems per cell (one batched :class:`particles.Ensemble` run, one stored file).
+    statistic : str or sequence of str
+        Names of :data:`PHASE_STATISTICS`.
+    rho_c, eps : float
+        Clustered-pair threshold and cluster-count distance in radians (default
+        :math:`\arccos\rho_c`, the angle of a clustered pair).
+    init : {"uniform", "equiangular"}
+        i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
+    method, dt, rtol
+        Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
+        first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
+    drop_settled : bool
+        After each save, stop integrating the systems whose tokens lie in a cap of radius
+        :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
+        moves each token towards a convex combination of the others), so their statistics stay
+        1 (all pairs clustered, one cluster); the results are those of the full integration.
+    seed : int or None
+        Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
+    engine, max_workers, store, progress
+        As in :func:`metrics.run_sweep` (``store``: one verified file per (β, chunk); reruns resume).
+
+    Returns
+    -------
+    xr.Dataset
+        Dims ``beta``, ``time`` (and ``chunk`` for ``success``); variables ``<statistic>``,
+        ``<statistic>_se``, ``theory_time``, ``success``; the run parameters and provenance in attrs.
+
+    Examples
+    --------
+    >>> ds = phase_diagram([0.0, 1.0], n=4, d=3, t1=2.0, n_systems=4, n_saves=3, dt=0.5)
+    >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
+    (('beta', 'time'), 0.0)
+    """
+    from .sweep import run_sweep
+
+    (betas, n, d, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, dt, rtol) = _validate(
+        betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol)
+    drop_settled = check_bool(drop_settled, "drop_settled", "phase_diagram")
+    chunks = _chunks(n_systems, chunk)
+    settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
+                "init": init, "chunks": chunks, "rtol": rtol, "batch": 256, "drop_settled": drop_settled}
+    settings["key"] = json.dumps({k: v for k, v in settings.items()}, sort_keys=True)
+    sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
+                      method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,
+                      max_workers=max_workers, store=store, progress=progress, cell_fn=_phase_cell,
+                      cell_settings=settings)
+    return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
+
+
+def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method) -> xr.Dataset:
+    count = sweep["count"].values[..., 0]  # (B, K): the systems of each chunk
+    total = count.sum(axis=1)[:, None]
+    data = {}
+    for name in statistic:
+        s1 = sweep[f"{name}_sum"].values.sum(axis=1)  # (B, T)
+        s2 = sweep[f"{name}_sumsq"].values.sum(axis=1)
+        mean = s1 / total
+        var = np.maximum(s2 - total * mean**2, 0.0) / (total - 1)
+        long_name, units = PHASE_STATISTICS[name]
+        data[name] = (("beta", "time"), mean, {"long_name": f"mean over systems of the {long_name}", "units": units})
+        data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
+                              {"long_name": f"standard error of {name} over systems", "units": units})
+    data["theory_time"] = (("beta",), _theory_times(betas, settings["n"], settings["kind"], settings["rho_c"]),
+                           {"long_name": f"equiangular time from rho = 0 to rho = {settings['rho_c']:g}",
+                            "units": "1"})
+    data["success"] = (("beta", "chunk"), sweep["success"].values.astype(np.int8),
+                       {"long_name": "1 if the chunk's run reached t1", "units": "1"})
+    coords = {
+        "beta": ("beta", betas, {"long_name": "inverse temperature", "units": "1"}),
+        "time": ("time", sweep["time"].values, {"long_name": "time", "units": "1"}),
+        "chunk": ("chunk", np.arange(sweep.sizes["seed"]),
+                  {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
+    }
+    ds = xr.Dataset(data, coords=coords)
+    config = {k: v for k, v in settings.items() if k not in ("key", "chunks", "batch")}
+    config.update({"n_systems": n_systems, "chunk": chunk, "t1": t1, "dt": dt, "method": method, "seed": seed})
+    ds.attrs = netcdf_safe({
+        "title": f"headflow phase diagram ({settings['kind']}, n = {settings['n']}, d = {settings['d']})",
+        "history": "created by metrics.phase_diagram (cells by metrics.run_sweep)",
+        **{k: v for k, v in config.items() if not isinstance(v, list)},
+        "statistics": ",".join(config["statistics"]),
+        "source": sweep.attrs["source"], "seed_entropy": sweep.attrs["seed_entropy"],
+    })
+    ds.attrs.update(provenance(config=config, seeds={"entropy": sweep.attrs.get("seed_entropy", ""),
+                                                     "spawn_key": "(chunk index,)"}))
+    return ds
