@@ -17,6 +17,16 @@ from .dataset import (
     trajectory_to_dataset,
 )
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .horizon import (
+    ResolutionWarning,
+    breakdown_law_cdf,
+    breakdown_law_mean,
+    breakdown_time,
+    fit_horizon_slope,
+    harmonic_amplitudes,
+    harmonic_multiplicity,
+    predicted_breakdown_time,
+)
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate
 from .study import mean_field_limit_study, sample_grid_measure
@@ -67,4 +77,12 @@ __all__ = [
     "cluster_energy",
     "plateaus",
     "staircase",
+    "harmonic_amplitudes",
+    "harmonic_multiplicity",
+    "breakdown_time",
+    "predicted_breakdown_time",
+    "breakdown_law_cdf",
+    "breakdown_law_mean",
+    "fit_horizon_slope",
+    "ResolutionWarning",
 ]
