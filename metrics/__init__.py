@@ -5,6 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
+from .chaos import chaos_horizon_study, sliced_w2_to_uniform_s2
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import (
     CONVENTIONS,
@@ -77,6 +78,8 @@ __all__ = [
     "cluster_energy",
     "plateaus",
     "staircase",
+    "chaos_horizon_study",
+    "sliced_w2_to_uniform_s2",
     "harmonic_amplitudes",
     "harmonic_multiplicity",
     "breakdown_time",

@@ -217,7 +217,7 @@ def predicted_breakdown_time(amplitude0, rate, delta):
         Initial amplitude(s) :math:`A_{l^*}(0)` of the unstable mode, e.g. from :func:`harmonic_amplitudes`.
     rate : float > 0
         Growth rate σ* of that mode (:func:`meanfield.growth_rates`).
-    delta : float > 0
+    delta : float > 0 or 1-D sequence of them (a leading δ axis is added)
 
     Examples
     --------
@@ -225,13 +225,15 @@ def predicted_breakdown_time(amplitude0, rate, delta):
     True
     """
     caller = "predicted_breakdown_time"
-    delta = float(_check_delta(delta, caller)[0]) if np.ndim(delta) == 0 else _check_delta(delta, caller)[:, None]
+    scalar = np.ndim(delta) == 0
     rate = check_param(rate, "rate", caller, low=0.0, low_open=True)
     a0 = np.asarray(amplitude0, dtype=np.float64)
+    deltas = _check_delta(delta, caller).reshape((-1,) + (1,) * a0.ndim)
     if not np.all(np.isfinite(a0)) or np.any(a0 <= 0):
         raise InvalidParameterError(f"amplitude0 of {caller} must be finite and > 0 (log of it is taken); "
                                     f"got min {float(np.min(a0)) if a0.size else 'empty'}.")
-    return np.log(delta / a0) / rate
+    out = np.log(deltas / a0) / rate
+    return out[0] if scalar else out
 
 
 def breakdown_law_cdf(z, k: int = 2):
