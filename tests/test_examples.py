@@ -181,3 +181,20 @@ def test_variants_example(tmp_path):
     assert rows["W(t) = (1 + t) W vs constant run at t + t^2/2"] < 1e-8
     assert rows["3 identical layers vs one run"] < 1e-13
     assert (tmp_path / "variants.png").exists() and (tmp_path / "variants.md").exists()
+
+
+def test_chaos_horizon_quick(tmp_path):
+    from examples import chaos_horizon
+
+    ds, stable, s2 = chaos_horizon.main(["--out", str(tmp_path), "--quick"])
+    for name in ("s1", "stable", "s2"):
+        assert (tmp_path / f"chaos_horizon_{name}.png").stat().st_size > 10_000, name
+    with xr.open_dataset(tmp_path / "chaos_horizon_s1.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+    # unstable: every run broke down, t_delta grows with n; stable: none did
+    assert np.all(np.isfinite(ds.t_delta)) and float(ds.slope_predicted) > 0
+    td = ds.t_delta.mean("seed").values
+    assert np.all(np.diff(td, axis=-1) > 0)
+    assert np.all(np.isinf(stable.t_delta)) and float(stable.sigma_star) < 0
+    assert int(s2.l_star) == 2 and s2.distance.dims == ("n_particles", "seed", "time")
+    assert (tmp_path / "chaos_horizon.md").exists() and not list(tmp_path.glob("*.part"))
