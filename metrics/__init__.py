@@ -5,7 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
-from .chaos import chaos_horizon_study, sliced_w2_to_uniform_s2
+from .chaos import chaos_horizon_study
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import (
     CONVENTIONS,
@@ -27,6 +27,7 @@ from .horizon import (
     harmonic_amplitudes,
     harmonic_multiplicity,
     predicted_breakdown_time,
+    sliced_w2_to_uniform_s2,
 )
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .registry import METRICS, Metric, evaluate

@@ -47,40 +47,14 @@ from .horizon import (
     harmonic_amplitudes,
     harmonic_multiplicity,
     predicted_breakdown_time,
+    sliced_w2_to_uniform_s2,
 )
 from .limit import bounded_clusters, circle_quantile_atoms, circle_wasserstein
 
-__all__ = ["chaos_horizon_study", "sliced_w2_to_uniform_s2"]
+__all__ = ["chaos_horizon_study"]
 
 #: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
 MAX_LOG_STEP = 0.25
-
-
-def sliced_w2_to_uniform_s2(x, directions) -> float:
-    r"""Sliced :math:`SW_2(\mu_n, \sigma)` on :math:`S^2` over the given unit directions, exact per direction.
-
-    The projection of σ on a unit axis is uniform on [-1, 1], with quantile function
-    :math:`q(s) = 2s - 1`; with the sorted projections :math:`p_{(k)}` of the n tokens,
-
-    .. math:: W_2^2 = \sum_{k} \int_{k/n}^{(k+1)/n} (p_{(k)} - 2s + 1)^2\,ds
-       = \frac1n\sum_k \Big[\big(p_{(k)} + 1 - \tfrac{2k+1}{n}\big)^2 + \frac{1}{3n^2}\Big],
-
-    and :math:`SW_2 = (\text{mean over directions of } W_2^2)^{1/2}`.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> u = rng.standard_normal((20000, 3)); u /= np.linalg.norm(u, axis=1, keepdims=True)
-    >>> e = np.eye(3)
-    >>> bool(sliced_w2_to_uniform_s2(u, e) < 0.02), bool(sliced_w2_to_uniform_s2(e[[2]], e[[2]]) > 1.1)
-    (True, True)
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = len(x)
-    p = np.sort(x @ np.asarray(directions, dtype=np.float64).T, axis=0)  # (n, L)
-    mid = (2 * np.arange(n) + 1) / n - 1.0
-    w2 = np.mean((p - mid[:, None]) ** 2, axis=0) + 1.0 / (3 * n * n)
-    return float(np.sqrt(w2.mean()))
 
 
 class _StudyModel:
@@ -266,7 +240,11 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     sweep = run_sweep({"n_particles": n_values}, n_seeds=n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       kappa=kappa, model_fn=_StudyModel(model), engine=engine, max_workers=max_workers,
                       store=store, progress=progress, cell_fn=_chaos_cell, cell_settings=settings, metrics=())
-    return _assemble(sweep, model, locals())
+    cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
+           "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
+           "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
+           "n_boot": n_boot, "t_start": t_start}
+    return _assemble(sweep, model, cfg)
 
 
 def _first_index(ts, t):
@@ -274,23 +252,18 @@ def _first_index(ts, t):
     return np.minimum(np.searchsorted(ts, t, side="left"), len(ts) - 1)
 
 
-def _assemble(sweep, model, cfg) -> xr.Dataset:
-    ts, deltas, l_max, l_star, s_star = cfg["ts"], cfg["deltas"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
-    n_values, d, K = cfg["n_values"], cfg["d"], int(cfg["max_clusters"])
-    dims = ("n_particles", "seed", "time")
-    amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
-    dist = sweep["distance"].values
+def _breakdown(ts, amp, dist, cfg) -> dict:
+    """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope and KS."""
+    deltas, l_star, s_star, n_values = cfg["deltas"], cfg["l_star"], cfg["s_star"], cfg["n_values"]
     a_star = amp[..., l_star - 1]
     ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
-    td = np.full((len(deltas),) + a_star.shape[:-1], np.inf)
-    td_dist = np.full_like(td, np.inf)
+    td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
+    td_dist = np.full_like(td, np.nan)
     with warnings.catch_warnings():
         # the grid was checked against sigma*; a non-linear overshoot at late times is not a resolution issue
         warnings.simplefilter("ignore", ResolutionWarning)
         td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
         td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
-    td[:, ~ok] = np.nan  # failed runs (status 0) have no breakdown time; success says which
-    td_dist[:, ~ok] = np.nan
     stable = s_star <= 0
     pred = np.full_like(td, np.inf if stable else np.nan)
     if not stable:
@@ -300,17 +273,30 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
                       f"t1 = {cfg['t1']} (t_delta = inf); raise t1 beyond about "
                       f"{float(np.nanmax(np.where(np.isfinite(pred), pred, np.nan))):.3g}.",
-                      ResolutionWarning, stacklevel=3)
-    k = harmonic_multiplicity(l_star, d)
+                      ResolutionWarning, stacklevel=4)
+    k = harmonic_multiplicity(l_star, cfg["d"])
     idx = _first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
-    dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon
+    dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
     z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
     fits = np.array([fit_horizon_slope(n_values, td[i], n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
-                     for i in range(len(deltas))])
+                     if not np.any(np.isnan(td[i])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
                    if (not stable and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
+    return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
+            "k": k, "stable": stable}
+
+
+def _assemble(sweep, model, cfg) -> xr.Dataset:
+    ts, l_max, l_star, s_star = cfg["ts"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
+    n_values, d, K = cfg["n_values"], cfg["d"], int(cfg["max_clusters"])
+    dims = ("n_particles", "seed", "time")
+    amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
+    dist = sweep["distance"].values
+    b = _breakdown(ts, amp, dist, cfg)
+    td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
+                                                                            "fits", "ks", "k", "stable"))
     masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
     sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
     dunits = "rad" if d == 2 else "1"
@@ -351,30 +337,40 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords = {
-        "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
+    return xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
+
+
+def _coords(cfg) -> dict:
+    K = int(cfg["max_clusters"])
+    return {
+        "n_particles": ("n_particles", np.asarray(cfg["n_values"]), {"long_name": "number of tokens", "units": "1"}),
         "seed": ("seed", np.arange(cfg["n_seeds"]), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
-        "time": ("time", ts, {"long_name": "time", "units": "1"}),
-        "degree": ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"}),
-        "delta": ("delta", deltas, {"long_name": "breakdown threshold", "units": "1"}),
+        "time": ("time", cfg["ts"], {"long_name": "time", "units": "1"}),
+        "degree": ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"}),
+        "delta": ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"}),
         "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
         "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "bootstrap quantile of the interval bound",
                                                       "units": "1"}),
     }
+
+
+def _attrs(model, cfg) -> dict:
+    d = cfg["d"]
     config = {k_: cfg[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
                                      "n_projections", "eps_cluster", "max_clusters", "n_boot")}
-    config["delta"] = deltas.tolist()
+    config["delta"] = cfg["deltas"].tolist()
     attrs = {
         "title": f"headflow chaos horizon study on S^{d - 1}",
         "source": f"headflow {__version__}",
         "history": "created by metrics.chaos_horizon_study (cells by metrics.run_sweep)",
         "t1": cfg["t1"], "dt": cfg["dt"], "kappa": cfg["kappa"], "n_saves": cfg["n_saves"],
         "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
-        "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure (error 2 pi / (16 n))" if d == 2
+        "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
+                            "(error 2 pi / (16 n))" if d == 2
                             else f"sliced SW_2 over {cfg['n_projections']} directions, exact per direction"),
         "study_seconds": float(_time.perf_counter() - cfg["t_start"]),
         **model_attrs(model),
         **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(cfg["seed"]).entropy),
                                            "spawn_key": "(seed index,)"}, model=model),
     }
-    return xr.Dataset(data, coords=coords, attrs=netcdf_safe(attrs))
+    return netcdf_safe(attrs)

@@ -59,10 +59,11 @@ from scipy import stats
 from scipy.special import digamma, sph_harm_y
 
 from particles import check_points
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import InvalidParameterError, check_param, check_real_array
 
 __all__ = ["harmonic_amplitudes", "harmonic_multiplicity", "breakdown_time", "predicted_breakdown_time",
-           "breakdown_law_cdf", "breakdown_law_mean", "fit_horizon_slope", "ResolutionWarning"]
+           "breakdown_law_cdf", "breakdown_law_mean", "fit_horizon_slope", "sliced_w2_to_uniform_s2",
+           "ResolutionWarning"]
 
 
 class ResolutionWarning(UserWarning):
@@ -133,8 +134,13 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
 
 
 def _check_delta(delta, caller):
-    delta = np.atleast_1d(np.asarray(delta, dtype=np.float64))
-    if delta.ndim != 1 or delta.size == 0 or not np.all(np.isfinite(delta)) or np.any(delta <= 0):
+    fix = ("Use e.g. delta=0.1 (a breakdown is a distance or amplitude reaching delta).")
+    if delta is None or isinstance(delta, (str, bytes, dict, set)):
+        raise InvalidParameterError(f"The 'delta' parameter of {caller} must be a positive finite threshold (or a "
+                                    f"1-D sequence of them); got {type(delta).__name__}. {fix}")
+    delta = np.atleast_1d(check_real_array(delta, "delta", caller, ndim=(0, 1), finite=False, min_size=0,
+                                           expected="a positive threshold or a 1-D sequence of them"))
+    if delta.size == 0 or not np.all(np.isfinite(delta)) or np.any(delta <= 0):
         raise InvalidParameterError(
             f"The 'delta' parameter of {caller} must be a positive finite threshold (or a 1-D sequence of them); "
             f"got {delta.tolist()!r}. Use e.g. delta=0.1 (a breakdown is a distance or amplitude reaching delta).")
@@ -171,8 +177,9 @@ def breakdown_time(t, values, delta, *, max_log_step: float = 0.25) -> np.ndarra
     caller = "breakdown_time"
     scalar = np.ndim(delta) == 0
     deltas = _check_delta(delta, caller)
-    t = np.asarray(t, dtype=np.float64)
-    g = np.asarray(values, dtype=np.float64)
+    max_log_step = check_param(max_log_step, "max_log_step", caller, low=0.0, low_open=True)
+    t = check_real_array(t, "t", caller, ndim=1, expected="a strictly increasing 1-D array of times")
+    g = check_real_array(values, "values", caller, finite=False, expected="an array of curve values (..., T)")
     if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
         raise InvalidParameterError(f"t of {caller} must be a strictly increasing 1-D array of >= 2 times; "
                                     f"got shape {t.shape}.")
@@ -227,7 +234,7 @@ def predicted_breakdown_time(amplitude0, rate, delta):
     caller = "predicted_breakdown_time"
     scalar = np.ndim(delta) == 0
     rate = check_param(rate, "rate", caller, low=0.0, low_open=True)
-    a0 = np.asarray(amplitude0, dtype=np.float64)
+    a0 = check_real_array(amplitude0, "amplitude0", caller, finite=False, expected="positive initial amplitudes")
     deltas = _check_delta(delta, caller).reshape((-1,) + (1,) * a0.ndim)
     if not np.all(np.isfinite(a0)) or np.any(a0 <= 0):
         raise InvalidParameterError(f"amplitude0 of {caller} must be finite and > 0 (log of it is taken); "
@@ -247,7 +254,8 @@ def breakdown_law_cdf(z, k: int = 2):
     True
     """
     k = check_param(k, "k", "breakdown_law_cdf", low=1, integer=True)
-    return stats.chi(k).sf(np.exp(-np.asarray(z, dtype=np.float64)))
+    z = check_real_array(z, "z", "breakdown_law_cdf", expected="finite real values of Z")
+    return stats.chi(k).sf(np.exp(-z))
 
 
 def breakdown_law_mean(k: int = 2) -> float:
@@ -277,11 +285,14 @@ def fit_horizon_slope(n_values, t_delta, *, n_boot: int = 1000, level: float = 0
     """
     caller = "fit_horizon_slope"
     n_boot = check_param(n_boot, "n_boot", caller, low=1, integer=True)
-    logn = np.log(np.asarray(n_values, dtype=np.float64))
-    td = np.asarray(t_delta, dtype=np.float64)
-    if td.ndim != 2 or td.shape[0] != len(logn) or len(logn) < 2:
-        raise InvalidParameterError(f"t_delta of {caller} must have shape (len(n_values) >= 2, n_seeds); "
-                                    f"got {td.shape} for {len(logn)} n values.")
+    nv = check_real_array(n_values, "n_values", caller, ndim=1, expected="a 1-D array of particle numbers")
+    if np.any(nv <= 0):
+        raise InvalidParameterError(f"n_values of {caller} must be positive; got {nv.tolist()}.")
+    logn = np.log(nv)
+    td = check_real_array(t_delta, "t_delta", caller, finite=False, expected="breakdown times (n, seed)")
+    if td.ndim != 2 or td.shape[0] != len(logn) or len(logn) < 2 or np.any(np.isnan(td)):
+        raise InvalidParameterError(f"t_delta of {caller} must have shape (len(n_values) >= 2, n_seeds) and no NaN "
+                                    f"(drop failed runs first); got shape {td.shape} for {len(logn)} n values.")
     if not np.all(np.isfinite(td)):
         return float("nan"), float("nan"), float("nan")
     xc = logn - logn.mean()
@@ -294,3 +305,35 @@ def fit_horizon_slope(n_values, t_delta, *, n_boot: int = 1000, level: float = 0
     a = (1 - level) / 2
     lo, hi = np.quantile(slopes, [a, 1 - a])
     return slope, float(lo), float(hi)
+
+
+def sliced_w2_to_uniform_s2(x, directions) -> float:
+    r"""Sliced :math:`SW_2(\mu_n, \sigma)` on :math:`S^2` over the given unit directions, exact per direction.
+
+    The projection of σ on a unit axis is uniform on [-1, 1], with quantile function
+    :math:`q(s) = 2s - 1`; with the sorted projections :math:`p_{(k)}` of the n tokens,
+
+    .. math:: W_2^2 = \sum_{k} \int_{k/n}^{(k+1)/n} (p_{(k)} - 2s + 1)^2\,ds
+       = \frac1n\sum_k \Big[\big(p_{(k)} + 1 - \tfrac{2k+1}{n}\big)^2 + \frac{1}{3n^2}\Big],
+
+    and :math:`SW_2 = (\text{mean over directions of } W_2^2)^{1/2}`.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.standard_normal((20000, 3)); u /= np.linalg.norm(u, axis=1, keepdims=True)
+    >>> e = np.eye(3)
+    >>> bool(sliced_w2_to_uniform_s2(u, e) < 0.02), bool(sliced_w2_to_uniform_s2(e[[2]], e[[2]]) > 1.1)
+    (True, True)
+    """
+    caller = "sliced_w2_to_uniform_s2"
+    x = check_points(x, "x", caller, atol=1e-8)
+    directions = check_points(directions, "directions", caller, atol=1e-8)
+    if x.shape[1] != 3 or directions.shape[1] != 3:
+        raise InvalidParameterError(f"x and directions of {caller} must be points of S^2 (d = 3); got d = "
+                                    f"{x.shape[1]} and {directions.shape[1]}.")
+    n = len(x)
+    p = np.sort(x @ directions.T, axis=0)  # (n, L)
+    mid = (2 * np.arange(n) + 1) / n - 1.0
+    w2 = np.mean((p - mid[:, None]) ** 2, axis=0) + 1.0 / (3 * n * n)
+    return float(np.sqrt(w2.mean()))

@@ -6,7 +6,7 @@ import xarray as xr
 
 import meanfield as mf
 import metrics
-from metrics.chaos import sliced_w2_to_uniform_s2
+from metrics.horizon import sliced_w2_to_uniform_s2
 from particles import InvalidParameterError, MultiHead
 
 SOFTMAX_S1 = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")  # sigma_1 = 0.485 ~ 2 sigma_2
