@@ -5,6 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
+from .chaos import chaos_horizon_study
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import (
     CONVENTIONS,
@@ -25,6 +26,17 @@ from .density import (
 )
 from .density_families import ExpressionDensity, FamilyDensity
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .horizon import (
+    ResolutionWarning,
+    breakdown_law_cdf,
+    breakdown_law_mean,
+    breakdown_time,
+    fit_horizon_slope,
+    harmonic_amplitudes,
+    harmonic_multiplicity,
+    predicted_breakdown_time,
+    sliced_w2_to_uniform_s2,
+)
 from .limit import (
     RateFit,
     SlicedReference,
@@ -103,4 +115,14 @@ __all__ = [
     "cluster_energy",
     "plateaus",
     "staircase",
+    "chaos_horizon_study",
+    "sliced_w2_to_uniform_s2",
+    "harmonic_amplitudes",
+    "harmonic_multiplicity",
+    "breakdown_time",
+    "predicted_breakdown_time",
+    "breakdown_law_cdf",
+    "breakdown_law_mean",
+    "fit_horizon_slope",
+    "ResolutionWarning",
 ]

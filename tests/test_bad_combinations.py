@@ -38,6 +38,15 @@ ARRAY_TAGS = {"points", "weights", "weights_nn", "matrix", "matrix_nn", "array",
 
 # name -> [(pair of arguments that disagree, callable, kwargs)]; the error must name one of the pair
 COMBINATIONS = {
+    "metrics.breakdown_time": [
+        (("t", "values"), metrics.breakdown_time, dict(t=np.linspace(0, 1, 5), values=np.linspace(0, 1, 4), delta=0.5)),
+    ],
+    "metrics.fit_horizon_slope": [
+        (("n_values", "t_delta"), metrics.fit_horizon_slope, dict(n_values=[10.0, 100.0, 1000.0], t_delta=np.ones((4, 2)))),
+    ],
+    "metrics.sliced_w2_to_uniform_s2": [
+        (("directions", "x"), metrics.sliced_w2_to_uniform_s2, dict(x=np.eye(3), directions=np.eye(2))),
+    ],
     "metrics.fit_rate": [
         (("gaps", "n_values"), metrics.fit_rate, dict(n_values=[10.0, 40.0, 160.0], gaps=np.ones((4, 2)))),
     ],
@@ -116,6 +125,9 @@ COMBINATIONS = {
 
 # name -> {pair: why no value of one constrains the other}
 INDEPENDENT = {
+    "metrics.breakdown_time": {("delta", "t"): "delta is a list of thresholds, any length",
+                               ("delta", "values"): "delta is a list of thresholds, any length"},
+    "metrics.predicted_breakdown_time": {("amplitude0", "delta"): "one prediction per threshold and amplitude"},
     "metrics.circle_wasserstein": {
         ("atoms", "theta"): "two measures on the circle: any numbers of atoms",
         ("atom_weights", "theta"): "the weights of the second measure; the first has its own",

@@ -329,6 +329,28 @@ CASES.update({
     "metrics.provenance": (metrics.provenance, dict(config={"a": 1}, seeds={"x0": 0}, model=MODEL),
                            {"config": "model", "seeds": "model", "model": "model"}),
 })
+# ------------------------------------------------------------------ chaos horizon (metrics.horizon, metrics.chaos)
+T_GRID = np.linspace(0.0, 4.0, 41)
+CASES.update({
+    "metrics.harmonic_amplitudes": (metrics.harmonic_amplitudes, dict(x=X, l_max=2), {"x": "points", "l_max": "int"}),
+    "metrics.harmonic_multiplicity": (metrics.harmonic_multiplicity, dict(l=1, d=3), {"l": "int", "d": "int"}),
+    "metrics.breakdown_time": (metrics.breakdown_time, dict(t=T_GRID, values=1e-2 * np.exp(T_GRID), delta=0.1),
+                               {"t": "array", "values": "array", "delta": "array", "max_log_step": "pos"}),
+    "metrics.predicted_breakdown_time": (metrics.predicted_breakdown_time, dict(amplitude0=0.01, rate=0.5, delta=0.1),
+                                         {"amplitude0": "array", "rate": "pos", "delta": "array"}),
+    "metrics.breakdown_law_cdf": (metrics.breakdown_law_cdf, dict(z=0.1), {"z": "array", "k": "int"}),
+    "metrics.breakdown_law_mean": (metrics.breakdown_law_mean, dict(k=2), {"k": "int"}),
+    "metrics.fit_horizon_slope": (metrics.fit_horizon_slope, dict(n_values=[10, 100], t_delta=np.ones((2, 3))),
+                                  {"n_values": "array", "t_delta": "array", "n_boot": "int"}),
+    "metrics.sliced_w2_to_uniform_s2": (metrics.sliced_w2_to_uniform_s2, dict(x=X, directions=X),
+                                        {"x": "points", "directions": "points"}),
+    "metrics.chaos_horizon_study": (metrics.chaos_horizon_study,
+                                    dict(model=particles.MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax"),
+                                         n_values=[10, 20], n_seeds=1, t1=8.0, n_saves=33, delta=0.3, dt=0.25,
+                                         l_max=2, n_boot=10),
+                                    {"model": "model", "n_seeds": "int", "t1": "pos", "n_saves": "int",
+                                     "delta": "array", "dt": "pos", "kappa": "kappa", "l_max": "int"}),
+})
 BAD["kappa"] = st.sampled_from(_common + [0.0, -1.0, np.nan, -np.inf, "1", np.ones(2)])
 BAD["weights_nn"] = BAD["weights"].filter(lambda v: v is not None)  # None documented as "uniform"
 BAD["matrix_nn"] = BAD["matrix"].filter(lambda v: v is not None)  # None documented as "W = M"
@@ -341,7 +363,7 @@ BAD["int_or_none"] = st.sampled_from(_common[1:] + [-1, 1.5, np.nan, "3"])
 NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
                 "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
-                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS"}
+                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit",

@@ -237,3 +237,18 @@ def test_metastable_staircase_quick(tmp_path, monkeypatch):
     for s, f in zip(steps, found):  # each plateau sits at sum m_c^2 plus its cross terms
         assert abs(s.normalised_energy - s.sum_sq_masses - f["cross"][0]) < 2e-3
     assert abs(steps[-1].normalised_energy - steps[-1].sum_sq_masses) < 1e-6  # two far-apart clusters: no cross term
+def test_chaos_horizon_quick(tmp_path):
+    from examples import chaos_horizon
+
+    ds, stable, s2 = chaos_horizon.main(["--out", str(tmp_path), "--quick"])
+    for name in ("s1", "stable", "s2"):
+        assert (tmp_path / f"chaos_horizon_{name}.png").stat().st_size > 10_000, name
+    with xr.open_dataset(tmp_path / "chaos_horizon_s1.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+    # unstable: every run broke down, t_delta grows with n; stable: none did
+    assert np.all(np.isfinite(ds.t_delta)) and float(ds.slope_predicted) > 0
+    td = ds.t_delta.mean("seed").values
+    assert np.all(np.diff(td, axis=-1) > 0)
+    assert np.all(np.isinf(stable.t_delta)) and float(stable.sigma_star) < 0
+    assert int(s2.l_star) == 2 and s2.distance.dims == ("n_particles", "seed", "time")
+    assert (tmp_path / "chaos_horizon.md").exists() and not list(tmp_path.glob("*.part"))

@@ -1,0 +1,376 @@
+r"""How long n tokens follow the mean field from the uniform state: the propagation-of-chaos horizon study.
+
+The uniform measure σ on :math:`S^{d-1}` is an exact stationary solution of the mean-field equation,
+so for i.i.d. uniform tokens the mean-field reference is σ itself at every time, known in closed
+form. :func:`chaos_horizon_study` runs, through the resumable :func:`metrics.run_sweep` (one cell per
+(n, seed)), the particle flow from n i.i.d. uniform tokens and records at each save time
+
+- the distance to the mean field: exact :math:`W_1(\mu_n(t), \sigma)` on :math:`S^1` (geodesic,
+  radians; the circle closed form of :mod:`metrics.limit` against 4n quantile atoms of σ, error
+  2π/(16 n)); on :math:`S^2` the sliced :math:`SW_2` of the embedded measures against σ, exact per
+  direction because the projection of σ on any axis is uniform on [-1, 1] (Archimedes);
+- the degree amplitudes :math:`A_l`, l = 1..l_max (:func:`metrics.harmonic_amplitudes`);
+- the cluster count and the largest cluster masses (bounded memory, :mod:`metrics.limit`);
+
+and, per (δ, n, seed), the breakdown time :math:`t_\delta` at which the amplitude of the most
+unstable degree :math:`A_{l^*}` reaches δ, the linearised prediction from the run's own
+:math:`A_{l^*}(0)` (:mod:`metrics.horizon`), the distance-based time at which the distance reaches δ,
+the dominant degree at breakdown, the normalised :math:`Z = \sigma^* t_\delta - \tfrac12\log n -
+\log\delta` with a Kolmogorov–Smirnov p-value against its closed-form law, and the slope of the
+seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the predicted
+:math:`1/(2\sigma^*)`. In the stable regime (σ* ≤ 0, e.g. noise κ < κ*) no breakdown is expected and
+:math:`\sup_t\sqrt n\,W(t)` (``sup_scaled_distance``) is the observable.
+"""
+
+from __future__ import annotations
+
+import json
+import time as _time
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+import meanfield as mf
+from particles import MultiHead, SaveAt, __version__, simulate
+from particles.validation import InvalidParameterError, check_param
+
+from .dataset import model_attrs, netcdf_safe, provenance
+from .horizon import (
+    ResolutionWarning,
+    _check_delta,
+    breakdown_law_cdf,
+    breakdown_law_mean,
+    breakdown_time,
+    fit_horizon_slope,
+    harmonic_amplitudes,
+    harmonic_multiplicity,
+    predicted_breakdown_time,
+    sliced_w2_to_uniform_s2,
+)
+from .limit import bounded_clusters, circle_quantile_atoms, circle_wasserstein
+
+__all__ = ["chaos_horizon_study"]
+
+#: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
+MAX_LOG_STEP = 0.25
+
+
+class _StudyModel:
+    """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
+
+    def __init__(self, model):
+        self.model = model
+        self.__qualname__ = "chaos_horizon_study.model"
+
+    def __call__(self, params, rng):
+        return self.model
+
+
+def _uniform_tokens(n, d, rng):
+    if d == 2:
+        theta = rng.uniform(0.0, 2 * np.pi, n)
+        return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    y = rng.standard_normal((n, d))
+    return y / np.linalg.norm(y, axis=1, keepdims=True)
+
+
+def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+    """One (n, seed) run from i.i.d. uniform tokens, with run_sweep's cell contract (dims ``time``)."""
+    n = int(params["n_particles"])
+    model, ts, d, L, K = settings["model"], settings["ts"], settings["dim"], settings["l_max"], settings["max_clusters"]
+    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
+    rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
+    x0 = _uniform_tokens(n, d, rng_init)
+    if d == 2:
+        M = 4 * n  # W1(uniform, M quantile atoms) = 2 pi / (4M), far below n^{-1/2}
+        atoms = circle_quantile_atoms(np.ones(1), M)
+    directions = settings["directions"]
+
+    def save_fn(t, x):
+        if d == 2:
+            dist = circle_wasserstein(np.arctan2(x[:, 1], x[:, 0]), atoms, p=1, method="circle")[0]
+        else:
+            dist = sliced_w2_to_uniform_s2(x, directions)
+        row = {"distance": dist}
+        for l, a in enumerate(harmonic_amplitudes(x, L), start=1):
+            row[f"amplitude_{l}"] = a
+        masses = bounded_clusters(x, eps=settings["eps_cluster"])
+        row["n_clusters"] = float(len(masses))
+        top = np.zeros(K)
+        top[:min(K, len(masses))] = masses[:K]
+        for j in range(K):
+            row[f"cluster_mass_{j}"] = top[j]
+        return row
+
+    method = "rk4" if np.isinf(settings["kappa"]) else "euler_maruyama"
+    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
+                    kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=method)
+    data = {}
+    for k, v in traj.saved.items():
+        v = np.asarray(v, dtype=float)
+        # a failed run is cut at its last finite save; status = 0 says so
+        data[k] = ("time", np.concatenate([v, np.full(len(ts) - len(v), np.nan)]))
+    data["status"] = ((), int(traj.success))
+    return xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
+
+
+def _validate(model, density, n_values, n_seeds, t1, n_saves, dt, kappa, l_max):
+    caller = "chaos_horizon_study"
+    if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax") or model.d not in (2, 3):
+        raise InvalidParameterError(
+            f"The 'model' parameter of {caller} must be a particles.MultiHead with scalar heads, kind 'usa' or "
+            f"'softmax', on S^1 or S^2 (d = 2 or 3); got {getattr(model, 'kind', type(model).__name__)!r} with "
+            f"d = {getattr(model, 'd', None)}. Build it with MultiHead.scalar([lam], d, beta=..., kind=...).")
+    if not (isinstance(density, str) and density == "uniform"):
+        raise InvalidParameterError(
+            f"The 'density' parameter of {caller} must be 'uniform'; got {density!r}. The horizon is measured "
+            "around the uniform state, the stationary solution whose reference is exact; for distances from a "
+            "perturbed start at fixed times use metrics.mean_field_limit_study.")
+    try:
+        nv = np.asarray(n_values)
+        ok = (nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv >= 2)
+              and np.all(np.diff(nv) > 0))
+    except TypeError:
+        ok = False
+    if not ok:
+        raise InvalidParameterError(f"The 'n_values' parameter of {caller} must be at least two strictly increasing "
+                                    f"integers >= 2 (the slope is fitted against log n); got {n_values!r}.")
+    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    if dt > t1:
+        raise InvalidParameterError(f"The 'dt' parameter of {caller} must be <= t1 = {t1}; got {dt}.")
+    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    l_max = check_param(l_max, "l_max", caller, low=1, integer=True)
+    return [int(n) for n in nv], n_seeds, t1, n_saves, dt, kappa, l_max
+
+
+def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=(100, 1000, 10000),
+                        n_seeds: int = 8, t1: float = 12.0, n_saves: int = 241, delta=(0.05, 0.1),
+                        kappa: float = np.inf, l_max: int = 6, dt: float = 0.05, seed: int = 0,
+                        n_projections: int = 64, eps_cluster: float = 1e-2, max_clusters: int = 8,
+                        n_boot: int = 1000, store=None, engine="serial", max_workers: int | None = None,
+                        progress: bool = False) -> xr.Dataset:
+    r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
+
+    Theory (:mod:`metrics.horizon`, docs/theory.md): the degree amplitudes start at
+    :math:`A_l(0) \approx \chi_{k_l}/\sqrt n` and grow like :math:`e^{\sigma_l t}`, so the amplitude of
+    the most unstable degree :math:`l^*` reaches δ at
+
+    .. math:: t_\delta \approx \frac{\log\delta + \tfrac12\log n - \log(\sqrt n A_{l^*}(0))}{\sigma^*},
+       \qquad \frac{d\,E[t_\delta]}{d\log n} = \frac{1}{2\sigma^*}.
+
+    Parameters
+    ----------
+    model : MultiHead
+        Scalar heads (``MultiHead.scalar``), kind "usa" or "softmax", d = 2 or 3; its ``summation``
+        (``"auto"`` by default) makes large n affordable.
+    density : "uniform"
+        The initial law (the only one for which the reference is exact at all times).
+    n_values : strictly increasing integers >= 2
+    n_seeds : int
+        Runs per n (t_δ spreads by O(1/σ*) across seeds: use many for the slope).
+    t1, n_saves, dt : horizon, number of equally spaced save times in [0, t1], step (RK4 without
+        noise, Euler–Maruyama with)
+    delta : float > 0 or sequence of them
+        Breakdown thresholds on :math:`A_{l^*}` and on the distance.
+    kappa : float
+        Noise (generator κ⁻¹Δ); below κ* the uniform state is stable and no breakdown is expected.
+    l_max : int >= l*
+        Degrees recorded.
+    n_projections : directions of the sliced distance on S^2
+    eps_cluster, max_clusters : geodesic linking distance; number of largest cluster masses kept
+    n_boot : bootstrap resamples of the slope interval
+    store, engine, max_workers, progress : passed to :func:`metrics.run_sweep` (resumable cells,
+        "serial"/"process"/dask client, tqdm bar)
+
+    Raises
+    ------
+    InvalidParameterError
+        Bad input, ``delta`` not positive, or a save grid too coarse to resolve t_δ
+        (σ*·Δt > 0.25, the growth of :math:`\log A_{l^*}` between two saves).
+
+    Warns
+    -----
+    ResolutionWarning
+        When a run has not broken down by t1 although σ* > 0 (its t_δ is ``inf``; raise t1).
+
+    Examples
+    --------
+    >>> m = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
+    >>> ds = chaos_horizon_study(m, n_values=[50, 100], n_seeds=2, t1=10.0, n_saves=41, delta=0.3,
+    ...                          dt=0.1, n_boot=50)
+    >>> ds.distance.dims, int(ds.l_star), bool(np.all(np.isfinite(ds.t_delta)))
+    (('n_particles', 'seed', 'time'), 1, True)
+    """
+    caller = "chaos_horizon_study"
+    n_values, n_seeds, t1, n_saves, dt, kappa, l_max = _validate(model, density, n_values, n_seeds, t1,
+                                                                   n_saves, dt, kappa, l_max)
+    deltas = _check_delta(delta, caller)
+    sigma = mf.growth_rates(model, l_max=l_max, kappa=kappa)
+    l_star = int(np.argmax(sigma[1:]) + 1)
+    s_star = float(sigma[l_star])
+    # a degree above l_max could still be the most unstable one: check up to twice further
+    wider = mf.growth_rates(model, l_max=2 * l_max + 2, kappa=kappa)
+    if np.argmax(wider[1:]) + 1 != l_star:
+        raise InvalidParameterError(
+            f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
+            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {l_max}.")
+    ts = np.linspace(0.0, t1, n_saves)
+    if s_star > 0 and s_star * (ts[1] - ts[0]) > MAX_LOG_STEP:
+        need = int(np.ceil(s_star * t1 / MAX_LOG_STEP)) + 1
+        raise InvalidParameterError(
+            f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
+            f"{s_star * (ts[1] - ts[0]):.3g} > {MAX_LOG_STEP} (sigma* = {s_star:.4g}, t1 = {t1}, n_saves = "
+            f"{n_saves}). Use n_saves >= {need}.")
+    d = model.d
+    from .sweep import run_sweep
+
+    t_start = _time.perf_counter()
+    g = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    directions = g.standard_normal((int(n_projections), 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    settings = {"model": model, "ts": ts, "dim": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "directions": directions}
+    settings["key"] = json.dumps({"study": caller, "model": model_attrs(model), "l_max": l_max, "L": n_projections,
+                                  "eps": eps_cluster, "K": max_clusters}, sort_keys=True, default=str)
+    sweep = run_sweep({"n_particles": n_values}, n_seeds=n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
+                      kappa=kappa, model_fn=_StudyModel(model), engine=engine, max_workers=max_workers,
+                      store=store, progress=progress, cell_fn=_chaos_cell, cell_settings=settings, metrics=())
+    cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
+           "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
+           "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
+           "n_boot": n_boot, "t_start": t_start}
+    return _assemble(sweep, model, cfg)
+
+
+def _first_index(ts, t):
+    """Index of the first save time >= t (the last one if t is beyond the horizon)."""
+    return np.minimum(np.searchsorted(ts, t, side="left"), len(ts) - 1)
+
+
+def _breakdown(ts, amp, dist, cfg) -> dict:
+    """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope and KS."""
+    deltas, l_star, s_star, n_values = cfg["deltas"], cfg["l_star"], cfg["s_star"], cfg["n_values"]
+    a_star = amp[..., l_star - 1]
+    ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
+    td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
+    td_dist = np.full_like(td, np.nan)
+    with warnings.catch_warnings():
+        # the grid was checked against sigma*; a non-linear overshoot at late times is not a resolution issue
+        warnings.simplefilter("ignore", ResolutionWarning)
+        td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
+        td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
+    stable = s_star <= 0
+    pred = np.full_like(td, np.inf if stable else np.nan)
+    if not stable:
+        pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
+    n_inf = int(np.sum(np.isinf(td)))
+    if not stable and n_inf:
+        warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
+                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1 beyond about "
+                      f"{float(np.nanmax(np.where(np.isfinite(pred), pred, np.nan))):.3g}.",
+                      ResolutionWarning, stacklevel=4)
+    k = harmonic_multiplicity(l_star, cfg["d"])
+    idx = _first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
+    at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
+    dominant = (np.argmax(at, axis=-1) + 1).astype(float)
+    dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
+    z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
+    fits = np.array([fit_horizon_slope(n_values, td[i], n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
+                     if not np.any(np.isnan(td[i])) else (np.nan,) * 3 for i in range(len(deltas))])
+    ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
+                   if (not stable and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
+    return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
+            "k": k, "stable": stable}
+
+
+def _assemble(sweep, model, cfg) -> xr.Dataset:
+    ts, l_max, l_star, s_star = cfg["ts"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
+    n_values, d, K = cfg["n_values"], cfg["d"], int(cfg["max_clusters"])
+    dims = ("n_particles", "seed", "time")
+    amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
+    dist = sweep["distance"].values
+    b = _breakdown(ts, amp, dist, cfg)
+    td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
+                                                                            "fits", "ks", "k", "stable"))
+    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
+    sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
+    dunits = "rad" if d == 2 else "1"
+    dlong = "W1(mu_n(t), uniform), geodesic cost" if d == 2 else "sliced W2(mu_n(t), uniform) of the embedded measures"
+    run = ("delta", "n_particles", "seed")
+    data = {
+        "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
+        "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
+                                                "units": "1"}),
+        "n_clusters": (dims, sweep["n_clusters"].values,
+                       {"long_name": f"number of clusters (geodesic eps = {cfg['eps_cluster']:g})", "units": "1"}),
+        "cluster_mass": (dims + ("cluster_rank",), masses,
+                         {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"}),
+        "success": (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"}),
+        "growth_rate": (("degree",), np.asarray(cfg["sigma"][1:], float),
+                        {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)", "units": "1/time"}),
+        "t_delta": (run, td, {"long_name": "first time A_{l*}(t) >= delta (inf: not by t1; NaN: failed run)",
+                              "units": "1"}),
+        "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
+                                                       "(inf: stable)", "units": "1"}),
+        "t_delta_distance": (run, td_dist, {"long_name": "first time the distance to the mean field >= delta "
+                                                         "(inf: not by t1)", "units": "1"}),
+        "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
+                                                       "(0: no breakdown)", "units": "1"}),
+        "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta)", "units": "1"}),
+        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable else np.nan,
+                               {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
+        "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
+                                                        "(NaN: stable)", "units": "1"}),
+        "slope": (("delta",), fits[:, 0], {"long_name": "fitted d mean(t_delta) / d log n (NaN if a run did not "
+                                                        "break down)", "units": "1"}),
+        "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
+                                                       "units": "1"}),
+        "slope_predicted": ((), 1 / (2 * s_star) if not stable else np.inf,
+                            {"long_name": "1 / (2 sigma*) (inf: stable)", "units": "1"}),
+        "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
+        "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": "1/time"}),
+        "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
+                                {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
+    }
+    return xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
+
+
+def _coords(cfg) -> dict:
+    K = int(cfg["max_clusters"])
+    return {
+        "n_particles": ("n_particles", np.asarray(cfg["n_values"]), {"long_name": "number of tokens", "units": "1"}),
+        "seed": ("seed", np.arange(cfg["n_seeds"]), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
+        "time": ("time", cfg["ts"], {"long_name": "time", "units": "1"}),
+        "degree": ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"}),
+        "delta": ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"}),
+        "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
+        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "bootstrap quantile of the interval bound",
+                                                      "units": "1"}),
+    }
+
+
+def _attrs(model, cfg) -> dict:
+    d = cfg["d"]
+    config = {k_: cfg[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
+                                     "n_projections", "eps_cluster", "max_clusters", "n_boot")}
+    config["delta"] = cfg["deltas"].tolist()
+    attrs = {
+        "title": f"headflow chaos horizon study on S^{d - 1}",
+        "source": f"headflow {__version__}",
+        "history": "created by metrics.chaos_horizon_study (cells by metrics.run_sweep)",
+        "t1": cfg["t1"], "dt": cfg["dt"], "kappa": cfg["kappa"], "n_saves": cfg["n_saves"],
+        "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
+        "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
+                            "(error 2 pi / (16 n))" if d == 2
+                            else f"sliced SW_2 over {cfg['n_projections']} directions, exact per direction"),
+        "study_seconds": float(_time.perf_counter() - cfg["t_start"]),
+        **model_attrs(model),
+        **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(cfg["seed"]).entropy),
+                                           "spawn_key": "(seed index,)"}, model=model),
+    }
+    return netcdf_safe(attrs)

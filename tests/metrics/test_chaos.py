@@ -1,0 +1,110 @@
+"""metrics.chaos_horizon_study: schema, predictions against the measured breakdown, resume, bad input."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import meanfield as mf
+import metrics
+from metrics.horizon import sliced_w2_to_uniform_s2
+from particles import InvalidParameterError, MultiHead
+
+SOFTMAX_S1 = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")  # sigma_1 = 0.485 ~ 2 sigma_2
+QUICK = dict(n_values=[200, 800], n_seeds=2, t1=9.0, n_saves=61, delta=(0.1, 0.2), dt=0.1, l_max=3, n_boot=50)
+
+
+@pytest.fixture(scope="module")
+def s1_study():
+    return metrics.chaos_horizon_study(SOFTMAX_S1, **QUICK)
+
+
+def test_schema_and_round_trip(s1_study, tmp_path):
+    ds = s1_study
+    assert ds.distance.dims == ("n_particles", "seed", "time")
+    assert ds.amplitude.dims == ("n_particles", "seed", "time", "degree")
+    assert ds.t_delta.dims == ds.t_delta_predicted.dims == ("delta", "n_particles", "seed")
+    for name in list(ds.data_vars) + list(ds.coords):
+        assert {"long_name", "units"} <= set(ds[name].attrs), name
+    assert ds.attrs["t1"] == QUICK["t1"] and ds.attrs["kind"] == "softmax"
+    ds.to_netcdf(tmp_path / "c.nc")
+    with xr.open_dataset(tmp_path / "c.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+
+
+def test_study_agrees_with_theory(s1_study):
+    ds = s1_study
+    sigma = mf.growth_rates(SOFTMAX_S1, l_max=3)
+    assert int(ds.l_star) == 1 and np.isclose(float(ds.sigma_star), sigma[1], rtol=1e-14)
+    assert np.isclose(float(ds.slope_predicted), 1 / (2 * sigma[1]))
+    # the amplitude at t = 0 is the one of the i.i.d. sample, and t_delta matches the linearised prediction
+    assert np.all(np.isfinite(ds.t_delta)) and np.all(ds.success == 1)
+    assert float(np.abs(ds.t_delta / ds.t_delta_predicted - 1).max()) < 0.1
+    # W1 to the uniform measure is of order n^{-1/2} at t = 0 (E W1 <= pi/2 sqrt(pi/n) by Kolmogorov-Smirnov bounds)
+    w0 = ds.distance.isel(time=0) * np.sqrt(ds.n_particles)
+    assert float(w0.max()) < 4.0 and float(w0.min()) > 0.05
+    z = ds.horizon_z.values
+    assert np.allclose(z, float(ds.sigma_star) * ds.t_delta.values - 0.5 * np.log(ds.n_particles.values)[None, :, None]
+                       - np.log(ds.delta.values)[:, None, None])
+
+
+def test_distance_closed_forms(rng):
+    # S^2: SW2 of the exact uniform law's quantiles is ~0; a point mass at a pole, axis e_3: W2^2 = 1 + 1/3
+    e = np.eye(3)
+    assert np.isclose(sliced_w2_to_uniform_s2(e[[2]], e[[2]]), np.sqrt(4 / 3))
+    n = 2000
+    z = (2 * np.arange(n) + 1) / n - 1  # exact quantiles of U[-1,1] along e_3, any azimuth
+    phi = rng.uniform(0, 2 * np.pi, n)
+    r = np.sqrt(1 - z ** 2)
+    x = np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1)
+    assert np.isclose(sliced_w2_to_uniform_s2(x, e[[2]]), np.sqrt(1 / (3 * n * n)))
+
+
+def test_resume_from_store(tmp_path, monkeypatch):
+    kw = dict(QUICK, n_values=[50, 100], n_seeds=1, t1=6.0, n_saves=31, delta=0.4)
+    first = metrics.chaos_horizon_study(SOFTMAX_S1, store=tmp_path, **kw)
+    assert len(list(tmp_path.glob("cell_*.nc"))) == 2
+
+    def boom(*a, **k):
+        raise AssertionError("a stored cell was recomputed")
+
+    monkeypatch.setattr("metrics.chaos.simulate", boom)
+    again = metrics.chaos_horizon_study(SOFTMAX_S1, store=tmp_path, **kw)
+    for v in ("distance", "amplitude", "t_delta", "slope"):
+        xr.testing.assert_identical(again[v], first[v])
+
+
+def test_stable_regime_has_no_breakdown():
+    kstar = mf.critical_kappa(0.5, 1.0, kind="softmax")
+    # stationary fluctuations: sqrt(n) A_1 ~ chi_2 / sqrt(1 - kappa/kappa*), below 0.6 sqrt(n) for n >= 400
+    ds = metrics.chaos_horizon_study(SOFTMAX_S1, n_values=[400, 1600], n_seeds=2, t1=4.0, n_saves=21, delta=0.6,
+                                     kappa=0.8 * kstar, dt=0.02, l_max=2, n_boot=20)
+    assert float(ds.sigma_star) < 0 and np.isinf(float(ds.slope_predicted))
+    assert np.all(np.isinf(ds.t_delta)) and np.all(ds.dominant_mode == 0)
+    assert np.all(np.isfinite(ds.sup_scaled_distance))
+
+
+def test_s2_quick():
+    model = MultiHead.scalar([1.0], 3, beta=4.0, kind="softmax")
+    sigma = mf.growth_rates(model, l_max=4)
+    ds = metrics.chaos_horizon_study(model, n_values=[100, 300], n_seeds=1, t1=2.0, n_saves=21, delta=0.5, dt=0.05,
+                                     l_max=4, n_boot=20, n_projections=16)
+    assert int(ds.l_star) == int(np.argmax(sigma[1:]) + 1)
+    assert ds.amplitude.sizes["degree"] == 4 and np.all(np.isfinite(ds.distance))
+
+
+def test_bad_input():
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of chaos_horizon_study must be a positive"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, delta=0.0))
+    with pytest.raises(InvalidParameterError, match="too coarse to resolve t_delta.*Use n_saves >= "):
+        metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_saves=5))
+    with pytest.raises(InvalidParameterError, match="'density' parameter of chaos_horizon_study must be 'uniform'"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, np.cos, **QUICK)
+    with pytest.raises(InvalidParameterError, match="'n_values' parameter"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_values=[100]))
+    with pytest.raises(InvalidParameterError, match="must include the most unstable degree"):
+        metrics.chaos_horizon_study(MultiHead.scalar([1.0], 3, beta=12.0, kind="softmax"), **dict(QUICK, l_max=1))
+
+
+def test_warns_when_the_horizon_is_too_short():
+    with pytest.warns(metrics.ResolutionWarning, match="did not reach delta by t1.*raise t1"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_values=[200, 400], n_seeds=1, t1=1.0, n_saves=11))
