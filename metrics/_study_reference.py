@@ -32,9 +32,9 @@ def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None
     w = np.full(len(y), 1.0 / len(y)) if w is None else np.asarray(w, dtype=np.float64)
     keep = w > 0
     y, w = y[keep], w[keep] / w[keep].sum()
-    sums = model._exp_sums(y, sources=y, weights=w)
-    ent = [p.logz - model.beta * np.einsum("id,de,ie->i", y, model.M[h], p.mean) for h, p in enumerate(sums)]
-    return float(w @ np.mean(ent, axis=0))
+    # the model's own entropy of weighted sums (unclipped: H - log n for w = 1/n); y may lie off a grid's sphere
+    ent = model.entropy(y, model.sums(y, sources=y, weights=w, check=False), clip=False)
+    return float(w @ ent.mean(axis=0))
 
 
 def _method(kappa: float) -> str:
