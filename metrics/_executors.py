@@ -17,7 +17,20 @@ import time
 from particles import SolverError
 from particles.validation import InvalidParameterError
 
-__all__ = ["run_serial", "run_pool", "run_dask", "check_not_bootstrapping", "check_picklable"]
+__all__ = ["FixedModel", "run_serial", "run_pool", "run_dask", "check_not_bootstrapping", "check_picklable"]
+
+
+class FixedModel:
+    """``model_fn`` for :func:`metrics.run_sweep`: one fixed model for every cell (picklable; ``name`` is what
+    the provenance and the cell keys record)."""
+
+    def __init__(self, model, name: str):
+        self.model = model
+        self.__qualname__ = name
+
+    def __call__(self, params, rng):
+        return self.model
+
 
 
 def run_serial(todo, job, done) -> None:

@@ -57,17 +57,6 @@ __all__ = ["chaos_horizon_study"]
 MAX_LOG_STEP = 0.25
 
 
-class _StudyModel:
-    """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
-
-    def __init__(self, model):
-        self.model = model
-        self.__qualname__ = "chaos_horizon_study.model"
-
-    def __call__(self, params, rng):
-        return self.model
-
-
 def _uniform_tokens(n, d, rng):
     if d == 2:
         theta = rng.uniform(0.0, 2 * np.pi, n)
@@ -227,6 +216,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
             f"{s_star * (ts[1] - ts[0]):.3g} > {MAX_LOG_STEP} (sigma* = {s_star:.4g}, t1 = {t1}, n_saves = "
             f"{n_saves}). Use n_saves >= {need}.")
     d = model.d
+    from ._executors import FixedModel
     from .sweep import run_sweep
 
     t_start = _time.perf_counter()
@@ -238,7 +228,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     settings["key"] = json.dumps({"study": caller, "model": model_attrs(model), "l_max": l_max, "L": n_projections,
                                   "eps": eps_cluster, "K": max_clusters}, sort_keys=True, default=str)
     sweep = run_sweep({"n_particles": n_values}, n_seeds=n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
-                      kappa=kappa, model_fn=_StudyModel(model), engine=engine, max_workers=max_workers,
+                      kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
                       store=store, progress=progress, cell_fn=_chaos_cell, cell_settings=settings, metrics=())
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,

@@ -57,17 +57,6 @@ def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
-class _StudyModel:
-    """model_fn for run_sweep: the study's fixed model (picklable, named in the provenance)."""
-
-    def __init__(self, model):
-        self.model = model
-        self.__qualname__ = "mean_field_limit_study.model"
-
-    def __call__(self, params, rng):
-        return self.model
-
-
 def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
     """One (n, seed) particle run of the study (``run_sweep(cell_fn=...)``: the sweep loads, stamps
     and writes cells; ``path`` is unused)."""
@@ -231,6 +220,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
     check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
+    from ._executors import FixedModel
     from .sweep import run_sweep
 
     d = model.d
@@ -255,7 +245,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                   "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True,
                                  default=str)
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
-                      n_saves=int(n_saves), kappa=float(kappa), model_fn=_StudyModel(model), engine=engine,
+                      n_saves=int(n_saves), kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
                       max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
                       cell_settings=settings, metrics=())
     K, paired = int(max_clusters), sampling == "nested"

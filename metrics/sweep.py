@@ -60,6 +60,7 @@ from .registry import METRICS
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning"]
 
 
+
 class CellWarning(UserWarning):
     """A stored sweep cell failed verification (or could not be read) and is recomputed."""
 

@@ -6,22 +6,13 @@ import math
 
 import numpy as np
 
+from particles._dynamics.steppers import _A, _C, _E
 from particles.validation import (
     SolverError,
 )
 
-_DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0, 1.0])
-_DP_A = [
-    [],
-    [1 / 5],
-    [3 / 40, 9 / 40],
-    [44 / 45, -56 / 15, 32 / 9],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
-    [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
-]
-# 5th-order weights minus the embedded 4th-order ones
-_DP_E = np.array([71 / 57600, 0.0, -71 / 16695, 71 / 1920, -17253 / 339200, 22 / 525, -1 / 40])
+# the Dormand–Prince 5(4) tableau of the particle stepper (nodes, stages, 5th minus embedded 4th order)
+_DP_C, _DP_A, _DP_E = _C, _A, _E
 _EPS = np.finfo(float).eps
 
 
