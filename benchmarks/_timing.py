@@ -25,7 +25,8 @@ from threadpoolctl import threadpool_info
 
 __all__ = ["Timing", "IncomparableTimings", "thread_limits", "best_of", "ratio", "header", "IDLE_LOAD"]
 
-#: 1-minute load average per CPU above which a table is flagged as measured on a busy machine
+#: 1-minute load average per CPU, beyond the timing process itself (one runnable thread under the
+#: limits), above which a table is flagged as measured on a busy machine
 IDLE_LOAD = 0.25
 
 
@@ -140,7 +141,8 @@ def header(timings, *, title: str = "") -> str:
         worst = max(load[0] for load in loads)
         lines.append(f"load average (1/5/15 min): {first[0]:.2f}/{first[1]:.2f}/{first[2]:.2f} at the first timing, "
                      f"{last[0]:.2f}/{last[1]:.2f}/{last[2]:.2f} at the last; highest 1-min value {worst:.2f}")
-        if worst > IDLE_LOAD * ncpu:
+        # the timed process is itself one runnable task: only load beyond it means other work
+        if worst > 1.0 + IDLE_LOAD * ncpu:
             lines.append(f"WARNING: the machine was not idle (1-min load up to {worst:.2f} on {ncpu} CPUs): times "
                          "are upper bounds; re-measure on an idle machine before publishing.")
     lines.append("thread limits: " + (", ".join(f"{api}/{internal}={n}" for api, internal, n in limits) or "none loaded"))
