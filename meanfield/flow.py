@@ -111,9 +111,12 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
         ``tol`` (spectral tail tolerance, default 1e-10), ``rtol`` (spectral local step tolerance,
         default 1e-10): the spectral scheme returns ``info["solution"]``
         (:class:`~meanfield.SpectralSolution`), ``info["tail"]`` and ``info["min_density"]`` per save
-        time; ``progress`` and ``on_failure`` (lagrangian, fv_circle, fv_sphere: these run in the
-        particle solve loop, :func:`particles.simulate`, with its progress bar and failure policy:
-        ``"raise"`` a :class:`particles.SolverError`, or ``"return"`` a result with ``status="failed"``).
+        time; ``progress``, ``on_failure`` and ``max_steps`` (every scheme: each is a stepper of the
+        particle solve loop, :func:`particles.simulate`: Runge–Kutta on the atoms, Heun under a CFL
+        step on finite-volume masses, the JKO proximal step with constant steps, integrating-factor
+        Dormand–Prince on spectral coefficients, so all share its progress bar and failure policy:
+        ``"raise"`` a :class:`particles.SolverError`, or ``"return"`` a result with ``status="failed"``
+        cut at the last save reached).
 
     Examples
     --------
@@ -145,9 +148,9 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
 
 #: options each scheme accepts (an unknown option is a typo: refused, not ignored)
 _RUN = {"progress", "on_failure"}  # handled by the particle solve loop (simulate)
-_OPTIONS = {"lagrangian": {"dt", "method"} | _RUN, "fv_circle": {"cfl", "kappa", "max_steps"} | _RUN,
-            "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa"},
-            "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"}}
+_OPTIONS = {"lagrangian": {"dt", "method", "max_steps"} | _RUN, "fv_circle": {"cfl", "kappa", "max_steps"} | _RUN,
+            "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa", "max_steps"} | _RUN,
+            "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"} | _RUN}
 
 
 def _check_options(scheme, mu0, options):

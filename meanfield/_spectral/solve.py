@@ -156,7 +156,7 @@ class SpectralSolution:
 
 
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,
-                    kappa=np.inf, max_steps: int = 1_000_000, max_L=None):
+                    kappa=np.inf, max_steps: int = 1_000_000, max_L=None, **run):
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
     from .._result import MeanFieldResult
 
@@ -192,8 +192,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
             f"L={L} is too small for the initial density of {caller}: its spectral tail is {tail0:.2e} > "
             f"tol={tol:.1e}. Use {hint} (or L=None to choose it)."
         )
-    saves, tails, disc, n_steps, n_rej = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
-                                                 max_steps=max_steps, cap=int(cap) if refine else disc.max_L)
+    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine, max_steps=max_steps,
+                                       cap=int(cap) if refine else disc.max_L, **run)
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
     sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)
@@ -202,15 +202,16 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     mass = rho * w[None, :]
     min_density = rho.min(axis=1)
     roundoff = 1e3 * _EPS * np.abs(rho).max(axis=1)
-    negative = ts[min_density < -roundoff]
+    negative = traj.t[min_density < -roundoff]
     if len(negative):
         warnings.warn(f"spectral solution negative beyond round-off at t = {np.round(negative, 6).tolist()} "
                       f"(min density {min_density.min():.2e}); raise L or lower tol.", ConvergenceWarning,
                       stacklevel=3)
     info = {"L": disc.L, "tail": tails, "min_density": min_density, "negative_times": negative,
-            "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": n_rej, "geometry": geometry,
+            "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": traj.n_rejected, "geometry": geometry,
             "rtol": rtol, "tol": tol, "solution": sol}
-    return MeanFieldResult(np.asarray(ts), pts, mass, energy, "spectral", n_steps, info)
+    return MeanFieldResult(traj.t, pts, mass, energy, "spectral", traj.n_steps, info, status=traj.status,
+                           message=traj.message)
 
 
 def _discretisation(mu0, model):

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from particles._dynamics.steppers import _A, _C, _E
-from particles.validation import (
-    SolverError,
-)
+from particles import GEOMETRIES, SaveAt, simulate
+from particles._dynamics.steppers import _A, _C, _E, Stepper
+from particles.validation import SolverError
 
 # the Dormand–Prince 5(4) tableau of the particle stepper (nodes, stages, 5th minus embedded 4th order)
 _DP_C, _DP_A, _DP_E = _C, _A, _E
@@ -19,70 +18,117 @@ _EPS = np.finfo(float).eps
 # ------------------------------------------------------------------ embedded integrating-factor RK
 
 
-def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap):
-    """Dormand–Prince 5(4) in the integrating-factor variables of dc/dt = Λc + N(c), Λ = Δ/κ diagonal.
+class _SpectralField:
+    """Spectral coefficients as a field of the particle solve loop (flat geometry).
+
+    Calling it gives the nonlinear part N(c) of dc/dt = Λc + N(c) (Λ = Δ/κ, diagonal) at the band
+    limit of c; the last evaluation is kept, so the first stage of a step reuses the last stage of
+    the step before (first same as last), and :meth:`start` keeps the first stage across rejected
+    attempts. :meth:`refined` checks the spectral tail of an accepted
+    state and pads it to the band limit it needs (or raises :class:`SolverError`).
+    """
+
+    geometry = "flat"
+
+    def __init__(self, disc, *, kappa, tol, refine, cap):
+        self.geom = GEOMETRIES["flat"]
+        self.kappa, self.tol, self.refine, self.cap = kappa, tol, refine, cap
+        self._discs = {disc.L: disc}
+        self._last = self._start = (None, None)
+
+    def check_x(self, x, name="x"):
+        return x  # the scheme built the coefficients
+
+    def disc(self, c):
+        """The discretisation at the band limit of c (built once per band limit)."""
+        L = c.shape[0] - 1
+        if L not in self._discs:
+            self._discs[L] = next(iter(self._discs.values())).with_L(L)
+        return self._discs[L]
+
+    def lam(self, c):
+        lap = self.disc(c).laplacian
+        return lap / self.kappa if np.isfinite(self.kappa) else np.zeros_like(lap)
+
+    def __call__(self, t, c):
+        for state, value in (self._last, self._start):
+            if state is c:
+                return value
+        self._last = (c, self.disc(c).rhs(c))
+        return self._last[1]
+
+    def start(self, c):
+        """N(c) at the start of a step (kept until the step is accepted)."""
+        self._start = (c, self(0.0, c))
+        return self._start[1]
+
+    def refined(self, c, t):
+        disc = self.disc(c)
+        tail = disc.tail(c)
+        if tail <= self.tol:
+            return c
+        L_new = disc.sufficient_L(c, self.tol)
+        if not self.refine:
+            raise SolverError(
+                f"spectral solver: at t={t:.6g} the spectral tail (L2 norm of the top degrees relative to the "
+                f"density) is {tail:.2e} > tol={self.tol:.1e} at band limit L={disc.L}: the density sharpened past "
+                f"the band limit. Rerun with L >= {L_new} (or L=None to refine automatically), or stop earlier."
+            )
+        if L_new > self.cap:
+            if disc.L >= self.cap:
+                raise SolverError(
+                    f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above the cap "
+                    f"max_L={self.cap} (tail {tail:.2e} > tol={self.tol:.1e} at L={disc.L}): it is concentrating "
+                    "into clusters. Stop earlier, add noise, raise max_L, or use particles."
+                )
+            L_new = self.cap
+        return self.disc(np.empty((L_new + 1,))).pad(c)
+
+
+def if_dopri5(field, t, c, h, geom, rng=None, sigma=0.0, *, rtol=1e-10, **_):
+    """Dormand–Prince 5(4) in the integrating-factor variables of dc/dt = Λc + N(c).
 
     Stage i: Y_i = E(c_i h) c_n + h Σ_j a_ij E((c_i - c_j) h) k_j, k_i = N(Y_i), E(s) = e^{Λ s}
-    (c_i non-decreasing, so every factor decays: exact and stable for any κ). Returns the saved
-    coefficients (each at the band limit of its time), the final discretisation, steps, rejections.
+    (c_i non-decreasing, so every factor decays: exact and stable for any κ); the last stage is
+    the 5th-order solution. ``err`` is |embedded difference| / (rtol |c_new|) in the norm of the
+    discretisation; an acceptable step (err ≤ 1) comes back refined to the band limit it needs.
     """
-    t = float(ts[0])
-    c = c0
-    saves, tails = [c.copy()], [disc.tail(c)]
-    lam = disc.laplacian / kappa if np.isfinite(kappa) else np.zeros_like(disc.laplacian)
-    k1 = disc.rhs(c)
-    h = _first_step(disc, c, k1, ts[-1] - ts[0], rtol)
-    n_steps = n_rejected = 0
-    for target in ts[1:]:
-        while t < target - 1e-13 * max(1.0, abs(target)):
-            hs = min(h, target - t)
-            ks = [k1]
-            for i in range(1, 7):
-                y = np.exp(lam * (_DP_C[i] * hs)) * c
-                for j, aij in enumerate(_DP_A[i]):
-                    if aij:
-                        y = y + (hs * aij) * np.exp(lam * ((_DP_C[i] - _DP_C[j]) * hs)) * ks[j]
-                ks.append(disc.rhs(y))  # the last stage is the 5th-order solution (FSAL)
-            c_new = y
-            err = hs * sum(e * np.exp(lam * ((1 - _DP_C[j]) * hs)) * ks[j] for j, e in enumerate(_DP_E) if e)
-            ratio = disc.norm(err) / (rtol * disc.norm(c_new))
-            if not np.isfinite(ratio):
-                raise SolverError(f"spectral solver: the state stopped being finite at t={t:.6g}.")
-            if ratio <= 1.0:
-                t += hs
-                c, k1 = c_new, ks[6]
-                n_steps += 1
-                tail = disc.tail(c)
-                if tail > tol:
-                    L_new = disc.sufficient_L(c, tol)
-                    if refine and L_new > cap:
-                        if disc.L >= cap:
-                            raise SolverError(
-                                f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above "
-                                f"the cap max_L={cap} (tail {tail:.2e} > tol={tol:.1e} at L={disc.L}): it is "
-                                "concentrating into clusters. Stop earlier, add noise, raise max_L, or use particles."
-                            )
-                        L_new = cap
-                    if not refine:
-                        raise SolverError(
-                            f"spectral solver: at t={t:.6g} the spectral tail (L2 norm of the top degrees "
-                            f"relative to the density) is {tail:.2e} > tol={tol:.1e} at band limit L={disc.L}: "
-                            f"the density sharpened past the band limit. Rerun with L >= {L_new} (or L=None "
-                            "to refine automatically), or stop earlier."
-                        )
-                    disc = disc.with_L(L_new)
-                    c = disc.pad(c)
-                    lam = disc.laplacian / kappa if np.isfinite(kappa) else np.zeros_like(disc.laplacian)
-                    k1 = disc.rhs(c)
-            else:
-                n_rejected += 1
-            h = hs * min(5.0, max(0.2, 0.9 * max(ratio, 1e-10) ** -0.2))
-            if n_steps + n_rejected > max_steps:
-                raise SolverError(f"spectral solver: max_steps={max_steps} reached at t={t:.6g}; raise max_steps "
-                                  "or loosen rtol.")
+    lam = field.lam(c)
+    ks = [field.start(c)]
+    for i in range(1, 7):
+        y = np.exp(lam * (_DP_C[i] * h)) * c
+        for j, aij in enumerate(_DP_A[i]):
+            if aij:
+                y = y + (h * aij) * np.exp(lam * ((_DP_C[i] - _DP_C[j]) * h)) * ks[j]
+        ks.append(field(t + _DP_C[i] * h, y))
+    err = h * sum(e * np.exp(lam * ((1 - _DP_C[j]) * h)) * ks[j] for j, e in enumerate(_DP_E) if e)
+    disc = field.disc(c)
+    ratio = disc.norm(err) / (rtol * disc.norm(y))
+    if not np.isfinite(ratio):
+        raise SolverError(f"spectral solver: the state stopped being finite at t={t:.6g}.")
+    return (field.refined(y, t + h) if ratio <= 1.0 else y), float(ratio)
+
+
+#: the integrating-factor Dormand–Prince step as a stepper of the particle solve loop (the PID
+#: controller of :func:`particles.simulate` reads its error order)
+IF_DOPRI5 = Stepper(if_dopri5, order=5, adaptive=True, error_order=4)
+
+
+def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, **run):
+    """Integrate the coefficients over the save times in the particle solve loop (``run``:
+    ``progress``, ``on_failure``); returns the saved coefficients (each at the band limit of its
+    time), their tails, the discretisation of the last save, the trajectory (times, steps, status)."""
+    field = _SpectralField(disc, kappa=kappa, tol=tol, refine=refine, cap=cap)
+    saves = []
+
+    def keep(t, c):
         saves.append(c.copy())
-        tails.append(disc.tail(c))
-    return saves, np.array(tails), disc, n_steps, n_rejected
+        return {"tail": field.disc(c).tail(c)}
+
+    h0 = _first_step(disc, c0, field(ts[0], c0), ts[-1] - ts[0], rtol)
+    traj = simulate(c0, field, t0=float(ts[0]), t1=float(ts[-1]), dt=h0, method=IF_DOPRI5, rtol=rtol,
+                    save=SaveAt(ts=ts, x=False, fn=keep), max_steps=max_steps, **run)
+    return saves, traj.saved["tail"], field.disc(saves[-1]), traj
 
 
 def _first_step(disc, c, k1, span, rtol):

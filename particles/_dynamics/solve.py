@@ -16,7 +16,7 @@ from .._core.validation import check_bool, check_choice, check_instance, check_p
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field
 from .saving import SaveAt, Saver, Trajectory
-from .steppers import STEPPERS
+from .steppers import STEPPERS, Stepper
 
 __all__ = ["simulate"]
 
@@ -28,7 +28,7 @@ def simulate(
     t1: float,
     dt: float | None = None,
     t0: float = 0.0,
-    method: str = "rk4",
+    method: str | Stepper = "rk4",
     save: SaveAt | None = None,
     kappa: float = np.inf,
     rng=None,
@@ -55,8 +55,10 @@ def simulate(
         Final time.
     dt : float
         Step (fixed-step methods) or initial step (``"dopri5"``; default (t1 − t0)/100).
-    method : {"euler", "heun", "rk4", "dopri5", "euler_maruyama"}
-        ``"euler_maruyama"`` is required when ``kappa`` is finite.
+    method : {"euler", "heun", "rk4", "dopri5", "euler_maruyama"} or Stepper
+        ``"euler_maruyama"`` is required when ``kappa`` is finite. A
+        :class:`~particles._dynamics.steppers.Stepper` object runs its own step in this loop (the
+        mean-field schemes' JKO and integrating-factor steps do).
 
     Other arguments
     ---------------
@@ -96,8 +98,11 @@ def simulate(
     ((2, 3, 3), True)
     """
     caller = "simulate"
-    check_choice(method, "method", STEPPERS, caller)
-    stepper = STEPPERS[method]
+    if isinstance(method, Stepper):
+        stepper, method = method, method.name
+    else:
+        check_choice(method, "method", STEPPERS, caller)
+        stepper = STEPPERS[method]
     check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
