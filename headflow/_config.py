@@ -17,15 +17,21 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-__all__ = ["ConfigError", "SCHEMAS", "TYPES", "EXAMPLES", "load_config"]
+__all__ = ["ConfigError", "SCHEMAS", "TYPES", "EXAMPLES", "MODEL_FIELDS", "load_config"]
 
 
 class ConfigError(ValueError):
     """A config file that cannot be run as written; the message names the fix."""
 
 
+#: the [model] keys that are constructor fields of particles.MultiHead, passed to it as they are:
+#: every init field but the arrays M and W (tests/test_cli_model.py fails when MultiHead gains a
+#: field this list or its type lacks); d, lambdas, M and W say how the heads are built
+MODEL_FIELDS = ("beta", "kind", "geometry", "log_time_scale", "block_elements", "summation", "tol", "causal",
+                "update")
 _MODEL = {"kind": "usa", "geometry": "sphere", "d": 3, "beta": 2.0, "lambdas": [1.0, 0.4], "M": None, "W": None,
-          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10}
+          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10, "block_elements": 2**18, "causal": False,
+          "update": "standard"}
 _OUTPUT = {"path": None, "format": "netcdf"}
 
 #: every section, key and default of each command's config
@@ -54,6 +60,7 @@ SCHEMAS = {
 }
 
 _KINDS = ("usa", "softmax", "relu", "relu_rownorm")
+_UPDATES = ("standard", "pre_ln", "post_ln", "ngpt")
 _METHODS = ("euler", "heun", "rk4", "dopri5", "euler_maruyama")
 _DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy", "head_energy_rate", "kinetic",
                 "log_energy", "radial_shadow", "rate_residual", "rd_margin", "rd_margin_min", "summation_bound",
@@ -62,8 +69,9 @@ _METRIC_NAMES = ("distance_to_uniform", "energy_multi", "largest_cluster", "log_
                  "n_clusters")
 _T_MODEL = {"kind": S.Str(_KINDS), "geometry": S.Str(("sphere", "flat")), "d": S.Int(2), "beta": S.Float(0.0),
             "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix(),
-            "log_time_scale": S.Either(S.Str(("auto",)), S.Float(0.0, open_low=True)),
-            "summation": S.Str(("auto", "exact", "fast")), "tol": S.Float(0.0, open_low=True, high=1.0)}
+            "log_time_scale": S.Either(S.Str(("auto",)), S.Float()),
+            "summation": S.Str(("auto", "exact", "fast")), "tol": S.Float(0.0, open_low=True, high=1.0),
+            "block_elements": S.Int(1), "causal": S.Bool(), "update": S.Str(_UPDATES)}
 _T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
 
 #: the type of every config value (checked before any work; errors name the TOML key)
@@ -113,12 +121,15 @@ lambdas = [1.0, 0.4]      # scalar heads M_h = W_h = lambda_h I; or give M (and 
 log_time_scale = "auto"   # USA heads: integrate in rescaled time (no overflow)
 summation = "auto"        # "exact", "fast" (NUFFT, needs finufft) or "auto"
 tol = 1e-10               # bound on the relative error of every partition function (fast/auto)
+block_elements = 262144   # entries of one logit tile (memory per head pass)
+causal = false            # token i attends to tokens j <= i only
+update = "standard"       # layer update: "standard", "pre_ln", "post_ln" or "ngpt"
 
 [run]
 n = 64                    # number of tokens
 t1 = 10.0
 dt = 0.02
-method = "rk4"            # "euler", "rk4", "dopri5", "euler_maruyama"
+method = "rk4"            # "euler", "heun", "rk4", "dopri5", "euler_maruyama"
 n_saves = 51
 seed = 0                  # initial tokens and noise come from SeedSequence(seed)
 kappa = inf               # noise: generator kappa^-1 Laplacian (inf: none)

@@ -36,6 +36,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     _METHODS,
     _METRIC_NAMES,
     EXAMPLES,
+    MODEL_FIELDS,
     SCHEMAS,
     TYPES,
     ConfigError,
@@ -51,9 +52,7 @@ def _model(section: dict):
 
     import particles
 
-    common = {"beta": float(section["beta"]), "kind": section["kind"], "geometry": section["geometry"],
-              "log_time_scale": section["log_time_scale"], "summation": section["summation"],
-              "tol": float(section["tol"])}
+    common = {name: section[name] for name in MODEL_FIELDS}
     if section["M"] is not None:
         W = None if section["W"] is None else np.asarray(section["W"], dtype=float)
         model = particles.MultiHead(np.asarray(section["M"], dtype=float), W, **common)

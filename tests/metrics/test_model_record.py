@@ -1,4 +1,5 @@
-"""A model's record round-trips every constructor field: dataset attrs, netCDF, zarr, pickle."""
+"""A model's record round-trips every constructor field: dataset attrs, netCDF, zarr, pickle, the
+CLI config."""
 
 import dataclasses
 import pickle
@@ -10,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metrics
+from headflow import cli
+from headflow._config import MODEL_FIELDS, SCHEMAS, TYPES, load_config
 from particles import KINDS, MultiHead, SaveAt, simulate
 
 _UPDATE_GEOMETRY = {"standard": ["sphere", "flat"], "pre_ln": ["flat"], "post_ln": ["sphere"], "ngpt": ["sphere"]}
@@ -47,6 +50,44 @@ def test_every_field_round_trips_through_attrs_and_pickle(model):
     _same(metrics.model_from_attrs(metrics.model_attrs(model)), model)
     _same(MultiHead.from_attrs(model.to_attrs()), model)
     _same(pickle.loads(pickle.dumps(model)), model)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, np.ndarray):
+        return _toml(value.tolist())
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return repr(float(value))
+
+
+def _model_section(model: MultiHead) -> str:
+    """The [model] section of a CLI config that builds ``model``."""
+    keys = {name: getattr(model, name) for name in MODEL_FIELDS}
+    keys.update(d=model.d, M=model.M)
+    if model.W is not None:
+        keys["W"] = model.W
+    return "[model]\n" + "\n".join(f"{k} = {_toml(v)}" for k, v in keys.items())
+
+
+def test_cli_model_keys_are_the_model_fields():
+    # a MultiHead field the CLI does not know would be dropped from every config-built model
+    init = {f.name for f in dataclasses.fields(MultiHead) if f.init} - {"M", "W"}
+    assert set(MODEL_FIELDS) == init
+    for command in ("simulate", "study"):
+        assert set(MODEL_FIELDS) <= set(SCHEMAS[command]["model"]) and set(MODEL_FIELDS) <= set(TYPES[command]["model"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(models())
+def test_every_field_round_trips_through_the_cli_config(model):
+    cfg = load_config("simulate", _model_section(model))
+    _same(cli._model(cfg["model"]), model)
 
 
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
