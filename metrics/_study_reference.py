@@ -8,6 +8,9 @@ import hashlib
 import json
 import pathlib
 import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import xarray as xr
@@ -19,9 +22,83 @@ from particles.validation import InvalidParameterError
 from ._store import atomic_to_netcdf
 from .dataset import model_attrs
 from .density import check_density_fn, sample_sphere_density
-from .limit import SlicedReference
+from .limit import SlicedReference, circle_quantile_atoms, circle_wasserstein
 
-__all__ = ["setup_reference", "measure_entropy"]
+__all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference"]
+
+
+def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
+    """n i.i.d. points on S^1 from a circle-grid measure: a cell by its mass, then uniform in it."""
+    m = len(mu.mass)
+    rng = np.random.default_rng(rng)
+    k = rng.choice(m, size=n, p=mu.mass)
+    theta = (k + rng.uniform(size=n)) * 2 * np.pi / m
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+
+
+def _grid_atoms(masses, k, M):
+    return circle_quantile_atoms(masses[k], M)
+
+
+def _spectral_atoms(solution, k, M):
+    from .spectral_reference import circle_spectral_quantiles
+
+    return circle_spectral_quantiles(solution, k, M)[0]
+
+
+def _spectral_sample(solution, n, rng):
+    from .spectral_reference import circle_spectral_sample
+
+    return circle_spectral_sample(solution, 0, n, rng)
+
+
+@dataclass(frozen=True, eq=False)
+class CircleReference:
+    """μ(t) on S^1 as a study cell uses it: ``sample(n, rng)`` draws μ(0), ``distances(n)`` returns
+    ``fn(x, k) -> {"w1", "w2"}``, the exact W_p (geodesic cost) between the tokens and μ(t_k) through its
+    M = max(4n, 4 m_grid) quantile atoms (``atoms(k, M)``), and ``energy``/``entropy`` are E and H of μ(t_k)."""
+
+    sample: Callable
+    atoms: Callable
+    m_grid: int
+    energy: np.ndarray
+    entropy: np.ndarray
+    transport: str
+    w2_max_n: int
+    rated = ("w1", "w2", "energy_gap", "entropy_gap")
+
+    def distances(self, n: int) -> Callable:
+        M = max(4 * n, 4 * self.m_grid)
+        atoms = [self.atoms(k, M) for k in range(len(self.energy))]
+        w2 = n <= self.w2_max_n
+
+        def fn(x, k):
+            theta = np.arctan2(x[:, 1], x[:, 0])
+            return {"w1": circle_wasserstein(theta, atoms[k], p=1, method=self.transport)[0],
+                    "w2": circle_wasserstein(theta, atoms[k], p=2, method=self.transport)[0] if w2 else np.nan}
+
+        return fn
+
+
+@dataclass(frozen=True, eq=False)
+class SphereReference:
+    """μ(t) on S^{d-1}, d ≥ 3, as a study cell uses it: ``sample(n, rng)`` draws the density by
+    rejection (``bound`` ≥ its maximum), ``distances(n)`` returns ``fn(x, k) -> {"sw2", "sw2_mc_error"}``
+    against the reference's projected quantiles (``sliced``), ``energy``/``entropy`` as on S^1."""
+
+    density_fn: Callable
+    d: int
+    bound: float
+    sliced: object
+    energy: np.ndarray
+    entropy: np.ndarray
+    rated = ("sw2", "energy_gap", "entropy_gap")
+
+    def sample(self, n: int, rng) -> np.ndarray:
+        return sample_sphere_density(self.density_fn, n, self.d, rng, bound=self.bound)
+
+    def distances(self, n: int) -> Callable:
+        return lambda x, k: dict(zip(("sw2", "sw2_mc_error"), self.sliced(x, k)))
 
 
 def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None) -> float:
@@ -43,22 +120,23 @@ def _method(kappa: float) -> str:
 
 
 def setup_reference(model, density_fn, ts, opts: dict) -> dict:
-    """``{"settings", "attrs", "rated", "transports", "note", "error_t"}`` of the study's reference on
-    the sphere of ``model`` (``opts``: the study's settings)."""
+    """``{"reference", "attrs", "transports", "note", "error_t"}`` of the study's reference on the sphere
+    of ``model`` (``opts``: the study's settings); ``reference`` is a :class:`CircleReference` or a
+    :class:`SphereReference`."""
     return (_circle if model.d == 2 else _sphere)(model, density_fn, ts, **opts)
 
 
 def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_projections, n_quantiles, seed,
             transport, w2_max_n, reference, store, **_):
-    settings = {}
+    """The S^1 reference: spectral when it applies, else finite volumes on m_grid cells (cached)."""
     pts, areas = mf.circle_grid(int(m_grid))
     rho_grid = check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
     mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
     spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
                                      seed)
     if spec is not None:
-        settings.update(ref_solution=spec.solution, m_grid=int(m_grid), ref_energy=spec.energy,
-                        ref_entropy=spec.entropy)
+        reference = CircleReference(partial(_spectral_sample, spec.solution), partial(_spectral_atoms, spec.solution),
+                                    int(m_grid), spec.energy, spec.entropy, transport, w2_max_n)
         ref_attrs = spec.attrs
     else:
         ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
@@ -72,7 +150,8 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
                     "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
 
         ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
-        settings.update(mu0=mu0, ref_mass=ref["mass"], ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        reference = CircleReference(partial(sample_grid_measure, mu0), partial(_grid_atoms, ref["mass"]), int(m_grid),
+                                    ref["energy"], ref["entropy"], transport, w2_max_n)
         ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
         ref_attrs = {"reference": "meanfield.wasserstein_ascent(scheme='fv_circle')",
                      "reference_cells": int(m_grid), "reference_error": 2 * np.pi / int(m_grid),
@@ -81,18 +160,16 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
                                              f"{ref_err:.2e} on top",
                      "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
                      "reference_file": ref["file"]}
-    metrics_rated = ["w1", "w2", "energy_gap", "entropy_gap"]
     transports = {str(n): ("ot.emd2" if transport == "emd2"
                            else "W1: circle closed form; W2: ot.binary_search_circle"
                            + ("" if n <= w2_max_n else " (W2 skipped: n > w2_max_n)"))
                   for n in n_values}
-    return {"settings": settings, "attrs": ref_attrs, "rated": metrics_rated, "transports": transports,
-            "note": note, "error_t": None}
+    return {"reference": reference, "attrs": ref_attrs, "transports": transports, "note": note, "error_t": None}
 
 
 def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, n_reference, seed, n_projections,
             n_quantiles, reference, store, progress, **_):
-    settings, d = {}, model.d
+    d = model.d
     grid, _ = mf.fibonacci_sphere(int(m_grid))
     rho_grid = check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
     bound = 1.5 * float(rho_grid.max())
@@ -100,8 +177,7 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
                                      seed)
     if spec is not None:
         sliced = spec.sliced
-        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced, ref_energy=spec.energy,
-                        ref_entropy=spec.entropy)
+        reference = SphereReference(density_fn, d, bound, sliced, spec.energy, spec.entropy)
         ref_error_t = sliced.error + 2 * np.sqrt(spec.attrs["reference_tail"])
         ref_attrs = spec.attrs
     else:
@@ -113,8 +189,7 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
         ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
         sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
                                  seed=seed)
-        settings.update(density_fn=density_fn, density_bound=bound, sliced=sliced,
-                        ref_energy=ref["energy"], ref_entropy=ref["entropy"])
+        reference = SphereReference(density_fn, d, bound, sliced, ref["energy"], ref["entropy"])
         ref_error_t = ref["own_sw2"] / np.sqrt(2)
         ref_attrs = {"reference": "Lagrangian particle reference (particles.simulate, same model, dt and kappa)",
                      "reference_particles": n_ref, "reference_error": float(ref_error_t.max()),
@@ -123,12 +198,10 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
                                              "(per time in the data variable reference_error)",
                      "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
                      "reference_file": ref["file"]}
-    metrics_rated = ["sw2", "energy_gap", "entropy_gap"]
     transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
                           f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
 
-    return {"settings": settings, "attrs": ref_attrs, "rated": metrics_rated, "transports": transports,
-            "note": note, "error_t": ref_error_t,
+    return {"reference": reference, "attrs": ref_attrs, "transports": transports, "note": note, "error_t": ref_error_t,
             "error_t_long": ("bound on SW_2 between the spectral reference and its quantile atoms, plus 2 "
                              "sqrt(spectral tail)" if spec is not None else
                              "SW_2 between two independent reference runs / sqrt(2)")}

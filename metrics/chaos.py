@@ -49,7 +49,7 @@ from .horizon import (
     predicted_breakdown_time,
     sliced_w2_to_uniform_s2,
 )
-from .limit import bounded_clusters, circle_quantile_atoms, circle_wasserstein
+from .limit import circle_quantile_atoms, circle_wasserstein, cluster_row, saved_to_dataset
 
 __all__ = ["chaos_horizon_study"]
 
@@ -85,24 +85,13 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
         row = {"distance": dist}
         for l, a in enumerate(harmonic_amplitudes(x, L), start=1):
             row[f"amplitude_{l}"] = a
-        masses = bounded_clusters(x, eps=settings["eps_cluster"])
-        row["n_clusters"] = float(len(masses))
-        top = np.zeros(K)
-        top[:min(K, len(masses))] = masses[:K]
-        for j in range(K):
-            row[f"cluster_mass_{j}"] = top[j]
+        row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
 
     method = "rk4" if np.isinf(settings["kappa"]) else "euler_maruyama"
     traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
                     kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=method)
-    data = {}
-    for k, v in traj.saved.items():
-        v = np.asarray(v, dtype=float)
-        # a failed run is cut at its last finite save; status = 0 says so
-        data[k] = ("time", np.concatenate([v, np.full(len(ts) - len(v), np.nan)]))
-    data["status"] = ((), int(traj.success))
-    return xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
+    return saved_to_dataset(traj, ts)
 
 
 def _validate(model, density, n_values, n_seeds, t1, n_saves, dt, kappa, l_max):

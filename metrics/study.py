@@ -35,82 +35,43 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_choice, check_param
 
-from ._study_reference import _method, measure_entropy, setup_reference
+from ._study_reference import _method, measure_entropy, sample_grid_measure, setup_reference
 from .dataset import model_attrs, netcdf_safe, provenance
-from .density import check_density_fn, sample_sphere_density
+from .density import check_density_fn
 from .limit import (
-    bounded_clusters,
-    circle_quantile_atoms,
-    circle_wasserstein,
+    cluster_row,
     fit_rate,
+    saved_to_dataset,
 )
 
 __all__ = ["mean_field_limit_study", "sample_grid_measure", "measure_entropy"]
-
-
-def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
-    """n i.i.d. points on S^1 from a circle-grid measure: a cell by its mass, then uniform in it."""
-    m = len(mu.mass)
-    rng = np.random.default_rng(rng)
-    k = rng.choice(m, size=n, p=mu.mass)
-    theta = (k + rng.uniform(size=n)) * 2 * np.pi / m
-    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
 def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
     """One (n, seed) particle run of the study (``run_sweep(cell_fn=...)``: the sweep loads, stamps
     and writes cells; ``path`` is unused)."""
     n = int(params["n_particles"])
-    model, ts, d = settings["model"], settings["ts"], settings["dim"]
+    model, ts = settings["model"], settings["ts"]
     # independent: every (n, seed) cell has its own stream; nested: seed s of every n shares one
     # stream, so the sample of n is a prefix-like subset of the sample of a larger n
     spawn_key = (seed_index,) if settings["sampling"] == "nested" else (seed_index, n)
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=spawn_key)
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    if d == 2 and "ref_solution" in settings:
-        from .spectral_reference import circle_spectral_quantiles, circle_spectral_sample
-
-        sol = settings["ref_solution"]
-        x0 = circle_spectral_sample(sol, 0, n, rng_init)
-        M = max(4 * n, 4 * settings["m_grid"])
-        atoms = [circle_spectral_quantiles(sol, k, M)[0] for k in range(len(ts))]
-    elif d == 2:
-        x0 = sample_grid_measure(settings["mu0"], n, rng_init)
-        M = max(4 * n, 4 * len(settings["ref_mass"][0]))
-        atoms = [circle_quantile_atoms(q, M) for q in settings["ref_mass"]]
-    else:
-        x0 = sample_sphere_density(settings["density_fn"], n, d, rng_init, bound=settings["density_bound"])
-    K = settings["max_clusters"]
+    ref, K = settings["reference"], settings["max_clusters"]
+    x0 = ref.sample(n, rng_init)
+    distances = ref.distances(n)
 
     def save_fn(t, x):
         k = int(np.argmin(np.abs(ts - t)))
-        row = {}
-        if d == 2:
-            theta = np.arctan2(x[:, 1], x[:, 0])
-            row["w1"] = circle_wasserstein(theta, atoms[k], p=1, method=settings["transport"])[0]
-            row["w2"] = (circle_wasserstein(theta, atoms[k], p=2, method=settings["transport"])[0]
-                         if n <= settings["w2_max_n"] else np.nan)
-        else:
-            row["sw2"], row["sw2_mc_error"] = settings["sliced"](x, k)
-        row["energy_gap"] = abs(mf.measure_energy(model, x) - settings["ref_energy"][k])
-        row["entropy_gap"] = abs(measure_entropy(model, x) - settings["ref_entropy"][k])
-        masses = bounded_clusters(x, eps=settings["eps_cluster"])
-        row["n_clusters"] = float(len(masses))
-        top = np.zeros(K)
-        top[:min(K, len(masses))] = masses[:K]
-        for j in range(K):
-            row[f"cluster_mass_{j}"] = top[j]
+        row = distances(x, k)
+        row["energy_gap"] = abs(mf.measure_energy(model, x) - ref.energy[k])
+        row["entropy_gap"] = abs(measure_entropy(model, x) - ref.entropy[k])
+        row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
 
     traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
                     kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
-    n_t = len(ts)
-    data = {}
-    for k, v in traj.saved.items():
-        v = np.asarray(v, dtype=float)
-        data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
-    data["status"] = ((), int(traj.success))
-    return xr.Dataset(data, coords={"time": ("time", np.asarray(ts))})
+    return saved_to_dataset(traj, ts)
 
 
 def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling):
@@ -233,8 +194,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
         transport=transport, w2_max_n=int(w2_max_n), reference=reference, store=store, progress=progress))
-    settings.update(ref["settings"])
-    ref_attrs, metrics_rated, transports = ref["attrs"], ref["rated"], ref["transports"]
+    settings["reference"] = ref["reference"]
+    ref_attrs, metrics_rated, transports = ref["attrs"], list(ref["reference"].rated), ref["transports"]
     ref_attrs.update({"reference_note": ref["note"]} if ref["note"] else {})  # why the spectral one was not used
     t_ref = _time.perf_counter() - t_start
     # every setting a cell depends on enters its file name (the density through the reference's energies)
@@ -242,7 +203,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                   "kappa": kappa, "transport": transport, "n_reference": n_reference,
                                   "eps": eps_cluster, "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling,
                                   "L": n_projections, "Q": n_quantiles, "reference": ref_attrs["reference"],
-                                  "density": np.asarray(settings["ref_energy"]).tolist()}, sort_keys=True,
+                                  "density": np.asarray(ref["reference"].energy).tolist()}, sort_keys=True,
                                  default=str)
     sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
                       n_saves=int(n_saves), kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
@@ -326,9 +287,9 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
     data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
     if d >= 3:
         data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
-    data["energy_meanfield"] = (("time",), np.asarray(settings["ref_energy"]),
+    data["energy_meanfield"] = (("time",), np.asarray(settings["reference"].energy),
                                 {"long_name": "mean-field energy E_multi[mu(t)]", "units": "1"})
-    data["entropy_meanfield"] = (("time",), np.asarray(settings["ref_entropy"]),
+    data["entropy_meanfield"] = (("time",), np.asarray(settings["reference"].entropy),
                                  {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
     for v in metrics_rated:
         g = sweep[v].values  # (N, S, T)

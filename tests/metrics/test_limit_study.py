@@ -256,17 +256,17 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
     """Independent: the samples of n = 16 and n = 32 for one seed are separate draws; nested: they
     come from one stream, so the first 16 draws pick the same grid cells (the paired interval is
     then used)."""
-    import metrics.study as study_mod
+    import metrics._study_reference as ref_mod
 
     drawn = {}
-    real = study_mod.sample_grid_measure
+    real = ref_mod.sample_grid_measure
 
     def spy(mu, n, rng):
         x = real(mu, n, rng)
         drawn.setdefault(n, []).append(x)
         return x
 
-    monkeypatch.setattr(study_mod, "sample_grid_measure", spy)
+    monkeypatch.setattr(ref_mod, "sample_grid_measure", spy)
     ds = mean_field_limit_study(MODEL, _density, n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64,
                                 dt=0.1, sampling=sampling, reference="fv_circle")
     def cells(x):
