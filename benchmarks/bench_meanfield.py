@@ -25,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from _timing import Timing, header
 from threadpoolctl import threadpool_limits
 
 import meanfield as mf
@@ -35,10 +36,14 @@ from metrics.spectral_reference import circle_spectral_quantiles
 M_ATOMS = 2**16
 
 
+_TIMINGS = []  # every measurement, for the conditions printed above the tables
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()
-    return out, time.perf_counter() - t
+    _TIMINGS.append(Timing.now(time.perf_counter() - t))
+    return out, _TIMINGS[-1].seconds
 
 
 def circle_rows(quick):
@@ -135,6 +140,8 @@ def main():
     args = parser.parse_args()
     with threadpool_limits(1):
         rows = circle_rows(args.quick) + sphere_rows(args.quick)
+    print(header(_TIMINGS, title="mean-field schemes, one BLAS thread, one process"))
+    print()
     print("| sphere | scheme | resolution | seconds | error at t1 |")
     print("|---|---|---|---|---|")
     for sphere, scheme, res, sec, e in rows:

@@ -11,8 +11,11 @@ above ``metrics.MAX_DENSE_PAIRS``. Target: < 500 MB for every metric at n = 10^5
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+
+from _timing import Timing, header
 
 CHILD = r"""
 import resource, sys, time
@@ -63,8 +66,11 @@ def main():
                         help="largest n for the O(n^2)-time metrics (10^5 takes minutes each)")
     parser.add_argument("--metrics", nargs="+", default=NAMES)
     args = parser.parse_args()
-    print(f"{'metric':28s}" + "".join(f"{n:>22,d}" for n in args.n))
-    print(f"{'':28s}" + "".join(f"{'peak MB / s':>22s}" for _ in args.n))
+    timings, lines = [], []
+    threads = ", ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+                        if k in os.environ) or "not set"
+    lines.append(f"{'metric':28s}" + "".join(f"{n:>22,d}" for n in args.n))
+    lines.append(f"{'':28s}" + "".join(f"{'peak MB / s':>22s}" for _ in args.n))
     for name in args.metrics:
         row = f"{name:28s}"
         for n in args.n:
@@ -77,9 +83,14 @@ def main():
                 print(out.stderr, file=sys.stderr)
                 continue
             mb, sec, status = out.stdout.split()
+            timings.append(Timing.now(float(sec)))
             cell = f"{float(mb):.0f} / {float(sec):.1f}" if status == "ok" else "refused"
             row += f"{cell:>22s}"
-        print(row, flush=True)
+        lines.append(row)
+        print(row, file=sys.stderr, flush=True)  # progress; the table is printed at the end
+    print(header(timings, title=f"peak memory, one subprocess per cell (thread variables: {threads})"))
+    print()
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def main(argv=None):
     model2 = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     ds2 = metrics.mean_field_limit_study(
         model2, density_s2,
-        n_values=(64, 256) if quick else (100, 1000, 10_000, 100_000),
+        n_values=(64, 256) if quick else (100, 1000, 10_000, 100_000, 1_000_000),
         n_seeds=4 if quick else 5, t1=0.5 if quick else 1.0, n_saves=2 if quick else 6,
         m_grid=256, dt=0.05, n_reference=1024 if quick else 400_000, n_projections=32 if quick else 256,
         store=out / "cells_s2", progress=not quick, **pool)
