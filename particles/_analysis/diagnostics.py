@@ -82,14 +82,14 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
     x = model.check_x(x)
     n = x.shape[0]
     H = model.n_heads
-    exp_passes = model._exp_sums(x)
+    exp_passes = model.energy_sums(x, check=False)
     if model.variant:
         # causal masks and LN variants: the true field, so that the rates say how far it is
         # from the gradient flow (rate_residual != 0)
-        f = model._head_outputs(x)
-        xdot = model._velocity(x)
+        f = model.outputs(x, check=False)
+        xdot = model(0.0, x)
     else:
-        f = model._head_outputs(x, exp_passes if KINDS[model.kind] == "exp" else None)
+        f = model.outputs(x, exp_passes if KINDS[model.kind] == "exp" else None, check=False)
         v = f.sum(axis=0) * model.velocity_scale(n)
         xdot = model.geom.project_tangent(x, v)
     out: dict = {}
@@ -135,7 +135,7 @@ def _energy_rates(model: MultiHead, x: np.ndarray, sums, xdot: np.ndarray) -> tu
     n = x.shape[0]
     H = model.n_heads
     tangent = model.geom.on_sphere and model.update != "post_ln"  # post_ln's field is not projected
-    sums_t = None if model.symmetric else model._exp_sums(x, transpose=True)
+    sums_t = None if model.symmetric else model.energy_sums(x, transpose=True, check=False)
     logs, coefs = [], []
     for h in range(H):
         halves = [(sums[h], model.M[h].T)] if sums_t is None else [(sums[h], model.M[h].T), (sums_t[h], model.M[h])]

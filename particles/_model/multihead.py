@@ -274,6 +274,20 @@ class MultiHead(EnergiesMixin, DenseMixin):
                                         "omit sources, weights and transpose.")
         return [self._relu_sums(x, h) for h in range(self.n_heads)]
 
+    def energy_sums(self, x, *, transpose: bool = False, check: bool = True) -> list[HeadSums]:
+        r"""The exponential sums that define the energies, for every kind: per head
+        :math:`\log Z_i` and :math:`S_i/Z_i` of :math:`Z_i = \sum_j e^{\beta\langle x_i, M_h x_j\rangle}`
+        (``transpose``: of :math:`M_h^\top`), so that :math:`E_h = \frac{1}{2\beta n^2}\sum_i Z_i`.
+        Equal to :meth:`sums` for the exp kinds; ReLU kinds attend through other weights but keep
+        these energies.
+
+        >>> model = MultiHead(np.eye(3), beta=1.0, kind="relu")
+        >>> bool(np.isclose(np.exp(model.energy_sums(np.eye(3))[0].logz[0]), np.e + 2))  # orthogonal tokens
+        True
+        """
+        x = self.check_x(x) if check else x
+        return self._exp_sums(x, transpose=transpose)
+
     def _exp_sums(self, x: np.ndarray, *, sources: np.ndarray | None = None, weights: np.ndarray | None = None,
                   transpose: bool = False) -> list[HeadSums]:
         # s_ij = <x_i, M y_j> = (x_i^T M) y_j: the logit matrix of head h is β M_h (β M_hᵀ transposed)
