@@ -17,7 +17,7 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import InvalidParameterError
+from particles.validation import InvalidParameterError, check_param
 
 from ._store import atomic_to_netcdf
 from .dataset import model_attrs
@@ -181,6 +181,9 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
         ref_error_t = sliced.error + 2 * np.sqrt(spec.attrs["reference_tail"])
         ref_attrs = spec.attrs
     else:
+        if n_reference is not None:
+            # a reference coarser than the runs it measures would make its own error the result
+            check_param(n_reference, "n_reference", "mean_field_limit_study", low=max(n_values), integer=True)
         n_ref = int(n_reference or 16 * max(n_values))
         ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
                    "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),

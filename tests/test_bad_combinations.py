@@ -223,7 +223,11 @@ OTHER = {
         ["density_fn"]),
     "study-n_reference-below-n_values": (lambda: metrics.mean_field_limit_study(
         particles.MultiHead.scalar([1.0], d=3, kind="usa"), lambda y: 1 + 0 * y[:, 0], n_values=(16, 64),
-        n_reference=32), ["n_reference"]),
+        n_reference=32, reference="lagrangian"), ["n_reference"]),
+    # reference="auto" falls back to a Lagrangian reference for non-zonal data in d = 4: checked there
+    "study-n_reference-below-n_values-auto-fallback": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=4, kind="usa"), lambda y: 1 + 0.5 * y[:, 0] * y[:, 1],
+        n_values=(16, 64), n_reference=32), ["n_reference"]),
     "study-dt-above-t1": (lambda: metrics.mean_field_limit_study(
         particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
         t1=0.1, dt=0.5), ["dt"]),

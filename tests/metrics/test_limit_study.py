@@ -353,3 +353,7 @@ def test_spectral_reference_by_default_where_it_applies():
         mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, 0] * y[:, 1], reference="spectral", **kw)
     zonal = mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, -1], **kw)
     assert "spectral" in zonal.attrs["reference"] and np.all(np.isfinite(zonal.entropy_meanfield))
+    # n_reference sizes a Lagrangian fallback only: a spectral reference runs whatever it is
+    # (regression: a fallback size below max(n_values) refused a study that never needed it)
+    small = mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, -1], **dict(kw, n_reference=8))
+    assert "spectral" in small.attrs["reference"]
