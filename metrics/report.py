@@ -46,6 +46,16 @@ def _time_index(ds, time) -> int:
     return time_index(ds, time, "time")
 
 
+def _summary(ds: xr.Dataset, v: str, k: int):
+    """Seed means and standard errors of gap ``v`` per n at save index k, its fitted rate and interval."""
+    g = ds[v].isel(time=k)
+    mean = g.mean("seed").values
+    se = (ds[f"{v}_stderr"].isel(time=k).values if f"{v}_stderr" in ds
+          else g.std("seed", ddof=1).values / np.sqrt(g.sizes["seed"]))
+    lo, hi = np.asarray(ds[f"rate_{v}_ci"].isel(time=k).values, dtype=float)
+    return mean, se, float(ds[f"rate_{v}"].isel(time=k)), lo, hi
+
+
 def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> str:
     r"""A plain-text table of a limit study at one save time: per n, the seed mean ± standard
     error of each rated gap, and a last row with the fitted exponent and its interval.
@@ -84,12 +94,7 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     k = _time_index(ds, time)
     cols = []
     for v in variables:
-        g = ds[v].isel(time=k)
-        mean = g.mean("seed").values
-        se = (ds[f"{v}_stderr"].isel(time=k).values if f"{v}_stderr" in ds
-              else g.std("seed", ddof=1).values / np.sqrt(g.sizes["seed"]))
-        r = float(ds[f"rate_{v}"].isel(time=k))
-        lo, hi = np.asarray(ds[f"rate_{v}_ci"].isel(time=k).values, dtype=float)
+        mean, se, r, lo, hi = _summary(ds, v, k)
         cells = [f"{m:.4g} ± {s:.2g}" for m, s in zip(mean, se)]
         cols.append((v, cells, f"{r:.3f} [{lo:.3f}, {hi:.3f}]"))
     ns = [str(int(n)) for n in ds.n_particles.values]
@@ -154,12 +159,7 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
         _, ax = plt.subplots(figsize=(5.5, 4.2))
     n = ds.n_particles.values.astype(float)
     for k in ks:
-        g = ds[var].isel(time=k)
-        mean = g.mean("seed").values
-        se = (ds[f"{var}_stderr"].isel(time=k).values if f"{var}_stderr" in ds
-              else g.std("seed", ddof=1).values / np.sqrt(g.sizes["seed"]))
-        r = float(ds[f"rate_{var}"].isel(time=k))
-        lo, hi = np.asarray(ds[f"rate_{var}_ci"].isel(time=k).values, dtype=float)
+        mean, se, r, lo, hi = _summary(ds, var, k)
         ax.errorbar(n, mean, yerr=se, fmt="o-", capsize=3,
                     label=f"t = {float(ds.time[k]):g}: slope {r:.2f} [{lo:.2f}, {hi:.2f}]")
     if guide:
