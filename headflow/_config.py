@@ -164,8 +164,8 @@ format = "netcdf"
 # headflow study: particles against the mean-field reference, on S^1 (d = 2) or S^{d-1}
 [model]
 kind = "usa"              # "usa" or "softmax"
-d = 2                     # tokens on S^{d-1}: d = 2 uses the fv_circle reference and exact W1/W2,
-                          # d >= 3 a Lagrangian reference and the sliced SW2
+d = 2                     # tokens on S^{d-1}: d = 2 exact W1/W2, d >= 3 the sliced SW2, against the
+                          # spectral reference (a Lagrangian one for non-zonal data in d >= 4)
 beta = 3.0
 lambdas = [1.0]
 
@@ -178,7 +178,7 @@ m_grid = 1024             # cells of the S^1 grid (d = 2), or the grid bounding 
 dt = 0.01
 seed = 0
 kappa = inf               # noise (inf: none)
-# n_reference = 2048      # d >= 3: particles of the reference run (default 16 max(n_values))
+# n_reference = 2048      # a Lagrangian reference's particles (default 16 max(n_values))
 n_projections = 256       # d >= 3: directions of the sliced SW2
 sampling = "independent"  # a fresh sample per (n, seed); "nested": shared streams, paired intervals
 engine = "serial"         # or "process"
