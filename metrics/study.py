@@ -90,8 +90,6 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
         raise InvalidParameterError(
             f"n_values of mean_field_limit_study must be at least two strictly increasing positive integers; "
             f"got {n_values!r}.")
-    if int(n_seeds) != n_seeds or n_seeds < 1:
-        raise InvalidParameterError(f"n_seeds of mean_field_limit_study must be a positive integer; got {n_seeds!r}.")
     if not (np.isfinite(t1) and t1 > 0):
         raise InvalidParameterError(f"t1 of mean_field_limit_study must be finite and > 0; got {t1!r}.")
     if int(n_saves) != n_saves or n_saves < 1:
@@ -109,6 +107,36 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
         raise InvalidParameterError(f"sampling of mean_field_limit_study must be 'independent' (a fresh sample for "
                                     f"every (n, seed)) or 'nested'; got {sampling!r}.")
     return [int(n) for n in nv]
+
+
+def _seed_counts(n_seeds, n_values, sampling) -> list[int]:
+    """Seeds of each n: one positive integer for all, or one per n (independent samples only)."""
+    caller = "mean_field_limit_study"
+    ragged = np.ndim(n_seeds) == 1
+    k = np.atleast_1d(np.asarray(n_seeds, dtype=object))
+    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in k)
+    if not ok or np.ndim(n_seeds) > 1 or (ragged and len(k) != len(n_values)):
+        raise InvalidParameterError(
+            f"n_seeds of {caller} must be a positive integer, or one positive integer per n_values entry "
+            f"({len(n_values)} of them); got {n_seeds!r}.")
+    counts = [int(v) for v in k] if ragged else [int(k[0])] * len(n_values)
+    if sampling == "nested" and len(set(counts)) > 1:
+        raise InvalidParameterError(f"n_seeds of {caller} must be one integer with sampling='nested' (seed s of "
+                                    f"every n shares its draws); got {n_seeds!r}.")
+    return counts
+
+
+def _run_cells(n_values, counts, **kw) -> xr.Dataset:
+    """The cells of every (n, seed < counts[n]) through run_sweep, one call per seed count; seeds an n
+    does not run are NaN (float variables) in the merged Dataset."""
+    from .sweep import run_sweep
+
+    parts = [run_sweep({"n_particles": [n for n, c in zip(n_values, counts) if c == k]}, n_seeds=k, **kw)
+             for k in sorted(set(counts))]
+    if len(parts) == 1:
+        return parts[0]
+    parts = [p.assign(success=p.success.astype(float)) for p in parts]
+    return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
 
 
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
@@ -132,8 +160,11 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         (on S^1 a function of the angle enters through :func:`metrics.density_of_angle`);
         see :mod:`metrics.density`.
     n_values : strictly increasing positive integers
-    n_seeds : int
-        Seeds per n (the rate intervals come from their spread; with one seed they are NaN).
+    n_seeds : int or sequence of int
+        Seeds per n (the rate intervals come from their spread; with one seed they are NaN), or one
+        count per n (independent sampling): small n are cheap and their log-gaps as noisy as those
+        of large n, so e.g. ``(40, 40, 20, 10, 5)`` narrows the interval at little cost. Seeds an n
+        does not run are NaN in the Dataset (``n_seeds_run`` gives the count).
     t1, n_saves, dt : time horizon, number of save times in [0, t1], RK4 step of the particle runs
     m_grid : int
         Cells of the S^1 grid (its error, ≤ 2π/m_grid in W_p, must stay below the n^{-1/2} gap), or
@@ -183,8 +214,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
     check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
+    counts = _seed_counts(n_seeds, n_values, sampling)
     from ._executors import FixedModel
-    from .sweep import run_sweep
 
     d = model.d
     t_start = _time.perf_counter()
@@ -207,16 +238,16 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                   "L": n_projections, "Q": n_quantiles, "reference": ref_attrs["reference"],
                                   "density": np.asarray(ref["reference"].energy).tolist()}, sort_keys=True,
                                  default=str)
-    sweep = run_sweep({"n_particles": n_values}, n_seeds=int(n_seeds), seed=seed, t1=float(t1), dt=float(dt),
-                      n_saves=int(n_saves), kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
-                      max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
-                      cell_settings=settings, metrics=())
+    sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
+                       kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
+                       max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
+                       cell_settings=settings, metrics=())
     K, paired = int(max_clusters), sampling == "nested"
     data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
-                       paired=paired, interval=interval, n_boot=n_boot, seed=seed)
+                       paired=paired, interval=interval, n_boot=n_boot, seed=seed, counts=np.asarray(counts))
     coords = {
         "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
-        "seed": ("seed", np.arange(int(n_seeds)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
+        "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
         "time": ("time", ts, {"long_name": "time", "units": "1"}),
         "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
         "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "probability level of the interval bound",
@@ -243,7 +274,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         **ref_attrs,
         **model_attrs(model),
         **provenance(
-            config={"n_values": list(n_values), "n_seeds": int(n_seeds), "t1": t1, "n_saves": n_saves,
+            config={"n_values": list(n_values), "n_seeds": counts, "t1": t1, "n_saves": n_saves,
                     "m_grid": m_grid, "dt": dt, "seed": seed, "kappa": kappa, "density_fn": density_fn,
                     "sampling": sampling, "interval": interval,
                     "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
@@ -267,7 +298,7 @@ _METHOD_NOTES = {
 
 
 def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_cluster, paired, interval, n_boot,
-                seed) -> dict:
+                seed, counts) -> dict:
     """The study's data variables: the gaps per (n, seed, time), cluster masses, the mean-field
     energy and entropy, per-n standard errors and the fitted rates with their intervals."""
     masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
@@ -286,7 +317,10 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
             for v in long if v in sweep}
     data["cluster_mass"] = (dims + ("cluster_rank",), masses,
                             {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
-    data["success"] = (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"})
+    data["success"] = (dims[:-1], sweep["success"].values,
+                       {"long_name": "1 if the run reached t1 (NaN: a seed this n does not run)", "units": "1"})
+    data["n_seeds_run"] = (("n_particles",), counts, {"long_name": "seeds run for this n", "units": "1"})
+    present = np.arange(max(counts))[None, :, None] < counts[:, None, None]
     if d >= 3:
         data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
     data["energy_meanfield"] = (("time",), np.asarray(settings["reference"].energy),
@@ -294,14 +328,19 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
     data["entropy_meanfield"] = (("time",), np.asarray(settings["reference"].entropy),
                                  {"long_name": "mean-field attention entropy H[mu(t)] (nats)", "units": "1"})
     for v in metrics_rated:
-        g = sweep[v].values  # (N, S, T)
-        data[f"{v}_stderr"] = (("n_particles", "time"), g.std(axis=1, ddof=1) / np.sqrt(g.shape[1])
-                               if g.shape[1] > 1 else np.full((g.shape[0], g.shape[2]), np.nan),
+        g = sweep[v].values  # (N, S, T), NaN beyond the seeds of each n
+        gp = np.where(present, g, 0.0)
+        mean = gp.sum(axis=1) / counts[:, None]
+        ss = (np.where(present, g - mean[:, None, :], 0.0) ** 2).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):  # one seed: no spread, NaN
+            se = np.where(counts[:, None] > 1, np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
+        data[f"{v}_stderr"] = (("n_particles", "time"), se,
                                {"long_name": f"standard error of the seed mean of {v}", "units": units.get(v, "1")})
-        rows = np.all(np.isfinite(g), axis=(1, 2)) if v == "w2" else np.ones(len(n_values), bool)
-        g = g[rows]
-        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[:, :, k], paired=paired, interval=interval,
-                                  n_boot=n_boot, rng=seed)[:4] for k in range(len(ts))])
+        # W2 is skipped above w2_max_n: the rate of w2 is fitted over the n that have it
+        rows = np.array([np.all(np.isfinite(g[i, :c])) for i, c in enumerate(counts)]) if v == "w2" \
+            else np.ones(len(n_values), bool)
+        fits = np.array([fit_rate(np.asarray(n_values)[rows], g[rows][:, :, k], paired=paired, interval=interval,
+                                  n_boot=n_boot, rng=seed, counts=counts[rows])[:4] for k in range(len(ts))])
         data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
         data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:3],
                                 {"long_name": f"95% {'t' if interval == 't' else 'bootstrap'} interval of rate_{v} "

@@ -228,6 +228,13 @@ OTHER = {
     "study-n_reference-below-n_values-auto-fallback": (lambda: metrics.mean_field_limit_study(
         particles.MultiHead.scalar([1.0], d=4, kind="usa"), lambda y: 1 + 0.5 * y[:, 0] * y[:, 1],
         n_values=(16, 64), n_reference=32), ["n_reference"]),
+    "study-n_seeds-vs-n_values": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
+        n_seeds=(4, 2, 2)), ["n_seeds"]),
+    "study-n_seeds-per-n-vs-nested": (lambda: metrics.mean_field_limit_study(
+        particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
+        n_seeds=(4, 2), sampling="nested"), ["n_seeds"]),
+    "fit_rate-counts-vs-gaps": (lambda: metrics.fit_rate([10, 20], np.ones((2, 3)), counts=[4, 2]), ["counts"]),
     "study-dt-above-t1": (lambda: metrics.mean_field_limit_study(
         particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
         t1=0.1, dt=0.5), ["dt"]),

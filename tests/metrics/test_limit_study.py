@@ -357,3 +357,30 @@ def test_spectral_reference_by_default_where_it_applies():
     # (regression: a fallback size below max(n_values) refused a study that never needed it)
     small = mean_field_limit_study(model4, lambda y: 1 + 0.5 * y[:, -1], **dict(kw, n_reference=8))
     assert "spectral" in small.attrs["reference"]
+
+
+def test_seeds_per_n_run_only_the_new_cells_and_pad_with_nan(tmp_path, monkeypatch):
+    """n_seeds=(4, 2): four seeds at n = 16, two at n = 32 (NaN beyond), n_seeds_run records it; with a
+    store, raising the seeds of one n runs only the new cells (the cell keys do not depend on n_seeds)."""
+    import metrics.study as study_mod
+
+    calls = []
+    real = study_mod.simulate
+    monkeypatch.setattr(study_mod, "simulate", lambda x0, *a, **k: calls.append(len(x0)) or real(x0, *a, **k))
+    kw = dict(n_values=(16, 32), t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path, reference="fv_circle")
+    first = mean_field_limit_study(MODEL, _density, n_seeds=2, **kw)
+    assert sorted(calls) == [16, 16, 32, 32]
+    calls.clear()
+    ds = mean_field_limit_study(MODEL, _density, n_seeds=(4, 2), **kw)
+    assert sorted(calls) == [16, 16]  # seeds 2 and 3 of n = 16 only
+    assert ds.sizes["seed"] == 4 and ds.n_seeds_run.values.tolist() == [4, 2]
+    assert np.all(np.isnan(ds.w1.sel(n_particles=32).isel(seed=[2, 3]).values))
+    np.testing.assert_array_equal(ds.w1.isel(seed=[0, 1]).values, first.w1.values)
+    g = ds.w1.isel(time=0).values
+    expect = metrics.fit_rate([16, 32], g, counts=[4, 2])
+    assert float(ds.rate_w1[0]) == pytest.approx(expect.rate) and np.isfinite(ds.rate_w1_ci[0]).all()
+    assert float(ds.w1_stderr.isel(time=0, n_particles=1)) == pytest.approx(np.std(g[1, :2], ddof=1) / np.sqrt(2))
+    with pytest.raises(ValueError, match="n_seeds of mean_field_limit_study must be a positive integer, or one"):
+        mean_field_limit_study(MODEL, _density, n_seeds=(4, 2, 1), **kw)
+    with pytest.raises(ValueError, match="must be one integer with sampling='nested'"):
+        mean_field_limit_study(MODEL, _density, n_seeds=(4, 2), sampling="nested", **kw)
