@@ -42,11 +42,17 @@ def _hermite_inverse(x, G, g, s):
     G0, G1, d0, d1 = G[k], G[k + 1], h * g[k], h * g[k + 1]
     span = np.where(G1 > G0, G1 - G0, 1.0)
     tau = np.clip((s - G0) / span, 0.0, 1.0)
-    for _ in range(6):
-        t2, t3 = tau * tau, tau * tau * tau
-        H = (2 * t3 - 3 * t2 + 1) * G0 + (t3 - 2 * t2 + tau) * d0 + (-2 * t3 + 3 * t2) * G1 + (t3 - t2) * d1
-        dH = (6 * t2 - 6 * tau) * G0 + (3 * t2 - 4 * tau + 1) * d0 + (-6 * t2 + 6 * tau) * G1 + (3 * t2 - 2 * tau) * d1
-        tau = np.clip(tau - (H - s) / np.where(dH > 0, dH, span), 0.0, 1.0)
+    # the Hermite cubic in powers of tau: H = G0 + tau (d0 + tau (c2 + tau c3))
+    c2 = 3 * (G1 - G0) - 2 * d0 - d1
+    c3 = 2 * (G0 - G1) + d0 + d1
+    r = G0 - s
+    for _ in range(6):  # Newton from the linear guess: quadratic convergence, 3-4 steps reach round-off
+        H = r + tau * (d0 + tau * (c2 + tau * c3))
+        dH = d0 + tau * (2 * c2 + 3 * tau * c3)
+        step = H / np.where(dH > 0, dH, span)
+        tau = np.clip(tau - step, 0.0, 1.0)
+        if np.max(np.abs(step)) < 1e-15:
+            break
     return x[k] + h * tau
 
 
