@@ -27,7 +27,9 @@ _TMP: list[pathlib.Path] = []  # example output folders, removed after the build
 def _doc(path: pathlib.Path) -> tuple[str, str]:
     doc = ast.get_docstring(ast.parse(path.read_text())) or path.stem
     title, _, body = doc.partition("\n")
-    return title.strip().rstrip("."), body.strip()
+    # plain-text docstrings: "[--workers 2]" would parse as a Markdown reference link (a strict build error)
+    body = body.strip().replace("[", "\\[").replace("]", "\\]")
+    return title.strip().rstrip("."), body
 
 
 def _run(path: pathlib.Path, out: pathlib.Path) -> list[pathlib.Path]:
