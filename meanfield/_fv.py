@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from particles import GEOMETRIES, MultiHead, SaveAt, geodesic_distance, simulate
+from particles import MultiHead, SaveAt, geodesic_distance, simulate
 from particles._dynamics.controllers import CFLController
+from particles._dynamics.field import SchemeState
 from particles.validation import InvalidParameterError
 
 from ._result import MeanFieldResult
@@ -69,21 +70,15 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
     return v
 
 
-class _MassField:
+class _MassField(SchemeState):
     """A finite-volume right-hand side ``rhs(p) -> (dp/dt, rate)`` as a field of the particle
     solve loop: the state is the column of cell masses (flat geometry), and ``rate`` the CFL
     rate of :class:`~particles._dynamics.controllers.CFLController`. The last evaluation is kept,
     so the rate the controller asks for and the stepper's first stage cost one evaluation."""
 
-    geometry = "flat"
-
     def __init__(self, rhs):
         self._rhs = rhs
         self._last = (None, None, None)
-        self.geom = GEOMETRIES["flat"]
-
-    def check_x(self, x, name="x"):
-        return x  # the scheme built and checked the masses
 
     def _eval(self, p):
         if self._last[0] is not p:

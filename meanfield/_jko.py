@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from particles import GEOMETRIES, SaveAt, geodesic_distance, simulate
+from particles import SaveAt, geodesic_distance, simulate
+from particles._dynamics.field import SchemeState
 from particles._dynamics.steppers import Stepper
 from particles.validation import InvalidParameterError, check_param
 
@@ -24,7 +25,7 @@ def _spacing(y: np.ndarray) -> float:
     return float(np.median(D.min(axis=1)))
 
 
-class _JKOField:
+class _JKOField(SchemeState):
     r"""The entropic JKO step on a fixed point set, as a field of the particle solve loop.
 
     The state is the column of cell masses (flat geometry). :meth:`prox` is one step of length
@@ -36,18 +37,12 @@ class _JKOField:
     rate (p⁺ − p)/dt of the last step size.
     """
 
-    geometry = "flat"
-
     def __init__(self, model, y, areas, gamma, dt, kappa):
         self.model, self.y, self.gamma, self.dt, self.kappa = model, y, gamma, dt, kappa
-        self.geom = GEOMETRIES["flat"]
         D2 = geodesic_distance(y[:, None, :], y[None, :, :]) ** 2
         self._logxi = -D2 / gamma
         self._D2, self._logareas = D2, np.log(areas)[None, :]
         self._heat = {}  # log heat kernels by step length (the last step before a save is shorter)
-
-    def check_x(self, x, name="x"):
-        return x  # the scheme built and checked the masses
 
     def _logheat(self, dt):
         if dt not in self._heat:

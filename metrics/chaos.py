@@ -36,6 +36,7 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_param
 
+from ._study_reference import _method
 from .dataset import model_attrs, netcdf_safe, provenance
 from .horizon import (
     ResolutionWarning,
@@ -88,9 +89,8 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
         row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
 
-    method = "rk4" if np.isinf(settings["kappa"]) else "euler_maruyama"
     traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
-                    kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=method)
+                    kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
     return saved_to_dataset(traj, ts)
 
 

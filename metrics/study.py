@@ -220,9 +220,9 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     d = model.d
     t_start = _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
-    settings = {"model": model, "ts": ts, "dim": d, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
-                "transport": transport, "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters),
-                "w2_max_n": int(w2_max_n), "sampling": sampling}
+    # what a cell reads; the reference object (below) carries the transport settings
+    settings = {"model": model, "ts": ts, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling}
     ref = setup_reference(model, density_fn, ts, dict(
         m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from particles import GEOMETRIES, SaveAt, simulate
+from particles import SaveAt, simulate
+from particles._dynamics.field import SchemeState
 from particles._dynamics.steppers import _A, _C, _E, Stepper
 from particles.validation import SolverError
 
@@ -18,7 +19,7 @@ _EPS = np.finfo(float).eps
 # ------------------------------------------------------------------ embedded integrating-factor RK
 
 
-class _SpectralField:
+class _SpectralField(SchemeState):
     """Spectral coefficients as a field of the particle solve loop (flat geometry).
 
     Calling it gives the nonlinear part N(c) of dc/dt = Λc + N(c) (Λ = Δ/κ, diagonal) at the band
@@ -28,20 +29,17 @@ class _SpectralField:
     state and pads it to the band limit it needs (or raises :class:`SolverError`).
     """
 
-    geometry = "flat"
-
     def __init__(self, disc, *, kappa, tol, refine, cap):
-        self.geom = GEOMETRIES["flat"]
         self.kappa, self.tol, self.refine, self.cap = kappa, tol, refine, cap
         self._discs = {disc.L: disc}
         self._last = self._start = (None, None)
 
-    def check_x(self, x, name="x"):
-        return x  # the scheme built the coefficients
-
     def disc(self, c):
-        """The discretisation at the band limit of c (built once per band limit)."""
-        L = c.shape[0] - 1
+        """The discretisation at the band limit of c."""
+        return self.disc_at(c.shape[0] - 1)
+
+    def disc_at(self, L):
+        """The discretisation at band limit L (built once per band limit)."""
         if L not in self._discs:
             self._discs[L] = next(iter(self._discs.values())).with_L(L)
         return self._discs[L]
@@ -82,7 +80,7 @@ class _SpectralField:
                     "into clusters. Stop earlier, add noise, raise max_L, or use particles."
                 )
             L_new = self.cap
-        return self.disc(np.empty((L_new + 1,))).pad(c)
+        return self.disc_at(L_new).pad(c)
 
 
 def if_dopri5(field, t, c, h, geom, rng=None, sigma=0.0, *, rtol=1e-10, **_):

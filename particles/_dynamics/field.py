@@ -23,7 +23,7 @@ from .._core.errors import InvalidParameterError
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_choice, check_points, check_returned
 
-__all__ = ["CallableField", "as_field"]
+__all__ = ["CallableField", "SchemeState", "as_field"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +55,18 @@ class CallableField:
 
     def __call__(self, t, x):
         return self.fn(t, x)
+
+
+class SchemeState:
+    """Base of a field whose state is a numerical scheme's own array (cell masses, spectral
+    coefficients): flat geometry, and the scheme that built the state has validated it, so
+    ``check_x`` passes it through. Subclasses define ``__call__(t, state)``."""
+
+    geometry = "flat"
+    geom = GEOMETRIES["flat"]
+
+    def check_x(self, x, name: str = "x") -> np.ndarray:
+        return x
 
 
 def as_field(field, geometry: str | None = None, caller: str = "simulate"):
