@@ -40,13 +40,17 @@ def run_serial(todo, job, done) -> None:
         done(idx, fn(*args))
 
 
-def run_dask(client, todo, job, done, describe, resumable: bool) -> None:
-    """Run the jobs on a dask.distributed client; a cell that kills its workers more often than the
-    scheduler allows ends the run with a :class:`particles.SolverError` naming it."""
+def run_dask(client, todo, job, done, describe, resumable: bool, shared=None) -> None:
+    """Run the jobs on a dask.distributed client (``shared``, an argument common to every job, is
+    sent once, as the result of a task the cells depend on); a cell that kills its workers more often than the scheduler
+    allows ends the run with a :class:`particles.SolverError` naming it."""
     from distributed import KilledWorker
     from distributed import as_completed as dask_completed
 
-    futs = [client.submit(*job(idx), pure=False) for idx in todo]
+    # a task, not client.scatter: the scheduler can recompute it when the worker holding it dies
+    fut_shared = client.submit(_identity, shared, pure=False) if shared is not None and todo else None
+    futs = [client.submit(*(fut_shared if fut_shared is not None and a is shared else a for a in job(idx)),
+                          pure=False) for idx in todo]
     where = {f.key: idx for f, idx in zip(futs, todo)}
     for fut in dask_completed(futs):
         try:
@@ -62,10 +66,29 @@ def run_dask(client, todo, job, done, describe, resumable: bool) -> None:
         done(where[fut.key], ds)
 
 
-def _watch_parent(parent_pid: int, started=None, interval: float = 0.2) -> None:
-    """Process-pool initialiser: exit this worker as soon as its parent is gone (re-parented).
-    ``started`` (an Event) is set once the worker got here, i.e. it finished importing the
-    parent's main script: a pool whose workers never set it died while starting."""
+class _Shared:
+    """Stands in a job's arguments for the object :func:`run_pool` sent to each worker once."""
+
+
+#: the object a process-pool worker received once (``shared`` of :func:`run_pool`)
+_SHARED: dict = {}
+
+
+def _identity(value):
+    return value
+
+
+def _call_shared(fn, *args):
+    """Run ``fn`` on the job's arguments with the worker's shared object put back in place."""
+    return fn(*(_SHARED["value"] if isinstance(a, _Shared) else a for a in args))
+
+
+def _watch_parent(parent_pid: int, started=None, shared=None, interval: float = 0.2) -> None:
+    """Process-pool initialiser: keep ``shared`` (sent once per worker, not with every job), and exit
+    this worker as soon as its parent is gone (re-parented). ``started`` (an Event) is set once the
+    worker got here, i.e. it finished importing the parent's main script: a pool whose workers never
+    set it died while starting."""
+    _SHARED["value"] = shared
     if started is not None:
         started.set()
 
@@ -78,9 +101,11 @@ def _watch_parent(parent_pid: int, started=None, interval: float = 0.2) -> None:
     threading.Thread(target=watch, name="headflow-parent-watch", daemon=True).start()
 
 
-def run_pool(todo, job, done, max_workers, max_restarts) -> None:
+def run_pool(todo, job, done, max_workers, max_restarts, shared=None) -> None:
     """Run the jobs on a spawn process pool whose workers exit when this process dies; a
-    pool broken by a dead worker is restarted for the unfinished jobs."""
+    pool broken by a dead worker is restarted for the unfinished jobs. A job argument that *is*
+    ``shared`` (e.g. the cell settings with a study's reference, hundreds of MB) is pickled once per
+    worker, not once per job."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -92,8 +117,10 @@ def run_pool(todo, job, done, max_workers, max_restarts) -> None:
         # spawn, not fork: a forked child can inherit HDF5/netCDF locks held by this process
         try:
             with ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx,
-                                     initializer=_watch_parent, initargs=(os.getpid(), started)) as pool:
-                futs = {pool.submit(*job(idx)): idx for idx in remaining}
+                                     initializer=_watch_parent, initargs=(os.getpid(), started, shared)) as pool:
+                token = _Shared()
+                futs = {pool.submit(_call_shared, *(token if shared is not None and a is shared else a
+                                                    for a in job(idx))): idx for idx in remaining}
                 for fut in as_completed(futs):
                     try:
                         ds = fut.result()

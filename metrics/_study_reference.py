@@ -202,10 +202,11 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
                      "reference_build_seconds": ref["seconds"], "reference_cached": int(ref["cached"]),
                      "reference_file": ref["file"]}
     transports = {str(n): f"sliced SW_2, {n_projections} directions (ot.sliced.get_random_projections), "
-                          f"{sliced.atoms.shape[1]} quantile atoms per projected reference" for n in n_values}
+                          f"{sliced.representation} per projected reference" for n in n_values}
 
     return {"reference": reference, "attrs": ref_attrs, "transports": transports, "note": note, "error_t": ref_error_t,
-            "error_t_long": ("bound on SW_2 between the spectral reference and its quantile atoms, plus 2 "
+            "error_t_long": ("estimate of SW_2 between the spectral reference and its piecewise-linear quantile "
+                             "functions, plus 2 "
                              "sqrt(spectral tail)" if spec is not None else
                              "SW_2 between two independent reference runs / sqrt(2)")}
 

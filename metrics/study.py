@@ -179,7 +179,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     w2_max_n : int
         Largest n for which W2 is computed on S^1 (``ot.binary_search_circle`` costs seconds per
         call at n = 10^5); beyond it ``w2`` is NaN and only W1 is reported.
-    n_projections, n_quantiles : directions of the sliced SW_2 and quantile atoms kept per projected
+    n_projections, n_quantiles : directions of the sliced SW_2 and quantile atoms (nodes of the
+        piecewise-linear quantile function for a spectral reference) kept per projected
         reference (d ≥ 3, :class:`metrics.limit.SlicedReference`)
     eps_cluster, max_clusters : geodesic linking distance (rad; the default 1e-3 resolves collapsed
         states: a sample of a smooth density, with spacing ≫ ε, has ``n_clusters`` ≈ n and top masses
@@ -236,7 +237,9 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                                   "kappa": kappa, "transport": transport, "n_reference": n_reference,
                                   "eps": eps_cluster, "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling,
                                   "L": n_projections, "Q": n_quantiles, "reference": ref_attrs["reference"],
-                                  "density": np.asarray(ref["reference"].energy).tolist()}, sort_keys=True,
+                                  "density": np.asarray(ref["reference"].energy).tolist(),
+                                  **({"sliced": ref["reference"].sliced.representation} if d >= 3 else {})},
+                                 sort_keys=True,
                                  default=str)
     sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
                        kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,

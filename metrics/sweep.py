@@ -257,9 +257,10 @@ def run_sweep(
     if engine == "serial":
         run_serial(todo, job, done)
     elif engine == "process":
-        run_pool(todo, job, done, opts["max_workers"], opts["max_pool_restarts"])
+        run_pool(todo, job, done, opts["max_workers"], opts["max_pool_restarts"], shared=settings)
     else:
-        run_dask(engine, todo, job, done, lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})", store is not None)
+        run_dask(engine, todo, job, done, lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})", store is not None,
+                 shared=settings)
     if bar is not None:
         bar.close()
     ts = settings["ts"]

@@ -145,3 +145,32 @@ def test_sigkill_one_worker(tmp_path, reference):
     with xr.open_dataset(out) as ds:
         xr.testing.assert_identical(ds.load(), reference)
     assert len(list(store.glob("cell_*.nc"))) == 6
+
+
+class _CountsPickles:
+    """A large shared argument stand-in: counts how often this process pickles it."""
+
+    pickled = 0
+
+    def __init__(self, payload):
+        self.payload = payload
+
+    def __getstate__(self):
+        type(self).pickled += 1
+        return {"payload": self.payload}
+
+
+def _payload_sum(shared, i):
+    return float(shared.payload.sum()) + i
+
+
+def test_pool_sends_the_shared_argument_once_per_worker():
+    """Twelve jobs on two workers: the shared object is pickled at most once per worker start (not per
+    job), and each job still sees it."""
+    from metrics._executors import run_pool
+
+    shared = _CountsPickles(np.arange(1000.0))
+    out = {}
+    run_pool(list(range(12)), lambda i: (_payload_sum, shared, i), out.__setitem__, 2, 0, shared=shared)
+    assert out == {i: 499500.0 + i for i in range(12)}
+    assert 1 <= _CountsPickles.pickled <= 2
