@@ -43,7 +43,6 @@ from .limit import (
     circle_quantile_atoms,
     circle_wasserstein,
     fit_rate,
-    sliced_wasserstein_embedded,
 )
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
@@ -55,6 +54,7 @@ from .transport import (
     distance_to_uniform,
     geodesic_cost,
     sinkhorn_divergence,
+    sliced_wasserstein_embedded,
     sliced_wasserstein_sphere,
     wasserstein,
 )

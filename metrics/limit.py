@@ -45,7 +45,7 @@ from .clustering import _component_masses
 from .rates import RateFit, fit_rate
 
 __all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "bounded_clusters",
-           "fit_rate", "RateFit", "EMD_MAX_ELEMENTS", "sliced_wasserstein_embedded"]
+           "fit_rate", "RateFit", "EMD_MAX_ELEMENTS"]
 
 #: largest n·M accepted by ``circle_wasserstein(method="emd2")`` (its dense cost matrix)
 EMD_MAX_ELEMENTS = 4_000_000
@@ -329,46 +329,6 @@ class SlicedReference:
         sw = float(np.sqrt(w.mean()))
         se = float(w.std(ddof=1) / np.sqrt(len(w)) / (2 * sw)) if sw > 0 and len(w) > 1 else float("nan")
         return sw, se
-
-
-def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0) -> tuple[float, float]:
-    r"""Sliced :math:`SW_2` between two point clouds of :math:`S^{d-1}` **embedded in**
-    :math:`\mathbb R^d` (uniform weights): the distance the limit study uses on :math:`S^{d-1}`.
-
-    .. math:: SW_2^2(\mu, \nu) = \int_{S^{d-1}} W_2^2(\theta_\#\mu, \theta_\#\nu)\,d\sigma(\theta),
-              \qquad \theta_\#\mu = \text{law of } \langle\theta, x\rangle \in [-1, 1],
-
-    a Monte-Carlo mean over ``n_projections`` directions (the same for a given ``seed``), each 1-d
-    :math:`W_2` exact (sorted projections). Unlike :func:`metrics.sliced_wasserstein_sphere`
-    (spherical sliced :math:`SSW_2` of Bonet et al.: projections onto great circles, geodesic
-    cost, in turns), it projects onto lines and measures chordal, Euclidean displacement; both
-    are metrics with the :math:`n^{-1/2}` rate for i.i.d. samples, and this one costs
-    O(L (n + m) log(n + m)) with no binary search.
-
-    Returns
-    -------
-    (value, Monte-Carlo standard error over directions)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> x = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, -1.0]])
-    >>> sliced_wasserstein_embedded(x, x)[0]
-    0.0
-    >>> round(sliced_wasserstein_embedded(x[:1], x[1:], n_projections=4000)[0] ** 2, 1)  # E <theta, 2 e3>^2 = 4/3
-    1.3
-    """
-    from particles.validation import check_param, check_points
-
-    caller = "sliced_wasserstein_embedded"
-    x = check_points(x, "x", caller)
-    y = check_points(y, "y", caller)
-    if x.shape[1] != y.shape[1]:
-        raise InvalidParameterError(f"x and y of {caller} must live in the same dimension; got {x.shape[1]} and "
-                                    f"{y.shape[1]}.")
-    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
-    ref = SlicedReference(y[None], n_projections=n_projections, n_quantiles=len(y), seed=seed)
-    return ref(x, 0)
 
 
 def _chunks(rows: int, L: int):
