@@ -70,7 +70,8 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     """One (n, seed) run from i.i.d. uniform tokens, with run_sweep's cell contract (dims ``time``)."""
     n = int(params["n_particles"])
     model, ts, d, L, K = settings["model"], settings["ts"], settings["dim"], settings["l_max"], settings["max_clusters"]
-    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
+    # independent draws per (seed, n): the fit's bootstrap resamples the seeds of each n separately
+    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index, n))
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
     x0 = _uniform_tokens(n, d, rng_init)
     if d == 2:
@@ -115,7 +116,9 @@ def _validate(model, density, n_values, n_seeds, t1, n_saves, dt, kappa, l_max):
     if not ok:
         raise InvalidParameterError(f"The 'n_values' parameter of {caller} must be at least two strictly increasing "
                                     f"integers >= 2 (the slope is fitted against log n); got {n_values!r}.")
-    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
+    from .study import _seed_counts
+
+    n_seeds = _seed_counts(n_seeds, nv, "independent", caller)
     t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
     n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
     dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
@@ -149,8 +152,10 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     density : "uniform"
         The initial law (the only one for which the reference is exact at all times).
     n_values : strictly increasing integers >= 2
-    n_seeds : int
-        Runs per n (t_δ spreads by O(1/σ*) across seeds: use many for the slope).
+    n_seeds : int or sequence of int
+        Runs per n, or one count per n (t_δ spreads by O(1/σ*) across seeds: use many for the slope;
+        the large-n runs cost the most and the fit weights each seed mean by its count). Seeds an n
+        does not run are NaN in the Dataset; ``n_seeds_run`` holds the counts.
     t1, n_saves, dt : horizon, number of equally spaced save times in [0, t1], step (RK4 without
         noise, Euler–Maruyama with)
     delta : float > 0 or sequence of them
@@ -206,7 +211,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
             f"{n_saves}). Use n_saves >= {need}.")
     d = model.d
     from ._executors import FixedModel
-    from .sweep import run_sweep
+    from .study import _run_cells
 
     t_start = _time.perf_counter()
     g = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
@@ -215,8 +220,9 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     settings = {"model": model, "ts": ts, "dim": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
                 "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "directions": directions}
     settings["key"] = json.dumps({"study": caller, "model": model_attrs(model), "l_max": l_max, "L": n_projections,
-                                  "eps": eps_cluster, "K": max_clusters}, sort_keys=True, default=str)
-    sweep = run_sweep({"n_particles": n_values}, n_seeds=n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
+                                  "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)"},
+                                 sort_keys=True, default=str)
+    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
                       store=store, progress=progress, cell_fn=_chaos_cell, cell_settings=settings, metrics=())
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
@@ -258,9 +264,12 @@ def _breakdown(ts, amp, dist, cfg) -> dict:
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
     dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
+    dominant[np.isnan(amp[..., 0, 0])[None].repeat(len(deltas), 0)] = np.nan  # a seed not run at this n
     z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
-    fits = np.array([fit_horizon_slope(n_values, td[i], n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
-                     if not np.any(np.isnan(td[i])) else (np.nan,) * 3 for i in range(len(deltas))])
+    counts = np.asarray(cfg["n_seeds"])
+    ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
+    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
+                     if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
                    if (not stable and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
     return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
@@ -315,6 +324,8 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": "1/time"}),
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
+        "n_seeds_run": (("n_particles",), np.asarray(cfg["n_seeds"]),
+                        {"long_name": "seeds run at this n (the others are NaN)", "units": "1"}),
     }
     return xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
 
@@ -323,7 +334,8 @@ def _coords(cfg) -> dict:
     K = int(cfg["max_clusters"])
     return {
         "n_particles": ("n_particles", np.asarray(cfg["n_values"]), {"long_name": "number of tokens", "units": "1"}),
-        "seed": ("seed", np.arange(cfg["n_seeds"]), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
+        "seed": ("seed", np.arange(max(cfg["n_seeds"])), {"long_name": "seed index (SeedSequence spawn key)",
+                                                          "units": "1"}),
         "time": ("time", cfg["ts"], {"long_name": "time", "units": "1"}),
         "degree": ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"}),
         "delta": ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"}),
@@ -350,6 +362,6 @@ def _attrs(model, cfg) -> dict:
         "study_seconds": float(_time.perf_counter() - cfg["t_start"]),
         **model_attrs(model),
         **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(cfg["seed"]).entropy),
-                                           "spawn_key": "(seed index,)"}, model=model),
+                                           "spawn_key": "(seed index, n)"}, model=model),
     }
     return netcdf_safe(attrs)

@@ -270,11 +270,17 @@ def breakdown_law_mean(k: int = 2) -> float:
     return float(-0.5 * (digamma(k / 2) + np.log(2.0)))
 
 
-def fit_horizon_slope(n_values, t_delta, *, n_boot: int = 1000, level: float = 0.95,
+def fit_horizon_slope(n_values, t_delta, *, counts=None, n_boot: int = 1000, level: float = 0.95,
                       rng=0) -> tuple[float, float, float]:
-    r"""Slope s of the seed-mean :math:`\bar t_\delta(n) = c + s\log n` (least squares over n) and its
-    bootstrap percentile interval, resampling the seeds of each n with replacement. Theory:
-    :math:`s = 1/(2\sigma^*)`. Runs with infinite :math:`t_\delta` (no breakdown) make the fit NaN.
+    r"""Slope s of the seed-mean :math:`\bar t_\delta(n) = c + s\log n` and its bootstrap percentile
+    interval, resampling the seeds of each n with replacement. Theory: :math:`s = 1/(2\sigma^*)`.
+
+    With ``counts`` (seeds run at each n; ``t_delta[i, counts[i]:]`` is ignored, e.g. NaN padding)
+    the seed means are weighted by their counts, :math:`\hat s = \sum_i c_i (x_i - \bar x)\bar t_i /
+    \sum_i c_i (x_i - \bar x)^2`, :math:`\bar x = \sum_i c_i x_i / \sum_i c_i`, :math:`x = \log n`: the
+    least-squares line through all runs, the minimum-variance fit when every run has the same spread
+    (:math:`\mathrm{Var}\,\bar t_i = \sigma^2/c_i`). Equal counts give the plain fit over n. Runs with
+    infinite :math:`t_\delta` (no breakdown) make the fit NaN.
 
     Examples
     --------
@@ -290,21 +296,31 @@ def fit_horizon_slope(n_values, t_delta, *, n_boot: int = 1000, level: float = 0
         raise InvalidParameterError(f"n_values of {caller} must be positive; got {nv.tolist()}.")
     logn = np.log(nv)
     td = check_real_array(t_delta, "t_delta", caller, finite=False, expected="breakdown times (n, seed)")
-    if td.ndim != 2 or td.shape[0] != len(logn) or len(logn) < 2 or np.any(np.isnan(td)):
-        raise InvalidParameterError(f"t_delta of {caller} must have shape (len(n_values) >= 2, n_seeds) and no NaN "
-                                    f"(drop failed runs first); got shape {td.shape} for {len(logn)} n values.")
-    if not np.all(np.isfinite(td)):
+    if td.ndim != 2 or td.shape[0] != len(logn) or len(logn) < 2:
+        raise InvalidParameterError(f"t_delta of {caller} must have shape (len(n_values) >= 2, n_seeds); got shape "
+                                    f"{td.shape} for {len(logn)} n values.")
+    c = np.full(len(logn), td.shape[1]) if counts is None else np.asarray(counts)
+    if (c.shape != logn.shape or not np.issubdtype(c.dtype, np.integer) or np.any(c < 1)
+            or np.any(c > td.shape[1])):
+        raise InvalidParameterError(f"counts of {caller} must be one integer in [1, {td.shape[1]}] per n value; "
+                                    f"got {counts!r}.")
+    runs = [td[i, :k] for i, k in enumerate(c)]
+    if any(np.any(np.isnan(r)) for r in runs):
+        raise InvalidParameterError(f"t_delta of {caller} has NaN among the runs it fits (a failed run): drop "
+                                    "failed runs first, or pass counts for NaN padding.")
+    if not all(np.all(np.isfinite(r)) for r in runs):
         return float("nan"), float("nan"), float("nan")
-    xc = logn - logn.mean()
-    slope = float(td.mean(axis=1) @ xc / (xc @ xc))
+    w = c / c.sum()
+    xc = logn - w @ logn
+
+    def fit(means):  # (..., N) seed means -> slopes
+        return means @ (w * xc) / (w @ xc**2)
+
     gen = np.random.default_rng(rng)
-    S = td.shape[1]
-    idx = gen.integers(0, S, size=(n_boot, td.shape[0], S))
-    y = np.take_along_axis(td[None], idx, axis=2).mean(axis=2)
-    slopes = (y - y.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+    boot = np.stack([r[gen.integers(0, len(r), size=(n_boot, len(r)))].mean(axis=1) for r in runs], axis=1)
     a = (1 - level) / 2
-    lo, hi = np.quantile(slopes, [a, 1 - a])
-    return slope, float(lo), float(hi)
+    lo, hi = np.quantile(fit(boot), [a, 1 - a])
+    return float(fit(np.array([r.mean() for r in runs]))), float(lo), float(hi)
 
 
 def sliced_w2_to_uniform_s2(x, directions) -> float:

@@ -109,9 +109,8 @@ def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kap
     return [int(n) for n in nv]
 
 
-def _seed_counts(n_seeds, n_values, sampling) -> list[int]:
+def _seed_counts(n_seeds, n_values, sampling, caller: str = "mean_field_limit_study") -> list[int]:
     """Seeds of each n: one positive integer for all, or one per n (independent samples only)."""
-    caller = "mean_field_limit_study"
     ragged = np.ndim(n_seeds) == 1
     k = np.atleast_1d(np.asarray(n_seeds, dtype=object))
     ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in k)

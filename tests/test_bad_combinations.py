@@ -43,6 +43,10 @@ COMBINATIONS = {
     ],
     "metrics.fit_horizon_slope": [
         (("n_values", "t_delta"), metrics.fit_horizon_slope, dict(n_values=[10.0, 100.0, 1000.0], t_delta=np.ones((4, 2)))),
+        (("counts", "t_delta"), metrics.fit_horizon_slope,
+         dict(n_values=[10.0, 100.0], t_delta=np.ones((2, 2)), counts=[3, 1])),
+        (("counts", "n_values"), metrics.fit_horizon_slope,
+         dict(n_values=[10.0, 100.0], t_delta=np.ones((2, 2)), counts=[2, 1, 1])),
     ],
     "metrics.sliced_w2_to_uniform_s2": [
         (("directions", "x"), metrics.sliced_w2_to_uniform_s2, dict(x=np.eye(3), directions=np.eye(2))),

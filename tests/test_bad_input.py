@@ -341,7 +341,7 @@ CASES.update({
     "metrics.breakdown_law_cdf": (metrics.breakdown_law_cdf, dict(z=0.1), {"z": "array", "k": "int"}),
     "metrics.breakdown_law_mean": (metrics.breakdown_law_mean, dict(k=2), {"k": "int"}),
     "metrics.fit_horizon_slope": (metrics.fit_horizon_slope, dict(n_values=[10, 100], t_delta=np.ones((2, 3))),
-                                  {"n_values": "array", "t_delta": "array", "n_boot": "int"}),
+                                  {"n_values": "array", "t_delta": "array", "n_boot": "int", "counts": "array"}),
     "metrics.sliced_w2_to_uniform_s2": (metrics.sliced_w2_to_uniform_s2, dict(x=X, directions=X),
                                         {"x": "points", "directions": "points"}),
     "metrics.chaos_horizon_study": (metrics.chaos_horizon_study,

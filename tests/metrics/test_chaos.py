@@ -86,7 +86,7 @@ def test_stable_regime_has_no_breakdown():
 def test_s2_quick():
     model = MultiHead.scalar([1.0], 3, beta=4.0, kind="softmax")
     sigma = mf.growth_rates(model, l_max=4)
-    ds = metrics.chaos_horizon_study(model, n_values=[100, 300], n_seeds=1, t1=2.0, n_saves=21, delta=0.5, dt=0.05,
+    ds = metrics.chaos_horizon_study(model, n_values=[100, 300], n_seeds=1, t1=3.0, n_saves=31, delta=0.5, dt=0.05,
                                      l_max=4, n_boot=20, n_projections=16)
     assert int(ds.l_star) == int(np.argmax(sigma[1:]) + 1)
     assert ds.amplitude.sizes["degree"] == 4 and np.all(np.isfinite(ds.distance))
@@ -108,3 +108,17 @@ def test_bad_input():
 def test_warns_when_the_horizon_is_too_short():
     with pytest.warns(metrics.ResolutionWarning, match="did not reach delta by t1.*raise t1"):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_values=[200, 400], n_seeds=1, t1=1.0, n_saves=11))
+
+
+def test_seeds_per_n():
+    """n_seeds per n: the unused seeds are NaN, n_seeds_run records the counts, the slope is fitted over
+    the runs made, and the draws of (seed, n) are independent (a seed's tokens differ across n)."""
+    ds = metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_seeds=(3, 1)))
+    assert ds.n_seeds_run.values.tolist() == [3, 1] and ds.sizes["seed"] == 3
+    assert np.all(np.isnan(ds.t_delta.isel(n_particles=1, seed=slice(1, None))))
+    assert np.all(np.isfinite(ds.t_delta.isel(n_particles=0)))
+    assert np.all(np.isfinite(ds.slope))
+    td = ds.t_delta.values
+    expect = [metrics.fit_horizon_slope(ds.n_particles.values, td[i], counts=[3, 1], n_boot=50, rng=0)
+              for i in range(ds.sizes["delta"])]
+    np.testing.assert_allclose(np.c_[ds.slope, ds.slope_ci], expect)
