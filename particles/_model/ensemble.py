@@ -18,7 +18,7 @@ the n² exps it would save, so the fast path does not help here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from .._core.validation import (
     check_square_stack,
 )
 from .._summation.exact import batched_exp_sums
+from .ensemble_kernels import WORK, exp_sums
 from .kinds import LOG_OVERFLOW
 
 __all__ = ["Ensemble"]
@@ -90,6 +91,10 @@ class Ensemble:
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
+        # scalar heads (M_h = m_h I, W_h = w_h I) of an exp kind take the fused pass of ensemble_kernels
+        heads = [(_scalar(m), _scalar(w)) for m, w in zip(M, W)]
+        fused = self.kind in ("softmax", "usa") and all(m is not None and w is not None for m, w in heads)
+        object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
 
     @property
     def geom(self):
@@ -117,6 +122,85 @@ class Ensemble:
                 )
         return x
 
+    def subset(self, keep) -> Ensemble:
+        """The ensemble of the systems selected by ``keep`` (a boolean mask or indices of the
+        S systems), same heads, kind and geometry."""
+        keep = np.asarray(keep)
+        S = self.n_systems
+        ok = keep.ndim == 1 and ((keep.dtype == bool and keep.size == S) or (
+            np.issubdtype(keep.dtype, np.integer) and keep.size > 0 and -S <= keep.min() and keep.max() < S))
+        if not ok:
+            raise InvalidParameterError(
+                f"keep of Ensemble.subset must be a boolean mask of shape ({S},) or non-empty integer indices in "
+                f"[0, {S}); got {keep!r}."
+            )
+        return replace(self, beta=self.beta[keep])
+
+    def settled(self, x, diameter: float) -> np.ndarray:
+        r"""Systems whose tokens stay within geodesic distance ``diameter`` of each other forever.
+
+        A system is certified when its tokens lie in the cap :math:`C = \{y : \langle y, c\rangle
+        \ge \cos r\}` around their normalised mean c with 2r < ``diameter`` (so r < π/2).
+
+        Proof that C is forward invariant. Let every value matrix be :math:`W_h = \mu_h I` with
+        :math:`\mu_h \ge 0` (checked) and every attention weight :math:`a^h_{ij} \ge 0` (true of
+        every kind, any M: exponentials, ReLUs and their normalisations). Then
+        :math:`\dot x_i = \sum_h \mu_h A^h_i P_{x_i}\bar x^h_i` with :math:`A^h_i = \sum_j a^h_{ij}
+        \ge 0` and :math:`\bar x^h_i = \sum_j a^h_{ij}x_j / A^h_i` a convex combination of tokens.
+        Let :math:`m(t) = \min_i \langle x_i, c\rangle` and i a minimiser with :math:`m \ge 0`:
+        :math:`\langle \bar x^h_i, c\rangle \ge m` (a convex combination of values >= m) and
+        :math:`\langle x_i, \bar x^h_i\rangle \le 1` (:math:`\|x_i\| = 1 \ge \|\bar x^h_i\|`), so
+
+        .. math:: \tfrac{d}{dt}\langle x_i, c\rangle = \sum_h \mu_h A^h_i\big(\langle\bar x^h_i, c\rangle
+                  - \langle x_i,\bar x^h_i\rangle\langle x_i, c\rangle\big)
+                  \ge \sum_h \mu_h A^h_i\,(m - m) = 0,
+
+        and the minimum of finitely many C¹ functions whose active members never decrease does
+        not decrease: m(t) >= cos r for all later t, every token stays in C, and every pairwise
+        angle stays <= 2r < ``diameter``. Hence the system is one ε-cluster for every ε >=
+        ``diameter`` (and all its pairs have :math:`\langle x_i,x_j\rangle \ge \cos` ``diameter``)
+        at every later time: a statistic of these at a final time T is fixed, and the system can
+        leave the batch (:func:`particles.simulate_ensemble`). The statement is about the exact
+        flow; the certificate keeps a relative margin of 1e-6 on r for the round-off of the test.
+
+        Parameters
+        ----------
+        x : array_like of shape (S, n, d)
+            Tokens on the sphere.
+        diameter : float in (0, π]
+            Geodesic diameter to certify.
+
+        Returns
+        -------
+        ndarray of bool, shape (S,)
+
+        Raises
+        ------
+        ValueError
+            If the ensemble is not on the sphere, or a value matrix is not μI with μ >= 0.
+        """
+        self._check_settling("Ensemble.settled")
+        diameter = check_param(diameter, "diameter", "Ensemble.settled", low=0.0, high=np.pi, low_open=True)
+        return self._settled(self.check_x(x), diameter)
+
+    def _check_settling(self, caller: str = "Ensemble.settled") -> None:
+        """Raise ValueError unless the hypotheses of :meth:`settled` hold (sphere, W_h = μ_h I, μ_h >= 0)."""
+        if not self.geom.on_sphere:
+            raise InvalidParameterError(f"{caller} certifies caps on the sphere; the ensemble has "
+                                        f"geometry={self.geometry!r}.")
+        mus = [_scalar(w) for w in self.W]
+        if any(mu is None or mu < 0 for mu in mus):
+            raise InvalidParameterError(f"{caller} needs every value matrix W_h = mu_h I with mu_h >= 0 (the cap "
+                                        "is not invariant otherwise); the ensemble's W is not.")
+
+    def _settled(self, x: np.ndarray, diameter: float) -> np.ndarray:
+        return _in_cap(x, 0.5 * diameter * (1 - 1e-6))
+
+    def exps_per_evaluation(self, n: int) -> int:
+        """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
+        n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
+        return 0 if self.kind not in ("softmax", "usa") else self.M.shape[0] * n * n
+
     def velocity(self, x) -> np.ndarray:
         """Velocities of all systems, shape (S, n, d)."""
         return self._velocity(self.check_x(x))
@@ -130,6 +214,9 @@ class Ensemble:
         for s0 in range(0, S, self.chunk):
             sl = slice(s0, min(S, s0 + self.chunk))
             xs = x[sl]
+            if self._scalar_heads is not None:
+                out[sl] = self.geom.project_tangent(xs, self._scalar_velocity(xs, self.beta[sl], s0))
+                continue
             b = self.beta[sl][:, None, None]
             v = np.zeros_like(xs)
             for h in range(self.M.shape[0]):
@@ -149,6 +236,15 @@ class Ensemble:
                     v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
             out[sl] = self.geom.project_tangent(xs, v)
         return out
+
+    def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int) -> np.ndarray:
+        """Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels."""
+        v = None
+        for m, w in self._scalar_heads:
+            f = _exp_output(self.kind, exp_sums(xs, beta * m, WORK, self.kind == "usa"), s0)
+            f = f if w == 1.0 else w * f
+            v = f if v is None else v + f
+        return v
 
 
 def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
@@ -171,3 +267,10 @@ def _scalar(A: np.ndarray):
     """λ if A = λI (then A @ y = λ y needs no GEMM), else None."""
     lam = A[0, 0]
     return float(lam) if np.array_equal(A, lam * np.eye(A.shape[0])) else None
+
+
+def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:
+    """Systems whose tokens all lie within angle ``radius`` of their normalised mean."""
+    c = x.sum(axis=1)
+    c /= np.maximum(np.linalg.norm(c, axis=-1, keepdims=True), 1e-300)
+    return np.einsum("snd,sd->sn", x, c).min(axis=1) >= np.cos(radius)

@@ -54,3 +54,27 @@ def test_scalar_heads_skip_their_gemm_and_agree(rng, kind):
     for s, beta in enumerate(betas):
         ref = MultiHead(M, W, beta=beta, kind=kind, summation="exact").velocity(x[s])
         np.testing.assert_allclose(v[s], ref, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+@pytest.mark.parametrize("d", [2, 3, 7])
+@pytest.mark.parametrize("geometry", ["sphere", "flat"])
+def test_fused_scalar_heads_equal_one_model_per_system(rng, kind, d, geometry):
+    # scalar heads take the fused pass (coordinate loops for d <= 4, buffers reused across chunks of
+    # different sizes): against MultiHead system by system, with a negative head, beta = 0 and, for
+    # softmax, a beta whose Cauchy-Schwarz shift underflows whole rows (they are redone)
+    n = 9
+    M = np.stack([0.7 * np.eye(d), -1.2 * np.eye(d)])
+    W = np.stack([1.3 * np.eye(d), 0.4 * np.eye(d)])
+    betas = np.array([0.0, 0.7, 30.0, 2000.0]) if kind == "softmax" else np.array([0.0, 0.7, 5.0, 20.0])
+    x = rng.standard_normal((len(betas), n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    if geometry == "flat":
+        x *= rng.uniform(0.5, 1.0, (len(betas), n, 1))
+    ens = Ensemble(M, W, beta=betas, kind=kind, geometry=geometry, chunk=3)
+    assert ens._scalar_heads is not None
+    v = ens.velocity(x)
+    for s, beta in enumerate(betas):
+        ref = MultiHead(M, W, beta=beta, kind=kind, geometry=geometry, summation="exact").velocity(x[s])
+        np.testing.assert_allclose(v[s], ref, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(ref).max()))
+
