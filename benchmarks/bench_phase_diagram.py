@@ -1,27 +1,33 @@
-"""Phase-diagram workload: 2048 systems x n=32 x d=2 over 90 beta values to T=30.
+"""Phase-diagram workload: 2048 systems x n=32 x d (2 or 128) over 90 beta values to T=30.
 
-Softmax attention with Q = K = V = I on the circle; the statistic is the mean number of
-clusters at T = 30 per beta (geodesic eps = 1e-3). Three measurements, in one run:
+Softmax attention with Q = K = V = I on S^{d-1} (``--d``, default 2: the circle); the statistic
+is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measurements, in one run:
 
 1. ``anchor``: the anchors' scheme, a plain numpy loop over systems, projected Euler with
    dt = 0.1, dense softmax per system. Timed on a subset and extrapolated to the workload.
 1b. ``batched anchor``: the same scheme as the public research scripts run it, every system
    of one beta in one batched matmul (S, n, n), one BLAS thread; timed on every system of
    every ``--batched-stride``-th beta and extrapolated to the 90 betas.
-2. ``ours``: ``particles.Ensemble`` (all systems of a chunk at once) with RK4, dt = 1.0, timed
-   in this process on the same systems as the batched anchor and extrapolated the same way,
-   then run over the full workload in a process pool of ``--workers`` processes (one BLAS
-   thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
+2. ``ours``: the path of ``metrics.phase_diagram``: ``particles.Ensemble`` (all systems of a chunk
+   at once) with RK4, dt = ``--dt`` (1.0), integrated by ``particles.simulate_ensemble``, which
+   lets a system leave once its tokens lie in a forward-invariant cap of diameter < eps (its
+   count at T is then 1; ``--no-settle`` integrates every system to T); for d > n the tokens are
+   first written in an orthonormal basis of their span (QR: M = W = I keeps the span, and the
+   Gram matrix, hence the count, is unchanged), as ``metrics.phase_diagram`` does. Timed in this
+   process on the same systems (the same initial tokens) as the batched anchor and extrapolated
+   the same way, then run over the full workload in a process pool of ``--workers`` processes
+   (one BLAS thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
 3. accuracy on a subset: both schemes against a converged RK4 (dt = 0.05) reference: the
    largest gap of the per-beta mean cluster count and the fraction of systems whose count differs.
 4. the exponential floor: exps per second of ours per core (4 T / dt velocity evaluations of
    S n² exps each) against a plain vectorised ``np.exp`` over arrays of the same size as one
-   evaluation chunk, timed in the same process under the same one-thread limit.
+   evaluation chunk, timed in the same process under the same one-thread limit; next to it the
+   exps ours actually computed (settled systems stop; symmetric logits compute each pair once).
 
 Every speed-up is a ratio of two timings of this process under the same thread limits
 (``_timing.ratio``); the table header gives the load average and the limits.
 
-Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2]
+Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2] [--d 128] [--dt 1.0] [--no-settle]
 """
 
 from __future__ import annotations
@@ -40,9 +46,24 @@ from metrics import n_clusters_batch
 T_FINAL, N, EPS = 30.0, 32, 1e-3
 
 
-def initial(S, seed):
-    th = np.random.default_rng(seed).uniform(0, 2 * np.pi, (S, N))
-    return np.stack([np.cos(th), np.sin(th)], -1)
+def initial(S, seed, d=2):
+    """S systems of N i.i.d. uniform tokens on S^{d-1} (angles on the circle)."""
+    rng = np.random.default_rng(seed)
+    if d == 2:
+        th = rng.uniform(0, 2 * np.pi, (S, N))
+        return np.stack([np.cos(th), np.sin(th)], -1)
+    x = rng.standard_normal((S, N, d))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def span_coordinates(x):
+    """Tokens (S, n, d), d > n, in an orthonormal basis of their span: x^T = Q R, x_i = Q R[:, i],
+    so the coordinates are R^T (S, n, n), with the same Gram matrix."""
+    if x.shape[2] <= x.shape[1]:
+        return x
+    r = np.linalg.qr(x.transpose(0, 2, 1), mode="r")
+    y = r.transpose(0, 2, 1)
+    return y / np.linalg.norm(y, axis=-1, keepdims=True)  # unit rows to round-off
 
 
 def anchor_one(x, beta, dt=0.1):
@@ -65,72 +86,110 @@ def anchor_batched(x, beta, dt=0.1):
 
 
 def ours_chunk(args):
-    x0, betas, method, dt = args
+    """Counts at T and the exps computed, by our path (reduced coordinates, settled systems leave)."""
+    x0, betas, method, dt, settle = args
     with threadpool_limits(1, user_api="blas"):
-        ens = particles.Ensemble(np.eye(2), beta=betas, chunk=256)
-        traj = particles.simulate(x0, ens, t1=T_FINAL, dt=dt, method=method, save=particles.SaveAt(t0=False))
+        y0 = span_coordinates(x0)
+        ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=256)
+        run = particles.simulate_ensemble(y0, ens, t1=T_FINAL, dt=dt, method=method,
+                                          settle_diameter=EPS if settle else None)
+        return n_clusters_batch(run.x, eps=EPS), run.system_steps * ens.exps_per_evaluation(N) * 4
+
+
+def reference_chunk(x0, betas):
+    """The converged reference: RK4 dt = 0.05, full coordinates, every system to T."""
+    with threadpool_limits(1, user_api="blas"):
+        ens = particles.Ensemble(np.eye(x0.shape[2]), beta=betas, chunk=256)
+        traj = particles.simulate(x0, ens, t1=T_FINAL, dt=0.05, method="rk4", save=particles.SaveAt(t0=False))
         return n_clusters_batch(traj.x[-1], eps=EPS)
 
 
-def main(argv=None):
+def _args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a 1/16 workload (for a smoke run)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batched-stride", type=int, default=10, help="time the batched anchor on every k-th beta")
     ap.add_argument("--per-beta", type=int, default=None, help="systems per beta (default 2048; --quick: 128)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--d", type=int, default=2, help="ambient dimension (2: the circle; e.g. 128)")
+    ap.add_argument("--dt", type=float, default=1.0, help="RK4 step of ours")
+    ap.add_argument("--no-settle", action="store_true", help="integrate every system to T (no early exit)")
+    return ap.parse_args(argv)
+
+
+def _timed(fn, timed, per_beta, d, n_beta):
+    """fn(x0, beta) on every system of every timed beta, extrapolated to the n_beta betas."""
+    with threadpool_limits(1, user_api="blas"):
+        t = time.perf_counter()
+        for k, b in enumerate(timed):
+            fn(initial(per_beta, 100 + k, d), b)
+        return Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
+
+
+def _accuracy(betas, d, dt, settle):
+    """Counts of the converged reference, of ours and of the anchors' scheme on a subset (beta, system)."""
+    acc_beta, per = betas[::6], 24
+    xa = initial(len(acc_beta) * per, 2, d)
+    ba = np.repeat(acc_beta, per)
+    ref = reference_chunk(xa, ba).reshape(len(acc_beta), per)
+    fast = ours_chunk((xa, ba, "rk4", dt, settle))[0].reshape(len(acc_beta), per)
+    with threadpool_limits(1, user_api="blas"):
+        anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)])
+    return ref, fast, anc.reshape(len(acc_beta), per)
+
+
+def _exp_floor(n_exps):
+    """Exps per second of a plain vectorised np.exp over blocks of one evaluation chunk, one thread."""
+    block = np.random.default_rng(3).uniform(-10.0, 0.0, 256 * N * N)  # one chunk of 256 systems
+    with threadpool_limits(1, user_api="blas"):
+        reps = max(1, int(n_exps // (16 * block.size)))
+        t = time.perf_counter()
+        for _ in range(reps):
+            np.exp(block)
+        return reps * block.size / (time.perf_counter() - t)
+
+
+def main(argv=None):
+    args = _args(argv)
     n_beta, per_beta = (90, 128) if args.quick else (90, 2048)
     if args.per_beta is not None:
         per_beta = args.per_beta
     betas = np.linspace(0.1, 9.0, n_beta)
-    S = n_beta * per_beta
+    S, d, dt, settle = n_beta * per_beta, args.d, args.dt, not args.no_settle
 
     # 1. anchor timing on a subset, extrapolated
     sub = 60
-    xs = initial(sub, 1)
+    xs = initial(sub, 1, d)
     with threadpool_limits(1, user_api="blas"):
         t = time.perf_counter()
         for k in range(sub):
             anchor_one(xs[k], betas[k % n_beta])
         anchor = Timing.now(time.perf_counter() - t).scaled(S / sub, f"x {S}/{sub} systems")
-
-    # 1b. batched anchor: all systems of a beta in one batched matmul, as the research scripts do
+    # 1b. batched anchor: all systems of a beta in one batched matmul, as the research scripts do;
+    # 2a. ours on the same systems (same initial tokens), in this process, extrapolated the same way
     timed = betas[:: args.batched_stride]
-    with threadpool_limits(1, user_api="blas"):
-        t = time.perf_counter()
-        for k, b in enumerate(timed):
-            anchor_batched(initial(per_beta, 100 + k), b)
-        batched = Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
-
-    # 2a. ours on the same systems, in this process, extrapolated the same way
-    with threadpool_limits(1, user_api="blas"):
-        t = time.perf_counter()
-        for k, b in enumerate(timed):
-            ours_chunk((initial(per_beta, 100 + k), np.full(per_beta, b), "rk4", 1.0))
-        ours_here = Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
-
+    batched = _timed(anchor_batched, timed, per_beta, d, n_beta)
+    done = []
+    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), "rk4", dt, settle))[1]),
+                       timed, per_beta, d, n_beta)
+    exps_done = sum(done) * n_beta / len(timed)
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
-    acc_beta = betas[::6]
-    per = 24
-    xa = initial(len(acc_beta) * per, 2)
-    ba = np.repeat(acc_beta, per)
-    ref = ours_chunk((xa, ba, "rk4", 0.05)).reshape(len(acc_beta), per)
-    fast = ours_chunk((xa, ba, "rk4", 1.0)).reshape(len(acc_beta), per)
-    with threadpool_limits(1, user_api="blas"):
-        anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)]).reshape(len(acc_beta), per)
-
+    ref, fast, anc = _accuracy(betas, d, dt, settle)
+    se = ref.std(axis=1, ddof=1) / np.sqrt(ref.shape[1])
+    gap = np.abs(fast.mean(1) - ref.mean(1))
     # 2. ours, full workload
-    x0 = initial(S, 0)
+    x0 = initial(S, 0, d)
     bb = np.repeat(betas, per_beta)
     chunks = np.array_split(np.arange(S), 8 * args.workers)
     t = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        counts = np.concatenate(list(pool.map(ours_chunk, [(x0[c], bb[c], "rk4", 1.0) for c in chunks])))
+        counts = np.concatenate([c for c, _ in pool.map(ours_chunk, [(x0[c], bb[c], "rk4", dt, settle)
+                                                                     for c in chunks])])
     ours_total = time.perf_counter() - t
     stat = counts.reshape(n_beta, per_beta).mean(axis=1)
 
-    print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d=2 x {n_beta} beta "
-                                                      f"values, T={T_FINAL:g} ({S} systems)"))
+    ours_name = f"Ensemble + RK4 dt={dt:g}{'' if settle else ' (no early exit)'}"
+    print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d={d} x {n_beta} "
+                                                      f"beta values, T={T_FINAL:g} ({S} systems)"))
     print()
     print("| scheme | time (s) | speed-up | max gap of mean clusters vs converged | systems differing |")
     print("|---|---:|---:|---:|---:|")
@@ -138,26 +197,24 @@ def main(argv=None):
           f"{np.abs(anc.mean(1) - ref.mean(1)).max():.4f} | {(anc != ref).mean():.4f} |")
     print(f"| anchors' scheme batched per beta, 1 thread (extrapolated from {len(timed)} betas) | {batched.seconds:.0f} | "
           f"{ratio(anchor, batched):.1f} | same scheme as above | same |")
-    print(f"| Ensemble + RK4 dt=1.0, 1 thread (extrapolated from the same {len(timed)} betas) | {ours_here.seconds:.0f} | "
-          f"{ratio(anchor, ours_here):.1f} | {np.abs(fast.mean(1) - ref.mean(1)).max():.4f} | {(fast != ref).mean():.4f} |")
+    print(f"| {ours_name}, 1 thread (extrapolated from the same {len(timed)} betas) | {ours_here.seconds:.0f} | "
+          f"{ratio(anchor, ours_here):.1f} | {gap.max():.4f} | {(fast != ref).mean():.4f} |")
     print(f"speed-up of ours against the batched anchor, both in this process on one thread: "
           f"{ratio(batched, ours_here):.1f}x")
-    print(f"full workload with Ensemble + RK4 dt=1.0 on {args.workers} processes: {ours_total:.0f} s wall "
+    print(f"full workload with {ours_name} on {args.workers} processes: {ours_total:.0f} s wall "
           "(a pool, not comparable with the single-process timings above: no speed-up)")
     # 4. exps/s per core against a plain vectorised np.exp over the same number of entries
-    n_exps = 4 * round(T_FINAL / 1.0) * S * N * N
+    n_exps = 4 * round(T_FINAL / dt) * S * N * N  # the dense count: S n^2 exps per evaluation, to T
+    plain_rate = _exp_floor(n_exps)
     ours_rate = n_exps / ours_here.seconds  # one thread, this process
-    block = np.random.default_rng(3).uniform(-10.0, 0.0, 256 * N * N)  # one chunk of 256 systems
-    with threadpool_limits(1, user_api="blas"):
-        reps = max(1, n_exps // (16 * block.size))
-        t = time.perf_counter()
-        for _ in range(reps):
-            np.exp(block)
-        plain_rate = reps * block.size / (time.perf_counter() - t)
     print(f"exps/s per core: ours {ours_rate:.3g}, plain np.exp {plain_rate:.3g} "
           f"(ours is {plain_rate / ours_rate:.1f}x from the exp floor; same process, one thread each)")
-    print(f"accuracy subset: {len(acc_beta)} beta values x {per} systems; standard error of a mean "
-          f"count ~ {ref.std(axis=1).max() / np.sqrt(per):.3f}")
+    print(f"exps ours actually computed: {exps_done:.3g} of the dense {n_exps:.3g} ({exps_done / n_exps:.2f}); "
+          f"at {exps_done / ours_here.seconds:.3g} computed exps/s ({plain_rate * ours_here.seconds / exps_done:.1f}x "
+          "from the floor)")
+    print(f"accuracy subset: {ref.shape[0]} beta values x {ref.shape[1]} systems; largest standard error of a mean "
+          f"count {se.max():.3f}; gap of ours within one standard error at every beta: "
+          f"{'yes' if np.all(gap <= se + 1e-12) else 'NO'}")
     print("beta:           ", " ".join(f"{b:5.2f}" for b in betas[::10]))
     print("mean clusters:  ", " ".join(f"{s:5.2f}" for s in stat[::10]))
 
