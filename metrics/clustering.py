@@ -241,7 +241,10 @@ def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
 
     On S^1 (d = 2) this is vectorised: sort the angles, and the ε-connected components
     are the arcs between consecutive gaps wider than ε (a full circle without such a gap
-    is one cluster). For d > 2 it loops over :func:`n_clusters`.
+    is one cluster). For d > 2 and n <= 128 the pairs of all systems are linked at once
+    (:math:`\|x_i-x_j\|^2 = \|x_i\|^2+\|x_j\|^2-2\langle x_i,x_j\rangle \le c^2`, the chord
+    :math:`c = 2\sin(\varepsilon/2)` of :func:`n_clusters`) and the components of that one graph
+    counted per system; for larger n it loops over :func:`n_clusters`.
     """
     caller = "n_clusters_batch"
     x = check_real_array(x, "x", caller, ndim=3, min_size=0, expected="an array of shape (S, n, d)")
@@ -250,8 +253,38 @@ def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
     eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
     if x.shape[2] != 2:
+        if x.shape[1] <= _DENSE_MAX_N:
+            return _dense_counts(x, _chord(eps))
         return np.array([n_clusters(xs, eps=eps) for xs in x])
     theta = np.sort(np.arctan2(x[..., 1], x[..., 0]), axis=1)
     gaps = np.diff(theta, axis=1, append=theta[:, :1] + 2 * np.pi)
     wide = (gaps > eps).sum(axis=1)
     return np.maximum(wide, 1)
+
+
+#: up to this many points per system, :func:`n_clusters_batch` (d > 2) links the pairs of every
+#: system at once from their Gram matrices instead of one grid search per system
+_DENSE_MAX_N = 128
+
+
+def _dense_counts(x: np.ndarray, chord: float) -> np.ndarray:
+    """Components per system of the graph joining pairs at chord distance <= ``chord``, all
+    systems in one sparse graph (components never join two systems), Gram tiles of
+    about WORKING_MEMORY_ELEMENTS entries."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    S, n, _ = x.shape
+    sq = np.einsum("snd,snd->sn", x, x)
+    step = max(1, WORKING_MEMORY_ELEMENTS // (n * n))
+    rows, cols = [], []
+    for s0 in range(0, S, step):
+        xs, q = x[s0:s0 + step], sq[s0:s0 + step]
+        near = q[:, :, None] + q[:, None, :] - 2.0 * (xs @ xs.transpose(0, 2, 1)) <= chord * chord
+        s, i, j = np.nonzero(np.triu(near, 1))
+        rows.append((s + s0) * n + i)
+        cols.append((s + s0) * n + j)
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S * n, S * n))
+    labels = np.sort(connected_components(graph, directed=False)[1].reshape(S, n), axis=1)
+    return 1 + np.count_nonzero(np.diff(labels, axis=1), axis=1)

@@ -103,3 +103,18 @@ def test_n_clusters_batch_refuses_off_sphere():
         n_clusters_batch(np.zeros((2, 3, 2)))
     with pytest.raises(InvalidParameterError, match="must be finite"):
         n_clusters_batch(np.full((2, 3, 2), np.nan))
+
+
+@pytest.mark.parametrize("d", [3, 8, 40])
+def test_n_clusters_batch_links_all_systems_at_once_like_n_clusters(rng, d):
+    # d > 2, n <= 128: the Gram-matrix linking of every system at once gives each system's
+    # n_clusters (grid search), for clusters of spread around eps and singletons
+    eps = 0.05
+    centres = rng.standard_normal((6, 4, d))
+    centres /= np.linalg.norm(centres, axis=-1, keepdims=True)
+    spread = rng.uniform(0.0, 0.06, (6, 1, 1)) / np.sqrt(d)  # angular spread ~ 0..0.06 rad
+    x = centres[:, rng.integers(0, 4, 20)] + rng.standard_normal((6, 20, d)) * spread
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    counts = n_clusters_batch(x, eps=eps)
+    assert counts.tolist() == [n_clusters(xs, eps=eps) for xs in x]
+    assert len(set(counts.tolist())) > 1
