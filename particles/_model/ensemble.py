@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._core.errors import SolverError
-from .._core.sphere import GEOMETRIES
+from .._core.sphere import FEW_COORDS, GEOMETRIES, _rowdot
 from .._core.validation import (
     InvalidParameterError,
     check_choice,
@@ -272,5 +272,11 @@ def _scalar(A: np.ndarray):
 def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:
     """Systems whose tokens all lie within angle ``radius`` of their normalised mean."""
     c = x.sum(axis=1)
-    c /= np.maximum(np.linalg.norm(c, axis=-1, keepdims=True), 1e-300)
-    return np.einsum("snd,sd->sn", x, c).min(axis=1) >= np.cos(radius)
+    c /= np.maximum(np.sqrt(_rowdot(c, c)), 1e-300)[:, None]
+    if x.shape[2] <= FEW_COORDS:  # one strided loop per coordinate (see particles._core.sphere)
+        cos = x[..., 0] * c[:, None, 0]
+        for k in range(1, x.shape[2]):
+            cos += x[..., k] * c[:, None, k]
+    else:
+        cos = np.einsum("snd,sd->sn", x, c)
+    return cos.min(axis=1) >= np.cos(radius)

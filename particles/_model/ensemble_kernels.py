@@ -5,9 +5,10 @@ the pass is
 
 .. math:: E_{ij} = \exp(a\langle x_i, x_j\rangle - c_i),\qquad [S_i, Z_i] = \sum_j E_{ij}\,[x_j, 1],
 
-with the Cauchy–Schwarz shift :math:`c_i = |a|\,\|x_i\|\max_j\|x_j\|` (no max pass, no overflow;
-rows that underflow under it are redone with their exact maximum by the exact summation pass).
-The shift rides along the logit GEMM as an extra column, ``[a x_i, -c_i] · [x_j, 1]``; the
+with the Cauchy–Schwarz shift :math:`c = |a|\max_j\|x_j\|^2` of the system (no max pass, no
+overflow; rows that underflow under it are redone with their exact maximum by the exact
+summation pass). The shift rides along the logit GEMM as an extra column,
+``[a x_i, -c] · [x_j, 1]``, and being one per system it keeps E symmetric; the
 logits, the exps and the sums live in per-thread buffers that are reused across calls (a fresh
 S n² temporary per stage costs page faults comparable to the exps). For d <= 4 the row-wise work
 (norms, the extra columns, the normalisation) runs coordinate by coordinate: numpy then runs one
@@ -54,6 +55,12 @@ WORK = Workspace()
 def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool) -> HeadSums:
     r""":math:`S_i/Z_i` (and :math:`\log Z_i` if ``logz``) of the logits :math:`a_s\langle x_i, x_j\rangle`.
 
+    One shift per system, :math:`c = |a|\max_j\|x_j\|^2 \ge a\langle x_i, x_j\rangle` (Cauchy–Schwarz),
+    keeps :math:`E_{ij} = e^{a\langle x_i,x_j\rangle - c}` symmetric, so the sums are
+    :math:`[S, Z]^\top = Y^\top E` with :math:`Y^\top = [x, 1]^\top` stored coordinate-major: both
+    GEMMs then read contiguous operands (a transposed operand costs the small batched GEMMs
+    about twice as much).
+
     Parameters
     ----------
     x : ndarray of shape (S, n, d)
@@ -66,32 +73,32 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool) -> HeadS
     """
     S, n, d = x.shape
     few = d <= FEW_COORDS
-    La, Ya = work.get("left", (S, n, d + 1)), work.get("right", (S, n, d + 1))
+    La, Yt = work.get("left", (S, n, d + 1)), work.get("right", (S, d + 1, n))
     if few:
         sq = x[..., 0] * x[..., 0]
         for c in range(1, d):
             sq += x[..., c] * x[..., c]
         for c in range(d):
             np.multiply(x[..., c], a[:, None], out=La[..., c])
-            Ya[..., c] = x[..., c]
+            Yt[:, c] = x[..., c]
     else:
         sq = np.einsum("snd,snd->sn", x, x)
         np.multiply(x, a[:, None, None], out=La[..., :d])
-        Ya[..., :d] = x
-    norms = np.sqrt(sq)
-    shift = norms * (np.abs(a) * norms.max(axis=1))[:, None]
-    np.negative(shift, out=La[..., d])
-    Ya[..., d] = 1.0
-    T = np.matmul(La, Ya.transpose(0, 2, 1), out=work.get("logits", (S, n, n)))
-    np.exp(T, out=T)
-    out = np.matmul(T, Ya, out=work.get("sums", (S, n, d + 1)))
-    z = out[..., d]
+        Yt[:, :d] = x.transpose(0, 2, 1)
+    shift = np.abs(a) * sq.max(axis=1)
+    La[..., d] = -shift[:, None]
+    Yt[:, d] = 1.0
+    E = np.matmul(La, Yt, out=work.get("logits", (S, n, n)))
+    np.exp(E, out=E)
+    out = np.matmul(Yt, E, out=work.get("sums", (S, d + 1, n)))  # E symmetric: (E Y)^T = Y^T E
+    z = out[:, d]
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
-        return _finish(La[..., :d], x, Ya, out, shift)
+        return _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
     if few:
         mean = np.empty((S, n, d))
         for c in range(d):
-            np.divide(out[..., c], z, out=mean[..., c])
+            np.divide(out[:, c], z, out=mean[..., c])
     else:
-        mean = out[..., :d] / z[..., None]
-    return HeadSums(mean=mean, logz=shift + np.log(z) if logz else None)
+        mean = np.empty((S, n, d))
+        np.divide(out[:, :d], z[:, None], out=mean.transpose(0, 2, 1))
+    return HeadSums(mean=mean, logz=shift[:, None] + np.log(z) if logz else None)
