@@ -14,6 +14,12 @@ and scale its mean by :math:`Z_i/n = e^{\log Z_i}/n` (a :class:`particles.Solver
 system when :math:`\log Z_i` passes the float64 range). The sums are always
 exact: at n ≲ 100 per system the NUFFT set-up of :mod:`particles.summation` costs more than
 the n² exps it would save, so the fast path does not help here.
+
+Scalar heads (M_h = m_h I, W_h = w_h I, softmax or USA: the phase-diagram case) take the fused
+pass of :mod:`~particles._model.ensemble_kernels`: one shift per system keeps the exps symmetric,
+both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
+that can no longer change leave the batch in :func:`particles.simulate_ensemble`
+(:meth:`Ensemble.settled`).
 """
 
 from __future__ import annotations
