@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from .._core.blocking import WORKING_MEMORY_ELEMENTS
 from .._core.sphere import FEW_COORDS
 from .._summation.exact import _UNDERFLOW, HeadSums, _finish
 
@@ -35,13 +36,17 @@ __all__ = ["exp_sums", "Workspace", "WORK"]
 
 class Workspace(threading.local):
     """Per-thread buffers keyed by name, grown when a larger one is asked for: a call asks for
-    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it)."""
+    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it).
+    A buffer above ``keep`` entries is not kept (a fresh array each call): a thread never holds
+    more than a few working-memory tiles after its last call."""
 
-    def __init__(self):
-        self._bufs = {}
+    def __init__(self, keep: int = WORKING_MEMORY_ELEMENTS):
+        self._bufs, self.keep = {}, keep
 
     def get(self, name: str, shape: tuple) -> np.ndarray:
         size = math.prod(shape)
+        if size > self.keep:
+            return np.empty(shape)
         buf = self._bufs.get(name)
         if buf is None or buf.size < size:
             buf = self._bufs[name] = np.empty(size)

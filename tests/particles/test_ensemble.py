@@ -78,3 +78,14 @@ def test_fused_scalar_heads_equal_one_model_per_system(rng, kind, d, geometry):
         ref = MultiHead(M, W, beta=beta, kind=kind, geometry=geometry, summation="exact").velocity(x[s])
         np.testing.assert_allclose(v[s], ref, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(ref).max()))
 
+
+
+def test_workspace_reuses_buffers_and_keeps_none_beyond_its_budget():
+    from particles._model.ensemble_kernels import Workspace
+
+    work = Workspace(keep=100)
+    a = work.get("a", (4, 5))
+    b = work.get("a", (3, 2))  # a smaller request is a view of the same buffer
+    assert np.shares_memory(a, b) and b.shape == (3, 2)
+    big = work.get("b", (11, 10))  # above the budget: a fresh array, not retained
+    assert big.shape == (11, 10) and not np.shares_memory(big, work.get("b", (11, 10)))
