@@ -220,8 +220,8 @@ class Ensemble:
         for s0 in range(0, S, self.chunk):
             sl = slice(s0, min(S, s0 + self.chunk))
             xs = x[sl]
-            if self._scalar_heads is not None:
-                out[sl] = self.geom.project_tangent(xs, self._scalar_velocity(xs, self.beta[sl], s0))
+            if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
+                out[sl] = self._scalar_velocity(xs, self.beta[sl], s0)
                 continue
             b = self.beta[sl][:, None, None]
             v = np.zeros_like(xs)
@@ -247,7 +247,7 @@ class Ensemble:
         """Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels."""
         v = None
         for m, w in self._scalar_heads:
-            f = _exp_output(self.kind, exp_sums(xs, beta * m, WORK, self.kind == "usa"), s0)
+            f = _exp_output(self.kind, exp_sums(xs, beta * m, WORK, self.kind == "usa", self.geom.on_sphere), s0)
             f = f if w == 1.0 else w * f
             v = f if v is None else v + f
         return v
@@ -277,12 +277,14 @@ def _scalar(A: np.ndarray):
 
 def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:
     """Systems whose tokens all lie within angle ``radius`` of their normalised mean."""
-    c = x.sum(axis=1)
-    c /= np.maximum(np.sqrt(_rowdot(c, c)), 1e-300)[:, None]
     if x.shape[2] <= FEW_COORDS:  # one strided loop per coordinate (see particles._core.sphere)
-        cos = x[..., 0] * c[:, None, 0]
+        c = [x[..., k].sum(axis=1) for k in range(x.shape[2])]
+        norm = np.maximum(np.sqrt(sum(ck * ck for ck in c)), 1e-300)
+        cos = x[..., 0] * (c[0] / norm)[:, None]
         for k in range(1, x.shape[2]):
-            cos += x[..., k] * c[:, None, k]
+            cos += x[..., k] * (c[k] / norm)[:, None]
     else:
+        c = x.sum(axis=1)
+        c /= np.maximum(np.sqrt(_rowdot(c, c)), 1e-300)[:, None]
         cos = np.einsum("snd,sd->sn", x, c)
     return cos.min(axis=1) >= np.cos(radius)

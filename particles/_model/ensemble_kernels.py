@@ -28,7 +28,7 @@ import threading
 import numpy as np
 
 from .._core.blocking import WORKING_MEMORY_ELEMENTS
-from .._core.sphere import FEW_COORDS
+from .._core.sphere import FEW_COORDS, _project_tangent
 from .._summation.exact import _UNDERFLOW, HeadSums, _finish
 
 __all__ = ["exp_sums", "Workspace", "WORK"]
@@ -57,7 +57,7 @@ class Workspace(threading.local):
 WORK = Workspace()
 
 
-def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool) -> HeadSums:
+def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent: bool = False) -> HeadSums:
     r""":math:`S_i/Z_i` (and :math:`\log Z_i` if ``logz``) of the logits :math:`a_s\langle x_i, x_j\rangle`.
 
     One shift per system, :math:`c = |a|\max_j\|x_j\|^2 \ge a\langle x_i, x_j\rangle` (Cauchy–Schwarz),
@@ -75,6 +75,10 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool) -> HeadS
     work : Workspace
     logz : bool
         Also return :math:`\log Z_i` (USA heads); softmax needs the mean only.
+    tangent : bool
+        Return :math:`P_{x_i}(S_i/Z_i) = S_i/Z_i - \langle x_i, S_i/Z_i\rangle x_i` as ``mean`` (the
+        projection is linear, so it commutes with the USA scale and the sum over heads; it is
+        done here on the contiguous coordinate rows, in the order of the sphere's projection).
     """
     S, n, d = x.shape
     few = d <= FEW_COORDS
@@ -98,12 +102,22 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool) -> HeadS
     out = np.matmul(Yt, E, out=work.get("sums", (S, d + 1, n)))  # E symmetric: (E Y)^T = Y^T E
     z = out[:, d]
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
-        return _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
+        sums = _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
+        return HeadSums(mean=_project_tangent(x, sums.mean), logz=sums.logz) if tangent else sums
+    mean = np.empty((S, n, d))
     if few:
-        mean = np.empty((S, n, d))
+        m = out[:, :d]  # (S, d, n): rows of one coordinate, contiguous
+        np.divide(m, z[:, None], out=m)
+        if tangent:
+            dot = Yt[:, 0] * m[:, 0]
+            for c in range(1, d):
+                dot += Yt[:, c] * m[:, c]
+            for c in range(d):
+                m[:, c] -= dot * Yt[:, c]
         for c in range(d):
-            np.divide(out[:, c], z, out=mean[..., c])
+            mean[..., c] = m[:, c]
     else:
-        mean = np.empty((S, n, d))
         np.divide(out[:, :d], z[:, None], out=mean.transpose(0, 2, 1))
+        if tangent:
+            mean = _project_tangent(x, mean)
     return HeadSums(mean=mean, logz=shift[:, None] + np.log(z) if logz else None)
