@@ -28,7 +28,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, theory
+from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, simulate_ensemble, theory
 from particles.validation import (
     InvalidParameterError,
     check_bool,
@@ -148,7 +148,8 @@ def _stats(x, settings) -> dict:
 
 def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
     """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from
-    save time to save time; systems certified settled by :func:`_settled` leave the batch."""
+    save time to save time; systems certified settled leave the batch (:func:`_advance`: at the
+    step they are certified for fixed-step methods; :func:`_settled` at every save)."""
     start, stop = settings["chunks"][seed_index]
     c, n, d = stop - start, settings["n"], settings["d"]
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
@@ -160,18 +161,12 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     n_settled, ok, message = 0, True, ""
     for k in range(len(ts)):
         if k > 0 and x.shape[0]:
-            field = Ensemble(np.eye(x.shape[2]), beta=np.full(x.shape[0], float(params["beta"])),
-                             kind=settings["kind"], chunk=settings["batch"])
             try:
-                traj = simulate(x, field, t0=ts[k - 1], t1=ts[k], dt=settings["dt"], method=settings["method"],
-                                save=SaveAt(t0=False), on_failure="return", rtol=settings["rtol"],
-                                atol=settings["rtol"] * 1e-2)
-                ok, message = traj.success, traj.message
+                x, left = _advance(x, float(params["beta"]), ts[k - 1], ts[k], settings, 2 * radius)
+                n_settled += left
             except SolverError as exc:
                 ok, message = False, str(exc)
-            if not ok:
                 break
-            x = traj.x[-1]
         for name, v in _stats(x, settings).items():  # settled systems contribute 1 (and 1²)
             sums[f"{name}_sum"][k] = v.sum() + n_settled
             sums[f"{name}_sumsq"][k] = np.square(v).sum() + n_settled
@@ -183,6 +178,24 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     data["count"] = ((), float(c))
     data["status"] = ((), int(ok))
     return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": message})
+
+
+def _advance(x: np.ndarray, beta: float, t0: float, t1: float, settings: dict, diameter: float):
+    """The running systems from t0 to t1, and how many left on the way. Fixed-step methods run
+    :func:`particles.simulate_ensemble`, where a system certified settled (diameter
+    ``diameter``, see :func:`_settled`) leaves at the step it is certified; dopri5 runs
+    :func:`particles.simulate` on the whole stack. Raises SolverError when the run fails."""
+    field = Ensemble(np.eye(x.shape[2]), beta=np.full(x.shape[0], beta), kind=settings["kind"],
+                     chunk=settings["batch"])
+    if settings["method"] in ("euler", "heun", "rk4"):
+        run = simulate_ensemble(x, field, t0=t0, t1=t1, dt=settings["dt"], method=settings["method"],
+                                settle_diameter=diameter if settings["drop_settled"] else None)
+        return run.x[~run.settled], int(run.settled.sum())
+    traj = simulate(x, field, t0=t0, t1=t1, dt=settings["dt"], method=settings["method"], save=SaveAt(t0=False),
+                    on_failure="return", rtol=settings["rtol"], atol=settings["rtol"] * 1e-2)
+    if not traj.success:
+        raise SolverError(traj.message)
+    return traj.x[-1], 0
 
 
 def _chunks(n_systems: int, chunk: int) -> list:
@@ -287,7 +300,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
         first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
     drop_settled : bool
-        After each save, stop integrating the systems whose tokens lie in a cap of radius
+        Stop integrating (at the step they are certified, for fixed-step methods; at the next
+        save for dopri5) the systems whose tokens lie in a cap of radius
         :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
         moves each token towards a convex combination of the others), so their statistics stay
         1 (all pairs clustered, one cluster); the results are those of the full integration.
