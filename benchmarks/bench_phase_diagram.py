@@ -27,7 +27,7 @@ is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measure
 Every speed-up is a ratio of two timings of this process under the same thread limits
 (``_timing.ratio``); the table header gives the load average and the limits.
 
-Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2] [--d 128] [--dt 1.0] [--no-settle]
+Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2] [--d 128] [--dt 1.0] [--method rk4] [--no-settle]
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import particles
 from metrics import n_clusters_batch
 
 T_FINAL, N, EPS = 30.0, 32, 1e-3
+STAGES = {"rk4": 4, "heun": 2}  # velocity evaluations per step
 
 
 def initial(S, seed, d=2):
@@ -94,7 +95,7 @@ def ours_chunk(args):
         ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=256 if y0.shape[2] <= 4 else 128)
         run = particles.simulate_ensemble(y0, ens, t1=T_FINAL, dt=dt, method=method,
                                           settle_diameter=EPS if settle else None)
-        return n_clusters_batch(run.x, eps=EPS), run.system_steps * ens.exps_per_evaluation(N) * 4
+        return n_clusters_batch(run.x, eps=EPS), run.system_steps * ens.exps_per_evaluation(N) * STAGES[method]
 
 
 def reference_chunk(x0, betas):
@@ -112,7 +113,8 @@ def _args(argv):
     ap.add_argument("--batched-stride", type=int, default=10, help="time the batched anchor on every k-th beta")
     ap.add_argument("--per-beta", type=int, default=None, help="systems per beta (default 2048; --quick: 128)")
     ap.add_argument("--d", type=int, default=2, help="ambient dimension (2: the circle; e.g. 128)")
-    ap.add_argument("--dt", type=float, default=1.0, help="RK4 step of ours")
+    ap.add_argument("--dt", type=float, default=1.0, help="step of ours")
+    ap.add_argument("--method", default="rk4", choices=("rk4", "heun"), help="fixed-step method of ours")
     ap.add_argument("--no-settle", action="store_true", help="integrate every system to T (no early exit)")
     return ap.parse_args(argv)
 
@@ -126,13 +128,13 @@ def _timed(fn, timed, per_beta, d, n_beta):
         return Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
 
 
-def _accuracy(betas, d, dt, settle):
+def _accuracy(betas, d, dt, settle, method):
     """Counts of the converged reference, of ours and of the anchors' scheme on a subset (beta, system)."""
     acc_beta, per = betas[::6], 24
     xa = initial(len(acc_beta) * per, 2, d)
     ba = np.repeat(acc_beta, per)
     ref = reference_chunk(xa, ba).reshape(len(acc_beta), per)
-    fast = ours_chunk((xa, ba, "rk4", dt, settle))[0].reshape(len(acc_beta), per)
+    fast = ours_chunk((xa, ba, method, dt, settle))[0].reshape(len(acc_beta), per)
     with threadpool_limits(1, user_api="blas"):
         anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)])
     return ref, fast, anc.reshape(len(acc_beta), per)
@@ -155,7 +157,7 @@ def main(argv=None):
     if args.per_beta is not None:
         per_beta = args.per_beta
     betas = np.linspace(0.1, 9.0, n_beta)
-    S, d, dt, settle = n_beta * per_beta, args.d, args.dt, not args.no_settle
+    S, d, dt, settle, method = n_beta * per_beta, args.d, args.dt, not args.no_settle, args.method
 
     # 1. anchor timing on a subset, extrapolated
     sub = 60
@@ -170,11 +172,11 @@ def main(argv=None):
     timed = betas[:: args.batched_stride]
     batched = _timed(anchor_batched, timed, per_beta, d, n_beta)
     done = []
-    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), "rk4", dt, settle))[1]),
+    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), method, dt, settle))[1]),
                        timed, per_beta, d, n_beta)
     exps_done = sum(done) * n_beta / len(timed)
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
-    ref, fast, anc = _accuracy(betas, d, dt, settle)
+    ref, fast, anc = _accuracy(betas, d, dt, settle, method)
     se = ref.std(axis=1, ddof=1) / np.sqrt(ref.shape[1])
     gap = np.abs(fast.mean(1) - ref.mean(1))
     # 2. ours, full workload
@@ -183,12 +185,12 @@ def main(argv=None):
     chunks = np.array_split(np.arange(S), 8 * args.workers)
     t = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        counts = np.concatenate([c for c, _ in pool.map(ours_chunk, [(x0[c], bb[c], "rk4", dt, settle)
+        counts = np.concatenate([c for c, _ in pool.map(ours_chunk, [(x0[c], bb[c], method, dt, settle)
                                                                      for c in chunks])])
     ours_total = time.perf_counter() - t
     stat = counts.reshape(n_beta, per_beta).mean(axis=1)
 
-    ours_name = f"Ensemble + RK4 dt={dt:g}{'' if settle else ' (no early exit)'}"
+    ours_name = f"Ensemble + {method.upper()} dt={dt:g}{'' if settle else ' (no early exit)'}"
     print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d={d} x {n_beta} "
                                                       f"beta values, T={T_FINAL:g} ({S} systems)"))
     print()
@@ -205,7 +207,7 @@ def main(argv=None):
     print(f"full workload with {ours_name} on {args.workers} processes: {ours_total:.0f} s wall "
           "(a pool, not comparable with the single-process timings above: no speed-up)")
     # 4. exps/s per core against a plain vectorised np.exp over the same number of entries
-    n_exps = 4 * round(T_FINAL / dt) * S * N * N  # the dense count: S n^2 exps per evaluation, to T
+    n_exps = STAGES[method] * round(T_FINAL / dt) * S * N * N  # the dense count: S n^2 exps per evaluation, to T
     plain_rate = _exp_floor(n_exps)
     ours_rate = n_exps / ours_here.seconds  # one thread, this process
     print(f"exps/s per core: ours {ours_rate:.3g}, plain np.exp {plain_rate:.3g} "
