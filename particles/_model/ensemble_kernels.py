@@ -3,7 +3,7 @@ r"""The fused pass of :class:`~particles.Ensemble` for scalar heads (M_h = m_h I
 With a scalar head every logit is :math:`a\langle x_i, x_j\rangle`, :math:`a = \beta m_h`, and
 the pass is
 
-.. math:: E_{ij} = \exp(a\langle x_i, x_j\rangle - c_i),\qquad [S_i, Z_i] = \sum_j E_{ij}\,[x_j, 1],
+.. math:: E_{ij} = \exp(a\langle x_i, x_j\rangle - c),\qquad [S_i, Z_i] = \sum_j E_{ij}\,[x_j, 1],
 
 with the Cauchy–Schwarz shift :math:`c = |a|\max_j\|x_j\|^2` of the system (no max pass, no
 overflow; rows that underflow under it are redone with their exact maximum by the exact
@@ -14,10 +14,12 @@ S n² temporary per stage costs page faults comparable to the exps). For d <= 4 
 (norms, the extra columns, the normalisation) runs coordinate by coordinate: numpy then runs one
 strided loop over all S n rows instead of one inner loop of d entries per row.
 
-Measured and not kept (numpy, n = 32, d = 2): forming the Gram matrix by broadcasting (twice
-the batched GEMM's time), and one exp per unordered pair of the symmetric logits (offsets
-k = 1..n/2 through strided views; half the exps, but the strided sums cost more than the exps
-saved), or per pair of token blocks through einsum (slower still).
+Measured and not kept (numpy, n = 32, d = 2, one thread): forming the Gram matrix by
+broadcasting (about twice the batched GEMM's time); one exp per unordered pair of the symmetric
+logits, through offsets k = 1..n/2 and strided views (half the exps, 2.5x slower overall), per
+pair of token blocks through einsum (10x slower), or as three exp'd blocks of a half split and a
+transposed copy (25-40 % slower); a coordinate-major state (each coordinate one contiguous row)
+or the whole-stack row-wise work before and after the chunks (no gain, within noise).
 """
 
 from __future__ import annotations
