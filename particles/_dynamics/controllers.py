@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.errors import SolverError
+from .._core.sphere import _rowdot
 
 __all__ = ["ConstantStep", "PIDController", "CFLController", "MAX_MOVE"]
 
@@ -121,7 +122,8 @@ def _check_resolved(x, x_new, t, n_steps, h):
     beta without log_time_scale, where |v| ~ e^beta)."""
     with np.errstate(invalid="ignore"):
         # a non-finite x_new is reported by the finiteness check instead
-        chord2 = np.einsum("...i,...i->...", x_new - x, x_new - x)
+        step = x_new - x
+        chord2 = _rowdot(step, step)
         worst = float(np.max(chord2)) if chord2.size else 0.0
     if np.isfinite(worst) and worst > (2.0 * np.sin(MAX_MOVE / 2.0)) ** 2:
         angle = 2.0 * np.arcsin(min(1.0, np.sqrt(worst) / 2.0))
