@@ -9,7 +9,8 @@ is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measure
    of one beta in one batched matmul (S, n, n), one BLAS thread; timed on every system of
    every ``--batched-stride``-th beta and extrapolated to the 90 betas.
 2. ``ours``: the path of ``metrics.phase_diagram``: ``particles.Ensemble`` (all systems of a chunk
-   at once) with RK4, dt = ``--dt`` (1.0), integrated by ``particles.simulate_ensemble``, which
+   at once) with RK4, dt = ``--dt`` (1.0), integrated by ``particles.simulate`` on the field
+   ``Ensemble.settling(eps)``, which
    lets a system leave once its tokens lie in a forward-invariant cap of diameter < eps (its
    count at T is then 1; ``--no-settle`` integrates every system to T); for d > n the tokens are
    first written in an orthonormal basis of their span (QR: M = W = I keeps the span, and the
@@ -93,9 +94,10 @@ def ours_chunk(args):
         y0 = span_coordinates(x0)
         # chunks whose logits stay in cache: 256 systems at d = 2, 128 in span coordinates (measured)
         ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=256 if y0.shape[2] <= 4 else 128)
-        run = particles.simulate_ensemble(y0, ens, t1=T_FINAL, dt=dt, method=method,
-                                          settle_diameter=EPS if settle else None)
-        return n_clusters_batch(run.x, eps=EPS), run.system_steps * ens.exps_per_evaluation(N) * STAGES[method]
+        field = ens.settling(EPS) if settle else ens
+        traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method, save=particles.SaveAt(t0=False))
+        evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
+        return n_clusters_batch(traj.x[-1], eps=EPS), evaluations * ens.exps_per_evaluation(N)
 
 
 def reference_chunk(x0, betas):

@@ -28,7 +28,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, Ensemble, SaveAt, SolverError, simulate, simulate_ensemble, theory
+from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
 from particles.validation import (
     InvalidParameterError,
     check_bool,
@@ -117,29 +117,10 @@ def _cluster_counts(x: np.ndarray, eps: float) -> np.ndarray:
     return 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
 
 
-def _settled(x: np.ndarray, radius: float) -> np.ndarray:
-    r"""Systems whose tokens all lie in the cap of geodesic radius ``radius`` (< π/2) around their
-    normalised mean.
-
-    Such a cap :math:`\{y : \langle y, c\rangle \ge \cos r\}` is forward invariant under
-    :math:`\dot x_i = P_{x_i}\sum_j a_{ij}x_j` with weights :math:`a_{ij}\ge 0` (softmax, USA): at
-    a token on its boundary, :math:`\tfrac{d}{dt}\langle x_i,c\rangle = \sum_j a_{ij}(\langle x_j,c\rangle
-    - \langle x_j,x_i\rangle\langle x_i,c\rangle) \ge \sum_j a_{ij}(\cos r - \cos r) = 0`. So every
-    pairwise angle stays <= 2r forever, and with 2r below the clustering thresholds the
-    system's statistics are 1 (all pairs clustered, one cluster) at every later time.
-    """
-    c = x.sum(axis=1)
-    c /= np.maximum(np.linalg.norm(c, axis=-1, keepdims=True), 1e-300)
-    cos = np.einsum("snd,sd->sn", x, c).min(axis=1)
-    return cos >= np.cos(radius)
-
-
 def _stats(x, settings) -> dict:
     out = {}
     for name in settings["statistics"]:
-        if x.shape[0] == 0:  # every system settled
-            out[name] = np.zeros(0)
-        elif name == "clustered_pairs":
+        if name == "clustered_pairs":
             out[name] = _pair_fraction(x, settings["rho_c"])
         else:
             out[name] = _cluster_counts(x, settings["eps"])
@@ -147,55 +128,38 @@ def _stats(x, settings) -> dict:
 
 
 def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
-    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from
-    save time to save time; systems certified settled leave the batch (:func:`_advance`: at the
-    step they are certified for fixed-step methods; :func:`_settled` at every save)."""
+    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from save
+    time to save time by :func:`particles.simulate`; with ``drop_settled`` the field is
+    :meth:`particles.Ensemble.settling`, so a system certified settled stops at the step it is
+    certified (its statistics are 1 from then on, as the full integration's)."""
     start, stop = settings["chunks"][seed_index]
     c, n, d = stop - start, settings["n"], settings["d"]
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
     x = _initial(c, n, d, settings["init"], rng)
     names, ts = settings["statistics"], np.asarray(settings["ts"])
-    # half the smaller threshold angle, less a margin for round-off at the cap's edge
-    radius = 0.5 * min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6)
+    field = Ensemble(np.eye(d), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
+                     chunk=settings["batch"])
+    if settings["drop_settled"]:
+        # a cap of diameter below both thresholds (less a margin for round-off at its edge)
+        field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6))
     sums = {f"{name}_{p}": np.full(len(ts), np.nan) for name in names for p in ("sum", "sumsq")}
-    n_settled, ok, message = 0, True, ""
+    ok, message = True, ""
     for k in range(len(ts)):
-        if k > 0 and x.shape[0]:
-            try:
-                x, left = _advance(x, float(params["beta"]), ts[k - 1], ts[k], settings, 2 * radius)
-                n_settled += left
-            except SolverError as exc:
-                ok, message = False, str(exc)
+        if k > 0:
+            traj = simulate(x, field, t0=ts[k - 1], t1=ts[k], dt=settings["dt"], method=settings["method"],
+                            save=SaveAt(t0=False), on_failure="return", rtol=settings["rtol"],
+                            atol=settings["rtol"] * 1e-2)
+            ok, message = traj.success, traj.message
+            if not ok:
                 break
-        for name, v in _stats(x, settings).items():  # settled systems contribute 1 (and 1²)
-            sums[f"{name}_sum"][k] = v.sum() + n_settled
-            sums[f"{name}_sumsq"][k] = np.square(v).sum() + n_settled
-        if settings["drop_settled"] and x.shape[0]:
-            done = _settled(x, radius)
-            n_settled += int(done.sum())
-            x = x[~done]
+            x = traj.x[-1]
+        for name, v in _stats(x, settings).items():
+            sums[f"{name}_sum"][k] = v.sum()
+            sums[f"{name}_sumsq"][k] = np.square(v).sum()
     data = {key: ("time", v) for key, v in sums.items()}
     data["count"] = ((), float(c))
     data["status"] = ((), int(ok))
     return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": message})
-
-
-def _advance(x: np.ndarray, beta: float, t0: float, t1: float, settings: dict, diameter: float):
-    """The running systems from t0 to t1, and how many left on the way. Fixed-step methods run
-    :func:`particles.simulate_ensemble`, where a system certified settled (diameter
-    ``diameter``, see :func:`_settled`) leaves at the step it is certified; dopri5 runs
-    :func:`particles.simulate` on the whole stack. Raises SolverError when the run fails."""
-    field = Ensemble(np.eye(x.shape[2]), beta=np.full(x.shape[0], beta), kind=settings["kind"],
-                     chunk=settings["batch"])
-    if settings["method"] in ("euler", "heun", "rk4"):
-        run = simulate_ensemble(x, field, t0=t0, t1=t1, dt=settings["dt"], method=settings["method"],
-                                settle_diameter=diameter if settings["drop_settled"] else None)
-        return run.x[~run.settled], int(run.settled.sum())
-    traj = simulate(x, field, t0=t0, t1=t1, dt=settings["dt"], method=settings["method"], save=SaveAt(t0=False),
-                    on_failure="return", rtol=settings["rtol"], atol=settings["rtol"] * 1e-2)
-    if not traj.success:
-        raise SolverError(traj.message)
-    return traj.x[-1], 0
 
 
 def _chunks(n_systems: int, chunk: int) -> list:
@@ -300,8 +264,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
         first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
     drop_settled : bool
-        Stop integrating (at the step they are certified, for fixed-step methods; at the next
-        save for dopri5) the systems whose tokens lie in a cap of radius
+        Stop integrating (from the accepted step they are certified at:
+        :meth:`particles.Ensemble.settling`) the systems whose tokens lie in a cap of radius
         :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
         moves each token towards a convex combination of the others), so their statistics stay
         1 (all pairs clustered, one cluster); the results are those of the full integration.

@@ -62,7 +62,6 @@ from ._dynamics import solve as _solve
 from ._dynamics import steppers as _steppers
 from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
-from ._dynamics.settling import EnsembleRun, simulate_ensemble
 from ._dynamics.solve import simulate
 from ._dynamics.steppers import STEPPERS
 from ._model import ensemble as _ensemble
@@ -99,8 +98,6 @@ __all__ = [
     "DEFAULT_BLOCK_ELEMENTS",
     "STEPPERS",
     "simulate",
-    "simulate_ensemble",
-    "EnsembleRun",
     "SaveAt",
     "Trajectory",
     "diagnose",

@@ -108,11 +108,8 @@ CASES = {
                                                dict(n=4), {"n": "int"}),
     "particles.Ensemble.subset": (particles.Ensemble(np.eye(3), beta=[1.0]).subset, dict(keep=[True]),
                                   {"keep": "str"}),
-    "particles.simulate_ensemble": (particles.simulate_ensemble,
-                                    dict(x0=X[None], ensemble=particles.Ensemble(np.eye(3), beta=[1.0]), t1=0.1,
-                                         dt=0.05, settle_diameter=0.1),
-                                    {"x0": "stack", "ensemble": "model", "t1": "real", "dt": "pos", "t0": "real",
-                                     "method": "choice", "settle_diameter": "pos", "check_every": "int"}),
+    "particles.Ensemble.settling": (particles.Ensemble(np.eye(3), beta=[1.0]).settling, dict(diameter=0.1),
+                                    {"diameter": "pos", "check_every": "int"}),
     "particles.simulate": (particles.simulate, dict(x0=X, field=MODEL, t1=0.1, dt=0.05),
                            {"x0": "points", "field": "callable", "t1": "real", "dt": "pos", "method": "choice",
                             "kappa": "kappa", "rng": "rng", "rtol": "pos", "max_steps": "int", "check_every": "int",
@@ -377,7 +374,7 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
-           "sample_grid_measure", "RateFit", "EnsembleRun",
+           "sample_grid_measure", "RateFit",
            "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep"}
 
 

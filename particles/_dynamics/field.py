@@ -5,7 +5,10 @@ A field is any object with
 1. ``geometry``: ``"sphere"`` or ``"flat"`` (a key of :data:`~particles.GEOMETRIES`), and
    ``geom``, that :class:`~particles._core.sphere.Geometry`;
 2. ``check_x(x, name) -> ndarray``: validates a state (shape, finiteness, on the manifold);
-3. ``__call__(t, x) -> ndarray``: the velocity at a validated state, same shape as x.
+3. ``__call__(t, x) -> ndarray``: the velocity at a validated state, same shape as x;
+4. optionally ``after_step(t, x)``: called by the loop at t0 and after every accepted step, so a
+   field can change what it computes from there on (an ensemble whose settled systems stop
+   moving: :meth:`particles.Ensemble.settling`).
 
 :class:`~particles.MultiHead`, :class:`~particles.Ensemble` and :class:`~particles.TimeDependent`
 are fields. A plain callable ``f(t, x)`` becomes one through :class:`CallableField`, which

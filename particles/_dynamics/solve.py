@@ -121,6 +121,8 @@ def simulate(
         _check_controller(controller)
     bar = _progress_bar(progress, t1 - t0, method)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
+    if callable(getattr(field, "after_step", None)):
+        field.after_step(t0, x)
     status, message = "finished", "reached t1"
     try:
         for k, target in enumerate(saver.targets):
@@ -148,7 +150,7 @@ class _State:
 def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigma, rtol, atol, max_steps,
              check_every):
     """Step from state.t to ``target`` exactly (accepted steps only move the state)."""
-    geom = field.geom
+    geom, after = field.geom, getattr(field, "after_step", None)
     while state.t < target:
         remaining = target - state.t
         h = controller.propose(state.h, remaining, state.t, state.x)
@@ -165,6 +167,8 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
             bar.update(t_new - state.t)
         state.t, state.x = t_new, x_new
         state.n_steps += 1
+        if after is not None:
+            after(state.t, state.x)
         if state.n_steps % check_every == 0 or state.t >= target:
             if not np.isfinite(state.x.sum()):
                 raise SolverError(

@@ -18,7 +18,7 @@ the n² exps it would save, so the fast path does not help here.
 Scalar heads (M_h = m_h I, W_h = w_h I, softmax or USA: the phase-diagram case) take the fused
 pass of :mod:`~particles._model.ensemble_kernels`: one shift per system keeps the exps symmetric,
 both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
-that can no longer change leave the batch in :func:`particles.simulate_ensemble`
+that can no longer change stop moving in the field :meth:`Ensemble.settling`
 (:meth:`Ensemble.settled`).
 """
 
@@ -166,7 +166,7 @@ class Ensemble:
         angle stays <= 2r < ``diameter``. Hence the system is one ε-cluster for every ε >=
         ``diameter`` (and all its pairs have :math:`\langle x_i,x_j\rangle \ge \cos` ``diameter``)
         at every later time: a statistic of these at a final time T is fixed, and the system can
-        leave the batch (:func:`particles.simulate_ensemble`). The statement is about the exact
+        stop (:meth:`settling`). The statement is about the exact
         flow; the certificate keeps a relative margin of 1e-6 on r for the round-off of the test.
 
         Parameters
@@ -188,6 +188,14 @@ class Ensemble:
         self._check_settling("Ensemble.settled")
         diameter = check_param(diameter, "diameter", "Ensemble.settled", low=0.0, high=np.pi, low_open=True)
         return self._settled(self.check_x(x), diameter)
+
+    def settling(self, diameter: float, check_every: int = 1):
+        """This ensemble as a field whose systems stop moving once :meth:`settled` certifies them
+        (diameter ``diameter``; tested at t0 and every ``check_every`` accepted steps): a
+        :class:`~particles._model.settling.SettlingEnsemble` for :func:`particles.simulate`."""
+        from .settling import SettlingEnsemble
+
+        return SettlingEnsemble(self, diameter, check_every)
 
     def _check_settling(self, caller: str = "Ensemble.settled") -> None:
         """Raise ValueError unless the hypotheses of :meth:`settled` hold (sphere, W_h = μ_h I, μ_h >= 0)."""

@@ -169,14 +169,12 @@ def test_dropping_settled_systems_changes_nothing(kind, t1, dt):
 
 
 def test_a_cap_is_forward_invariant(rng):
-    from metrics.phase import _settled
-
     # tokens within 0.15 of e_3 (so within 0.3 of their mean), a run at several beta: the angle to
     # e_3 never exceeds 0.15: the cap around e_3 is forward invariant
     x0 = rng.uniform(-0.1, 0.1, (4, 10, 3)) * np.array([1.0, 1.0, 0.0]) + np.array([0, 0, 1.0])  # angles < 0.15
     x0 /= np.linalg.norm(x0, axis=-1, keepdims=True)
-    assert np.all(_settled(x0, 0.3)) and not np.any(_settled(x0, 0.01))
     ens = Ensemble(np.eye(3), beta=[0.0, 1.0, 5.0, 20.0])
+    assert np.all(ens.settled(x0, 0.6)) and not np.any(ens.settled(x0, 0.02))
     traj = simulate(x0, ens, t1=3.0, dt=0.01, save=SaveAt(ts=np.linspace(0, 3, 31)))
     cosines = np.einsum("tsnd,d->tsn", traj.x, [0, 0, 1.0]).min(axis=-1)
     assert np.all(cosines[0] < np.cos(0.1)) and np.all(cosines >= np.cos(np.arctan(0.1 * np.sqrt(2))) - 1e-12)
