@@ -22,9 +22,11 @@ from particles.validation import InvalidParameterError, check_param
 from ._store import atomic_to_netcdf
 from .dataset import model_attrs
 from .density import check_density_fn, sample_sphere_density
+from .horizon import sliced_w2_to_uniform_s2
 from .limit import SlicedReference, circle_quantile_atoms, circle_wasserstein
 
-__all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference"]
+__all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
+           "UniformReference"]
 
 
 def sample_grid_measure(mu: mf.GridMeasure, n: int, rng) -> np.ndarray:
@@ -99,6 +101,35 @@ class SphereReference:
 
     def distances(self, n: int) -> Callable:
         return lambda x, k: dict(zip(("sw2", "sw2_mc_error"), self.sliced(x, k)))
+
+
+def _uniform_tokens(n, d, rng):
+    if d == 2:
+        theta = rng.uniform(0.0, 2 * np.pi, n)
+        return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    y = rng.standard_normal((n, d))
+    return y / np.linalg.norm(y, axis=1, keepdims=True)
+
+
+@dataclass(frozen=True, eq=False)
+class UniformReference:
+    """The uniform measure σ on S^1 or S^2 as a study cell uses a reference (the interface of
+    :class:`metrics._study_reference.CircleReference`): ``sample(n, rng)`` draws σ, ``distances(n)``
+    returns ``fn(x, k) -> {"w1"}`` (exact circle W1 against 4n quantile atoms of σ, error 2π/(16n))
+    or ``{"sw2"}`` (sliced SW2 over ``directions``, exact per direction); σ is stationary, so k is unused."""
+
+    d: int
+    directions: np.ndarray
+
+    def sample(self, n: int, rng) -> np.ndarray:
+        return _uniform_tokens(n, self.d, rng)
+
+    def distances(self, n: int):
+        if self.d == 2:
+            atoms = circle_quantile_atoms(np.ones(1), 4 * n)
+            return lambda x, k: {"w1": circle_wasserstein(np.arctan2(x[:, 1], x[:, 0]), atoms, p=1,
+                                                          method="circle")[0]}
+        return lambda x, k: {"sw2": sliced_w2_to_uniform_s2(x, self.directions)}
 
 
 def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None) -> float:

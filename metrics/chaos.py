@@ -36,7 +36,7 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_param
 
-from ._study_reference import _method
+from ._study_reference import UniformReference, _method
 from .dataset import model_attrs, netcdf_safe, provenance
 from .horizon import (
     ResolutionWarning,
@@ -48,9 +48,8 @@ from .horizon import (
     harmonic_amplitudes,
     harmonic_multiplicity,
     predicted_breakdown_time,
-    sliced_w2_to_uniform_s2,
 )
-from .limit import circle_quantile_atoms, circle_wasserstein, cluster_row, saved_to_dataset
+from .limit import cluster_row, saved_to_dataset
 
 __all__ = ["chaos_horizon_study"]
 
@@ -58,33 +57,20 @@ __all__ = ["chaos_horizon_study"]
 MAX_LOG_STEP = 0.25
 
 
-def _uniform_tokens(n, d, rng):
-    if d == 2:
-        theta = rng.uniform(0.0, 2 * np.pi, n)
-        return np.stack([np.cos(theta), np.sin(theta)], axis=1)
-    y = rng.standard_normal((n, d))
-    return y / np.linalg.norm(y, axis=1, keepdims=True)
-
-
 def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
-    """One (n, seed) run from i.i.d. uniform tokens, with run_sweep's cell contract (dims ``time``)."""
+    """One (n, seed) run from i.i.d. tokens of the reference's initial law, with run_sweep's cell
+    contract (dims ``time``); the distance is to the reference's μ(t_k) at each save."""
     n = int(params["n_particles"])
     model, ts, d, L, K = settings["model"], settings["ts"], settings["dim"], settings["l_max"], settings["max_clusters"]
+    ref = settings["reference"]
     # independent draws per (seed, n): the fit's bootstrap resamples the seeds of each n separately
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index, n))
     rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    x0 = _uniform_tokens(n, d, rng_init)
-    if d == 2:
-        M = 4 * n  # W1(uniform, M quantile atoms) = 2 pi / (4M), far below n^{-1/2}
-        atoms = circle_quantile_atoms(np.ones(1), M)
-    directions = settings["directions"]
+    x0 = ref.sample(n, rng_init)
+    distance, name = ref.distances(n), "w1" if d == 2 else "sw2"
 
     def save_fn(t, x):
-        if d == 2:
-            dist = circle_wasserstein(np.arctan2(x[:, 1], x[:, 0]), atoms, p=1, method="circle")[0]
-        else:
-            dist = sliced_w2_to_uniform_s2(x, directions)
-        row = {"distance": dist}
+        row = {"distance": distance(x, int(np.argmin(np.abs(ts - t))))[name]}
         for l, a in enumerate(harmonic_amplitudes(x, L), start=1):
             row[f"amplitude_{l}"] = a
         row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
@@ -102,11 +88,11 @@ def _validate(model, density, n_values, n_seeds, t1, n_saves, dt, kappa, l_max):
             f"The 'model' parameter of {caller} must be a particles.MultiHead with scalar heads, kind 'usa' or "
             f"'softmax', on S^1 or S^2 (d = 2 or 3); got {getattr(model, 'kind', type(model).__name__)!r} with "
             f"d = {getattr(model, 'd', None)}. Build it with MultiHead.scalar([lam], d, beta=..., kind=...).")
-    if not (isinstance(density, str) and density == "uniform"):
+    if not (callable(density) or (isinstance(density, str) and density == "uniform")):
         raise InvalidParameterError(
-            f"The 'density' parameter of {caller} must be 'uniform'; got {density!r}. The horizon is measured "
-            "around the uniform state, the stationary solution whose reference is exact; for distances from a "
-            "perturbed start at fixed times use metrics.mean_field_limit_study.")
+            f"The 'density' parameter of {caller} must be 'uniform' or a density function density(points) -> "
+            f"(m,) on the sphere (a perturbed start, measured against the spectral mean-field solution); got "
+            f"{density!r}.")
     try:
         nv = np.asarray(n_values)
         ok = (nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv >= 2)
@@ -149,8 +135,14 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     model : MultiHead
         Scalar heads (``MultiHead.scalar``), kind "usa" or "softmax", d = 2 or 3; its ``summation``
         (``"auto"`` by default) makes large n affordable.
-    density : "uniform"
-        The initial law (the only one for which the reference is exact at all times).
+    density : "uniform" or callable
+        The initial law. ``"uniform"``: σ, an exact stationary solution, so the reference is σ itself and
+        the linearised theory (t_δ on :math:`A_{l^*}`, its prediction, the law of Z, the slope
+        :math:`1/(2\sigma^*)`) applies. A density ``density(points) -> (m,)`` (unnormalised, picklable
+        for the process engine): tokens are drawn from it and measured against the spectral mean-field
+        solution μ(t) (:class:`metrics.spectral_reference.StudyReference`: exponentially accurate, its
+        error in the attrs); t_δ is then the first time the *distance* to μ(t) reaches δ, the slope is
+        fitted on it, and the uniform-state predictions are NaN (they linearise about σ, not μ(t)).
     n_values : strictly increasing integers >= 2
     n_seeds : int or sequence of int
         Runs per n, or one count per n (t_δ spreads by O(1/σ*) across seeds: use many for the slope;
@@ -214,13 +206,15 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     from .study import _run_cells
 
     t_start = _time.perf_counter()
-    g = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-    directions = g.standard_normal((int(n_projections), 3))
-    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    reference, ref_attrs = _reference(model, density, ts, kappa=kappa, dt=dt, n_values=n_values, seed=seed,
+                                      n_projections=n_projections, store=store, progress=progress)
     settings = {"model": model, "ts": ts, "dim": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
-                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "directions": directions}
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "reference": reference}
+    # a perturbed start's cells depend on the density: through the reference's energies, as in the limit study
+    energies = None if isinstance(reference, UniformReference) else np.asarray(reference.energy).tolist()
     settings["key"] = json.dumps({"study": caller, "model": model_attrs(model), "l_max": l_max, "L": n_projections,
-                                  "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)"},
+                                  "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)",
+                                  **({} if energies is None else {"density": energies})},
                                  sort_keys=True, default=str)
     sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
@@ -228,8 +222,39 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
            "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
-           "n_boot": n_boot, "t_start": t_start}
+           "n_boot": n_boot, "t_start": t_start, "uniform": energies is None, "ref_attrs": ref_attrs}
     return _assemble(sweep, model, cfg)
+
+
+def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, store, progress):
+    """(reference object, its attrs): :class:`UniformReference` for "uniform", else the limit study's
+    spectral reference of ``density`` (S^1: exact CDF; S^2: sliced against exact projected quantiles)."""
+    if not callable(density):
+        g = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        directions = g.standard_normal((int(n_projections), 3))
+        directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+        return UniformReference(model.d, directions), {
+            "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
+            "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
+                                "(error 2 pi / (16 n))" if model.d == 2
+                                else f"sliced SW_2 over {n_projections} directions, exact per direction")}
+    from ._study_reference import setup_reference
+
+    try:
+        ref = setup_reference(model, density, ts, dict(
+            m_grid=4096, kappa=kappa, dt=dt, t1=float(ts[-1]), n_saves=len(ts), n_values=list(n_values),
+            n_reference=None, seed=seed, n_projections=int(n_projections), n_quantiles=16384, transport="auto",
+            w2_max_n=0, reference="spectral", store=store, progress=progress))
+    except InvalidParameterError as exc:
+        if "spectral" not in str(exc):
+            raise
+        raise InvalidParameterError(
+            f"chaos_horizon_study measures a density start against the spectral mean-field solution up to t1 = "
+            f"{float(ts[-1]):g}, which it cannot provide here ({exc}). Lower t1 to before the mean field "
+            "concentrates into clusters, or add noise (kappa).") from None
+    attrs = {k: v for k, v in ref["attrs"].items() if k.startswith("reference")}
+    attrs["distance_method"] = next(iter(ref["transports"].values()))
+    return ref["reference"], attrs
 
 
 def _first_index(ts, t):
@@ -249,29 +274,34 @@ def _breakdown(ts, amp, dist, cfg) -> dict:
         warnings.simplefilter("ignore", ResolutionWarning)
         td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
         td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
-    stable = s_star <= 0
+    stable, theory = s_star <= 0, cfg["uniform"]
     pred = np.full_like(td, np.inf if stable else np.nan)
-    if not stable:
+    if not stable and theory:
         pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
+    if not theory:  # a perturbed start: breakdown is the distance to mu(t) reaching delta
+        td = td_dist.copy()
     n_inf = int(np.sum(np.isinf(td)))
     if not stable and n_inf:
+        horizon = np.where(np.isfinite(pred), pred, np.nan)
+        hint = f" beyond about {float(np.nanmax(horizon)):.3g}" if np.isfinite(horizon).any() else ""
         warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
-                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1 beyond about "
-                      f"{float(np.nanmax(np.where(np.isfinite(pred), pred, np.nan))):.3g}.",
-                      ResolutionWarning, stacklevel=4)
+                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=4)
     k = harmonic_multiplicity(l_star, cfg["d"])
     idx = _first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
     dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
     dominant[np.isnan(amp[..., 0, 0])[None].repeat(len(deltas), 0)] = np.nan  # a seed not run at this n
+    if not theory:  # A_l of mu_n includes mu(t)'s own harmonics: no dominant fluctuation mode to read off
+        dominant[:] = np.nan
     z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
+    z = z if theory else np.full_like(z, np.nan)
     counts = np.asarray(cfg["n_seeds"])
     ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
     fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
                      if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
-                   if (not stable and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
+                   if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
     return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
             "k": k, "stable": stable}
 
@@ -288,7 +318,9 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
     masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
     sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
     dunits = "rad" if d == 2 else "1"
-    dlong = "W1(mu_n(t), uniform), geodesic cost" if d == 2 else "sliced W2(mu_n(t), uniform) of the embedded measures"
+    target = "uniform" if cfg["uniform"] else "mu(t)"  # mu(t): the spectral mean-field solution
+    dlong = (f"W1(mu_n(t), {target}), geodesic cost" if d == 2
+             else f"sliced W2(mu_n(t), {target}) of the embedded measures")
     run = ("delta", "n_particles", "seed")
     data = {
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
@@ -301,7 +333,9 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "success": (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"}),
         "growth_rate": (("degree",), np.asarray(cfg["sigma"][1:], float),
                         {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)", "units": "1/time"}),
-        "t_delta": (run, td, {"long_name": "first time A_{l*}(t) >= delta (inf: not by t1; NaN: failed run)",
+        "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if cfg["uniform"] else
+                                            "first time the distance to mu(t) >= delta")
+                                           + " (inf: not by t1; NaN: failed run or seed not run)",
                               "units": "1"}),
         "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
                                                        "(inf: stable)", "units": "1"}),
@@ -310,7 +344,7 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
                                                        "(0: no breakdown)", "units": "1"}),
         "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta)", "units": "1"}),
-        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable else np.nan,
+        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and cfg["uniform"] else np.nan,
                                {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
         "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
                                                         "(NaN: stable)", "units": "1"}),
@@ -318,7 +352,7 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
                                                         "break down)", "units": "1"}),
         "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
                                                        "units": "1"}),
-        "slope_predicted": ((), 1 / (2 * s_star) if not stable else np.inf,
+        "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if cfg["uniform"] else np.nan,
                             {"long_name": "1 / (2 sigma*) (inf: stable)", "units": "1"}),
         "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
         "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": "1/time"}),
@@ -355,10 +389,7 @@ def _attrs(model, cfg) -> dict:
         "source": f"headflow {__version__}",
         "history": "created by metrics.chaos_horizon_study (cells by metrics.run_sweep)",
         "t1": cfg["t1"], "dt": cfg["dt"], "kappa": cfg["kappa"], "n_saves": cfg["n_saves"],
-        "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
-        "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
-                            "(error 2 pi / (16 n))" if d == 2
-                            else f"sliced SW_2 over {cfg['n_projections']} directions, exact per direction"),
+        **cfg["ref_attrs"],
         "study_seconds": float(_time.perf_counter() - cfg["t_start"]),
         **model_attrs(model),
         **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(cfg["seed"]).entropy),

@@ -6,6 +6,7 @@ import xarray as xr
 
 import meanfield as mf
 import metrics
+import particles
 from metrics.horizon import sliced_w2_to_uniform_s2
 from particles import InvalidParameterError, MultiHead
 
@@ -98,7 +99,9 @@ def test_bad_input():
     with pytest.raises(InvalidParameterError, match="too coarse to resolve t_delta.*Use n_saves >= "):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_saves=5))
     with pytest.raises(InvalidParameterError, match="'density' parameter of chaos_horizon_study must be 'uniform'"):
-        metrics.chaos_horizon_study(SOFTMAX_S1, np.cos, **QUICK)
+        metrics.chaos_horizon_study(SOFTMAX_S1, "gaussian", **QUICK)
+    with pytest.raises(InvalidParameterError, match="density_fn"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, np.cos, **QUICK)  # (m, 2) values, not one per point
     with pytest.raises(InvalidParameterError, match="'n_values' parameter"):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_values=[100]))
     with pytest.raises(InvalidParameterError, match="must include the most unstable degree"):
@@ -122,3 +125,42 @@ def test_seeds_per_n():
     expect = [metrics.fit_horizon_slope(ds.n_particles.values, td[i], counts=[3, 1], n_boot=50, rng=0)
               for i in range(ds.sizes["delta"])]
     np.testing.assert_allclose(np.c_[ds.slope, ds.slope_ci], expect)
+
+
+def _bump(x):
+    """A perturbed start on S^1: 1 + 0.2 cos(theta) (unnormalised)."""
+    return 1 + 0.2 * x[:, 0]
+
+
+@pytest.mark.filterwarnings("ignore::metrics.horizon.ResolutionWarning")  # a run may not reach delta by t1
+def test_perturbed_start_against_the_spectral_mean_field():
+    """A density start: tokens from it, distances to the spectral mu(t) (W1 ~ n^-1/2 at t = 0), breakdown on
+    the distance, no uniform-state predictions; the reference is recorded with its error."""
+    kw = dict(QUICK, n_values=[100, 1600], n_seeds=3, t1=5.0, n_saves=51, delta=(0.05,))
+    ds = metrics.chaos_horizon_study(SOFTMAX_S1, _bump, **kw)
+    assert "spectral" in ds.attrs["reference"] and ds.attrs["reference_error"] < 1e-3
+    w0 = ds.distance.isel(time=0).mean("seed").values
+    assert 2.0 < w0[0] / w0[1] < 8.0  # sqrt(16) = 4 for an n^-1/2 law, with 3 seeds of noise
+    np.testing.assert_array_equal(ds.t_delta.values, ds.t_delta_distance.values)
+    assert np.all(np.isnan(ds.t_delta_predicted)) and np.all(np.isnan(ds.horizon_z))
+    assert np.isnan(float(ds.slope_predicted)) and np.all(np.isnan(ds.dominant_mode))
+    assert ds.distance.attrs["long_name"].startswith("W1(mu_n(t), mu(t))")
+    with pytest.raises(InvalidParameterError, match="Lower t1 to before the mean field concentrates"):
+        metrics.chaos_horizon_study(SOFTMAX_S1, _bump, **dict(kw, t1=12.0, n_saves=121))  # mu(t) clusters by ~7
+
+
+def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng):
+    """The two reference objects agree where they describe the same measure: a constant density's
+    spectral mu(t) is sigma at every save, so its W1 equals the closed form against sigma."""
+    from metrics._study_reference import setup_reference
+    from metrics._study_reference import UniformReference
+
+    ts = np.linspace(0, 1.0, 3)
+    ref = setup_reference(SOFTMAX_S1, lambda x: 1 + 0 * x[:, 0], ts, dict(
+        m_grid=1024, kappa=np.inf, dt=0.1, t1=1.0, n_saves=3, n_values=[500], n_reference=None, seed=0,
+        n_projections=8, n_quantiles=1024, transport="auto", w2_max_n=0, reference="spectral", store=None,
+        progress=False))["reference"]
+    x = particles.sample_uniform(500, 2, rng)
+    uniform = UniformReference(2, None).distances(500)(x, 0)["w1"]
+    for k in range(3):
+        assert ref.distances(500)(x, k)["w1"] == pytest.approx(uniform, abs=2 * np.pi / 2000)
