@@ -152,8 +152,7 @@ def test_perturbed_start_against_the_spectral_mean_field():
 def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng):
     """The two reference objects agree where they describe the same measure: a constant density's
     spectral mu(t) is sigma at every save, so its W1 equals the closed form against sigma."""
-    from metrics._study_reference import setup_reference
-    from metrics._study_reference import UniformReference
+    from metrics._study_reference import UniformReference, setup_reference
 
     ts = np.linspace(0, 1.0, 3)
     ref = setup_reference(SOFTMAX_S1, lambda x: 1 + 0 * x[:, 0], ts, dict(
