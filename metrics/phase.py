@@ -137,7 +137,8 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
     x = _initial(c, n, d, settings["init"], rng)
     names, ts = settings["statistics"], np.asarray(settings["ts"])
-    field = Ensemble(np.eye(d), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
+    # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
+    field = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
                      chunk=settings["batch"])
     if settings["drop_settled"]:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
