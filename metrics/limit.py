@@ -306,9 +306,12 @@ class SlicedReference:
         t = np.union1d(np.arange(n + 1) / n, u)
         mid, length = 0.5 * (t[1:] + t[:-1]), np.diff(t)
         i = np.minimum((mid * n).astype(np.int64), n - 1)
-        j = np.clip(np.searchsorted(u, mid, side="right") - 1, 0, len(u) - 2)
-        # a linear reference on piece s runs from nodes[j] + fa (nodes[j+1] - nodes[j]) to ... + fb (...)
-        fa, fb = ((t[:-1] - u[j]) / (u[j + 1] - u[j]))[:, None], ((t[1:] - u[j]) / (u[j + 1] - u[j]))[:, None]
+        if self.levels is None:  # atom j on [j/M, (j+1)/M)
+            j = np.minimum((mid * M).astype(np.int64), M - 1)
+        else:  # a linear reference on piece s runs from nodes[j] + fa (nodes[j+1] - nodes[j]) to ... + fb (...)
+            j = np.clip(np.searchsorted(u, mid, side="right") - 1, 0, len(u) - 2)
+            w = u[j + 1] - u[j]
+            fa, fb = ((t[:-1] - u[j]) / w)[:, None], ((t[1:] - u[j]) / w)[:, None]
         out = np.empty(lead + (len(self.theta),))
         rows = (n + len(u)) * int(np.prod(lead, dtype=np.int64)) * (1 if self.levels is None else 3)
         for c in _chunks(rows, len(self.theta)):

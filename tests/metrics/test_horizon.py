@@ -147,3 +147,6 @@ def test_slope_interval_with_seeds_per_n_is_calibrated():
         slopes.append(s)
     assert 0.88 <= hits / 300 <= 0.99
     assert abs(np.mean(slopes) - s_true) < 3 * np.std(slopes) / np.sqrt(300)
+    # the count-weighted fit is the least-squares line through all runs
+    ran = np.isfinite(td)
+    assert s == pytest.approx(np.polyfit(np.log(n)[:, None].repeat(40, 1)[ran], td[ran], 1)[0], rel=1e-12)

@@ -127,19 +127,22 @@ def test_study_falls_back_when_the_flow_outgrows_the_band_limit():
 
 
 @settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 40), M=st.integers(1, 30), seed=st.integers(0, 2**32 - 1))
-def test_linear_quantile_nodes_exact_w2(n, M, seed):
-    """W2^2 of n sorted tokens against a piecewise-linear quantile function is the integral
-    int_0^1 (F_n^{-1}(s) - Q(s))^2 ds: checked against a 4000-point-per-piece midpoint rule."""
+@given(n=st.integers(1, 40), M=st.integers(1, 30), seed=st.integers(0, 2**32 - 1), graded=st.booleans())
+def test_linear_quantile_nodes_exact_w2(n, M, seed, graded):
+    """W2^2 of n sorted tokens against a piecewise-linear quantile function (nodes at uniform or random
+    levels) is the integral int_0^1 (F_n^{-1}(s) - Q(s))^2 ds: checked against a fine midpoint rule."""
     from metrics.limit import SlicedReference
 
     rng = np.random.default_rng(seed)
     nodes = np.sort(rng.uniform(-1, 1, M + 1))
+    levels = np.r_[0.0, np.sort(rng.uniform(0.01, 0.99, M - 1)), 1.0] if graded else np.arange(M + 1) / M
+    if np.any(np.diff(levels) <= 0):
+        levels = np.arange(M + 1) / M
     theta = np.array([[0.0, 0.0, 1.0]])
     x = particles.sample_uniform(n, 3, rng)
-    R = SlicedReference.from_quantile_nodes(theta, nodes[None, :, None])
+    R = SlicedReference.from_quantile_nodes(theta, nodes[None, :, None], levels if graded else None)
     s = (np.arange(4000 * n * M) + 0.5) / (4000 * n * M)
-    Q = np.interp(s, np.arange(M + 1) / M, nodes)
+    Q = np.interp(s, levels, nodes)
     Fn = np.sort(x[:, 2])[np.minimum((s * n).astype(int), n - 1)]
     assert R.per_projection(x, 0)[0] == pytest.approx(np.mean((Fn - Q) ** 2), rel=1e-5, abs=1e-12)
 
