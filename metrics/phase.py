@@ -39,6 +39,7 @@ from particles.validation import (
 )
 
 from .dataset import netcdf_safe, provenance
+from .limit import saved_to_dataset
 
 __all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
 
@@ -128,39 +129,36 @@ def _stats(x, settings) -> dict:
 
 
 def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
-    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated from save
-    time to save time by :func:`particles.simulate`; with ``drop_settled`` the field is
-    :meth:`particles.Ensemble.settling`, so a system certified settled stops at the step it is
-    certified (its statistics are 1 from then on, as the full integration's)."""
+    """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated in one
+    :func:`particles.simulate` call whose save function records the statistics at each save time
+    (an adaptive step carries over from one save interval to the next); with ``drop_settled`` the
+    field is :meth:`particles.Ensemble.settling`, so a system certified settled stops at the step
+    it is certified (its statistics are 1 from then on, as the full integration's)."""
     start, stop = settings["chunks"][seed_index]
     c, n, d = stop - start, settings["n"], settings["d"]
     rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
     x = _initial(c, n, d, settings["init"], rng)
-    names, ts = settings["statistics"], np.asarray(settings["ts"])
+    ts = np.asarray(settings["ts"])
     # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
     field = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
                      chunk=settings["batch"])
     if settings["drop_settled"]:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
         field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6))
-    sums = {f"{name}_{p}": np.full(len(ts), np.nan) for name in names for p in ("sum", "sumsq")}
-    ok, message = True, ""
-    for k in range(len(ts)):
-        if k > 0:
-            traj = simulate(x, field, t0=ts[k - 1], t1=ts[k], dt=settings["dt"], method=settings["method"],
-                            save=SaveAt(t0=False), on_failure="return", rtol=settings["rtol"],
-                            atol=settings["rtol"] * 1e-2)
-            ok, message = traj.success, traj.message
-            if not ok:
-                break
-            x = traj.x[-1]
+
+    def save_fn(t, x):
+        row = {}
         for name, v in _stats(x, settings).items():
-            sums[f"{name}_sum"][k] = v.sum()
-            sums[f"{name}_sumsq"][k] = np.square(v).sum()
-    data = {key: ("time", v) for key, v in sums.items()}
-    data["count"] = ((), float(c))
-    data["status"] = ((), int(ok))
-    return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": message})
+            row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
+        return row
+
+    traj = simulate(x, field, t0=float(ts[0]), t1=float(ts[-1]), dt=settings["dt"], method=settings["method"],
+                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=settings["rtol"],
+                    atol=settings["rtol"] * 1e-2)
+    ds = saved_to_dataset(traj, ts)
+    ds["count"] = ((), float(c))
+    ds.attrs["failure_message"] = "" if traj.success else traj.message
+    return ds
 
 
 def _chunks(n_systems: int, chunk: int) -> list:

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-__all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "euler_maruyama"]
+from .._core.errors import SolverError
+
+__all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "rkc", "euler_maruyama"]
 
 
 @dataclass(frozen=True)
@@ -105,18 +108,122 @@ def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10,
     ``err`` is the RMS of the embedded difference scaled by ``atol + rtol·|x|``; the
     step is accepted when ``err <= 1``.
     """
+    k = [field(t, x)]  # at the accepted state: a failure here is the flow's, and is raised
     # a trial step that is far too long may overflow in its stages: it is not an error,
-    # the estimate comes out non-finite and the controller rejects the step
+    # the estimate comes out non-finite (or a field refuses the stage) and the controller rejects the step
     with np.errstate(over="ignore", invalid="ignore"):
-        k = [field(t, x)]
-        for s in range(1, 7):
-            y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
-            k.append(field(t + _C[s] * dt, y))
+        try:
+            for s in range(1, 7):
+                y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
+                k.append(field(t + _C[s] * dt, y))
+        except SolverError:
+            return x, float("inf")
         y5 = x + dt * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
         diff = dt * sum(e * kk for e, kk in zip(_E, k))
         scale = atol + rtol * np.maximum(np.abs(x), np.abs(y5))
         err = float(np.sqrt(np.mean((diff / scale) ** 2)))
     return geom.retract(y5, np.zeros_like(y5)) if geom.on_sphere else y5, err
+
+
+#: RKC damping (Sommeijer, Shampine & Verwer 1997): the stability interval is [-0.653 s², 0]
+_RKC_DAMPING = 2.0 / 13.0
+#: most stages per step; a trial step that needs more is rejected (the controller shortens it)
+RKC_MAX_STAGES = 500
+
+
+@cache
+def _rkc_coefficients(s: int):
+    r"""Coefficients of the s-stage second-order RKC step (Verwer, Hundsdorfer & Sommeijer 1990):
+    :math:`w_0 = 1 + \epsilon/s^2`, :math:`w_1 = T_s'(w_0)/T_s''(w_0)`, :math:`b_j =
+    T_j''(w_0)/T_j'(w_0)^2` (:math:`b_0 = b_1 = b_2`), :math:`a_j = 1 - b_jT_j(w_0)`; stage j >= 2 is
+    :math:`Y_j = (1-\mu_j-\nu_j)Y_0 + \mu_jY_{j-1} + \nu_jY_{j-2} + \tilde\mu_j hF(Y_{j-1}) +
+    \tilde\gamma_j hF(Y_0)` with :math:`\mu_j = 2b_jw_0/b_{j-1}`, :math:`\nu_j = -b_j/b_{j-2}`,
+    :math:`\tilde\mu_j = 2b_jw_1/b_{j-1}`, :math:`\tilde\gamma_j = -a_{j-1}\tilde\mu_j`; the stage
+    times c_j follow the same recursion for y' = 1. Returns (mu~_1, rows (mu, nu, mu~, gamma~, c_{j-1})).
+    """
+    w0 = 1.0 + _RKC_DAMPING / s**2
+    T, dT, d2T = np.zeros(s + 1), np.zeros(s + 1), np.zeros(s + 1)
+    T[0], T[1], dT[1] = 1.0, w0, 1.0
+    for j in range(2, s + 1):
+        T[j] = 2 * w0 * T[j - 1] - T[j - 2]
+        dT[j] = 2 * T[j - 1] + 2 * w0 * dT[j - 1] - dT[j - 2]
+        d2T[j] = 4 * dT[j - 1] + 2 * w0 * d2T[j - 1] - d2T[j - 2]
+    w1 = dT[s] / d2T[s]
+    b = np.empty(s + 1)
+    b[2:] = d2T[2:] / dT[2:] ** 2
+    b[0] = b[1] = b[2]
+    a = 1.0 - b * T
+    mu1 = b[1] * w1
+    c = [0.0, mu1]
+    rows = []
+    for j in range(2, s + 1):
+        mu, nu, mut = 2 * b[j] * w0 / b[j - 1], -b[j] / b[j - 2], 2 * b[j] * w1 / b[j - 1]
+        gam = -a[j - 1] * mut
+        rows.append((mu, nu, mut, gam, c[j - 1]))
+        c.append(mu * c[j - 1] + nu * c[j - 2] + mut + gam)
+    return mu1, tuple(rows)
+
+
+def rkc_stages(h_rho: float) -> int:
+    """Stages the RKC step needs for stability when h times the spectral radius is ``h_rho``:
+    the smallest s >= 2 with 0.653 s² >= h ρ (with a stage of margin, as the RKC code)."""
+    return max(2, 1 + int(np.sqrt(1.54 * h_rho + 1.0)))
+
+
+def _power_radius(field, t, x, f0, iters: int = 20) -> float:
+    """Spectral radius of the field's Jacobian at x by nonlinear power iteration (the RKC code's
+    fallback): z <- F(x + δz) - F(x), |Δ F| / (δ|z|) -> ρ; times 1.2 for the estimate's shortfall."""
+    z = f0 if np.any(f0) else np.sin(np.arange(x.size, dtype=float)).reshape(x.shape)
+    xn = float(np.sqrt(np.sum(x * x)))
+    est = 0.0
+    for _ in range(iters):
+        zn = float(np.sqrt(np.sum(z * z)))
+        if zn == 0.0:
+            break
+        delta = np.sqrt(np.finfo(float).eps) * max(1.0, xn) / zn
+        z = field(t, x + delta * z) - f0
+        new = float(np.sqrt(np.sum(z * z))) / (delta * zn)
+        if abs(new - est) <= 0.01 * new:
+            est = new
+            break
+        est = new
+    return 1.2 * est
+
+
+@_register(order=2, adaptive=True, error_order=2)
+def rkc(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
+    r"""Runge–Kutta–Chebyshev, second order, for stiff flows whose Jacobian has real (or nearly
+    real) eigenvalues: clustered tokens of a gradient flow, whose contraction rate (USA: about
+    :math:`e^\beta m/n` in a cluster of m) would force an explicit step below 3/rate.
+
+    s stages are stable on :math:`h\rho \le 0.653 s^2` (ρ the spectral radius of the Jacobian),
+    so the cost of a step grows like :math:`\sqrt{h\rho}` instead of :math:`h\rho`; ρ comes from
+    the field's ``spectral_radius(t, x)`` when it has one (a bound: :class:`particles.Ensemble`
+    with scalar heads), else from a nonlinear power iteration. ``err`` is the RKC code's local
+    error estimate :math:`\frac1{15}[12(y_n - y_{n+1}) + 6h(F(y_n) + F(y_{n+1}))]` scaled by
+    ``atol + rtol·|y|`` (RMS), accepted when ``err <= 1`` (Sommeijer, Shampine & Verwer 1997).
+    """
+    f0 = field(t, x)  # at the accepted state: a failure here is the flow's, and is raised
+    with np.errstate(over="ignore", invalid="ignore"):
+        radius = getattr(field, "spectral_radius", None)
+        rho = radius(t, x) if callable(radius) else None
+        rho = _power_radius(field, t, x, f0) if rho is None else float(rho)
+        s = rkc_stages(dt * rho) if np.isfinite(rho) else RKC_MAX_STAGES + 1
+        if s > RKC_MAX_STAGES:  # reject: the controller shortens the trial step
+            return x, float("inf")
+        mu1, rows = _rkc_coefficients(s)
+        prev, y = x, x + (mu1 * dt) * f0
+        try:  # a stage the field refuses (overflow) rejects the trial step, as in dopri5
+            for mu, nu, mut, gam, c in rows:
+                f = field(t + c * dt, y)
+                prev, y = y, (1.0 - mu - nu) * x + mu * y + nu * prev + (mut * dt) * f + (gam * dt) * f0
+            f1 = field(t + dt, y)
+        except SolverError:
+            return x, float("inf")
+        est = (12.0 * (x - y) + (6.0 * dt) * (f0 + f1)) / 15.0
+        scale = atol + rtol * np.maximum(np.abs(x), np.abs(y))
+        err = float(np.sqrt(np.mean((est / scale) ** 2)))
+    return geom.retract(y, np.zeros_like(y)) if geom.on_sphere else y, err
 
 
 @_register(order=1, strong_order=0.5, stochastic=True)
@@ -131,4 +238,4 @@ def euler_maruyama(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     return geom.retract(x, dt * field(t, x) + noise), None
 
 
-STEPPERS = {"euler": euler, "heun": heun, "rk4": rk4, "dopri5": dopri5, "euler_maruyama": euler_maruyama}
+STEPPERS = {"euler": euler, "heun": heun, "rk4": rk4, "dopri5": dopri5, "rkc": rkc, "euler_maruyama": euler_maruyama}

@@ -70,6 +70,13 @@ class SettlingEnsemble:
             v[run] = self._sub._velocity(x[run])
         return v
 
+    def spectral_radius(self, t, x):
+        """The running systems' :meth:`particles.Ensemble.spectral_radius` (settled ones do not move)."""
+        run = self._running
+        if not run.size:
+            return 0.0
+        return self._sub.spectral_radius(t, x if run.size == x.shape[0] else x[run])
+
     def after_step(self, t: float, x: np.ndarray) -> None:
         """Certify the running systems of the accepted state x at t (every ``check_every`` steps)."""
         self._steps += 1
