@@ -142,6 +142,13 @@ class Ensemble:
             )
         return replace(self, beta=self.beta[keep])
 
+    def systems(self, idx):
+        """The velocity of the systems ``idx`` alone, ``v(ts, xs)`` of their times (unused: the flow is
+        autonomous) and tokens (len(idx), n, d): the field of a stepper that steps each system on
+        its own (``"dopri5_systems"``)."""
+        sub = self if len(idx) == self.n_systems else self.subset(idx)
+        return lambda ts, xs: sub._velocity(xs)
+
     def settled(self, x, diameter: float) -> np.ndarray:
         r"""Systems whose tokens stay within geodesic distance ``diameter`` of each other forever.
 

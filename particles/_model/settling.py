@@ -70,6 +70,25 @@ class SettlingEnsemble:
             v[run] = self._sub._velocity(x[run])
         return v
 
+    def systems(self, idx):
+        """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are
+        not computed), as :meth:`particles.Ensemble.systems`."""
+        idx = np.asarray(idx)
+        run = np.isin(idx, self._running)
+        sub = self.ensemble.subset(idx[run]) if run.any() else None
+        n_run = int(run.sum())
+
+        def velocity(ts, xs):
+            self.system_evaluations += n_run
+            if n_run == idx.size:
+                return sub._velocity(xs)
+            v = np.zeros_like(xs)
+            if sub is not None:
+                v[run] = sub._velocity(xs[run])
+            return v
+
+        return velocity
+
     def spectral_radius(self, t, x):
         """The running systems' :meth:`particles.Ensemble.spectral_radius` (settled ones do not move)."""
         run = self._running
