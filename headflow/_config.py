@@ -61,7 +61,7 @@ SCHEMAS = {
 
 _KINDS = ("usa", "softmax", "relu", "relu_rownorm")
 _UPDATES = ("standard", "pre_ln", "post_ln", "ngpt")
-_METHODS = ("euler", "heun", "rk4", "dopri5", "rkc", "euler_maruyama")
+_METHODS = ("euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama")
 _DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy", "head_energy_rate", "kinetic",
                 "log_energy", "radial_shadow", "rate_residual", "rd_margin", "rd_margin_min", "summation_bound",
                 "summation_fast")

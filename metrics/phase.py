@@ -261,7 +261,9 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
         i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
     method, dt, rtol
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
-        first step and relative tolerance (``"dopri5"``; absolute tolerance ``rtol/100``).
+        first step and relative tolerance (``"dopri5"``, ``"rkc"``; absolute tolerance ``rtol/100``).
+        ``"dopri5_systems"`` gives every system of a chunk its own adaptive step (a shared step
+        moves at the pace of the system in the fastest transient: large-β USA diagrams).
     drop_settled : bool
         Stop integrating (from the accepted step they are certified at:
         :meth:`particles.Ensemble.settling`) the systems whose tokens lie in a cap of radius

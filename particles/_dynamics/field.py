@@ -8,7 +8,11 @@ A field is any object with
 3. ``__call__(t, x) -> ndarray``: the velocity at a validated state, same shape as x;
 4. optionally ``after_step(t, x)``: called by the loop at t0 and after every accepted step, so a
    field can change what it computes from there on (an ensemble whose settled systems stop
-   moving: :meth:`particles.Ensemble.settling`).
+   moving: :meth:`particles.Ensemble.settling`);
+5. optionally ``systems(idx)``: for a stack of independent systems (S, n, d), the velocity
+   ``v(ts, xs)`` of the systems ``idx`` alone at their own times (``"dopri5_systems"`` steps
+   each system on its own with it), and ``spectral_radius(t, x)``: a bound on the spectral
+   radius of the velocity's Jacobian (``"rkc"`` chooses its stages from it).
 
 :class:`~particles.MultiHead`, :class:`~particles.Ensemble` and :class:`~particles.TimeDependent`
 are fields. A plain callable ``f(t, x)`` becomes one through :class:`CallableField`, which

@@ -55,8 +55,11 @@ def simulate(
         Final time.
     dt : float
         Step (fixed-step methods) or initial step (``"dopri5"``; default (t1 − t0)/100).
-    method : {"euler", "heun", "rk4", "dopri5", "euler_maruyama"} or Stepper
-        ``"euler_maruyama"`` is required when ``kappa`` is finite. A
+    method : {"euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama"} or Stepper
+        ``"dopri5_systems"``: one adaptive step per system of a stack (fields with ``systems``,
+        e.g. :class:`Ensemble`); ``"rkc"``: Runge–Kutta–Chebyshev for stiff flows (stages grow
+        like the square root of the stiffness). ``"euler_maruyama"`` is required when ``kappa``
+        is finite. A
         :class:`~particles._dynamics.steppers.Stepper` object runs its own step in this loop (the
         mean-field schemes' JKO and integrating-factor steps do).
 

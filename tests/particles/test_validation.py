@@ -67,7 +67,7 @@ def test_bad_matrices(M, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of \['dopri5', 'euler', 'euler_maruyama', 'heun', 'rk4'\]; got 'rk5'"),
+        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of \['dopri5', 'dopri5_systems', 'euler', 'euler_maruyama', 'heun', 'rk4', 'rkc'\]; got 'rk5'"),
         (dict(method="rk4"), r"method 'rk4' is fixed-step: pass dt"),
         (dict(dt=-0.1), r"'dt' parameter of simulate must be a float in \(0.0, inf\)"),
         (dict(dt=0.1, kappa=1.0), r"kappa=1 adds noise: use method='euler_maruyama'"),
