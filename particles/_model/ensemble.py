@@ -146,8 +146,16 @@ class Ensemble:
         """The velocity of the systems ``idx`` alone, ``v(ts, xs)`` of their times (unused: the flow is
         autonomous) and tokens (len(idx), n, d): the field of a stepper that steps each system on
         its own (``"dopri5_systems"``)."""
-        sub = self if len(idx) == self.n_systems else self.subset(idx)
+        sub = self if len(idx) == self.n_systems else self._take(idx)
         return lambda ts, xs: sub._velocity(xs)
+
+    def _take(self, idx) -> Ensemble:
+        """:meth:`subset` without its checks (``idx`` valid indices): the per-system steppers build
+        one for every inner stage."""
+        new = object.__new__(Ensemble)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["beta"] = self.beta[idx]
+        return new
 
     def settled(self, x, diameter: float) -> np.ndarray:
         r"""Systems whose tokens stay within geodesic distance ``diameter`` of each other forever.
@@ -240,6 +248,10 @@ class Ensemble:
         tangent contraction :math:`2\sum_j a_{ij}` and :math:`\sum_j a_{ij}`). Cost: one
         :math:`n^2` pass, as an evaluation.
         """
+        rates = self._radii(x)
+        return None if rates is None else float(rates.max())
+
+    def _radii(self, x: np.ndarray) -> np.ndarray | None:
         if self._scalar_heads is None or not self.geom.on_sphere or x.shape[0] == 0:
             return None
         G = np.clip(x @ x.transpose(0, 2, 1), -1.0, 1.0)
@@ -256,7 +268,7 @@ class Ensemble:
                 a /= a.sum(axis=2, keepdims=True)
             c = 2.0 if usa else 4.0
             rate += abs(w) * (3.0 * a.sum(axis=2) + c * np.abs(b[:, :, 0]) * np.einsum("sij,sij->si", a, sin))
-        return float(rate.max())
+        return rate.max(axis=1)
 
     def velocity(self, x) -> np.ndarray:
         """Velocities of all systems, shape (S, n, d)."""

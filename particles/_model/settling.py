@@ -53,6 +53,7 @@ class SettlingEnsemble:
         self.settled_at = np.full(S, np.inf)
         self.system_evaluations = 0
         self._running, self._sub, self._steps = np.arange(S), ensemble, 0
+        self._is_running = np.ones(S, dtype=bool)
 
     geometry = property(lambda self: self.ensemble.geometry)
     geom = property(lambda self: self.ensemble.geom)
@@ -74,8 +75,8 @@ class SettlingEnsemble:
         """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are
         not computed), as :meth:`particles.Ensemble.systems`."""
         idx = np.asarray(idx)
-        run = np.isin(idx, self._running)
-        sub = self.ensemble.subset(idx[run]) if run.any() else None
+        run = self._is_running[idx]
+        sub = self.ensemble._take(idx[run]) if run.any() else None
         n_run = int(run.sum())
 
         def velocity(ts, xs):
@@ -104,6 +105,7 @@ class SettlingEnsemble:
         done = self.ensemble._settled(x[self._running], self.diameter)
         if done.any():
             self.settled_at[self._running[done]] = t
+            self._is_running[self._running[done]] = False
             self._running = self._running[~done]
             if self._running.size:
                 self._sub = self.ensemble.subset(self._running)

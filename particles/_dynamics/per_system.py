@@ -1,0 +1,106 @@
+"""Steppers that give every system of a stack (S, n, d) of independent systems a step of its own.
+
+A batch of systems that shares one adaptive step moves at the pace of the system in the fastest
+transient (or the stiffest cluster). These steppers cover the solve loop's outer step (which
+lands on the save times; their outer ``err`` is 0) by inner steps chosen per system from each
+system's own error estimate, each inner stage evaluating only the systems that still need it,
+through the field's optional ``systems(idx)`` (:meth:`particles.Ensemble.systems`). A field
+without it is one system.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from .._core.errors import SolverError
+from .tableaux import _A, _B5, _C, _E
+
+__all__ = ["dopri5_systems"]
+
+
+class _WholeState:
+    """A field without systems(idx) as a stack of one system (for :func:`dopri5_systems`)."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def systems(self, idx):
+        return lambda ts, xs: self.field(float(ts[0]), xs[0])[None]
+
+
+#: per-field inner steps of dopri5_systems, carried from one outer step to the next
+_INNER_STEPS = weakref.WeakKeyDictionary()
+
+
+def _inner_steps(field, h=None):
+    """The inner steps last used with ``field`` (None if none), or store ``h``; fields that cannot
+    be weakly referenced start from the outer step every time."""
+    try:
+        if h is None:
+            return _INNER_STEPS.get(field)
+        _INNER_STEPS[field] = h
+    except TypeError:
+        return None
+
+
+def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
+    r"""Dormand–Prince 5(4) with a step size of its own for every system of a stack (S, n, d).
+
+    A batch of independent systems sharing one adaptive step moves at the pace of the system in
+    the fastest transient; here the outer step (a save interval: the loop lands on its targets) is
+    covered by inner steps chosen per system, from each system's own embedded error (RMS over its
+    entries, scaled by ``atol + rtol·|x|``; accepted when <= 1; step factor
+    :math:`\mathrm{clip}(0.9\,err^{-1/5}, 0.2, 5)`), each inner stage evaluating only the systems
+    still inside the outer step (the field's ``systems(idx)``: :class:`particles.Ensemble` and
+    its settling field; ``systems(idx)`` returns ``v(ts, xs)``, the velocity of those systems at
+    their own times ts). The outer ``err`` is 0: the outer controller only lands on targets. A
+    field without ``systems`` is one system (then this is dopri5 with an I-controller inside the
+    outer step).
+    """
+    key, systems = field, getattr(field, "systems", None)
+    if not callable(systems):  # one system: the whole state (then this is dopri5 with an I-controller)
+        x, systems = x[None], _WholeState(field).systems
+    S = x.shape[0]
+    x, tau = x.copy(), np.zeros(S)
+    h = _inner_steps(key)
+    h = np.full(S, float(dt)) if h is None or h.shape != (S,) else h.copy()
+    active = np.arange(S)
+    f, k1 = systems(active), None
+    while active.size:
+        if k1 is None:
+            k1 = f(t + tau[active], x[active])
+        xa = x[active]
+        hs = np.minimum(h[active], dt - tau[active])
+        with np.errstate(over="ignore", invalid="ignore"):
+            k, hb = [k1], hs[:, None, None]
+            try:
+                for st in range(1, 7):
+                    k.append(f(t + tau[active] + _C[st] * hs, xa + hb * sum(a * kk for a, kk in zip(_A[st], k) if a != 0)))
+                y5 = xa + hb * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
+                diff = hb * sum(e * kk for e, kk in zip(_E, k))
+                err = np.sqrt(np.mean((diff / (atol + rtol * np.maximum(np.abs(xa), np.abs(y5)))) ** 2, axis=(1, 2)))
+            except SolverError:  # a stage the field refuses: every system of this trial retries shorter
+                y5, err = xa, np.full(active.size, np.inf)
+        ok = err <= 1.0
+        fac = np.where(np.isfinite(err), np.clip(0.9 * np.maximum(err, 1e-10) ** -0.2, 0.2, 5.0), 0.2)
+        _check_underflow(hs * fac, t)
+        clipped = hs < h[active]
+        h[active] = np.where(ok & clipped, np.maximum(h[active], hs * fac), hs * fac)
+        acc = active[ok]
+        x[acc] = geom.retract(y5[ok], np.zeros_like(y5[ok])) if geom.on_sphere else y5[ok]
+        tau[acc] = np.where(clipped[ok], dt, tau[acc] + hs[ok])
+        still = tau[active] < dt
+        k1 = np.where(ok[:, None, None], k[6], k1)[still] if not np.all(np.isinf(err)) else k1[still]
+        if not np.all(still):
+            active = active[still]
+            f = systems(active) if active.size else f
+    _inner_steps(key, h)
+    return (x if callable(getattr(field, "systems", None)) else x[0]), 0.0
+
+
+def _check_underflow(h, t):
+    if np.any(h < 1e-14 * max(1.0, abs(t))):
+        raise SolverError(f"step size underflow at t={t:.6g} in a system of the stack: the flow is too stiff "
+                          "or not finite here. Lower beta, or loosen rtol.")

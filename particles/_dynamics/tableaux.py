@@ -1,0 +1,92 @@
+"""Coefficients and helpers shared by the steppers of :mod:`~particles._dynamics.steppers` and
+:mod:`~particles._dynamics.per_system`: the Dormand–Prince 5(4) tableau, the Runge–Kutta–Chebyshev
+recursion and stage count, and a nonlinear power iteration for the spectral radius of a field's
+Jacobian."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+__all__ = ["RKC_MAX_STAGES", "rkc_stages"]
+
+# Dormand–Prince 5(4) tableau
+_C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1])
+_A = [
+    [],
+    [1 / 5],
+    [3 / 40, 9 / 40],
+    [44 / 45, -56 / 15, 32 / 9],
+    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
+    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
+    [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
+]
+_B5 = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
+_B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
+_E = _B5 - _B4
+
+
+#: RKC damping (Sommeijer, Shampine & Verwer 1997): the stability interval is [-0.653 s², 0]
+_RKC_DAMPING = 2.0 / 13.0
+#: most stages per step; a trial step that needs more is rejected (the controller shortens it)
+RKC_MAX_STAGES = 500
+
+
+@cache
+def _rkc_coefficients(s: int):
+    r"""Coefficients of the s-stage second-order RKC step (Verwer, Hundsdorfer & Sommeijer 1990):
+    :math:`w_0 = 1 + \epsilon/s^2`, :math:`w_1 = T_s'(w_0)/T_s''(w_0)`, :math:`b_j =
+    T_j''(w_0)/T_j'(w_0)^2` (:math:`b_0 = b_1 = b_2`), :math:`a_j = 1 - b_jT_j(w_0)`; stage j >= 2 is
+    :math:`Y_j = (1-\mu_j-\nu_j)Y_0 + \mu_jY_{j-1} + \nu_jY_{j-2} + \tilde\mu_j hF(Y_{j-1}) +
+    \tilde\gamma_j hF(Y_0)` with :math:`\mu_j = 2b_jw_0/b_{j-1}`, :math:`\nu_j = -b_j/b_{j-2}`,
+    :math:`\tilde\mu_j = 2b_jw_1/b_{j-1}`, :math:`\tilde\gamma_j = -a_{j-1}\tilde\mu_j`; the stage
+    times c_j follow the same recursion for y' = 1. Returns (mu~_1, rows (mu, nu, mu~, gamma~, c_{j-1})).
+    """
+    w0 = 1.0 + _RKC_DAMPING / s**2
+    T, dT, d2T = np.zeros(s + 1), np.zeros(s + 1), np.zeros(s + 1)
+    T[0], T[1], dT[1] = 1.0, w0, 1.0
+    for j in range(2, s + 1):
+        T[j] = 2 * w0 * T[j - 1] - T[j - 2]
+        dT[j] = 2 * T[j - 1] + 2 * w0 * dT[j - 1] - dT[j - 2]
+        d2T[j] = 4 * dT[j - 1] + 2 * w0 * d2T[j - 1] - d2T[j - 2]
+    w1 = dT[s] / d2T[s]
+    b = np.empty(s + 1)
+    b[2:] = d2T[2:] / dT[2:] ** 2
+    b[0] = b[1] = b[2]
+    a = 1.0 - b * T
+    mu1 = b[1] * w1
+    c = [0.0, mu1]
+    rows = []
+    for j in range(2, s + 1):
+        mu, nu, mut = 2 * b[j] * w0 / b[j - 1], -b[j] / b[j - 2], 2 * b[j] * w1 / b[j - 1]
+        gam = -a[j - 1] * mut
+        rows.append((mu, nu, mut, gam, c[j - 1]))
+        c.append(mu * c[j - 1] + nu * c[j - 2] + mut + gam)
+    return mu1, tuple(rows)
+
+
+def rkc_stages(h_rho: float) -> int:
+    """Stages the RKC step needs for stability when h times the spectral radius is ``h_rho``:
+    the smallest s >= 2 with 0.653 s² >= h ρ (with a stage of margin, as the RKC code)."""
+    return max(2, 1 + int(np.sqrt(1.54 * h_rho + 1.0)))
+
+
+def _power_radius(field, t, x, f0, iters: int = 20) -> float:
+    """Spectral radius of the field's Jacobian at x by nonlinear power iteration (the RKC code's
+    fallback): z <- F(x + δz) - F(x), |Δ F| / (δ|z|) -> ρ; times 1.2 for the estimate's shortfall."""
+    z = f0 if np.any(f0) else np.sin(np.arange(x.size, dtype=float)).reshape(x.shape)
+    xn = float(np.sqrt(np.sum(x * x)))
+    est = 0.0
+    for _ in range(iters):
+        zn = float(np.sqrt(np.sum(z * z)))
+        if zn == 0.0:
+            break
+        delta = np.sqrt(np.finfo(float).eps) * max(1.0, xn) / zn
+        z = field(t, x + delta * z) - f0
+        new = float(np.sqrt(np.sum(z * z))) / (delta * zn)
+        if abs(new - est) <= 0.01 * new:
+            est = new
+            break
+        est = new
+    return 1.2 * est
