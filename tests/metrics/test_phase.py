@@ -168,6 +168,20 @@ def test_dropping_settled_systems_changes_nothing(kind, t1, dt):
         np.testing.assert_allclose(fast[v], full[v], rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("method", ["dopri5_systems", "rkc"])
+def test_adaptive_methods_give_the_shared_steps_statistics(method):
+    """USA systems (beta up to 6): a step per system, or Runge-Kutta-Chebyshev with the Jacobian
+    bound, at rtol 1e-8 against the shared dopri5 step at rtol 1e-10: same statistics at every
+    save time, with and without leaving the settled systems out."""
+    opts = dict(n=8, d=3, kind="usa", t1=1.0, n_systems=12, chunk=12, n_saves=11, dt=1e-3, seed=4)
+    ref = phase_diagram([1.0, 3.0, 6.0], method="dopri5", rtol=1e-10, **opts)
+    assert 0.0 < float(ref.clustered_pairs.isel(time=-1).mean()) < 1.0
+    for drop in (True, False):
+        got = phase_diagram([1.0, 3.0, 6.0], method=method, rtol=1e-8, drop_settled=drop, **opts)
+        for v in ("clustered_pairs", "n_clusters"):
+            np.testing.assert_allclose(got[v], ref[v], rtol=0, atol=1e-12)
+
+
 def test_a_cap_is_forward_invariant(rng):
     # tokens within 0.15 of e_3 (so within 0.3 of their mean), a run at several beta: the angle to
     # e_3 never exceeds 0.15: the cap around e_3 is forward invariant
