@@ -13,7 +13,12 @@ Two budgets, for two reasons:
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_BLOCK_ELEMENTS", "WORKING_MEMORY_ELEMENTS", "rows_per_block", "row_blocks"]
+import math
+import threading
+
+import numpy as np
+
+__all__ = ["DEFAULT_BLOCK_ELEMENTS", "WORKING_MEMORY_ELEMENTS", "rows_per_block", "row_blocks", "Workspace"]
 
 #: entries of one (block x n) logit tile; 2**18 doubles = 2 MiB stays in cache
 DEFAULT_BLOCK_ELEMENTS = 2**18
@@ -39,3 +44,22 @@ def row_blocks(m: int, n: int, elements: int | None = None):
     """
     step = rows_per_block(m, n, elements)
     return [slice(start, min(m, start + step)) for start in range(0, m, step)]
+
+
+class Workspace(threading.local):
+    """Per-thread buffers keyed by name, grown when a larger one is asked for: a call asks for
+    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it).
+    A buffer above ``keep`` entries is not kept (a fresh array each call): a thread never holds
+    more than a few working-memory tiles after its last call."""
+
+    def __init__(self, keep: int = WORKING_MEMORY_ELEMENTS):
+        self._bufs, self.keep, self.busy = {}, keep, False
+
+    def get(self, name: str, shape: tuple) -> np.ndarray:
+        size = math.prod(shape)
+        if size > self.keep:
+            return np.empty(shape)
+        buf = self._bufs.get(name)
+        if buf is None or buf.size < size:
+            buf = self._bufs[name] = np.empty(size)
+        return buf[:size].reshape(shape)

@@ -12,7 +12,10 @@ A field is any object with
 5. optionally ``systems(idx)``: for a stack of independent systems (S, n, d), the velocity
    ``v(ts, xs)`` of the systems ``idx`` alone at their own times (``"dopri5_systems"`` steps
    each system on its own with it), and ``spectral_radius(t, x)``: a bound on the spectral
-   radius of the velocity's Jacobian (``"rkc"`` chooses its stages from it).
+   radius of the velocity's Jacobian (``"rkc"`` chooses its stages from it);
+6. optionally ``reads_state_only = True``: the field keeps no reference to the state it is called
+   with and caches nothing by its identity, so ``"rk4"`` may pass its stage states in reused
+   buffers (fields that cache their last evaluation by identity must not set it).
 
 :class:`~particles.MultiHead`, :class:`~particles.Ensemble` and :class:`~particles.TimeDependent`
 are fields. A plain callable ``f(t, x)`` becomes one through :class:`CallableField`, which

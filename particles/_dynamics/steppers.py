@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.blocking import Workspace
 from .._core.errors import SolverError
+from .._core.sphere import _normalize, _retract
 from .per_system import dopri5_systems as _dopri5_systems
 from .tableaux import _A, _B5, _C, _E, RKC_MAX_STAGES, _power_radius, _rkc_coefficients, rkc_stages
 
@@ -64,14 +66,44 @@ def euler(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     return geom.retract(x, dt * field(t, x)), None
 
 
+#: stage buffers of rk4, per thread: at states of ~1e5 entries a fresh state-sized temporary per
+#: operation costs page faults comparable to the arithmetic (measured: 20 % of an RK4 step of
+#: 2048 circle systems of 32 tokens)
+_RK4_WORK = Workspace()
+
+
 @_register(order=4)
 def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
-    """Classical Runge–Kutta 4 in ambient space, then retraction."""
-    k1 = field(t, x)
-    k2 = field(t + dt / 2, x + (dt / 2) * k1)
-    k3 = field(t + dt / 2, x + (dt / 2) * k2)
-    k4 = field(t + dt, x + dt * k3)
-    return geom.retract(x, (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)), None
+    """Classical Runge–Kutta 4 in ambient space, then retraction.
+
+    For a field with ``reads_state_only`` (it keeps no reference to, and caches nothing by the
+    identity of, the state it is called with: :class:`particles.Ensemble`) the stage states and
+    the increment of a float64 state live in reused per-thread buffers; other fields (e.g. those
+    that cache their last evaluation by identity) get fresh arrays.
+    """
+    if not getattr(field, "reads_state_only", False) or x.dtype != np.float64 or _RK4_WORK.busy:
+        k1 = field(t, x)
+        k2 = field(t + dt / 2, x + (dt / 2) * k1)
+        k3 = field(t + dt / 2, x + (dt / 2) * k2)
+        k4 = field(t + dt, x + dt * k3)
+        return geom.retract(x, (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)), None
+    _RK4_WORK.busy = True  # a nested call (from inside the field) takes the path above
+    try:
+        y, acc, tmp = (_RK4_WORK.get(name, x.shape) for name in ("y", "acc", "tmp"))
+        k = field(t, x)
+        np.multiply(k, dt / 6, out=acc)
+        for c, w in ((dt / 2, dt / 3), (dt / 2, dt / 3), (dt, dt / 6)):
+            np.multiply(k, c, out=y)
+            y += x
+            k = field(t + c, y)
+            np.multiply(k, w, out=tmp)
+            acc += tmp
+        if geom.retract is _retract:  # R_x(v) = (x + v)/|x + v| with one fresh array, not two
+            acc += x
+            return _normalize(acc), None
+        return geom.retract(x, acc), None
+    finally:
+        _RK4_WORK.busy = False
 
 
 @_register(order=2)

@@ -77,6 +77,8 @@ class Ensemble:
     geometry: str = "sphere"
     chunk: int = 2048
     batched = True
+    #: the velocity keeps no reference to its input (steppers may reuse their stage buffers)
+    reads_state_only = True
 
     def __post_init__(self):
         M = check_square_stack(self.M, "M", caller="Ensemble")

@@ -24,35 +24,13 @@ or the whole-stack row-wise work before and after the chunks (no gain, within no
 
 from __future__ import annotations
 
-import math
-import threading
-
 import numpy as np
 
-from .._core.blocking import WORKING_MEMORY_ELEMENTS
+from .._core.blocking import Workspace
 from .._core.sphere import FEW_COORDS, _project_tangent
 from .._summation.exact import _UNDERFLOW, HeadSums, _finish
 
 __all__ = ["exp_sums", "Workspace", "WORK"]
-
-
-class Workspace(threading.local):
-    """Per-thread buffers keyed by name, grown when a larger one is asked for: a call asks for
-    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it).
-    A buffer above ``keep`` entries is not kept (a fresh array each call): a thread never holds
-    more than a few working-memory tiles after its last call."""
-
-    def __init__(self, keep: int = WORKING_MEMORY_ELEMENTS):
-        self._bufs, self.keep = {}, keep
-
-    def get(self, name: str, shape: tuple) -> np.ndarray:
-        size = math.prod(shape)
-        if size > self.keep:
-            return np.empty(shape)
-        buf = self._bufs.get(name)
-        if buf is None or buf.size < size:
-            buf = self._bufs[name] = np.empty(size)
-        return buf[:size].reshape(shape)
 
 
 #: the buffers of this thread (a velocity evaluation never calls another one)

@@ -55,6 +55,7 @@ class SettlingEnsemble:
         self._running, self._sub, self._steps = np.arange(S), ensemble, 0
         self._is_running = np.ones(S, dtype=bool)
 
+    reads_state_only = True  # as the Ensemble's velocity
     geometry = property(lambda self: self.ensemble.geometry)
     geom = property(lambda self: self.ensemble.geom)
 
