@@ -72,7 +72,10 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
         if k1 is None:
             k1 = f(t + tau[active], x[active])
         xa = x[active]
-        hs = np.minimum(h[active], dt - tau[active])
+        remaining = dt - tau[active]
+        # the last step takes the rest of the interval, a round-off sliver (< 1e-9 of it) included
+        clipped = h[active] >= remaining * (1 - 1e-9)
+        hs = np.where(clipped, remaining, h[active])
         with np.errstate(over="ignore", invalid="ignore"):
             k, hb = [k1], hs[:, None, None]
             try:
@@ -85,8 +88,7 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
                 y5, err = xa, np.full(active.size, np.inf)
         ok = err <= 1.0
         fac = np.where(np.isfinite(err), np.clip(0.9 * np.maximum(err, 1e-10) ** -0.2, 0.2, 5.0), 0.2)
-        _check_underflow(hs * fac, t)
-        clipped = hs < h[active]
+        _check_underflow((hs * fac)[~ok], t)
         h[active] = np.where(ok & clipped, np.maximum(h[active], hs * fac), hs * fac)
         acc = active[ok]
         x[acc] = geom.retract(y5[ok], np.zeros_like(y5[ok])) if geom.on_sphere else y5[ok]
