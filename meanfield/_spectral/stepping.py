@@ -8,7 +8,8 @@ import numpy as np
 
 from particles import SaveAt, simulate
 from particles._dynamics.field import SchemeState
-from particles._dynamics.steppers import _A, _C, _E, Stepper
+from particles._dynamics.steppers import Stepper
+from particles._dynamics.tableaux import _A, _C, _E
 from particles.validation import SolverError
 
 # the Dormand–Prince 5(4) tableau of the particle stepper (nodes, stages, 5th minus embedded 4th order)

@@ -67,18 +67,19 @@ def _project_tangent(x, v):
     return out
 
 
-def _normalize(y):
+def _normalize(y, out=None):
     norm = np.sqrt(_rowdot(y, y))
     if not _few(y):
-        return y / norm[..., None]
-    out = np.empty(y.shape, dtype=np.result_type(y, norm))
+        return np.divide(y, norm[..., None], out=out)
+    out = np.empty(y.shape, dtype=np.result_type(y, norm)) if out is None else out
     for c in range(y.shape[-1]):
         np.divide(y[..., c], norm, out=out[..., c])
     return out
 
 
 def _retract(x, v):
-    return _normalize(x + v)
+    y = x + v  # fresh: normalised in place (a second state-sized array costs page faults at large states)
+    return _normalize(y, out=y) if np.issubdtype(y.dtype, np.floating) else _normalize(y)
 
 
 def _exp_map(x, v):

@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from .._core.errors import SolverError
-from .tableaux import _A, _B5, _C, _E
+from .tableaux import dp_stages, scaled_rms
 
 __all__ = ["dopri5_systems"]
 
@@ -60,7 +60,8 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
     outer step).
     """
     key, systems = field, getattr(field, "systems", None)
-    if not callable(systems):  # one system: the whole state (then this is dopri5 with an I-controller)
+    single = not callable(systems)
+    if single:  # one system: the whole state (then this is dopri5 with an I-controller)
         x, systems = x[None], _WholeState(field).systems
     S = x.shape[0]
     x, tau = x.copy(), np.zeros(S)
@@ -69,23 +70,19 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
     active = np.arange(S)
     f, k1 = systems(active), None
     while active.size:
+        xa, ta = x[active], t + tau[active]
         if k1 is None:
-            k1 = f(t + tau[active], x[active])
-        xa = x[active]
+            k1 = f(ta, xa)
         remaining = dt - tau[active]
         # the last step takes the rest of the interval, a round-off sliver (< 1e-9 of it) included
         clipped = h[active] >= remaining * (1 - 1e-9)
         hs = np.where(clipped, remaining, h[active])
         with np.errstate(over="ignore", invalid="ignore"):
-            k, hb = [k1], hs[:, None, None]
             try:
-                for st in range(1, 7):
-                    k.append(f(t + tau[active] + _C[st] * hs, xa + hb * sum(a * kk for a, kk in zip(_A[st], k) if a != 0)))
-                y5 = xa + hb * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
-                diff = hb * sum(e * kk for e, kk in zip(_E, k))
-                err = np.sqrt(np.mean((diff / (atol + rtol * np.maximum(np.abs(xa), np.abs(y5)))) ** 2, axis=(1, 2)))
+                y5, diff, k = dp_stages(f, xa, hs[:, None, None], k1, lambda c, ta=ta, hs=hs: ta + c * hs)
+                err = scaled_rms(diff, xa, y5, rtol, atol, axis=(1, 2))
             except SolverError:  # a stage the field refuses: every system of this trial retries shorter
-                y5, err = xa, np.full(active.size, np.inf)
+                y5, err, k = xa, np.full(active.size, np.inf), None
         ok = err <= 1.0
         fac = np.where(np.isfinite(err), np.clip(0.9 * np.maximum(err, 1e-10) ** -0.2, 0.2, 5.0), 0.2)
         _check_underflow((hs * fac)[~ok], t)
@@ -94,12 +91,12 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
         x[acc] = geom.retract(y5[ok], np.zeros_like(y5[ok])) if geom.on_sphere else y5[ok]
         tau[acc] = np.where(clipped[ok], dt, tau[acc] + hs[ok])
         still = tau[active] < dt
-        k1 = np.where(ok[:, None, None], k[6], k1)[still] if not np.all(np.isinf(err)) else k1[still]
+        k1 = (k1 if k is None else np.where(ok[:, None, None], k[6], k1))[still]
         if not np.all(still):
             active = active[still]
             f = systems(active) if active.size else f
     _inner_steps(key, h)
-    return (x if callable(getattr(field, "systems", None)) else x[0]), 0.0
+    return (x[0] if single else x), 0.0
 
 
 def _check_underflow(h, t):

@@ -27,9 +27,8 @@ import numpy as np
 
 from .._core.blocking import Workspace
 from .._core.errors import SolverError
-from .._core.sphere import _normalize, _retract
 from .per_system import dopri5_systems as _dopri5_systems
-from .tableaux import _A, _B5, _C, _E, RKC_MAX_STAGES, _power_radius, _rkc_coefficients, rkc_stages
+from .tableaux import RKC_MAX_STAGES, _power_radius, _rkc_coefficients, dp_stages, rkc_stages, scaled_rms
 
 __all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama"]
 
@@ -98,9 +97,6 @@ def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
             k = field(t + c, y)
             np.multiply(k, w, out=tmp)
             acc += tmp
-        if geom.retract is _retract:  # R_x(v) = (x + v)/|x + v| with one fresh array, not two
-            acc += x
-            return _normalize(acc), None
         return geom.retract(x, acc), None
     finally:
         _RK4_WORK.busy = False
@@ -125,20 +121,15 @@ def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10,
     ``err`` is the RMS of the embedded difference scaled by ``atol + rtol·|x|``; the
     step is accepted when ``err <= 1``.
     """
-    k = [field(t, x)]  # at the accepted state: a failure here is the flow's, and is raised
+    k1 = field(t, x)  # at the accepted state: a failure here is the flow's, and is raised
     # a trial step that is far too long may overflow in its stages: it is not an error,
     # the estimate comes out non-finite (or a field refuses the stage) and the controller rejects the step
     with np.errstate(over="ignore", invalid="ignore"):
         try:
-            for s in range(1, 7):
-                y = x + dt * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)
-                k.append(field(t + _C[s] * dt, y))
+            y5, diff, _ = dp_stages(field, x, dt, k1, lambda c: t + c * dt)
         except SolverError:
             return x, float("inf")
-        y5 = x + dt * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
-        diff = dt * sum(e * kk for e, kk in zip(_E, k))
-        scale = atol + rtol * np.maximum(np.abs(x), np.abs(y5))
-        err = float(np.sqrt(np.mean((diff / scale) ** 2)))
+        err = float(scaled_rms(diff, x, y5, rtol, atol))
     return geom.retract(y5, np.zeros_like(y5)) if geom.on_sphere else y5, err
 
 
@@ -172,9 +163,7 @@ def rkc(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **
             f1 = field(t + dt, y)
         except SolverError:
             return x, float("inf")
-        est = (12.0 * (x - y) + (6.0 * dt) * (f0 + f1)) / 15.0
-        scale = atol + rtol * np.maximum(np.abs(x), np.abs(y))
-        err = float(np.sqrt(np.mean((est / scale) ** 2)))
+        err = float(scaled_rms((12.0 * (x - y) + (6.0 * dt) * (f0 + f1)) / 15.0, x, y, rtol, atol))
     return geom.retract(y, np.zeros_like(y)) if geom.on_sphere else y, err
 
 

@@ -27,6 +27,24 @@ _B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 /
 _E = _B5 - _B4
 
 
+def dp_stages(f, x, h, k1, time):
+    r"""The Dormand–Prince 5(4) step from x with step h (a float, or an array broadcasting per
+    system) and first stage k1: the fifth-order solution, the embedded difference
+    :math:`h\sum_i e_ik_i` and the stages (the last one is f at the new point: first same as
+    last). ``time(c)`` is the time of the stage at fraction c of the step."""
+    k = [k1]
+    for s in range(1, 7):
+        k.append(f(time(_C[s]), x + h * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)))
+    y5 = x + h * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
+    return y5, h * sum(e * kk for e, kk in zip(_E, k)), k
+
+
+def scaled_rms(e, x, y, rtol, atol, axis=None):
+    """The adaptive steppers' error norm: the RMS of e scaled by ``atol + rtol·max(|x|, |y|)``
+    (over ``axis``; all entries by default)."""
+    return np.sqrt(np.mean((e / (atol + rtol * np.maximum(np.abs(x), np.abs(y)))) ** 2, axis=axis))
+
+
 #: RKC damping (Sommeijer, Shampine & Verwer 1997): the stability interval is [-0.653 s², 0]
 _RKC_DAMPING = 2.0 / 13.0
 #: most stages per step; a trial step that needs more is rejected (the controller shortens it)

@@ -24,7 +24,7 @@ that can no longer change stop moving in the field :meth:`Ensemble.settling`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class Ensemble:
                 f"keep of Ensemble.subset must be a boolean mask of shape ({S},) or non-empty integer indices in "
                 f"[0, {S}); got {keep!r}."
             )
-        return replace(self, beta=self.beta[keep])
+        return self._take(keep)
 
     def systems(self, idx):
         """The velocity of the systems ``idx`` alone, ``v(ts, xs)`` of their times (unused: the flow is
@@ -152,8 +152,8 @@ class Ensemble:
         return lambda ts, xs: sub._velocity(xs)
 
     def _take(self, idx) -> Ensemble:
-        """:meth:`subset` without its checks (``idx`` valid indices): the per-system steppers build
-        one for every inner stage."""
+        """:meth:`subset` without its checks (``idx`` valid indices or mask; the heads were checked
+        once): the per-system steppers build one whenever their active set shrinks."""
         new = object.__new__(Ensemble)
         new.__dict__.update(self.__dict__)
         new.__dict__["beta"] = self.beta[idx]

@@ -53,7 +53,6 @@ class SettlingEnsemble:
         self.settled_at = np.full(S, np.inf)
         self.system_evaluations = 0
         self._running, self._sub, self._steps = np.arange(S), ensemble, 0
-        self._is_running = np.ones(S, dtype=bool)
 
     reads_state_only = True  # as the Ensemble's velocity
     geometry = property(lambda self: self.ensemble.geometry)
@@ -76,7 +75,7 @@ class SettlingEnsemble:
         """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are
         not computed), as :meth:`particles.Ensemble.systems`."""
         idx = np.asarray(idx)
-        run = self._is_running[idx]
+        run = np.isin(idx, self._running)
         sub = self.ensemble._take(idx[run]) if run.any() else None
         n_run = int(run.sum())
 
@@ -106,7 +105,6 @@ class SettlingEnsemble:
         done = self.ensemble._settled(x[self._running], self.diameter)
         if done.any():
             self.settled_at[self._running[done]] = t
-            self._is_running[self._running[done]] = False
             self._running = self._running[~done]
             if self._running.size:
                 self._sub = self.ensemble.subset(self._running)

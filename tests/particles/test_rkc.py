@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from particles import STEPPERS, Ensemble, MultiHead, SaveAt, SolverError, sample_uniform, simulate
 from particles._core.sphere import GEOMETRIES
-from particles._dynamics.steppers import _rkc_coefficients, rkc_stages
+from particles._dynamics.tableaux import _rkc_coefficients, rkc_stages
 
 
 def _amplification(z, s):
@@ -34,6 +34,24 @@ def test_second_order_and_last_stage_time(s):
     # the stage times rise to 1 along the recursion (the last one evaluated, c_{s-1}, is below 1)
     cs = [row[4] for row in _rkc_coefficients(s)[1]]
     assert np.all(np.diff(cs) > 0) and 0 < cs[-1] < 1
+
+
+@pytest.mark.parametrize("s_hint", [0.0, 30.0, 3000.0])
+def test_stage_times_integrate_time_exactly(s_hint):
+    """y' = t + λ·0 on flat space: a second-order step with the right stage times c_j gives
+    y(h) = h²/2 exactly, whatever the stage count (wrong c_j, e.g. all zero, give 0)."""
+
+    class Clock:
+        geometry, geom = "flat", GEOMETRIES["flat"]
+
+        def spectral_radius(self, t, x):
+            return s_hint  # forces 2, ~9 or ~69 stages at h = 1
+
+        def __call__(self, t, x):
+            return np.full_like(x, t)
+
+    y, _ = STEPPERS["rkc"](Clock(), 0.0, np.zeros((1, 1)), 1.0, GEOMETRIES["flat"])
+    assert y[0, 0] == pytest.approx(0.5, abs=1e-12)
 
 
 def test_global_order_two_on_skew_flow(rng):
