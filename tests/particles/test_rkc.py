@@ -45,7 +45,7 @@ def test_stage_times_integrate_time_exactly(s_hint):
         geometry, geom = "flat", GEOMETRIES["flat"]
 
         def spectral_radius(self, t, x):
-            return s_hint  # forces 2, ~9 or ~69 stages at h = 1
+            return s_hint  # 2, 7 or 68 stages at h = 1
 
         def __call__(self, t, x):
             return np.full_like(x, t)
