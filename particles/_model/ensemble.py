@@ -62,6 +62,14 @@ class Ensemble:
     chunk : int
         Systems per evaluation chunk.
 
+    Notes
+    -----
+    Off the sphere (the stages of an explicit stepper) a USA velocity is evaluated at
+    :math:`x_i/\|x_i\|`: the field is extended as a function of the direction only, so the radial
+    direction carries no dynamics. The polynomial extension contracts radially at rate
+    :math:`2\sum_j a_{ij}`, :math:`2e^\beta m/n` in a USA cluster of m tokens, a stiffness of
+    the extension, not of the flow (softmax rows sum to one: rate <= 2, kept as it is).
+
     Examples
     --------
     >>> ens = Ensemble(np.eye(2), beta=[1.0, 5.0])
@@ -246,9 +254,10 @@ class Ensemble:
         .. math:: \rho(J) \le \max_i \sum_h |w_h|\sum_j a^h_{ij}\,(3 + c\,\beta|m_h|\,s_{ij}),
                   \qquad c = 2\ (\text{USA}),\ 4\ (\text{softmax}).
 
-        In a tight cluster :math:`s_{ij}\to 0` and the bound is 3/2 of the true rate (normal and
-        tangent contraction :math:`2\sum_j a_{ij}` and :math:`\sum_j a_{ij}`). Cost: one
-        :math:`n^2` pass, as an evaluation.
+        In a tight cluster :math:`s_{ij}\to 0` and the bound is 3/2 of the true rate for softmax
+        (normal and tangent contraction :math:`2\sum_j a_{ij}` and :math:`\sum_j a_{ij}`) and 3x
+        for USA, whose field depends on the directions only (class Notes: no normal
+        contraction). Cost: one :math:`n^2` pass, as an evaluation.
         """
         rates = self._radii(x)
         return None if rates is None else float(rates.max())
@@ -280,33 +289,39 @@ class Ensemble:
         return self._velocity(x)
 
     def _velocity(self, x: np.ndarray) -> np.ndarray:
-        S, n, d = x.shape
         out = np.empty_like(x)
-        for s0 in range(0, S, self.chunk):
-            sl = slice(s0, min(S, s0 + self.chunk))
+        radial_free = self.kind == "usa" and self.geom.on_sphere
+        for s0 in range(0, x.shape[0], self.chunk):
+            sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]
-            if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
-                out[sl] = self._scalar_velocity(xs, self.beta[sl], s0)
-                continue
-            b = self.beta[sl][:, None, None]
-            v = np.zeros_like(xs)
-            for h in range(self.M.shape[0]):
-                m, w = _scalar(self.M[h]), _scalar(self.W[h])
-                # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
-                left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
-                if self.kind in ("softmax", "usa"):
-                    # the exact pass of the summation layer on the batch axis (shift, no overflow)
-                    f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
-                    v += f @ self.W[h].T if w is None else w * f
-                    continue
-                T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
-                if self.kind == "relu":
-                    v += (T @ xs) @ self.W[h].T / n
-                else:
-                    tot = T.sum(axis=2, keepdims=True)
-                    v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
-            out[sl] = self.geom.project_tangent(xs, v)
+            if radial_free:  # the direction only (class Notes): no radial stiffness off the sphere
+                xs = xs / np.sqrt(np.einsum("snd,snd->sn", xs, xs))[..., None]
+            out[sl] = self._chunk_velocity(xs, s0)
         return out
+
+    def _chunk_velocity(self, xs: np.ndarray, s0: int) -> np.ndarray:
+        n = xs.shape[1]
+        sl = slice(s0, s0 + xs.shape[0])
+        if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
+            return self._scalar_velocity(xs, self.beta[sl], s0)
+        b = self.beta[sl][:, None, None]
+        v = np.zeros_like(xs)
+        for h in range(self.M.shape[0]):
+            m, w = _scalar(self.M[h]), _scalar(self.W[h])
+            # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
+            left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
+            if self.kind in ("softmax", "usa"):
+                # the exact pass of the summation layer on the batch axis (shift, no overflow)
+                f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
+                v += f @ self.W[h].T if w is None else w * f
+                continue
+            T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
+            if self.kind == "relu":
+                v += (T @ xs) @ self.W[h].T / n
+            else:
+                tot = T.sum(axis=2, keepdims=True)
+                v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
+        return self.geom.project_tangent(xs, v)
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int) -> np.ndarray:
         """Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels."""

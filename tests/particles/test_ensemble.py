@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from particles import Ensemble, MultiHead, simulate
 
@@ -53,7 +55,8 @@ def test_scalar_heads_skip_their_gemm_and_agree(rng, kind):
     v = Ensemble(M, W, beta=betas, kind=kind).velocity(x)
     for s, beta in enumerate(betas):
         ref = MultiHead(M, W, beta=beta, kind=kind, summation="exact").velocity(x[s])
-        np.testing.assert_allclose(v[s], ref, rtol=1e-12, atol=1e-13 * max(1.0, np.abs(ref).max()))
+        # USA renormalises its unit tokens (round-off 1e-16, times beta |s| ~ 40 in the exps)
+        np.testing.assert_allclose(v[s], ref, rtol=1e-11, atol=1e-13 * max(1.0, np.abs(ref).max()))
 
 
 @pytest.mark.parametrize("kind", ["softmax", "usa"])
@@ -89,3 +92,36 @@ def test_workspace_reuses_buffers_and_keeps_none_beyond_its_budget():
     assert np.shares_memory(a, b) and b.shape == (3, 2)
     big = work.get("b", (11, 10))  # above the budget: a fresh array, not retained
     assert big.shape == (11, 10) and not np.shares_memory(big, work.get("b", (11, 10)))
+
+
+@given(seed=st.integers(0, 2**31), scalar=st.booleans(), beta=st.floats(0.0, 9.0))
+@settings(max_examples=30, deadline=None)
+def test_usa_field_depends_on_directions_only(seed, scalar, beta):
+    """Off the sphere (an explicit stage) the USA velocity is the one at x_i/|x_i|: degree-0
+    homogeneous in every token, so the radial direction has no dynamics."""
+    r = np.random.default_rng(seed)
+    S, n, d = 2, 6, 3
+    M = np.eye(d) * 1.3 if scalar else r.standard_normal((d, d))
+    ens = Ensemble(M, beta=[beta, 0.5 * beta], kind="usa")
+    x = r.standard_normal((S, n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    off = x * r.uniform(0.8, 1.25, (S, n, 1))
+    v = ens.velocity(x)
+    np.testing.assert_allclose(ens(0.0, off), v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
+
+
+def test_usa_tight_cluster_contracts_tangentially_only():
+    """A tight USA cluster of m = n tokens: the Jacobian of the ambient field has its largest
+    eigenvalues at -e^beta m/n (the tangent contraction, twice per token in d = 3 minus the
+    common motion) and a zero eigenvalue per token (radial); the polynomial extension would add
+    -2 e^beta m/n per token (normal contraction)."""
+    from tests.particles.test_rkc import _jacobian
+
+    x = np.array([[1.0, 1e-4, 0.0], [1.0, -1e-4, 0.0], [1.0, 0.0, 1e-4], [1.0, 0.0, -1e-4]])[None]
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    beta = 6.0
+    ev = np.linalg.eigvals(_jacobian(Ensemble(np.eye(3), beta=[beta], kind="usa"), x, h=1e-8)).real
+    rate = np.exp(beta)  # sum_j a_ij = e^beta m / n with m = n
+    ev = np.sort(ev)
+    np.testing.assert_allclose(ev[:6], -rate, rtol=1e-3)  # 3 relative tangent modes x 2 tangent dims
+    np.testing.assert_allclose(ev[6:], 0.0, atol=1e-3 * rate)  # 4 radial + 2 common tangent
