@@ -12,7 +12,7 @@ their standard error); USA, whose rate grows like e^beta, with Dormand-Prince at
 step 1e-4) and a step of its own for every system ("dopri5_systems": a shared adaptive step
 moves at the pace of the system in the fastest transient). On 64 systems at beta = 3, 6, 9
 (d = 8) every system's clustered-pair fraction at every save time equals the one of a shared
-dopri5 step at rtol 1e-8, for 1.4x, 5.4x and 2.3x fewer evaluations. Every system
+dopri5 step at rtol 1e-8, for 1.3x, 5.7x and 4.5x fewer evaluations. Every system
 is simulated in min(d, n) coordinates (the span of the tokens is invariant
 when M = W = I), so d = 128 and d = 1024 cost the same as d = 32.
 

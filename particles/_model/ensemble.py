@@ -162,7 +162,7 @@ class Ensemble:
     def _take(self, idx) -> Ensemble:
         """:meth:`subset` without its checks (``idx`` valid indices or mask; the heads were checked
         once): the per-system steppers build one whenever their active set shrinks."""
-        new = object.__new__(Ensemble)
+        new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.__dict__["beta"] = self.beta[idx]
         return new
