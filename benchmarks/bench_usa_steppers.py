@@ -46,7 +46,9 @@ class _Polynomial(Ensemble):
     """The USA field at x itself off the sphere (no x/|x|): the extension Ensemble replaced."""
 
     def _velocity(self, x):
-        return self._chunk_velocity(x, 0)
+        out = np.empty_like(x)
+        self._scalar_velocity(x, self.beta, 0, out)  # the fused pass on x itself (S <= chunk here)
+        return out
 
 
 def run(x0, beta, method, rtol):

@@ -27,16 +27,35 @@ _B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 /
 _E = _B5 - _B4
 
 
+#: the rows of _A as a matrix (stage s combines the first s stages)
+_A_MAT = np.array([row + [0.0] * (7 - len(row)) for row in _A])
+
+
 def dp_stages(f, x, h, k1, time):
     r"""The Dormand–Prince 5(4) step from x with step h (a float, or an array broadcasting per
     system) and first stage k1: the fifth-order solution, the embedded difference
-    :math:`h\sum_i e_ik_i` and the stages (the last one is f at the new point: first same as
-    last). ``time(c)`` is the time of the stage at fraction c of the step."""
-    k = [k1]
+    :math:`h\sum_i e_ik_i` and the stages (an array (7, *x.shape); the last one is f at the new
+    point: first same as last). ``time(c)`` is the time of the stage at fraction c of the step.
+
+    The stages live in one array, so each combination :math:`x + h\sum_j a_{sj}k_j` is one
+    matrix-vector pass over them and two in-place updates (a sum of scaled temporaries costs
+    about ten passes, more than the evaluations themselves for small batched systems)."""
+    K = np.empty((7,) + x.shape, dtype=np.result_type(x, k1))
+    K[0] = k1
+    flat = K.reshape(7, -1)
+
+    def combine(coef, s):
+        out = (coef[:s] @ flat[:s]).reshape(x.shape)
+        out *= h
+        return out
+
     for s in range(1, 7):
-        k.append(f(time(_C[s]), x + h * sum(a * kk for a, kk in zip(_A[s], k) if a != 0)))
-    y5 = x + h * sum(b * kk for b, kk in zip(_B5, k) if b != 0)
-    return y5, h * sum(e * kk for e, kk in zip(_E, k)), k
+        stage = combine(_A_MAT[s], s)
+        stage += x
+        K[s] = f(time(_C[s]), stage)
+    y5 = combine(_B5, 7)
+    y5 += x
+    return y5, combine(_E, 7), K
 
 
 def scaled_rms(e, x, y, rtol, atol, axis=None):

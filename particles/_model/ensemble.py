@@ -295,15 +295,17 @@ class Ensemble:
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]
             if radial_free:  # the direction only (class Notes): no radial stiffness off the sphere
-                xs = xs / np.sqrt(np.einsum("snd,snd->sn", xs, xs))[..., None]
-            out[sl] = self._chunk_velocity(xs, s0)
+                norm = np.sqrt(np.einsum("snd,snd->sn", xs, xs))[..., None]
+                xs = np.divide(xs, norm, out=WORK.get("unit", xs.shape))
+            if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
+                self._scalar_velocity(xs, self.beta[sl], s0, out[sl])
+            else:
+                out[sl] = self._chunk_velocity(xs, s0)
         return out
 
     def _chunk_velocity(self, xs: np.ndarray, s0: int) -> np.ndarray:
         n = xs.shape[1]
         sl = slice(s0, s0 + xs.shape[0])
-        if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
-            return self._scalar_velocity(xs, self.beta[sl], s0)
         b = self.beta[sl][:, None, None]
         v = np.zeros_like(xs)
         for h in range(self.M.shape[0]):
@@ -323,14 +325,17 @@ class Ensemble:
                 v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
         return self.geom.project_tangent(xs, v)
 
-    def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int) -> np.ndarray:
-        """Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels."""
-        v = None
-        for m, w in self._scalar_heads:
+    def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray) -> None:
+        """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (each f_h is
+        a workspace buffer, consumed in place before the next head's pass)."""
+        for k, (m, w) in enumerate(self._scalar_heads):
             f = _exp_output(self.kind, exp_sums(xs, beta * m, WORK, self.kind == "usa", self.geom.on_sphere), s0)
-            f = f if w == 1.0 else w * f
-            v = f if v is None else v + f
-        return v
+            if w != 1.0:
+                f *= w
+            if k == 0:
+                dest[...] = f
+            else:
+                dest += f
 
 
 def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
@@ -346,7 +351,8 @@ def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
             f"USA head of Ensemble overflows float64 in system {s}: the log of its largest row weight is "
             f"{top:.1f} > {LOG_OVERFLOW:g}; lower beta (or use kind='softmax')."
         )
-    return np.exp(logscale)[..., None] * sums.mean
+    sums.mean[...] *= np.exp(logscale)[..., None]  # in place: the sums are the caller's to consume
+    return sums.mean
 
 
 def _scalar(A: np.ndarray):

@@ -9,8 +9,9 @@ with the Cauchy–Schwarz shift :math:`c = |a|\max_j\|x_j\|^2` of the system (no
 overflow; rows that underflow under it are redone with their exact maximum by the exact
 summation pass). The shift rides along the logit GEMM as an extra column,
 ``[a x_i, -c] · [x_j, 1]``, and being one per system it keeps E symmetric; the
-logits, the exps and the sums live in per-thread buffers that are reused across calls (a fresh
-S n² temporary per stage costs page faults comparable to the exps). For d <= 4 the row-wise work
+logits, the exps, the sums and the means live in per-thread buffers that are reused across calls
+(a fresh S n² or S n d temporary per stage costs page faults comparable to the exps: at d = 32
+they were more than half of an evaluation). For d <= 4 the row-wise work
 (norms, the extra columns, the normalisation) runs coordinate by coordinate: numpy then runs one
 strided loop over all S n rows instead of one inner loop of d entries per row.
 
@@ -59,6 +60,12 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
         Return :math:`P_{x_i}(S_i/Z_i) = S_i/Z_i - \langle x_i, S_i/Z_i\rangle x_i` as ``mean`` (the
         projection is linear, so it commutes with the USA scale and the sum over heads; it is
         done here on the contiguous coordinate rows, in the order of the sphere's projection).
+
+    Returns
+    -------
+    HeadSums
+        ``mean`` is a buffer of ``work``: valid until the next call with the same workspace (the
+        caller consumes it first; the rows the exact pass redoes come back as fresh arrays).
     """
     S, n, d = x.shape
     few = d <= FEW_COORDS
@@ -84,7 +91,7 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
         sums = _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
         return HeadSums(mean=_project_tangent(x, sums.mean), logz=sums.logz) if tangent else sums
-    mean = np.empty((S, n, d))
+    mean = work.get("mean", (S, n, d))
     if few:
         m = out[:, :d]  # (S, d, n): rows of one coordinate, contiguous
         np.divide(m, z[:, None], out=m)
@@ -98,6 +105,7 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
             mean[..., c] = m[:, c]
     else:
         np.divide(out[:, :d], z[:, None], out=mean.transpose(0, 2, 1))
-        if tangent:
-            mean = _project_tangent(x, mean)
+        if tangent:  # in place: a fresh (S, n, d) product costs page faults comparable to the GEMMs
+            along = np.multiply(x, np.einsum("snd,snd->sn", x, mean)[..., None], out=work.get("along", (S, n, d)))
+            mean -= along
     return HeadSums(mean=mean, logz=shift[:, None] + np.log(z) if logz else None)
