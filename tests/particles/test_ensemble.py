@@ -125,3 +125,25 @@ def test_usa_tight_cluster_contracts_tangentially_only():
     ev = np.sort(ev)
     np.testing.assert_allclose(ev[:6], -rate, rtol=1e-3)  # 3 relative tangent modes x 2 tangent dims
     np.testing.assert_allclose(ev[6:], 0.0, atol=1e-3 * rate)  # 4 radial + 2 common tangent
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+@pytest.mark.parametrize("d", [2, 8])
+def test_velocities_do_not_alias_the_kernel_buffers(rng, kind, d):
+    """The fused pass works in per-thread buffers: a returned velocity stays what it was after
+    later evaluations (two heads, chunks of 3), and equals a fresh ensemble's."""
+    S, n = 7, 5
+    M = np.stack([0.7 * np.eye(d), -0.4 * np.eye(d)])
+    W = np.stack([1.0 * np.eye(d), 0.5 * np.eye(d)])
+    x1, x2 = (rng.standard_normal((S, n, d)) for _ in range(2))
+    x1 /= np.linalg.norm(x1, axis=-1, keepdims=True)
+    x2 /= np.linalg.norm(x2, axis=-1, keepdims=True)
+    ens = Ensemble(M, W, beta=np.linspace(0.5, 6.0, S), kind=kind, chunk=3)
+    v1 = ens.velocity(x1)
+    kept = v1.copy()
+    v2 = ens.velocity(x2)
+    np.testing.assert_array_equal(v1, kept)
+    assert not np.shares_memory(v1, v2)
+    for s in range(S):
+        ref = MultiHead(M, W, beta=ens.beta[s], kind=kind, summation="exact").velocity(x2[s])
+        np.testing.assert_allclose(v2[s], ref, rtol=1e-11, atol=1e-13 * max(1.0, np.abs(ref).max()))
