@@ -40,13 +40,15 @@ from metrics import phase_diagram
 FULL = {
     "n": 32, "dims": [8, 128, 1024], "n_systems": 2048, "n_saves": 61,
     "softmax": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 90), "t1": 30.0, "method": "rk4", "dt": 0.5, "rtol": 1e-6},
-    "usa": {"chunk": 64, "betas": np.linspace(0.1, 9.0, 90), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6},
+    "usa": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 90), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6,
+            "merge": 1e-6},
 }
 # quick: fewer systems and betas; USA up to beta = 5 (its cost grows like e^beta)
 QUICK = {
     "n": 32, "dims": [8, 128, 1024], "n_systems": 24, "n_saves": 31,
     "softmax": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 12), "t1": 30.0, "method": "rk4", "dt": 0.5, "rtol": 1e-6},
-    "usa": {"chunk": 64, "betas": np.linspace(0.1, 5.0, 6), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6},
+    "usa": {"chunk": 64, "betas": np.linspace(0.1, 5.0, 6), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6,
+            "merge": 1e-6},
 }
 
 
@@ -83,7 +85,7 @@ def run(cfg, args, out):
             t = time.perf_counter()
             ds = phase_diagram(k["betas"], n=cfg["n"], d=d, kind=kind, t1=k["t1"], n_systems=n_systems,
                                chunk=k["chunk"], n_saves=cfg["n_saves"], method=k["method"], dt=k["dt"], rtol=k["rtol"],
-                               seed=0, engine=engine, max_workers=args.workers)
+                               merge=k.get("merge", 0.0), seed=0, engine=engine, max_workers=args.workers)
             seconds = time.perf_counter() - t
             ds.attrs["elapsed_seconds"] = seconds
             ds.to_netcdf(out / f"phase_diagram_{kind}_d{d}.nc", engine="netcdf4")

@@ -144,7 +144,8 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
                      chunk=settings["batch"])
     if settings["drop_settled"]:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
-        field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6))
+        field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6),
+                               merge=settings.get("merge", 0.0))
 
     def save_fn(t, x):
         row = {}
@@ -224,8 +225,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
                   n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
                   statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
                   init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
-                  drop_settled: bool = True, seed: int | None = 0, engine="serial", max_workers: int | None = None,
-                  store=None, progress: bool = False) -> xr.Dataset:
+                  drop_settled: bool = True, merge: float = 0.0, seed: int | None = 0, engine="serial",
+                  max_workers: int | None = None, store=None, progress: bool = False) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
@@ -270,6 +271,13 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
         :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
         moves each token towards a convex combination of the others), so their statistics stay
         1 (all pairs clustered, one cluster); the results are those of the full integration.
+    merge : float
+        0 (default): the exact flow. ``merge = δ`` (with ``drop_settled``): tokens of a system that
+        come closer than δ (chordal) at an accepted step join for good and move as one token of
+        their group's mass (``Ensemble.settling(..., merge=δ)``): a clustered USA system at large
+        β then stops paying for the stiff contraction of its clusters and for the n² pairs of what
+        are a few points. Positions move by O(δ); with δ = 1e-6 the example's statistics are those
+        of the exact flow (benchmarks/bench_usa_steppers.py).
     seed : int or None
         Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
     engine, max_workers, store, progress
@@ -292,9 +300,15 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     (betas, n, d, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, dt, rtol) = _validate(
         betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol)
     drop_settled = check_bool(drop_settled, "drop_settled", "phase_diagram")
+    merge = check_param(merge, "merge", "phase_diagram", low=0.0, high=0.1)
+    if merge and not drop_settled:
+        raise InvalidParameterError("merge of phase_diagram works in the settling field: pass drop_settled=True "
+                                    f"with merge={merge:g}, or merge=0.")
     chunks = _chunks(n_systems, chunk)
     settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
                 "init": init, "chunks": chunks, "rtol": rtol, "batch": 256, "drop_settled": drop_settled}
+    if merge:  # (absent when 0: the cells of stores written before the option keep their keys)
+        settings["merge"] = merge
     settings["key"] = json.dumps({k: v for k, v in settings.items()}, sort_keys=True)
     sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,

@@ -214,13 +214,16 @@ class Ensemble:
         diameter = check_param(diameter, "diameter", "Ensemble.settled", low=0.0, high=np.pi, low_open=True)
         return self._settled(self.check_x(x), diameter)
 
-    def settling(self, diameter: float, check_every: int = 1):
+    def settling(self, diameter: float, check_every: int = 1, merge: float = 0.0):
         """This ensemble as a field whose systems stop moving once :meth:`settled` certifies them
         (diameter ``diameter``; tested at t0 and every ``check_every`` accepted steps): a
-        :class:`~particles._model.settling.SettlingEnsemble` for :func:`particles.simulate`."""
+        :class:`~particles._model.settling.SettlingEnsemble` for :func:`particles.simulate`.
+        ``merge = δ > 0`` (scalar heads, m_h >= 0): at every accepted step the tokens of a running
+        system closer than δ (chordal) join for good and move as one token of their group's mass
+        (:mod:`~particles._model.merging`)."""
         from .settling import SettlingEnsemble
 
-        return SettlingEnsemble(self, diameter, check_every)
+        return SettlingEnsemble(self, diameter, check_every, merge)
 
     def _check_settling(self, caller: str = "Ensemble.settled") -> None:
         """Raise ValueError unless the hypotheses of :meth:`settled` hold (sphere, W_h = μ_h I, μ_h >= 0)."""
@@ -288,7 +291,9 @@ class Ensemble:
     def __call__(self, t, x):
         return self._velocity(x)
 
-    def _velocity(self, x: np.ndarray) -> np.ndarray:
+    def _velocity(self, x: np.ndarray, weights=None, n=None) -> np.ndarray:
+        """The velocity of x; with ``weights`` (S, k) (scalar heads only), the field of tokens of
+        the given masses among n (:class:`~particles._model.merging.Groups`)."""
         out = np.empty_like(x)
         radial_free = self.kind == "usa" and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
@@ -298,7 +303,7 @@ class Ensemble:
                 norm = np.sqrt(np.einsum("snd,snd->sn", xs, xs))[..., None]
                 xs = np.divide(xs, norm, out=WORK.get("unit", xs.shape))
             if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
-                self._scalar_velocity(xs, self.beta[sl], s0, out[sl])
+                self._scalar_velocity(xs, self.beta[sl], s0, out[sl], None if weights is None else weights[sl], n)
             else:
                 out[sl] = self._chunk_velocity(xs, s0)
         return out
@@ -325,11 +330,14 @@ class Ensemble:
                 v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
         return self.geom.project_tangent(xs, v)
 
-    def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray) -> None:
+    def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
+                         n=None) -> None:
         """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (each f_h is
         a workspace buffer, consumed in place before the next head's pass)."""
+        n = xs.shape[1] if n is None else n
         for k, (m, w) in enumerate(self._scalar_heads):
-            f = _exp_output(self.kind, exp_sums(xs, beta * m, WORK, self.kind == "usa", self.geom.on_sphere), s0)
+            sums = exp_sums(xs, beta * m, WORK, self.kind == "usa", self.geom.on_sphere, weights)
+            f = _exp_output(self.kind, sums, s0, n)
             if w != 1.0:
                 f *= w
             if k == 0:
@@ -338,12 +346,12 @@ class Ensemble:
                 dest += f
 
 
-def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
+def _exp_output(kind: str, sums, s0: int, n: int | None = None) -> np.ndarray:
     r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`,
     the scale :math:`Z_i/n` taken from :math:`\log Z_i` (never an overflowing exp)."""
     if kind == "softmax":
         return sums.mean
-    logscale = sums.logz - np.log(sums.mean.shape[1])
+    logscale = sums.logz - np.log(sums.mean.shape[1] if n is None else n)
     top = float(logscale.max())
     if top > LOG_OVERFLOW:
         s = s0 + int(np.unravel_index(np.argmax(logscale), logscale.shape)[0])

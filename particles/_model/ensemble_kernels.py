@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.blocking import Workspace
+from .._core.errors import SolverError
 from .._core.sphere import FEW_COORDS, _project_tangent
 from .._summation.exact import _UNDERFLOW, HeadSums, _finish
 
@@ -38,7 +39,8 @@ __all__ = ["exp_sums", "Workspace", "WORK"]
 WORK = Workspace()
 
 
-def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent: bool = False) -> HeadSums:
+def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent: bool = False,
+             weights=None) -> HeadSums:
     r""":math:`S_i/Z_i` (and :math:`\log Z_i` if ``logz``) of the logits :math:`a_s\langle x_i, x_j\rangle`.
 
     One shift per system, :math:`c = |a|\max_j\|x_j\|^2 \ge a\langle x_i, x_j\rangle` (Cauchy–Schwarz),
@@ -60,6 +62,10 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
         Return :math:`P_{x_i}(S_i/Z_i) = S_i/Z_i - \langle x_i, S_i/Z_i\rangle x_i` as ``mean`` (the
         projection is linear, so it commutes with the USA scale and the sum over heads; it is
         done here on the contiguous coordinate rows, in the order of the sphere's projection).
+    weights : ndarray of shape (S, n), optional
+        Source masses :math:`w_j`: the sums are :math:`\sum_j w_jE_{ij}[x_j, 1]` (tokens standing
+        for groups of coincident ones). Needs every :math:`a \ge 0` (then :math:`Z_i \ge w_iE_{ii}`
+        does not underflow for a token of positive mass).
 
     Returns
     -------
@@ -86,8 +92,12 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
     Yt[:, d] = 1.0
     E = np.matmul(La, Yt, out=work.get("logits", (S, n, n)))
     np.exp(E, out=E)
-    out = np.matmul(Yt, E, out=work.get("sums", (S, d + 1, n)))  # E symmetric: (E Y)^T = Y^T E
+    Yw = Yt if weights is None else np.multiply(Yt, weights[:, None, :], out=work.get("weighted", Yt.shape))
+    out = np.matmul(Yw, E, out=work.get("sums", (S, d + 1, n)))  # E symmetric: (E Y)^T = Y^T E
     z = out[:, d]
+    if weights is not None and not z.min() > _UNDERFLOW:  # the exact pass below knows no weights
+        raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
+                          "merge needs score heads m_h >= 0.")
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
         sums = _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
         return HeadSums(mean=_project_tangent(x, sums.mean), logz=sums.logz) if tangent else sums

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.validation import check_param
+from .._core.validation import InvalidParameterError, check_param
+from .merging import Groups
 
 __all__ = ["SettlingEnsemble"]
 
@@ -43,16 +44,18 @@ class SettlingEnsemble:
     ([6.5, inf], 53)
     """
 
-    def __init__(self, ensemble, diameter: float, check_every: int = 1):
+    def __init__(self, ensemble, diameter: float, check_every: int = 1, merge: float = 0.0):
         caller = "Ensemble.settling"
         ensemble._check_settling(caller)  # the hypotheses of the certificate, before any work
         self.ensemble = ensemble
         self.diameter = check_param(diameter, "diameter", caller, low=0.0, high=np.pi, low_open=True)
         self.check_every = check_param(check_every, "check_every", caller, low=1, integer=True)
+        self.merge = _check_merge(ensemble, merge, caller)
         S = ensemble.n_systems
         self.settled_at = np.full(S, np.inf)
         self.system_evaluations = 0
         self._running, self._sub, self._steps = np.arange(S), ensemble, 0
+        self.groups = None  # merge > 0: the Groups of the tokens, from the first accepted state
 
     reads_state_only = True  # as the Ensemble's velocity
     geometry = property(lambda self: self.ensemble.geometry)
@@ -65,11 +68,15 @@ class SettlingEnsemble:
         run = self._running
         self.system_evaluations += run.size
         if run.size == x.shape[0]:
-            return self._sub._velocity(x)
+            return self._velocity(self._sub, run, x)
         v = np.zeros_like(x)
         if run.size:
-            v[run] = self._sub._velocity(x[run])
+            v[run] = self._velocity(self._sub, run, x[run])
         return v
+
+    def _velocity(self, sub, idx, x):
+        """The velocity of the systems ``idx`` (``sub`` holds exactly those), through their groups."""
+        return sub._velocity(x) if self.groups is None else self.groups.velocity(sub, idx, x)
 
     def systems(self, idx):
         """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are
@@ -82,10 +89,10 @@ class SettlingEnsemble:
         def velocity(ts, xs):
             self.system_evaluations += n_run
             if n_run == idx.size:
-                return sub._velocity(xs)
+                return self._velocity(sub, idx, xs)
             v = np.zeros_like(xs)
             if sub is not None:
-                v[run] = sub._velocity(xs[run])
+                v[run] = self._velocity(sub, idx[run], xs[run])
             return v
 
         return velocity
@@ -100,6 +107,10 @@ class SettlingEnsemble:
     def after_step(self, t: float, x: np.ndarray) -> None:
         """Certify the running systems of the accepted state x at t (every ``check_every`` steps)."""
         self._steps += 1
+        if self.merge and self._running.size:
+            if self.groups is None:
+                self.groups = Groups(*x.shape[:2], self.merge)
+            self.groups.update(self._running, x[self._running])
         if (self._steps - 1) % self.check_every or not self._running.size:
             return
         done = self.ensemble._settled(x[self._running], self.diameter)
@@ -108,3 +119,19 @@ class SettlingEnsemble:
             self._running = self._running[~done]
             if self._running.size:
                 self._sub = self.ensemble.subset(self._running)
+
+
+def _check_merge(ensemble, merge, caller: str) -> float:
+    """``merge`` of the settling field: 0, or a chordal distance in [1e-7, 0.1] for scalar heads
+    with m_h >= 0 (the weighted pass of the merged groups)."""
+    merge = check_param(merge, "merge", caller, low=0.0, high=0.1)
+    if merge == 0:
+        return 0.0
+    if merge < 1e-7:
+        raise InvalidParameterError(f"merge of {caller} must be 0 or in [1e-7, 0.1]; got {merge:g}: float64 "
+                                    "Gram entries do not resolve smaller distances. Use merge=1e-6.")
+    heads = ensemble._scalar_heads
+    if heads is None or any(m < 0 for m, _ in heads):
+        raise InvalidParameterError(f"merge of {caller} needs scalar heads M_h = m_h I, W_h = w_h I with m_h >= 0 "
+                                    "and kind 'softmax' or 'usa'; this ensemble has other heads. Use merge=0.")
+    return merge
