@@ -13,6 +13,8 @@ system's clustered-pair fraction (<x_i, x_j> >= 0.999) at any save time against 
 - ``dopri5_systems (polynomial)``: the same on the polynomial extension of the USA field off the
   sphere (the velocity at x itself, not at x/|x|: the field before the direction-only
   extension of ``Ensemble``), whose radial contraction 2 e^beta m/n bounds an explicit step;
+- ``dopri5_systems (merge 1e-6)``: the same with the tokens that come within 1e-6 of each other
+  at an accepted step joined for good (``Ensemble.settling(..., merge=1e-6)``, the example's setting);
 - ``rkc`` at rtol 1e-5: Runge-Kutta-Chebyshev with the Jacobian bound of ``Ensemble``, shared step.
 
 A second table integrates the first ``--single`` systems one at a time at the largest beta
@@ -39,7 +41,7 @@ from particles import Ensemble, SaveAt, simulate  # noqa: E402
 
 RHO_C = 0.999
 CONFIGS = [("dopri5", 1e-8), ("dopri5", 1e-6), ("dopri5_systems", 1e-6), ("dopri5_systems (polynomial)", 1e-6),
-           ("rkc", 1e-5)]
+           ("dopri5_systems (merge 1e-6)", 1e-6), ("rkc", 1e-5)]
 
 
 class _Polynomial(Ensemble):
@@ -56,7 +58,9 @@ def run(x0, beta, method, rtol):
     S = x0.shape[0]
     method, _, variant = method.partition(" ")
     cls = _Polynomial if variant == "(polynomial)" else Ensemble
-    field = cls(np.eye(x0.shape[2]), beta=np.full(S, beta), kind="usa").settling(np.arccos(RHO_C) * (1 - 1e-6))
+    merge = 1e-6 if variant == "(merge 1e-6)" else 0.0
+    field = cls(np.eye(x0.shape[2]), beta=np.full(S, beta), kind="usa").settling(np.arccos(RHO_C) * (1 - 1e-6),
+                                                                                 merge=merge)
     save = SaveAt(ts=np.linspace(0.0, 1.0, 61), x=False, fn=lambda t, x: {"pairs": _pair_fraction(x, RHO_C)})
     t = time.perf_counter()
     traj = simulate(x0, field, t1=1.0, dt=1e-4, method=method, rtol=rtol, atol=rtol * 1e-2, save=save)

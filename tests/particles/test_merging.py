@@ -1,0 +1,99 @@
+"""Merged coincident tokens (Ensemble.settling(merge=δ)): the groups, the weighted pass, the flow."""
+
+import numpy as np
+import pytest
+
+from particles import Ensemble, SaveAt, simulate
+from particles._model.merging import Groups
+from particles.validation import InvalidParameterError
+
+
+def _unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_groups_join_chains_and_never_split():
+    e = np.eye(3)
+    # tokens 0, 2 and 4 form a chain (0-2 and 2-4 within delta, 0-4 not); 1 and 3 apart
+    x = _unit(np.array([e[0], e[1], e[0] + 0.8e-6 * e[1], e[2], e[0] + 1.6e-6 * e[1]]))[None]
+    g = Groups(1, 5, 1e-6)
+    g.update(np.array([0]), x)
+    np.testing.assert_array_equal(g.rep[0], [0, 1, 0, 3, 0])
+    assert g.n_eff[0] == 3
+    np.testing.assert_array_equal(g.order[0, :3], [0, 1, 3])
+    np.testing.assert_array_equal(g.mass[0], [3, 1, 1, 0, 0])
+    np.testing.assert_array_equal(g.slot[0], [0, 1, 0, 2, 0])
+    np.testing.assert_array_equal(g.size[0], [3, 1, 0, 1, 0])
+    g.update(np.array([0]), _unit(np.array([e[0], e[1], e[2], e[2] + e[1], -e[0]]))[None])  # all apart now
+    np.testing.assert_array_equal(g.rep[0], [0, 1, 0, 3, 0])  # a group never splits
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+@pytest.mark.parametrize("d", [2, 8])
+@pytest.mark.parametrize("sizes", [[2] * 6, [6, 6], [2] + [1] * 10])
+def test_merged_velocity_is_the_flow_of_coincident_tokens(rng, kind, d, sizes):
+    """Systems whose n = 12 tokens coincide in groups of the given sizes: the merged field
+    (representatives weighted by their group sizes: few groups take the gathered path, 11 groups
+    the weighted full state) equals the plain velocity of the coincident tokens."""
+    S, n = 3, sum(sizes)
+    pts = _unit(rng.standard_normal((S, len(sizes), d)))
+    x = np.repeat(pts, sizes, axis=1)
+    x = np.take_along_axis(x, rng.permuted(np.tile(np.arange(n), (S, 1)), axis=1)[..., None], axis=1)
+    heads = np.stack([0.9 * np.eye(d), 0.3 * np.eye(d)])
+    ens = Ensemble(heads, np.stack([np.eye(d), 0.5 * np.eye(d)]), beta=[0.5, 3.0, 8.0], kind=kind)
+    field = ens.settling(1e-3, merge=1e-6)
+    field.after_step(0.0, x)
+    assert np.all(field.groups.n_eff == len(sizes))
+    v = field(0.0, x)
+    ref = ens.velocity(x)
+    np.testing.assert_allclose(v, ref, rtol=1e-11, atol=1e-12 * np.abs(ref).max())
+
+
+def test_merged_usa_flow_keeps_the_statistics_with_fewer_evaluations(rng):
+    """Clustered USA systems at beta = 9 (d = 8, n = 32, T = 1): merging at 1e-6 gives the same
+    clustered-pair fraction at every save time as the exact flow, with under half its velocity
+    evaluations (the stiff contraction of formed clusters is gone)."""
+    from metrics.phase import _initial, _pair_fraction
+
+    x0 = _initial(6, 32, 8, "uniform", np.random.default_rng(1))
+    save = SaveAt(ts=np.linspace(0.0, 1.0, 21), x=False, fn=lambda t, x: {"pairs": _pair_fraction(x, 0.999)})
+    runs = {}
+    for merge in (0.0, 1e-6):
+        field = Ensemble(np.eye(8), beta=np.full(6, 9.0), kind="usa").settling(0.0447, merge=merge)
+        traj = simulate(x0, field, t1=1.0, dt=1e-4, method="dopri5_systems", rtol=1e-6, atol=1e-8, save=save)
+        runs[merge] = (np.asarray(traj.saved["pairs"]), field.system_evaluations)
+    np.testing.assert_array_equal(runs[1e-6][0], runs[0.0][0])
+    assert runs[0.0][0][-1].min() > 0  # clusters did form
+    assert runs[1e-6][1] < 0.5 * runs[0.0][1]
+
+
+def test_merge_rejects_what_it_cannot_do():
+    ens = Ensemble(np.eye(3), beta=[1.0], kind="usa")
+    with pytest.raises(InvalidParameterError, match="merge"):
+        ens.settling(1e-3, merge=1e-9)
+    with pytest.raises(InvalidParameterError, match="m_h >= 0"):
+        Ensemble(-np.eye(3), W=np.eye(3), beta=[1.0], kind="usa").settling(1e-3, merge=1e-6)
+    with pytest.raises(InvalidParameterError, match="scalar heads"):
+        Ensemble(np.diag([1.0, 2.0, 3.0]), W=np.eye(3), beta=[1.0]).settling(1e-3, merge=1e-6)
+    from metrics import phase_diagram
+
+    with pytest.raises(InvalidParameterError, match="drop_settled"):
+        phase_diagram([1.0], n=4, d=3, n_systems=2, drop_settled=False, merge=1e-6)
+
+
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [2] + [1] * 10])
+def test_near_coincident_members_move_with_their_representative(rng, sizes):
+    """Tokens within delta of each other (not equal): every member takes its representative's
+    velocity exactly (the group moves rigidly), on the gathered and on the full-state path."""
+    S, n, d = 2, sum(sizes), 5
+    pts = _unit(rng.standard_normal((S, len(sizes), d)))
+    x = _unit(np.repeat(pts, sizes, axis=1) + 1e-8 * rng.standard_normal((S, n, d)))
+    field = Ensemble(np.eye(d), beta=[2.0, 6.0], kind="usa").settling(1e-3, merge=1e-6)
+    field.after_step(0.0, x)
+    v = field(0.0, x)
+    rep = field.groups.rep
+    np.testing.assert_array_equal(v, np.take_along_axis(v, rep[..., None], axis=1))
+    assert np.any(rep != np.arange(n))
+    plain = Ensemble(np.eye(d), beta=[2.0, 6.0], kind="usa").velocity(x)
+    assert not np.array_equal(v, plain)
+    np.testing.assert_allclose(v, plain, atol=1e-5 * np.abs(plain).max())
