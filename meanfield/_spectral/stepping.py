@@ -9,11 +9,11 @@ import numpy as np
 from particles import SaveAt, simulate
 from particles._dynamics.field import SchemeState
 from particles._dynamics.steppers import Stepper
-from particles._dynamics.tableaux import _A, _C, _E
+from particles._dynamics.tableaux import _A as _DP_A  # the particle stepper's Dormand-Prince 5(4) tableau:
+from particles._dynamics.tableaux import _C as _DP_C  # stages, nodes, and 5th minus embedded 4th order
+from particles._dynamics.tableaux import _E as _DP_E
 from particles.validation import SolverError
 
-# the Dormand–Prince 5(4) tableau of the particle stepper (nodes, stages, 5th minus embedded 4th order)
-_DP_C, _DP_A, _DP_E = _C, _A, _E
 _EPS = np.finfo(float).eps
 
 

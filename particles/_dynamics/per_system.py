@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from .._core.errors import SolverError
-from .tableaux import dp_stages, scaled_rms
+from .tableaux import dp_stages, onto, scaled_rms
 
 __all__ = ["dopri5_systems"]
 
@@ -88,7 +88,7 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
         _check_underflow((hs * fac)[~ok], t)
         h[active] = np.where(ok & clipped, np.maximum(h[active], hs * fac), hs * fac)
         acc = active[ok]
-        x[acc] = geom.retract(y5[ok], np.zeros_like(y5[ok])) if geom.on_sphere else y5[ok]
+        x[acc] = onto(geom, y5[ok])
         tau[acc] = np.where(clipped[ok], dt, tau[acc] + hs[ok])
         still = tau[active] < dt
         k1 = (k1 if k is None else np.where(ok[:, None, None], k[6], k1))[still]

@@ -28,7 +28,7 @@ import numpy as np
 from .._core.blocking import Workspace
 from .._core.errors import SolverError
 from .per_system import dopri5_systems as _dopri5_systems
-from .tableaux import RKC_MAX_STAGES, _power_radius, _rkc_coefficients, dp_stages, rkc_stages, scaled_rms
+from .tableaux import RKC_MAX_STAGES, _power_radius, _rkc_coefficients, dp_stages, onto, rkc_stages, scaled_rms
 
 __all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama"]
 
@@ -130,7 +130,7 @@ def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10,
         except SolverError:
             return x, float("inf")
         err = float(scaled_rms(diff, x, y5, rtol, atol))
-    return geom.retract(y5, np.zeros_like(y5)) if geom.on_sphere else y5, err
+    return onto(geom, y5), err
 
 
 @_register(order=2, adaptive=True, error_order=2)
@@ -164,7 +164,7 @@ def rkc(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **
         except SolverError:
             return x, float("inf")
         err = float(scaled_rms((12.0 * (x - y) + (6.0 * dt) * (f0 + f1)) / 15.0, x, y, rtol, atol))
-    return geom.retract(y, np.zeros_like(y)) if geom.on_sphere else y, err
+    return onto(geom, y), err
 
 
 @_register(order=1, strong_order=0.5, stochastic=True)

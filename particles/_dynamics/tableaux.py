@@ -58,6 +58,12 @@ def dp_stages(f, x, h, k1, time):
     return y5, combine(_E, 7), K
 
 
+def onto(geom, y):
+    """An adaptive step's new state y on the manifold: retracted (normalised) on the sphere, as is
+    in flat space (the increment is already in y)."""
+    return geom.retract(y, np.zeros_like(y)) if geom.on_sphere else y
+
+
 def scaled_rms(e, x, y, rtol, atol, axis=None):
     """The adaptive steppers' error norm: the RMS of e scaled by ``atol + rtol·max(|x|, |y|)``
     (over ``axis``; all entries by default)."""

@@ -95,10 +95,10 @@ def exp_sums(x: np.ndarray, a: np.ndarray, work: Workspace, logz: bool, tangent:
     Yw = Yt if weights is None else np.multiply(Yt, weights[:, None, :], out=work.get("weighted", Yt.shape))
     out = np.matmul(Yw, E, out=work.get("sums", (S, d + 1, n)))  # E symmetric: (E Y)^T = Y^T E
     z = out[:, d]
-    if weights is not None and not z.min() > _UNDERFLOW:  # the exact pass below knows no weights
-        raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
-                          "merge needs score heads m_h >= 0.")
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
+        if weights is not None:  # the exact pass knows no weights
+            raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
+                              "merge needs score heads m_h >= 0.")
         sums = _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
         return HeadSums(mean=_project_tangent(x, sums.mean), logz=sums.logz) if tangent else sums
     mean = work.get("mean", (S, n, d))
