@@ -10,14 +10,14 @@ time would be dominated by Python overhead.
 Cost and memory: O(S n² H) exps per evaluation, done in chunks of ``chunk`` systems, so
 memory is O(chunk · n²). Softmax logits are shifted by the Cauchy–Schwarz bound
 :math:`\beta\|M^\top x_i\|` (no max pass, no overflow); USA heads take the same shifted pass
-and scale its mean by :math:`Z_i/n = e^{\log Z_i}/n` (a :class:`particles.SolverError` names the
-system when :math:`\log Z_i` passes the float64 range). The sums are always
+and scale its sums by :math:`e^c/n` (c the shift; a :class:`particles.SolverError` names the
+system when a row weight :math:`\log(Z_i/n)` passes the float64 range). The sums are always
 exact: at n ≲ 100 per system the NUFFT set-up of :mod:`particles.summation` costs more than
 the n² exps it would save, so the fast path does not help here.
 
 Scalar heads (M_h = m_h I, W_h = w_h I, softmax or USA: the phase-diagram case) take the fused
-pass of :mod:`~particles._model.ensemble_kernels`: one shift per system keeps the exps symmetric,
-both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
+pass of :mod:`~particles._model.ensemble_kernels`: one shift per system (a scalar pass over the
+logits), both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
 that can no longer change stop moving in the field :meth:`Ensemble.settling`
 (:meth:`Ensemble.settled`).
 """
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.errors import SolverError
 from .._core.sphere import FEW_COORDS, GEOMETRIES, _rowdot
 from .._core.validation import (
     InvalidParameterError,
@@ -39,8 +38,7 @@ from .._core.validation import (
     check_square_stack,
 )
 from .._summation.exact import batched_exp_sums
-from .ensemble_kernels import WORK, exp_sums
-from .kinds import LOG_OVERFLOW
+from .ensemble_kernels import WORK, scalar_head, usa_scale
 
 __all__ = ["Ensemble"]
 
@@ -303,7 +301,8 @@ class Ensemble:
                 norm = np.sqrt(np.einsum("snd,snd->sn", xs, xs))[..., None]
                 xs = np.divide(xs, norm, out=WORK.get("unit", xs.shape))
             if self._scalar_heads is not None:  # tangent already on the sphere; flat: no projection
-                self._scalar_velocity(xs, self.beta[sl], s0, out[sl], None if weights is None else weights[sl], n)
+                self._scalar_velocity(xs, self.beta[sl], s0, out[sl], None if weights is None else weights[sl], n,
+                                      unit=radial_free)
             else:
                 out[sl] = self._chunk_velocity(xs, s0)
         return out
@@ -331,36 +330,29 @@ class Ensemble:
         return self.geom.project_tangent(xs, v)
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
-                         n=None) -> None:
-        """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (each f_h is
-        a workspace buffer, consumed in place before the next head's pass)."""
+                         n=None, unit: bool = False) -> None:
+        """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
+        head writes into dest, the others from a workspace buffer)."""
         n = xs.shape[1] if n is None else n
+        usa_n = n if self.kind == "usa" else None
         for k, (m, w) in enumerate(self._scalar_heads):
-            sums = exp_sums(xs, beta * m, WORK, self.kind == "usa", self.geom.on_sphere, weights)
-            f = _exp_output(self.kind, sums, s0, n)
-            if w != 1.0:
-                f *= w
+            f = scalar_head(xs, beta * m, WORK, usa_n=usa_n, tangent=self.geom.on_sphere, weights=weights,
+                            unit=unit, s0=s0, out=dest if k == 0 else None)
             if k == 0:
-                dest[...] = f
+                if w != 1.0:
+                    dest *= w
+            elif w != 1.0:
+                dest += w * f
             else:
                 dest += f
 
 
-def _exp_output(kind: str, sums, s0: int, n: int | None = None) -> np.ndarray:
-    r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`,
-    the scale :math:`Z_i/n` taken from :math:`\log Z_i` (never an overflowing exp)."""
+def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
+    r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`
+    (:func:`~particles._model.ensemble_kernels.usa_scale`)."""
     if kind == "softmax":
         return sums.mean
-    logscale = sums.logz - np.log(sums.mean.shape[1] if n is None else n)
-    top = float(logscale.max())
-    if top > LOG_OVERFLOW:
-        s = s0 + int(np.unravel_index(np.argmax(logscale), logscale.shape)[0])
-        raise SolverError(
-            f"USA head of Ensemble overflows float64 in system {s}: the log of its largest row weight is "
-            f"{top:.1f} > {LOG_OVERFLOW:g}; lower beta (or use kind='softmax')."
-        )
-    sums.mean[...] *= np.exp(logscale)[..., None]  # in place: the sums are the caller's to consume
-    return sums.mean
+    return usa_scale(sums.mean, sums.logz, sums.mean.shape[1], s0)
 
 
 def _scalar(A: np.ndarray):

@@ -36,12 +36,27 @@ def test_ensemble_trajectories_equal_single_runs(rng):
         np.testing.assert_allclose(run.x[-1, s], one.x[-1], atol=1e-12)
 
 
-def test_ensemble_usa_overflow_names_the_system(rng):
+@pytest.mark.parametrize("d", [3, 7])  # the coordinate-major (d <= 4) and the token-major pass
+def test_ensemble_usa_overflow_names_the_system(rng, d):
     from particles import SolverError
 
-    x = np.tile(np.eye(3)[None, :2], (2, 1, 1))
+    x = np.tile(np.eye(d)[None, :2], (3, 1, 1))
     with pytest.raises(SolverError, match="system 1"):
-        Ensemble(np.eye(3), beta=[1.0, 800.0], kind="usa").velocity(x)
+        Ensemble(np.eye(d), beta=[1.0, 800.0, 2.0], kind="usa").velocity(x)
+
+
+@pytest.mark.parametrize("d", [3, 7])
+def test_usa_rows_scaled_one_by_one_when_the_shift_passes_float64(d):
+    """A negative USA head on flat tokens: the Cauchy–Schwarz shift (900) is past the float64
+    range, every row's weight (log Z_i ~ 450) is not, so the output is scaled row by row."""
+    x = np.zeros((1, 3, d))
+    x[0, 0, 0], x[0, 1, 0], x[0, 2, :2] = 10.0, -5.0, (-5.0, 1.0)  # every row's largest logit is 450
+    M = -np.eye(d)
+    v = Ensemble(M, beta=[9.0], kind="usa", geometry="flat").velocity(x)
+    ref = MultiHead(M, beta=9.0, kind="usa", geometry="flat", summation="exact").velocity(x[0])
+    assert np.all(np.isfinite(v)) and np.abs(ref).max() > 1e150
+    # entries 1e-196 of their row's largest one fall under the one shift of the system: norm-wise
+    np.testing.assert_allclose(v[0], ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
 
 
 @pytest.mark.parametrize("kind", ["softmax", "usa"])
