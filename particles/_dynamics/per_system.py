@@ -30,73 +30,120 @@ class _WholeState:
         return lambda ts, xs: self.field(float(ts[0]), xs[0])[None]
 
 
-#: per-field inner steps of dopri5_systems, carried from one outer step to the next
-_INNER_STEPS = weakref.WeakKeyDictionary()
+#: per-field state of dopri5_systems carried from one outer step to the next (:class:`_Carry`)
+_CARRY = weakref.WeakKeyDictionary()
+
+#: Shampine's quartic interpolant of the Dormand–Prince step (the dense output of scipy's RK45 and
+#: Hairer's DOPRI5): y(t0 + θh) = y0 + h Σ_i K_i (P_i · [θ, θ², θ³, θ⁴])
+_DENSE = np.array([
+    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+    [0, 0, 0, 0],
+    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
 
 
-def _inner_steps(field, h=None):
-    """The inner steps last used with ``field`` (None if none), or store ``h``; fields that cannot
-    be weakly referenced start from the outer step every time."""
-    try:
-        if h is None:
-            return _INNER_STEPS.get(field)
-        _INNER_STEPS[field] = h
-    except TypeError:
-        return None
+class _Carry:
+    """Where each system of a stack is: its last accepted point (t, x, possibly past the last
+    target), its next step h, and the step that crossed the last target (start, length, start
+    state, stages), for the interpolant; with the target and state handed out last."""
+
+    def __init__(self, t, x, h):
+        S = x.shape[0]
+        self.t, self.x, self.h = np.full(S, float(t)), x.copy(), h
+        self.seg_t, self.seg_h, self.seg_x = np.zeros(S), np.ones(S), x.copy()
+        self.seg_k = np.zeros((7,) + x.shape)
+        self.target, self.out = None, None
+
+    @classmethod
+    def of(cls, key, t, x, dt):
+        """The carry of ``key`` if x at t is the state it handed out last, else a fresh one (a new
+        run, or a state the loop changed) that keeps the step sizes of the last one."""
+        try:
+            c = _CARRY.get(key)
+        except TypeError:  # a field that cannot be weakly referenced: no carry
+            return cls(t, x, np.full(x.shape[0], float(dt)))
+        if c is not None and c.target == t and c.out.shape == x.shape and np.array_equal(c.out, x):
+            return c
+        h = c.h.copy() if c is not None and c.h.shape == (x.shape[0],) else np.full(x.shape[0], float(dt))
+        c = cls(t, x, h)
+        try:
+            _CARRY[key] = c
+        except TypeError:
+            pass
+        return c
+
+    def interpolate(self, target, geom):
+        """Every system's state at ``target``, from the step of its that covers it."""
+        theta = np.clip((target - self.seg_t) / self.seg_h, 0.0, 1.0)
+        b = _DENSE @ np.stack([theta, theta**2, theta**3, theta**4])  # (7, S)
+        hb = b * self.seg_h
+        y = self.seg_x.copy()
+        for i in (0, 2, 3, 4, 5, 6):  # the second stage has no weight
+            y += hb[i][:, None, None] * self.seg_k[i]
+        self.target, self.out = target, onto(geom, y)
+        return self.out
 
 
 def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
     r"""Dormand–Prince 5(4) with a step size of its own for every system of a stack (S, n, d).
 
     A batch of independent systems sharing one adaptive step moves at the pace of the system in
-    the fastest transient; here the outer step (a save interval: the loop lands on its targets) is
-    covered by inner steps chosen per system, from each system's own embedded error (RMS over its
-    entries, scaled by ``atol + rtol·|x|``; accepted when <= 1; step factor
+    the fastest transient; here every system takes the steps its own embedded error allows (RMS
+    over its entries, scaled by ``atol + rtol·|x|``; accepted when <= 1; step factor
     :math:`\mathrm{clip}(0.9\,err^{-1/5}, 0.2, 5)`), each inner stage evaluating only the systems
-    still inside the outer step (the field's ``systems(idx)``: :class:`particles.Ensemble` and
-    its settling field; ``systems(idx)`` returns ``v(ts, xs)``, the velocity of those systems at
-    their own times ts). The outer ``err`` is 0: the outer controller only lands on targets. A
-    field without ``systems`` is one system (then this is dopri5 with an I-controller inside the
-    outer step).
+    that have not yet passed the outer target t + dt (the field's ``systems(idx)``:
+    :class:`particles.Ensemble` and its settling field; ``systems(idx)`` returns ``v(ts, xs)``,
+    the velocity of those systems at their own times ts). The steps do not stop at the targets
+    (the save times): a system steps past one, and its state there is Shampine's quartic
+    interpolant of the step that covers it (the dense output of Dormand–Prince; error of the
+    order of the step's own), retracted onto the sphere. A system whose last step already covers
+    the next target costs no evaluation; the next outer step continues from each system's last
+    accepted point (a first stage evaluated anew: the field may have changed at the target, e.g.
+    systems certified settled or tokens merged). The outer ``err`` is 0: the outer controller
+    only lands on targets. A field without ``systems`` is one system (then this is dopri5 with an
+    I-controller and dense output).
     """
     key, systems = field, getattr(field, "systems", None)
     single = not callable(systems)
     if single:  # one system: the whole state (then this is dopri5 with an I-controller)
         x, systems = x[None], _WholeState(field).systems
-    S = x.shape[0]
-    x, tau = x.copy(), np.zeros(S)
-    h = _inner_steps(key)
-    h = np.full(S, float(dt)) if h is None or h.shape != (S,) else h.copy()
-    active = np.arange(S)
-    f, k1 = systems(active), None
+    target = t + dt
+    c = _Carry.of(key, t, x, dt)
+    active = np.nonzero(c.t < target - 1e-12 * max(1.0, abs(target)))[0]
+    f = systems(active) if active.size else None
+    k1 = None
     while active.size:
-        xa, ta = x[active], t + tau[active]
+        xa, ta, hs = c.x[active], c.t[active], c.h[active]
         if k1 is None:
             k1 = f(ta, xa)
-        remaining = dt - tau[active]
-        # the last step takes the rest of the interval, a round-off sliver (< 1e-9 of it) included
-        clipped = h[active] >= remaining * (1 - 1e-9)
-        hs = np.where(clipped, remaining, h[active])
         with np.errstate(over="ignore", invalid="ignore"):
             try:
-                y5, diff, k = dp_stages(f, xa, hs[:, None, None], k1, lambda c, ta=ta, hs=hs: ta + c * hs)
+                y5, diff, k = dp_stages(f, xa, hs[:, None, None], k1, lambda cc, ta=ta, hs=hs: ta + cc * hs)
                 err = scaled_rms(diff, xa, y5, rtol, atol, axis=(1, 2))
             except SolverError:  # a stage the field refuses: every system of this trial retries shorter
                 y5, err, k = xa, np.full(active.size, np.inf), None
         ok = err <= 1.0
         fac = np.where(np.isfinite(err), np.clip(0.9 * np.maximum(err, 1e-10) ** -0.2, 0.2, 5.0), 0.2)
         _check_underflow((hs * fac)[~ok], t)
-        h[active] = np.where(ok & clipped, np.maximum(h[active], hs * fac), hs * fac)
+        c.h[active] = hs * fac
         acc = active[ok]
-        x[acc] = onto(geom, y5[ok])
-        tau[acc] = np.where(clipped[ok], dt, tau[acc] + hs[ok])
-        still = tau[active] < dt
-        k1 = (k1 if k is None else np.where(ok[:, None, None], k[6], k1))[still]
+        c.t[acc] = ta[ok] + hs[ok]
+        cross = ok & (c.t[active] >= target)  # accepted steps past the target: the interpolant's
+        if cross.any():
+            at = active[cross]
+            c.seg_t[at], c.seg_h[at], c.seg_x[at] = ta[cross], hs[cross], xa[cross]
+            c.seg_k[:, at] = k[:, cross]
+        c.x[acc] = onto(geom, y5[ok])
+        k1 = k1 if k is None else np.where(ok[:, None, None], k[6], k1)
+        still = c.t[active] < target
         if not np.all(still):
-            active = active[still]
+            active, k1 = active[still], k1[still]
             f = systems(active) if active.size else f
-    _inner_steps(key, h)
-    return (x[0] if single else x), 0.0
+    out = c.interpolate(target, geom)
+    return (out[0] if single else out), 0.0
 
 
 def _check_underflow(h, t):

@@ -97,3 +97,63 @@ def test_lands_on_every_save_time(rng, S):
     traj = simulate(x0, Ensemble(np.eye(4), beta=np.full(S, 2.0), kind="softmax"), t1=1.0, dt=0.01,
                     method="dopri5_systems", save=SaveAt(ts=ts))
     assert traj.t.tolist() == ts and traj.x.shape == (5, S, 12, 4)
+
+
+def test_dense_output_is_the_step_at_its_ends_and_fourth_order_inside():
+    """Shampine's interpolant: theta = 1 gives the fifth-order solution (rows sum to b5), its
+    slope at theta = 0 is the first stage, and mid-step its error on x' = Ax is O(h^5)."""
+    from particles._core.sphere import GEOMETRIES
+    from particles._dynamics.per_system import _DENSE, _Carry
+    from particles._dynamics.tableaux import _B5, dp_stages
+
+    np.testing.assert_allclose(_DENSE.sum(axis=1), _B5, atol=1e-15)
+    np.testing.assert_array_equal(_DENSE[:, 0], np.eye(7)[0])
+    A = np.array([[-1.0, 2.0], [-2.0, -0.5]])
+    x0 = np.array([[[1.0, 0.3]]])  # one system of one token in the plane
+
+    def f(t, x):
+        return x @ A.T
+
+    errors = []
+    for h in (0.4, 0.2):
+        y5, _, K = dp_stages(f, x0, h, f(0.0, x0), lambda c, h=h: c * h)
+        carry = _Carry(0.0, x0, np.array([h]))
+        carry.seg_h[:], carry.seg_k[:] = h, K
+        mid = carry.interpolate(h / 2, GEOMETRIES["flat"])
+        errors.append(np.abs(mid[0, 0] - expm(A * h / 2) @ x0[0, 0]).max())
+        np.testing.assert_allclose(carry.interpolate(h, GEOMETRIES["flat"]), y5, rtol=1e-14)
+    assert 20 < errors[0] / errors[1] < 50  # 2^5 = 32
+
+
+def test_steps_cross_save_times_without_evaluations(rng):
+    """A slow system saved at 101 times: its steps span many of them (a target inside a step costs
+    no evaluation, its state there is interpolated) and every saved state keeps the tolerance."""
+    x0 = _stack(rng, S=2)
+    betas = np.array([0.5, 1.0])
+    ts = np.linspace(0.0, 1.0, 101)
+    ref = simulate(x0, Ensemble(np.eye(4), beta=betas, kind="usa"), t1=1.0, method="dopri5", rtol=1e-12,
+                   atol=1e-14, save=SaveAt(ts=ts)).x
+    field = Ensemble(np.eye(4), beta=betas, kind="usa").settling(1e-3)
+    got = simulate(x0, field, t1=1.0, dt=1e-3, method="dopri5_systems", rtol=1e-8, atol=1e-10, save=SaveAt(ts=ts))
+    assert np.abs(got.x - ref).max() < 1e-6
+    assert np.abs(np.linalg.norm(got.x, axis=-1) - 1).max() < 1e-13
+    assert field.system_evaluations < 2 * 6 * 100 / 3  # landing on every save time: >= 2 x 6 x 100
+
+
+def test_a_second_run_of_the_same_field_starts_afresh(rng):
+    """The carried steps belong to one run: the same field run on x0, then x1, then x0 again gives
+    the runs of fresh fields (to the step sizes it starts from: within tolerance)."""
+    x0, x1 = _stack(rng, S=3), _stack(rng, S=3)
+
+    def run(field, x):
+        return simulate(x, field, t1=0.5, dt=1e-3, method="dopri5_systems", rtol=1e-9, atol=1e-11,
+                        save=SaveAt(ts=[0.0, 0.25, 0.5])).x
+
+    def fresh():
+        return Ensemble(np.eye(4), beta=[1.0, 3.0, 5.0], kind="usa")
+
+    field = fresh()
+    first, second, third = run(field, x0), run(field, x1), run(field, x0)
+    np.testing.assert_allclose(second, run(fresh(), x1), atol=1e-7)
+    np.testing.assert_allclose(third, first, atol=1e-7)
+    assert np.abs(third - run(fresh(), x1)).max() > 0.1
