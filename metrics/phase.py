@@ -74,11 +74,18 @@ def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
     return _pair_fraction(x, rho_c)
 
 
-def _pair_fraction(x: np.ndarray, rho_c: float) -> np.ndarray:
+def _pair_fraction(x: np.ndarray, rho_c: float, G: np.ndarray | None = None) -> np.ndarray:
+    """Clustered-pair fraction per system over the pairs i < j (from the Gram matrices G if given)."""
     n = x.shape[1]
-    G = x @ x.transpose(0, 2, 1)
-    iu = np.triu_indices(n, 1)
-    return np.count_nonzero(G[:, iu[0], iu[1]] >= rho_c, axis=1) / (n * (n - 1) / 2)
+    G = _gram(x) if G is None else G
+    upper = np.triu(np.ones((n, n), dtype=bool), 1)
+    return np.count_nonzero((G >= rho_c) & upper, axis=(1, 2)) / (n * (n - 1) / 2)
+
+
+def _gram(x: np.ndarray) -> np.ndarray:
+    """Gram matrices of a stack (S, n, d) (the transposed operand copied: a strided one costs the
+    small batched GEMMs about twice as much)."""
+    return np.matmul(x, np.ascontiguousarray(x.transpose(0, 2, 1)))
 
 
 def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
@@ -105,26 +112,35 @@ def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def _cluster_counts(x: np.ndarray, eps: float) -> np.ndarray:
-    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), all
-    systems in one sparse graph (components never join two systems)."""
+def _cluster_counts(x: np.ndarray, eps: float, G: np.ndarray | None = None) -> np.ndarray:
+    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε): 1 where
+    every pair is linked, n where none is, else the components of a sparse graph holding those
+    systems (components never join two systems)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
     S, n, _ = x.shape
-    s, i, j = np.nonzero(x @ x.transpose(0, 2, 1) >= np.cos(eps))
-    graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(S * n, S * n))
-    labels = np.sort(connected_components(graph, directed=False)[1].reshape(S, n), axis=1)
-    return 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
+    linked = (_gram(x) if G is None else G) >= np.cos(eps)
+    degree = np.count_nonzero(linked, axis=2)
+    counts = np.where(np.all(degree == n, axis=1), 1.0, np.nan)
+    counts[np.all(degree <= 1, axis=1)] = float(n)  # the diagonal at most: no pair is linked
+    rest = np.nonzero(np.isnan(counts))[0]
+    if rest.size:
+        s, i, j = np.nonzero(linked[rest])
+        graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(rest.size * n, rest.size * n))
+        labels = np.sort(connected_components(graph, directed=False)[1].reshape(rest.size, n), axis=1)
+        counts[rest] = 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
+    return counts
 
 
 def _stats(x, settings) -> dict:
+    G = _gram(x)  # one Gram matrix per system for every statistic
     out = {}
     for name in settings["statistics"]:
         if name == "clustered_pairs":
-            out[name] = _pair_fraction(x, settings["rho_c"])
+            out[name] = _pair_fraction(x, settings["rho_c"], G)
         else:
-            out[name] = _cluster_counts(x, settings["eps"])
+            out[name] = _cluster_counts(x, settings["eps"], G)
     return out
 
 

@@ -134,8 +134,14 @@ def test_cluster_counts_equal_n_clusters_batch(rng):
         centres = rng.standard_normal((4, 3, d))
         x = np.repeat(centres, 4, axis=1) + 0.01 * rng.standard_normal((4, 12, d))
         x /= np.linalg.norm(x, axis=-1, keepdims=True)
-        for eps in (0.05, 0.5, 2.0):
+        for eps in (1e-4, 0.05, 0.5, 2.0):  # no pair linked, clusters, everything linked
             np.testing.assert_array_equal(_cluster_counts(x, eps), n_clusters_batch(x, eps=eps))
+        # one stack with a collapsed system, a scattered one and a clustered one
+        mixed = np.stack([np.repeat(x[0, :1], 12, axis=0), rng.standard_normal((12, d)), x[1]])
+        mixed /= np.linalg.norm(mixed, axis=-1, keepdims=True)
+        counts = _cluster_counts(mixed, 0.05)
+        np.testing.assert_array_equal(counts, n_clusters_batch(mixed, eps=0.05))
+        assert counts[0] == 1 and counts[2] == 3
 
 
 @pytest.mark.parametrize("d", [9, 64])
