@@ -7,23 +7,25 @@ t*(beta) = "time for equiangular tokens to reach rho = 0.999" (particles.theory.
 below it nothing has clustered, above it most pairs have. As d grows, random tokens are
 closer to orthogonal (<x_i, x_j> ~ d^{-1/2}) and the measured boundary sharpens onto the curve.
 
-Accuracy: softmax with RK4, dt = 0.5 (the statistics differ from dt = 0.1 by < 0.005, below
-their standard error); USA, whose rate grows like e^beta, with Dormand-Prince at rtol 1e-6 (first
-step 1e-4) and a step of its own for every system ("dopri5_systems": a shared adaptive step
-moves at the pace of the system in the fastest transient). On 64 systems at beta = 3, 6, 9
-(d = 8) every system's clustered-pair fraction at every save time equals the one of a shared
-dopri5 step at rtol 1e-8, for 1.3x, 5.7x and 4.5x fewer evaluations. Tokens that come within
-1e-6 of each other are merged for good (``merge=1e-6``: a formed cluster is one weighted token,
-with no stiff contraction left): the same statistics again at every save time, and 16.6x fewer
-evaluations than the reference at beta = 9 (benchmarks/bench_usa_steppers.py; the statistics are
-also unchanged on 64 systems in d = 128 at beta = 6 and 9). Every system
-is simulated in min(d, n) coordinates (the span of the tokens is invariant
-when M = W = I), so d = 128 and d = 1024 cost the same as d = 32.
+Accuracy: softmax with RK4, dt = 0.5 (the statistics differ from dt = 0.1 by < 0.005, below their
+standard error); USA, whose rate grows like e^beta, with Dormand-Prince at rtol 1e-6 (first step
+1e-4) and a step of its own for every system ("dopri5_systems": a shared adaptive step moves at the
+pace of the system in the fastest transient; a save time inside a step gets the step's dense
+output). On 64 systems at beta = 3, 6, 9 (d = 8) every system's clustered-pair fraction at every
+save time equals the one of a shared dopri5 step at rtol 1e-8, for 3.3x, 6.4x and 4.7x fewer
+evaluations. Tokens that come within 1e-6 of each other are merged for good (``merge=1e-6``: a
+formed cluster is one weighted token, with no stiff contraction left): the same statistics again at
+every save time, and 18.3x fewer evaluations than the reference at beta = 9
+(benchmarks/bench_usa_steppers.py; with ``--d 128`` the statistics at beta = 6 and 9 equal the
+reference's at every save time as well, for 3.7x and 7.6x fewer evaluations). Every system is
+simulated in min(d, n) coordinates (the span of the tokens is invariant when M = W = I), so d = 128
+and d = 1024 cost the same as d = 32.
 
-The full figure is 2048 systems x 90 betas per panel. ``--fraction F`` runs the full settings
-on a fraction F of the systems and prints the time the full run would take (time / F; with
-F >= 1/8 the chunks of 256 systems are full, as in the full run: the cost per system depends on
-the batch); ``--quick`` is a small version for the test-suite.
+The full figure is 2048 systems x 90 betas per panel: 51 min 29 s with ``--workers 2`` on a 2-core
+machine (softmax panels 141, 166, 167 s; USA 608, 1390, 614 s). ``--fraction F`` runs the full
+settings on a fraction F of the systems and prints the time the full run would take (time / F; with
+F >= 1/8 the chunks of 256 systems are full, as in the full run: the cost per system depends on the
+batch); ``--quick`` is a small version for the test-suite.
 
 Run:  python examples/phase_diagram.py --out outputs [--fraction 0.01] [--workers 2]
 """
