@@ -124,3 +124,16 @@ def test_max_steps_message(rng):
     model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
     with pytest.raises(SolverError, match="Increase max_steps"):
         simulate(sample_uniform(3, 3, rng), model, t1=1.0, dt=0.01, max_steps=5)
+
+
+@pytest.mark.parametrize("d", [3, 6])
+def test_a_step_that_jumps_a_token_is_refused(rng, d):
+    """USA at beta = 8 without a time rescaling: |v| ~ e^8/n, one Euler step of 0.1 carries a
+    token far beyond MAX_MOVE; the loop refuses it instead of retracting a non-solution."""
+    from particles import SolverError, sample_uniform
+
+    x0 = sample_uniform(8, d, rng)
+    with pytest.raises(SolverError, match="moved a token by"):
+        simulate(x0, MultiHead(np.eye(d), beta=8.0, kind="usa"), t1=1.0, dt=0.1, method="euler")
+    ok = simulate(x0, MultiHead(np.eye(d), beta=1.0, kind="usa"), t1=0.2, dt=0.1, method="euler")
+    assert ok.success
