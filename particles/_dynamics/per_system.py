@@ -65,7 +65,8 @@ class _Carry:
             c = _CARRY.get(key)
         except TypeError:  # a field that cannot be weakly referenced: no carry
             return cls(t, x, np.full(x.shape[0], float(dt)))
-        if c is not None and c.target == t and c.out.shape == x.shape and np.array_equal(c.out, x):
+        same_time = c is not None and c.target is not None and abs(c.target - t) <= 1e-12 * max(1.0, abs(t))
+        if same_time and c.out.shape == x.shape and np.array_equal(c.out, x):
             return c
         h = c.h.copy() if c is not None and c.h.shape == (x.shape[0],) else np.full(x.shape[0], float(dt))
         c = cls(t, x, h)
