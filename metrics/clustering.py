@@ -268,23 +268,35 @@ _DENSE_MAX_N = 128
 
 
 def _dense_counts(x: np.ndarray, chord: float) -> np.ndarray:
-    """Components per system of the graph joining pairs at chord distance <= ``chord``, all
-    systems in one sparse graph (components never join two systems), Gram tiles of
-    about WORKING_MEMORY_ELEMENTS entries."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
+    """Components per system of the graph joining pairs at chord distance <= ``chord``, from Gram
+    tiles of about WORKING_MEMORY_ELEMENTS entries (:func:`_component_counts` per tile)."""
     S, n, _ = x.shape
     sq = np.einsum("snd,snd->sn", x, x)
     step = max(1, WORKING_MEMORY_ELEMENTS // (n * n))
-    rows, cols = [], []
+    counts = []
     for s0 in range(0, S, step):
         xs, q = x[s0:s0 + step], sq[s0:s0 + step]
-        near = q[:, :, None] + q[:, None, :] - 2.0 * (xs @ xs.transpose(0, 2, 1)) <= chord * chord
-        s, i, j = np.nonzero(np.triu(near, 1))
-        rows.append((s + s0) * n + i)
-        cols.append((s + s0) * n + j)
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    graph = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S * n, S * n))
-    labels = np.sort(connected_components(graph, directed=False)[1].reshape(S, n), axis=1)
-    return 1 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
+        counts.append(_component_counts(q[:, :, None] + q[:, None, :] - 2.0 * (xs @ xs.transpose(0, 2, 1))
+                                        <= chord * chord))
+    return np.concatenate(counts)
+
+
+def _component_counts(linked: np.ndarray) -> np.ndarray:
+    """Connected components per system of the graphs ``linked`` (S, n, n) (bool; the diagonal
+    does not count, the links are undirected): 1 where every pair is linked, n where none is,
+    else the components of one sparse graph holding those systems (components never join two
+    systems)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    S, n, _ = linked.shape
+    degree = np.count_nonzero(linked, axis=2) - np.diagonal(linked, axis1=1, axis2=2)  # off the diagonal
+    counts = np.where(np.all(degree == n - 1, axis=1), 1, 0)
+    counts[np.all(degree == 0, axis=1)] = n
+    rest = np.nonzero(counts == 0)[0]
+    if rest.size:
+        s, i, j = np.nonzero(linked[rest])
+        graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(rest.size * n, rest.size * n))
+        labels = np.sort(connected_components(graph, directed=False)[1].reshape(rest.size, n), axis=1)
+        counts[rest] = 1 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
+    return counts

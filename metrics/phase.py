@@ -38,6 +38,7 @@ from particles.validation import (
     check_real_array,
 )
 
+from .clustering import _component_counts
 from .dataset import netcdf_safe, provenance
 from .limit import saved_to_dataset
 
@@ -113,24 +114,9 @@ def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.
 
 
 def _cluster_counts(x: np.ndarray, eps: float, G: np.ndarray | None = None) -> np.ndarray:
-    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε): 1 where
-    every pair is linked, n where none is, else the components of a sparse graph holding those
-    systems (components never join two systems)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    S, n, _ = x.shape
-    linked = (_gram(x) if G is None else G) >= np.cos(eps)
-    degree = np.count_nonzero(linked, axis=2)
-    counts = np.where(np.all(degree == n, axis=1), 1.0, np.nan)
-    counts[np.all(degree <= 1, axis=1)] = float(n)  # the diagonal at most: no pair is linked
-    rest = np.nonzero(np.isnan(counts))[0]
-    if rest.size:
-        s, i, j = np.nonzero(linked[rest])
-        graph = csr_matrix((np.ones(s.size), (s * n + i, s * n + j)), shape=(rest.size * n, rest.size * n))
-        labels = np.sort(connected_components(graph, directed=False)[1].reshape(rest.size, n), axis=1)
-        counts[rest] = 1.0 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
-    return counts
+    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), from
+    the Gram matrices G if given."""
+    return _component_counts((_gram(x) if G is None else G) >= np.cos(eps)).astype(float)
 
 
 def _stats(x, settings) -> dict:

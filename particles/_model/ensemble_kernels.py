@@ -144,11 +144,8 @@ def _token_major(x, a, shift, work, usa_n, tangent, weights, out, s0):
     z = np.matmul(E, ones, out=work.get("z", (S, n, 1)))
     logz = None
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
-        if weights is not None:  # the exact pass knows no weights
-            raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
-                              "merge needs score heads m_h >= 0.")
         xa = np.concatenate([x, np.ones((S, n, 1))], axis=-1)
-        sums = _finish(left, x, xa, np.concatenate([f, z], axis=-1), np.repeat(shift[:, None], n, 1))
+        sums = _redo_rows(left, x, xa, np.concatenate([f, z], axis=-1), shift, weights)
         f[...], logz = sums.mean, sums.logz
     elif usa_n is None:
         f /= z
@@ -184,10 +181,7 @@ def _few_coords(x, a, shift, work, logz, tangent, weights):
     out = np.matmul(Yw, E, out=work.get("sums", (S, d + 1, n)))
     z = out[:, d]
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
-        if weights is not None:  # the exact pass knows no weights
-            raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
-                              "merge needs score heads m_h >= 0.")
-        sums = _finish(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), np.repeat(shift[:, None], n, 1))
+        sums = _redo_rows(La[..., :d], x, Yt.transpose(0, 2, 1), out.transpose(0, 2, 1), shift, weights)
         return (_project_tangent(x, sums.mean) if tangent else sums.mean), sums.logz
     mean = work.get("mean", (S, n, d))
     m = out[:, :d]  # (S, d, n): rows of one coordinate, contiguous
@@ -201,3 +195,12 @@ def _few_coords(x, a, shift, work, logz, tangent, weights):
     for c in range(d):
         mean[..., c] = m[:, c]
     return mean, (shift[:, None] + np.log(z) if logz else None)
+
+
+def _redo_rows(left, x, xa, sums, shift, weights):
+    """The exact pass on the rows whose sums underflowed under the shift (both layouts): it knows
+    no weights, which keep Z_i >= w_i E_ii away from underflow when every a >= 0."""
+    if weights is not None:
+        raise SolverError("a weighted exp sum underflowed (a head with beta m < 0 and merged tokens); "
+                          "merge needs score heads m_h >= 0.")
+    return _finish(left, x, xa, sums, np.repeat(shift[:, None], x.shape[1], 1))

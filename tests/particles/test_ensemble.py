@@ -162,3 +162,18 @@ def test_velocities_do_not_alias_the_kernel_buffers(rng, kind, d):
     for s in range(S):
         ref = MultiHead(M, W, beta=ens.beta[s], kind=kind, summation="exact").velocity(x2[s])
         np.testing.assert_allclose(v2[s], ref, rtol=1e-11, atol=1e-13 * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("d", [3, 7])  # both layouts
+def test_weighted_sums_that_underflow_are_refused(rng, d):
+    """The exact pass that redoes underflowed rows knows no weights: a weighted evaluation whose
+    sums underflow (a negative head at large beta) raises instead of returning wrong rows."""
+    from particles import SolverError
+
+    x = rng.standard_normal((2, 6, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    mild = Ensemble(-np.eye(d), beta=[1.0, 3.0], kind="softmax")
+    np.testing.assert_allclose(mild._velocity(x, weights=np.ones((2, 6)), n=6), mild.velocity(x), atol=1e-12)
+    assert np.all(np.isfinite(Ensemble(-np.eye(d), beta=[1.0, 2000.0], kind="softmax").velocity(x)))
+    with pytest.raises(SolverError, match="weighted exp sum underflowed"):
+        Ensemble(-np.eye(d), beta=[1.0, 2000.0], kind="softmax")._velocity(x, weights=np.ones((2, 6)), n=6)
