@@ -174,3 +174,40 @@ def test_pool_sends_the_shared_argument_once_per_worker():
     run_pool(list(range(12)), lambda i: (_payload_sum, shared, i), out.__setitem__, 2, 0, shared=shared)
     assert out == {i: 499500.0 + i for i in range(12)}
     assert 1 <= _CountsPickles.pickled <= 2
+
+
+def _faults_of_freed_arrays(job=None) -> int:
+    """Page faults of allocating and freeing three 1 MiB arrays 50 times (after 3 warm-up rounds)."""
+    import resource
+
+    def faults():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+    for _ in range(3):
+        arrays = [np.ones(2**17) for _ in range(3)]
+        del arrays
+    start = faults()
+    for _ in range(50):
+        arrays = [np.ones(2**17) for _ in range(3)]
+        del arrays
+    return faults() - start
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "confstr"), reason="glibc's mallopt")
+def test_pool_workers_reuse_the_memory_they_free():
+    """A pool worker keeps the memory it frees (metrics._executors.keep_freed_memory): state-sized arrays
+    freed and allocated again cost a fresh process a page fault per page (glibc gives its heap top back
+    to the kernel), and a worker almost none."""
+    from metrics._executors import _MALLOC_ENV, run_pool
+
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION") or any(k in os.environ for k in _MALLOC_ENV):
+            pytest.skip("not glibc, or malloc tuned by the environment")
+    except (ValueError, OSError):
+        pytest.skip("not glibc")
+    code = "from tests.metrics.test_sweep_crash import _faults_of_freed_arrays as f; print(f())"
+    fresh = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                               cwd=pathlib.Path(__file__).parents[2]).stdout)
+    out = {}
+    run_pool([0], lambda i: (_faults_of_freed_arrays, i), out.__setitem__, 1, 0)
+    assert fresh > 50 * 256 and out[0] < fresh / 20  # 3 MiB = 768 pages per round without it
