@@ -23,7 +23,7 @@ is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measure
 4. the exponential floor: exps per second of ours per core (4 T / dt velocity evaluations of
    S n² exps each) against a plain vectorised ``np.exp`` over arrays of the same size as one
    evaluation chunk, timed in the same process under the same one-thread limit; next to it the
-   exps ours actually computed (settled systems stop; symmetric logits compute each pair once).
+   exps ours actually computed (n² per running system and evaluation: settled systems stop).
 
 Every speed-up is a ratio of two timings of this process under the same thread limits
 (``_timing.ratio``); the table header gives the load average and the limits.
