@@ -208,6 +208,8 @@ def test_pool_workers_reuse_the_memory_they_free():
     code = "from tests.metrics.test_sweep_crash import _faults_of_freed_arrays as f; print(f())"
     fresh = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                cwd=pathlib.Path(__file__).parents[2]).stdout)
+    if fresh < 50 * 256:  # 3 MiB = 768 pages per round where the heap top is trimmed
+        pytest.skip(f"this allocator does not give the freed arrays back to the kernel ({fresh} faults)")
     out = {}
     run_pool([0], lambda i: (_faults_of_freed_arrays, i), out.__setitem__, 1, 0)
-    assert fresh > 50 * 256 and out[0] < fresh / 20  # 3 MiB = 768 pages per round without it
+    assert out[0] < fresh / 20
