@@ -21,8 +21,8 @@ reference's at every save time as well, for 3.7x and 7.6x fewer evaluations). Ev
 simulated in min(d, n) coordinates (the span of the tokens is invariant when M = W = I), so d = 128
 and d = 1024 cost the same as d = 32.
 
-The full figure is 2048 systems x 90 betas per panel: 51 min 29 s with ``--workers 2`` on a 2-core
-machine (softmax panels 141, 166, 167 s; USA 608, 1390, 614 s). ``--fraction F`` runs the full
+The full figure is 2048 systems x 90 betas per panel: 46 min 41 s with ``--workers 2`` on a 2-core
+machine (softmax panels 119, 150, 149 s; USA 526, 1286, 568 s). ``--fraction F`` runs the full
 settings on a fraction F of the systems and prints the time the full run would take (time / F; with
 F >= 1/8 the chunks of 256 systems are full, as in the full run: the cost per system depends on the
 batch); ``--quick`` is a small version for the test-suite.
