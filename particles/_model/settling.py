@@ -113,7 +113,8 @@ class SettlingEnsemble:
             self.groups.update(self._running, x[self._running])
         if (self._steps - 1) % self.check_every or not self._running.size:
             return
-        done = self.ensemble._settled(x[self._running], self.diameter)
+        run = self._running
+        done = self.ensemble._settled(x if run.size == x.shape[0] else x[run], self.diameter)
         if done.any():
             self.settled_at[self._running[done]] = t
             self._running = self._running[~done]
