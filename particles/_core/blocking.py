@@ -48,7 +48,8 @@ def row_blocks(m: int, n: int, elements: int | None = None):
 
 class Workspace(threading.local):
     """Per-thread buffers keyed by name, grown when a larger one is asked for: a call asks for
-    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it).
+    a shape and gets a view of the first entries of its buffer (a last, smaller chunk reuses it;
+    the view of a (name, shape) asked for before is kept, and dropped when its buffer grows).
     A buffer above ``keep`` entries is not kept (a fresh array each call): a thread never holds
     more than a few working-memory tiles after its last call."""
 
