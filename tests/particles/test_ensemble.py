@@ -161,6 +161,31 @@ def test_usa_field_depends_on_directions_only(seed, scalar, beta):
     np.testing.assert_allclose(ens(0.0, off), v, rtol=1e-12, atol=1e-12 * np.abs(v).max())
 
 
+@given(seed=st.integers(0, 2**31), d=st.integers(2, 4), kind=st.sampled_from(["softmax", "usa"]),
+       flat=st.booleans(), chunk=st.integers(1, 5), spread=st.sampled_from([1e-9, 0.1, 3.0]))
+@settings(max_examples=60, deadline=None)
+def test_few_coordinate_pass_equals_one_model_per_system(seed, d, kind, flat, chunk, spread):
+    """The coordinate-major pass (d <= 4) on random stacks: chunks of any size (the last one
+    short), token norms from equal to far apart (the shared and the per-system shift), two heads
+    of either sign: each system's velocity is MultiHead's, to the round-off of the unprojected
+    output (the tangent projection cancels its radial part)."""
+    r = np.random.default_rng(seed)
+    S, n = 7, 5
+    x = r.standard_normal((S, n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    if flat:
+        x *= np.exp(spread * r.uniform(-0.5, 0.5, (S, 1, 1)))  # systems of different scales
+    geometry = "flat" if flat else "sphere"
+    M = np.stack([0.8 * np.eye(d), -0.3 * np.eye(d)])
+    W = np.stack([1.0 * np.eye(d), 0.6 * np.eye(d)])
+    betas = r.uniform(0.0, 4.0 if kind == "usa" else 12.0, S)
+    v = Ensemble(M, W, beta=betas, kind=kind, geometry=geometry, chunk=chunk).velocity(x)
+    for s, beta in enumerate(betas):
+        ref = MultiHead(M, W, beta=beta, kind=kind, geometry=geometry, summation="exact").velocity(x[s])
+        raw = MultiHead(M, W, beta=beta, kind=kind, geometry="flat", summation="exact").velocity(x[s])
+        np.testing.assert_allclose(v[s], ref, rtol=1e-10, atol=64 * np.finfo(float).eps * np.abs(raw).max())
+
+
 def test_usa_tight_cluster_contracts_tangentially_only():
     """A tight USA cluster of m = n tokens: the Jacobian of the ambient field has its largest
     eigenvalues at -e^beta m/n (the tangent contraction, twice per token in d = 3 minus the
