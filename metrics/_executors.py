@@ -101,9 +101,9 @@ def keep_freed_memory() -> bool:
     Measured in fresh processes, one thread: 385k page faults and 4.3-4.4 s against 2.7k and
     3.45-3.55 s for 9 phase-diagram chunks of 2048 circle systems; 99k -> 37k faults and 1.20 ->
     1.06 s for three softmax cells at d = 8, 143k -> 38k and 2.37 -> 2.13 s for three USA cells
-    (each including the imports). This sets the
-    mmap threshold to 32 MiB and the trim threshold to 512 MiB (mallopt(3)); the process keeps
-    its peak heap until it exits, which a pool worker does at the end of the sweep.
+    (each including the imports). This sets the mmap threshold to 32 MiB and the trim threshold
+    to 512 MiB (mallopt(3)); the process keeps its peak heap until it exits, which a pool worker
+    does at the end of the sweep.
 
     Returns whether it applied: not off Linux/glibc, and not when the environment sets malloc's
     thresholds itself (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``, ``GLIBC_TUNABLES``).
