@@ -98,10 +98,11 @@ def keep_freed_memory() -> bool:
     gives the top of its heap back to the kernel once 2x that threshold is free there, so a cell
     that allocates and frees state-sized arrays at every step (a 1 MiB stack of 2048 circle
     systems, its (S, n) temporaries) takes fresh pages, and a page fault each, at every step.
-    Measured in fresh processes, one thread: 385k page faults and 4.3-4.4 s against 2.7k and
-    3.45-3.55 s for 9 phase-diagram chunks of 2048 circle systems; 99k -> 37k faults and 1.20 ->
-    1.06 s for three softmax cells at d = 8, 143k -> 38k and 2.37 -> 2.13 s for three USA cells
-    (each including the imports). This sets the mmap threshold to 32 MiB and the trim threshold
+    Measured in fresh processes, one thread, with RK4's stage velocities already in reused
+    buffers (the field protocol's ``writes_into``): 40k page faults and 3.8-3.9 s against 3.3k and
+    3.55-3.65 s for 9 phase-diagram chunks of 2048 circle systems (385k faults and 4.3-4.4 s
+    before those buffers); 90k -> 37k faults and 1.28 -> 1.19 s for three softmax cells at d = 8,
+    144k -> 39k and 2.50 -> 2.22 s for three USA cells (each including the imports). This sets the mmap threshold to 32 MiB and the trim threshold
     to 512 MiB (mallopt(3)); the process keeps its peak heap until it exits, which a pool worker
     does at the end of the sweep.
 

@@ -77,8 +77,9 @@ def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
 
     For a field with ``reads_state_only`` (it keeps no reference to, and caches nothing by the
     identity of, the state it is called with: :class:`particles.Ensemble`) the stage states and
-    the increment of a float64 state live in reused per-thread buffers; other fields (e.g. those
-    that cache their last evaluation by identity) get fresh arrays.
+    the increment of a float64 state live in reused per-thread buffers, and with ``writes_into``
+    the stage velocities too (each is used up before the next stage is evaluated); other fields
+    (e.g. those that cache their last evaluation by identity) get fresh arrays.
     """
     if not getattr(field, "reads_state_only", False) or x.dtype != np.float64 or _RK4_WORK.busy:
         k1 = field(t, x)
@@ -89,12 +90,13 @@ def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     _RK4_WORK.busy = True  # a nested call (from inside the field) takes the path above
     try:
         y, acc, tmp = (_RK4_WORK.get(name, x.shape) for name in ("y", "acc", "tmp"))
-        k = field(t, x)
+        into = {"out": _RK4_WORK.get("k", x.shape)} if getattr(field, "writes_into", False) else {}
+        k = field(t, x, **into)
         np.multiply(k, dt / 6, out=acc)
         for c, w in ((dt / 2, dt / 3), (dt / 2, dt / 3), (dt, dt / 6)):
             np.multiply(k, c, out=y)
             y += x
-            k = field(t + c, y)
+            k = field(t + c, y, **into)
             np.multiply(k, w, out=tmp)
             acc += tmp
         return geom.retract(x, acc), None

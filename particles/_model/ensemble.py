@@ -85,6 +85,7 @@ class Ensemble:
     batched = True
     #: the velocity keeps no reference to its input (steppers may reuse their stage buffers)
     reads_state_only = True
+    writes_into = True  # __call__(t, x, out=buf) writes the velocity into buf (the field protocol)
 
     def __post_init__(self):
         M = check_square_stack(self.M, "M", caller="Ensemble")
@@ -286,13 +287,13 @@ class Ensemble:
         """Velocities of all systems, shape (S, n, d)."""
         return self._velocity(self.check_x(x))
 
-    def __call__(self, t, x):
-        return self._velocity(x)
+    def __call__(self, t, x, out=None):
+        return self._velocity(x, out=out)
 
-    def _velocity(self, x: np.ndarray, weights=None, n=None) -> np.ndarray:
-        """The velocity of x; with ``weights`` (S, k) (scalar heads only), the field of tokens of
-        the given masses among n (:class:`~particles._model.merging.Groups`)."""
-        out = np.empty_like(x)
+    def _velocity(self, x: np.ndarray, weights=None, n=None, out=None) -> np.ndarray:
+        """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
+        the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
+        out = np.empty_like(x) if out is None else out
         radial_free = self.kind == "usa" and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))

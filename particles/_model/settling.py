@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.validation import InvalidParameterError, check_param
+from .ensemble_kernels import WORK
 from .merging import Groups
 
 __all__ = ["SettlingEnsemble"]
@@ -58,25 +59,30 @@ class SettlingEnsemble:
         self.groups = None  # merge > 0: the Groups of the tokens, from the first accepted state
 
     reads_state_only = True  # as the Ensemble's velocity
+    writes_into = True
     geometry = property(lambda self: self.ensemble.geometry)
     geom = property(lambda self: self.ensemble.geom)
 
     def check_x(self, x, name: str = "x") -> np.ndarray:
         return self.ensemble.check_x(x, name)
 
-    def __call__(self, t, x):
+    def __call__(self, t, x, out=None):
         run = self._running
         self.system_evaluations += run.size
         if run.size == x.shape[0]:
-            return self._velocity(self._sub, run, x)
-        v = np.zeros_like(x)
-        if run.size:
-            v[run] = self._velocity(self._sub, run, x[run])
+            return self._velocity(self._sub, run, x, out)
+        v = np.zeros_like(x) if out is None else out
+        if out is not None:
+            v.fill(0.0)
+        if run.size:  # the running systems' states and velocities in this thread's buffers
+            xs = np.take(x, run, axis=0, out=WORK.get("settling_x", (run.size,) + x.shape[1:]))
+            v[run] = self._velocity(self._sub, run, xs, WORK.get("settling_v", xs.shape))
         return v
 
-    def _velocity(self, sub, idx, x):
-        """The velocity of the systems ``idx`` (``sub`` holds exactly those), through their groups."""
-        return sub._velocity(x) if self.groups is None else self.groups.velocity(sub, idx, x)
+    def _velocity(self, sub, idx, x, out=None):
+        """The velocity of the systems ``idx`` (``sub`` holds exactly those), through their groups
+        (into ``out`` if given and there are none)."""
+        return sub._velocity(x, out=out) if self.groups is None else self.groups.velocity(sub, idx, x)
 
     def systems(self, idx):
         """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are

@@ -1,5 +1,6 @@
-"""RK4 with reused stage buffers (fields with reads_state_only) equals the textbook formula; fields
-that cache by identity, and nested calls, get fresh arrays."""
+"""RK4 with reused stage buffers (fields with reads_state_only, and writes_into for the stage
+velocities) equals the textbook formula; fields that cache by identity, and nested calls, get
+fresh arrays."""
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def _textbook(f, t, x, dt):
 def test_buffered_step_is_the_textbook_step(rng):
     x = _stack(rng)
     ens = Ensemble(np.eye(3), beta=np.linspace(0.5, 4.0, 5), kind="usa")
-    assert ens.reads_state_only
+    assert ens.reads_state_only and ens.writes_into
     for dt in (0.01, 0.3):
         got, _ = rk4(ens, 0.0, x, dt, GEOMETRIES["sphere"])
         np.testing.assert_allclose(got, _textbook(ens, 0.0, x, dt), rtol=0, atol=1e-14)
@@ -80,3 +81,30 @@ def test_nested_rk4_inside_a_field(rng):
     x = _stack(rng)
     got, _ = rk4(Nested(), 0.0, x, 0.2, GEOMETRIES["sphere"])
     np.testing.assert_allclose(got, _textbook(ens, 0.0, x, 0.2), atol=1e-14)
+
+
+def test_velocity_written_into_a_buffer_is_the_velocity(rng):
+    """``field(t, x, out=buf)`` (the writes_into protocol) returns the velocity ``field(t, x)``
+    returns, for an Ensemble and for its settling field with some systems settled (their rows 0)."""
+    x = _stack(rng)
+    x[1] = x[1, :1]  # system 1 collapsed: certified settled at once
+    ens = Ensemble(np.eye(3), beta=np.linspace(0.5, 4.0, 5), kind="softmax")
+    settling = ens.settling(1e-3)
+    settling.after_step(0.0, x)
+    assert settling.writes_into and np.isfinite(settling.settled_at[1]) and np.isinf(settling.settled_at[0])
+    for field in (ens, settling):
+        buf = np.full_like(x, np.nan)
+        got = field(0.0, x, out=buf)
+        np.testing.assert_array_equal(got, field(0.0, x))
+    np.testing.assert_array_equal(settling(0.0, x, out=np.full_like(x, np.nan))[1], 0.0)
+
+
+def test_buffered_step_of_a_settling_field_is_the_textbook_step(rng):
+    """RK4 on the settling field with some systems settled (their velocities zero, the others
+    through the thread's buffers) is the textbook step of the same field."""
+    x = _stack(rng)
+    x[2] = x[2, :1]
+    settling = Ensemble(np.eye(3), beta=np.linspace(0.5, 4.0, 5), kind="usa").settling(1e-3)
+    settling.after_step(0.0, x)
+    got, _ = rk4(settling, 0.0, x, 0.3, GEOMETRIES["sphere"])
+    np.testing.assert_allclose(got, _textbook(settling, 0.0, x, 0.3), rtol=0, atol=1e-14)
