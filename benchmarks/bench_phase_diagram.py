@@ -92,8 +92,9 @@ def ours_chunk(args):
     x0, betas, method, dt, settle = args
     with threadpool_limits(1, user_api="blas"):
         y0 = span_coordinates(x0)
-        # chunks whose logits stay in cache: 256 systems at d = 2, 128 in span coordinates (measured)
-        ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=256 if y0.shape[2] <= 4 else 128)
+        # chunks measured fastest per layout: 512 systems at d = 2 (3-8 % faster than the 256 that
+        # metrics.phase_diagram keeps, its store keys name it), 128 in span coordinates
+        ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=512 if y0.shape[2] <= 4 else 128)
         field = ens.settling(EPS) if settle else ens
         traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method, save=particles.SaveAt(t0=False))
         evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
