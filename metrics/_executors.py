@@ -102,9 +102,9 @@ def keep_freed_memory() -> bool:
     buffers (the field protocol's ``writes_into``): 40k page faults and 3.8-3.9 s against 3.3k and
     3.55-3.65 s for 9 phase-diagram chunks of 2048 circle systems (385k faults and 4.3-4.4 s
     before those buffers); 90k -> 37k faults and 1.28 -> 1.19 s for three softmax cells at d = 8,
-    144k -> 39k and 2.50 -> 2.22 s for three USA cells (each including the imports). This sets the mmap threshold to 32 MiB and the trim threshold
-    to 512 MiB (mallopt(3)); the process keeps its peak heap until it exits, which a pool worker
-    does at the end of the sweep.
+    144k -> 39k and 2.50 -> 2.22 s for three USA cells (each including the imports). This sets
+    the mmap threshold to 32 MiB and the trim threshold to 512 MiB (mallopt(3)); the process keeps
+    its peak heap until it exits, which a pool worker does at the end of the sweep.
 
     Returns whether it applied: not off Linux/glibc, and not when the environment sets malloc's
     thresholds itself (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``, ``GLIBC_TUNABLES``).

@@ -5,10 +5,11 @@ the pass is
 
 .. math:: E_{ij} = \exp(a\langle x_i, x_j\rangle - c),\qquad [S_i, Z_i] = \sum_j E_{ij}\,[x_j, 1],
 
-with the Cauchy–Schwarz shift :math:`c = |a|\max_j\|x_j\|^2` of the system (or of its chunk, below; no max pass, no
-overflow; rows that underflow under it are redone with their exact maximum by the exact
-summation pass). Being one per system, the shift is a scalar pass over the logits, and the
-head's output needs no per-token division where it does not need one: softmax is
+with the Cauchy–Schwarz shift :math:`c = |a|\max_j\|x_j\|^2` of the system (or of its chunk,
+below; no max pass, no overflow; rows that underflow under it are redone with their exact
+maximum by the exact summation pass). Being one per system (or chunk), the shift is a scalar
+pass over the logits, and the head's output needs no per-token division where it does not need
+one: softmax is
 :math:`S_i/Z_i`, USA is :math:`\frac1n\sum_j e^{a\langle x_i,x_j\rangle}x_j = (e^c/n)\,S_i`, one
 scale per system. The logits, the exps, the sums and the outputs live in per-thread buffers
 reused across calls (a fresh S n² or S n d temporary per stage costs page faults comparable to
@@ -43,8 +44,8 @@ coordinate-major): at d = 32, 256 systems of 32 tokens, writing the (S, n, d + 1
 from 2.96 to 2.16 ms (0.91 from 1.07 ms at d = 8). Buffering the Dormand–Prince stages as well
 (one (7, S, n, d) array per thread) gained nothing measurable. A numba-compiled pass for d <= 4
 (the upper triangle's logits packed by a compiled loop, ``np.exp`` on those n(n+1)/2 entries, the
-pair sums accumulated in compiled loops) took 0.86-0.96 ms against 0.47 ms for the numpy pass of the time at d = 2:
-the compiled scalar loops cost more than the half of the exps they save (numba's own exp is ~6x
+pair sums accumulated in compiled loops) took 0.86-0.96 ms against 0.47 ms for the numpy pass
+of the time at d = 2: the compiled scalar loops cost more than the half of the exps they save (numba's own exp is ~6x
 slower than ``np.exp``: its LLVM has no vector math library), so numba was not added.
 """
 

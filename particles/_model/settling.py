@@ -71,9 +71,8 @@ class SettlingEnsemble:
         self.system_evaluations += run.size
         if run.size == x.shape[0]:
             return self._velocity(self._sub, run, x, out)
-        v = np.zeros_like(x) if out is None else out
-        if out is not None:
-            v.fill(0.0)
+        v = np.empty_like(x) if out is None else out
+        v.fill(0.0)  # the settled systems' rows
         if run.size:  # the running systems' states and velocities in this thread's buffers
             xs = np.take(x, run, axis=0, out=WORK.get("settling_x", (run.size,) + x.shape[1:]))
             v[run] = self._velocity(self._sub, run, xs, WORK.get("settling_v", xs.shape))
