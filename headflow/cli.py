@@ -16,7 +16,10 @@ Contract:
    the missing cells. ``simulate`` is a single unit of work. When the output exists and was
    made from the same config, the command reports it and does nothing; an output made from
    another config is refused unless ``--force``.
-3. **Atomic outputs.** Datasets are written to a temporary name, then renamed, so a killed
+3. **No file of a user's is touched.** The output path is checked before any work (not under a
+   regular file, its folder writable); ``--force`` replaces only a dataset headflow itself wrote
+   (recognised by its provenance attrs) and refuses anything else (:mod:`headflow._output`).
+4. **Atomic outputs.** Datasets are written to a temporary name, then renamed, so a killed
    run never leaves an output that looks complete. Ctrl-C stops with a message and exit
    status 130; the finished cells stay in the store.
 """
@@ -27,7 +30,6 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import sys
 
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
@@ -42,6 +44,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     ConfigError,
     load_config,
 )
+from ._output import check_output, write_output
 
 __all__ = ["main", "load_config", "run_simulate", "run_sweep_config", "run_study", "info", "ConfigError",
            "Interrupted", "EXAMPLES", "SCHEMAS", "TYPES"]
@@ -81,44 +84,6 @@ def _output_path(cfg: dict, out, fmt) -> tuple[pathlib.Path, str]:
     return pathlib.Path(path), fmt
 
 
-def _existing_config(path: pathlib.Path, fmt: str) -> str | None:
-    if not path.exists():
-        return None
-    import xarray as xr
-
-    opener = (lambda p: xr.open_zarr(p, consolidated=False)) if fmt == "zarr" else xr.open_dataset
-    try:
-        with opener(path) as ds:
-            return ds.attrs.get("config")
-    except Exception:  # not a readable dataset: treat as foreign
-        return "unreadable"
-
-
-def _up_to_date(path: pathlib.Path, fmt: str, config_json: str, force: bool) -> bool:
-    """True when ``path`` already holds the result of this config (nothing to do)."""
-    existing = _existing_config(path, fmt)
-    if existing is None or force:
-        return False
-    if existing == config_json:
-        return True
-    raise ConfigError(f"{str(path)!r} exists and was made from another config; pass --force to overwrite it "
-                      "or choose another --out.")
-
-
-def _write(ds, path: pathlib.Path, fmt: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".part{os.getpid()}")
-    if fmt == "zarr":
-        ds.to_zarr(tmp, mode="w", consolidated=False)  # consolidated metadata is not in the zarr v3 spec
-    else:
-        ds.to_netcdf(tmp)
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
-    os.replace(tmp, path)
-
-
 # ---------------------------------------------------------------- commands
 
 
@@ -129,7 +94,7 @@ def _start(cfg: dict, out, fmt, force: bool):
 
     path, fmt = _output_path(cfg, out, fmt)
     config = _public(cfg)
-    if _up_to_date(path, fmt, to_json(config), force):
+    if check_output(path, fmt, to_json(config), force):
         print(f"{path} is up to date (same config); nothing to do.")
         return None, fmt, config
     return path, fmt, config
@@ -172,7 +137,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     ds = metrics.trajectory_to_dataset(traj, model, title="headflow simulate", config=config,
                                        seeds={"seed": run["seed"], "entropy": str(ss.entropy),
                                               "children": "SeedSequence(seed).spawn(2): x0, noise"})
-    _write(ds, path, fmt)
+    write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
     return ds
 
@@ -186,7 +151,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     sw = cfg["sweep"]
     store = sw["store"] or str(path) + ".cells"
     config = _public(cfg)
-    if _up_to_date(path, fmt, to_json(config), force):
+    if check_output(path, fmt, to_json(config), force):
         print(f"{path} is up to date (same config); nothing to do.")
         return None
     if not isinstance(sw["grid"], dict) or not sw["grid"]:
@@ -209,7 +174,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = "headflow sweep"
-    _write(ds, path, fmt)
+    write_output(ds, path, fmt)
     print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1); cells kept in {store}")
     return ds
 
@@ -278,7 +243,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
     ds.attrs["density"] = repr(rho)
-    _write(ds, path, fmt)
+    write_output(ds, path, fmt)
     print(f"wrote {path}; cells kept in {store}")
     print(metrics.limit_study_table(ds))
     return ds

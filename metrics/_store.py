@@ -64,21 +64,38 @@ def _content_sha256(ds: xr.Dataset) -> str:
 
 
 def _verified_cell(path: pathlib.Path, key: str):
-    """The stored cell at ``path`` if it is this cell's and intact, else (None, reason)."""
+    """The stored cell at ``path`` if it is this cell's and intact, else (None, reason, ours).
+
+    ``ours`` is False when the file does not open as a netCDF dataset carrying a ``cell_key``
+    attr: headflow did not write it (or it was damaged beyond recognition), so it must be set
+    aside, never removed.
+    """
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
     except Exception as exc:  # unreadable or truncated: whatever the netCDF library says
-        return None, f"cannot be read ({type(exc).__name__}: {exc})"
+        return None, f"cannot be read ({type(exc).__name__}: {exc})", False
+    if "cell_key" not in ds.attrs:
+        return None, "is not a cell headflow wrote (no cell_key attr)", False
     if ds.attrs.get("cell_key") != key:
-        return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)"
+        return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)", True
     written_by = ds.attrs.get("headflow_version", "an unknown version")
     if written_by != __version__:
         # its checksum may hold, but another version's numerics or schema must not mix into this dataset
-        return None, f"was written by headflow {written_by} (this is {__version__})"
+        return None, f"was written by headflow {written_by} (this is {__version__})", True
     if ds.attrs.get("content_sha256") != _content_sha256(ds):
-        return None, "fails its content checksum (values were changed or the file is corrupted)"
-    return ds, ""
+        return None, "fails its content checksum (values were changed or the file is corrupted)", True
+    return ds, "", True
+
+
+def set_aside(path: pathlib.Path) -> pathlib.Path:
+    """Rename a file headflow did not write to ``<name>.unreadable[.k]`` (its bytes kept)."""
+    k, target = 0, path.with_name(path.name + ".unreadable")
+    while target.exists():
+        k += 1
+        target = path.with_name(f"{path.name}.unreadable.{k}")
+    os.replace(path, target)
+    return target
 
 
 def _pid_alive(pid: int) -> bool:

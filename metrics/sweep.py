@@ -53,7 +53,7 @@ from particles.validation import (
 )
 
 from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
-from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, stamp_cell
+from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
 
@@ -315,11 +315,14 @@ def _load_finished(store, caller, cells, keys, paths) -> dict:
     for idx, path in enumerate(paths):
         if not os.path.exists(path):
             continue
-        ds, reason = _verified_cell(pathlib.Path(path), keys[idx])
+        ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx])
         if ds is None:
+            # headflow's own stale cell is replaced; anything else keeps its bytes under another name
+            kept = "" if ours else f" (the file was kept as {set_aside(pathlib.Path(path)).name})"
             warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
-                          f"{reason}; recomputing it.", CellWarning, stacklevel=3)
-            os.unlink(path)
+                          f"{reason}; recomputing it{kept}.", CellWarning, stacklevel=3)
+            if ours:
+                os.unlink(path)
         else:
             results[idx] = ds
     return results

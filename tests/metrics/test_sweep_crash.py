@@ -115,7 +115,8 @@ def test_sigkill_parent_then_corrupt_and_resume(tmp_path, reference):
     ds["energy_multi"][:] = np.nan
     ds.to_netcdf(cells[0])
     shutil.copyfile(cells[2], cells[1])
-    cells[3].write_bytes(cells[3].read_bytes()[:200])
+    truncated = cells[3].read_bytes()[:200]
+    cells[3].write_bytes(truncated)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = store / f"{cells[4].name}.part{int(dead.stdout)}"
     stale.write_bytes(b"half a cell")
@@ -127,6 +128,8 @@ def test_sigkill_parent_then_corrupt_and_resume(tmp_path, reference):
         assert cell.name in messages
     assert len(record) == 3  # the three broken cells, no false alarm
     assert not stale.exists()
+    # the unreadable file was not headflow's to delete: its bytes are kept beside the recomputed cell
+    assert (store / f"{cells[3].name}.unreadable").read_bytes() == truncated
     xr.testing.assert_identical(again, reference)
     # and the recomputed files verify: a third run warns about nothing
     with warnings.catch_warnings():

@@ -1,0 +1,141 @@
+"""Where the commands write, checked before any work, and replaced only when headflow made it.
+
+The rules (each one tested in ``tests/test_cli_outputs.py``):
+
+1. **Checked before the run.** The output path must not pass through a regular file, its nearest
+   existing folder must accept a new file (a probe file is created and removed), and an existing
+   output must be of the kind the format writes (a file for netCDF, a folder for zarr). A run
+   that could not save its result never starts.
+2. **Only headflow's own outputs are replaced.** An existing output is replaced (with
+   ``--force``, when its config differs) only if it is a dataset headflow wrote: it opens, and
+   its attrs carry the provenance marker (``headflow_version`` and ``config``, written by
+   :func:`metrics.provenance`); a zarr folder must also hold nothing but zarr entries. Anything
+   else (a folder of the user's files, an unrelated netCDF file, an unreadable file) is refused,
+   ``--force`` or not, and left byte for byte as it was.
+3. **Atomic.** The dataset is written to ``<path>.part<pid>`` beside the target and renamed
+   over it: a reader sees the old output or the whole new one.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+
+from ._config import ConfigError
+
+__all__ = ["check_output", "write_output"]
+
+#: attrs that :func:`metrics.provenance` writes into every dataset of the commands
+MARKER_ATTRS = ("headflow_version", "config")
+#: names a zarr store (v2 or v3) holds: metadata files and chunk keys
+_ZARR_NAME = re.compile(r"zarr\.json|\.zarray|\.zattrs|\.zgroup|\.zmetadata|\d+(\.\d+)*")
+
+
+def _nearest_existing(path: pathlib.Path) -> pathlib.Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return candidate
+    return pathlib.Path(".")
+
+
+def _check_parent(path: pathlib.Path) -> None:
+    """The folder that will hold ``path`` exists or can be made, and accepts a new file."""
+    anchor = _nearest_existing(path.parent)
+    if not anchor.is_dir():
+        raise ConfigError(
+            f"--out {str(path)!r} passes through {str(anchor)!r}, which is a regular file, not a folder; "
+            "choose an output path under a folder."
+        )
+    try:
+        fd, probe = tempfile.mkstemp(dir=anchor, prefix=".headflow-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(
+            f"--out {str(path)!r}: the folder {str(anchor)!r} is not writable ({exc.strerror or exc}); the result "
+            "could not be saved, so the run was not started. Choose an output path in a folder you can write to."
+        ) from None
+
+
+def _zarr_only(folder: pathlib.Path) -> bool:
+    """True when every file under ``folder`` is a zarr metadata file or chunk (folders are
+    variables, groups or chunk-key levels and may have any name)."""
+    return all(_ZARR_NAME.fullmatch(name) for _, _, files in os.walk(folder) for name in files)
+
+
+def _headflow_config(path: pathlib.Path, fmt: str) -> str | None:
+    """The ``config`` attr of a dataset headflow wrote at ``path``; None when it is anything else."""
+    import xarray as xr
+
+    if fmt == "zarr" and not _zarr_only(path):
+        return None
+    try:
+        opener = (lambda p: xr.open_zarr(p, consolidated=False)) if fmt == "zarr" else xr.open_dataset
+        with opener(path) as ds:
+            attrs = dict(ds.attrs)
+    except Exception:  # not a readable dataset of this format: not ours
+        return None
+    if not all(k in attrs for k in MARKER_ATTRS):
+        return None
+    return str(attrs["config"])
+
+
+def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool) -> bool:
+    """Check an output path before any work; True when it already holds this config's result.
+
+    Raises :class:`ConfigError` (exit status 2, nothing touched) for a path through a regular
+    file, an unwritable folder, an existing entry of the wrong kind or not written by headflow,
+    and a headflow output of another config without ``force``.
+    """
+    kind = "folder" if fmt == "zarr" else "file"
+    if path.exists() or path.is_symlink():
+        if path.is_symlink() or (path.is_dir() != (fmt == "zarr")):
+            what = "a symbolic link" if path.is_symlink() else ("a folder" if path.is_dir() else "a regular file")
+            hint = f"e.g. {str(path / 'run.nc')!r}" if path.is_dir() and fmt == "netcdf" else "another path"
+            raise ConfigError(
+                f"--out {str(path)!r} is {what}, but the {fmt} output is a {kind}; headflow never replaces what it "
+                f"did not write, even with --force. Choose {hint}."
+            )
+        existing = _headflow_config(path, fmt)
+        if existing is None:
+            raise ConfigError(
+                f"--out {str(path)!r} exists and is not a {fmt} dataset written by headflow (no provenance attrs "
+                f"{'/'.join(MARKER_ATTRS)}); headflow never replaces what it did not write, even with --force. "
+                "Choose another --out or move the file away."
+            )
+        if existing == config_json:
+            return True
+        if not force:
+            raise ConfigError(f"{str(path)!r} exists and was made from another config; pass --force to overwrite "
+                              "it or choose another --out.")
+    _check_parent(path)
+    return False
+
+
+def write_output(ds, path: pathlib.Path, fmt: str) -> None:
+    """Write ``ds`` atomically: to ``<path>.part<pid>``, then renamed over ``path``.
+
+    ``path`` was cleared by :func:`check_output` before the run; it is checked again here, since
+    the run may have taken hours: if something that is not headflow's appeared there meanwhile,
+    the result stays in the part file and a :class:`ConfigError` says where.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".part{os.getpid()}")
+    if fmt == "zarr":
+        ds.to_zarr(tmp, mode="w", consolidated=False)  # consolidated metadata is not in the zarr v3 spec
+    else:
+        ds.to_netcdf(tmp)
+    exists = path.exists() or path.is_symlink()
+    if exists and (path.is_symlink() or path.is_dir() != (fmt == "zarr") or _headflow_config(path, fmt) is None):
+        raise ConfigError(f"{str(path)!r} appeared during the run and is not a headflow output; it was left as it "
+                          f"is and the result was saved as {str(tmp)!r}.")
+    if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside, then drop it
+        old = path.with_name(path.name + f".old{os.getpid()}")
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old)
+        return
+    os.replace(tmp, path)

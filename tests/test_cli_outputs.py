@@ -1,0 +1,174 @@
+"""No file of a user's is ever removed or changed by a headflow command.
+
+Every subcommand, with and without ``--force``, in both formats, is pointed at things headflow
+did not write (a folder of the user's files, a plain file, a netCDF file without headflow's
+provenance, a zarr store holding a user's file); each is refused before any work with exit
+status 2, and every byte under the test folder is compared before and after. Bad output paths
+(under a regular file, in a read-only folder) are refused before the run starts.
+"""
+
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from headflow import _output, cli
+from tests.test_cli import SIM, STUDY, SWEEP
+
+CONFIGS = {"simulate": SIM, "sweep": SWEEP, "study": STUDY}
+
+
+def _snapshot(root: pathlib.Path) -> dict:
+    """Every file under ``root`` (relative path -> SHA-256 of its bytes) and every folder."""
+    snap = {}
+    for dirpath, dirs, files in os.walk(root):
+        rel = pathlib.Path(dirpath).relative_to(root)
+        snap[str(rel) + "/"] = "folder"
+        for name in files:
+            snap[str(rel / name)] = hashlib.sha256((pathlib.Path(dirpath) / name).read_bytes()).hexdigest()
+    return snap
+
+
+def _user_files(root: pathlib.Path) -> pathlib.Path:
+    """A folder of the user's files: text, bytes, a subfolder and a file named like an output."""
+    root.mkdir()
+    (root / "keep.txt").write_text("important\n")
+    (root / "data.bin").write_bytes(bytes(range(256)) * 7)
+    (root / "sub").mkdir()
+    (root / "sub" / "notes.md").write_text("# notes\n")
+    (root / "out.nc").write_text("not a dataset, but named like one\n")
+    return root
+
+
+def _foreign_netcdf(path: pathlib.Path) -> pathlib.Path:
+    xr.Dataset({"a": ("x", np.arange(3.0))}, attrs={"title": "someone else's"}).to_netcdf(path)
+    return path
+
+
+def _run(tmp_path, command, out, *extra):
+    cfg = tmp_path / f"{command}.toml"
+    cfg.write_text(CONFIGS[command])
+    return cli.main([command, str(cfg), "--out", str(out), "--no-progress", *extra])
+
+
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+@pytest.mark.parametrize("force", [False, True], ids=["plain", "force"])
+@pytest.mark.parametrize("command", ["simulate", "sweep", "study"])
+def test_no_command_touches_a_users_files(tmp_path, capsys, command, force, fmt):
+    user = _user_files(tmp_path / "mydata")
+    _foreign_netcdf(user / "foreign.nc")
+    zarr_like = user / "store.zarr"
+    xr.Dataset({"a": ("x", np.arange(2.0))}, attrs={"headflow_version": "0", "config": "{}"}).to_zarr(
+        zarr_like, consolidated=False)
+    (zarr_like / "my_notes.txt").write_text("kept inside a store\n")
+    before = _snapshot(user)
+    extra = ("--format", fmt) + (("--force",) if force else ())
+    targets = [user, user / "keep.txt", user / "foreign.nc", user / "sub", zarr_like]
+    for target in targets:
+        assert _run(tmp_path, command, target, *extra) == 2, target
+        err = capsys.readouterr().err
+        assert str(target) in err and "Traceback" not in err
+    assert _snapshot(user) == before  # every byte and every folder as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mydata", f"{command}.toml"]  # no store was made
+
+
+def test_the_reported_data_loss_is_refused(tmp_path, capsys):
+    """``mkdir mydata; echo important > mydata/keep.txt; headflow simulate run.toml --out mydata --force``."""
+    user = tmp_path / "mydata"
+    user.mkdir()
+    (user / "keep.txt").write_text("important\n")
+    assert _run(tmp_path, "simulate", user) == 2
+    assert _run(tmp_path, "simulate", user, "--force") == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "never replaces what it did not write" in err and "run.nc" in err
+    assert (user / "keep.txt").read_text() == "important\n" and sorted(os.listdir(user)) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+def test_force_replaces_headflows_own_output(tmp_path, capsys, fmt):
+    out = tmp_path / ("run.zarr" if fmt == "zarr" else "run.nc")
+    assert _run(tmp_path, "simulate", out, "--format", fmt) == 0
+    opener = (lambda p: xr.open_zarr(p, consolidated=False)) if fmt == "zarr" else xr.open_dataset
+    with opener(out) as ds:
+        assert ds.sizes["particle"] == 6
+    cfg = tmp_path / "other.toml"
+    cfg.write_text(SIM.replace("n = 6", "n = 5"))
+    argv = ["simulate", str(cfg), "--out", str(out), "--no-progress", "--format", fmt]
+    assert cli.main(argv) == 2 and "--force" in capsys.readouterr().err
+    assert cli.main([*argv, "--force"]) == 0
+    with opener(out) as ds:
+        assert ds.sizes["particle"] == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["simulate.toml", "other.toml", out.name])
+
+
+def test_store_of_user_files_is_used_and_left_alone(tmp_path, capsys):
+    """A store folder that already holds the user's files: the cells go beside them."""
+    store = _user_files(tmp_path / "cells")
+    before = _snapshot(store)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP + f'store = "{store}"\n')
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress", "--force"]) == 0
+    after = _snapshot(store)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert all(pathlib.Path(k).name.startswith("cell_") for k in set(after) - set(before))
+
+
+def test_out_under_a_regular_file_is_refused_before_work(tmp_path, capsys):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    for command in CONFIGS:
+        assert _run(tmp_path, command, blocker / "deeper" / "out.nc") == 2
+        err = capsys.readouterr().err
+        assert "regular file" in err and str(blocker) in err
+    assert blocker.read_text() == "x"
+    assert not list(tmp_path.glob("*.cells"))  # no run started: no store was made
+
+
+def _make_read_only(folder: pathlib.Path):
+    """Read-only for this process: chmod for a user, the immutable attribute for root."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return lambda: folder.chmod(0o755)
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("root without a working chattr: no way to make a folder read-only here")
+    return lambda: subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "study"])
+def test_read_only_folder_is_refused_before_the_run(tmp_path, capsys, command):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    cfg = tmp_path / f"{command}.toml"
+    cfg.write_text(CONFIGS[command])
+    undo = _make_read_only(folder)
+    try:
+        with pytest.raises(OSError):  # the premise: nothing can be created here
+            (folder / "probe").write_text("x")
+        status = cli.main([command, str(cfg), "--out", str(folder / "out.nc"), "--no-progress"])
+    finally:
+        undo()
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "not writable" in err and "was not started" in err
+    assert os.listdir(folder) == []
+
+
+def test_output_that_appears_during_the_run_is_kept(tmp_path):
+    """check_output cleared the path, then a user's file appeared there: the result goes to the
+    part file and the user's file stays."""
+    out = tmp_path / "run.nc"
+    assert not _output.check_output(out, "netcdf", "{}", force=True)
+    out.write_text("the user's, written while the run was going\n")
+    ds = xr.Dataset({"a": ("x", np.arange(2.0))}, attrs={"headflow_version": "x", "config": "{}"})
+    with pytest.raises(cli.ConfigError, match="appeared during the run") as info:
+        _output.write_output(ds, out, "netcdf")
+    assert out.read_text() == "the user's, written while the run was going\n"
+    part = tmp_path / f"run.nc.part{os.getpid()}"
+    assert str(part) in str(info.value)
+    with xr.open_dataset(part) as saved:
+        np.testing.assert_array_equal(saved["a"].values, [0.0, 1.0])
