@@ -26,7 +26,7 @@ CONFIGS = {"simulate": SIM, "sweep": SWEEP, "study": STUDY}
 def _snapshot(root: pathlib.Path) -> dict:
     """Every file under ``root`` (relative path -> SHA-256 of its bytes) and every folder."""
     snap = {}
-    for dirpath, dirs, files in os.walk(root):
+    for dirpath, _dirs, files in os.walk(root):
         rel = pathlib.Path(dirpath).relative_to(root)
         snap[str(rel) + "/"] = "folder"
         for name in files:
