@@ -66,9 +66,11 @@ from ._dynamics.solve import simulate
 from ._dynamics.steppers import STEPPERS
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
+from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers, read_tensors
 from ._model.ensemble import Ensemble
 from ._model.kinds import KINDS, UPDATES
 from ._model.multihead import MultiHead
+from ._model.pretrained import AttentionWeights, norm_sphere
 from ._model.time_dependent import TimeDependent
 from .theory import equiangular_tokens, orthogonal_tokens
 
@@ -87,6 +89,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MultiHead",
+    "AttentionWeights",
+    "ARCHITECTURES",
+    "load_attention",
+    "load_attention_layers",
+    "read_tensors",
+    "norm_sphere",
     "Ensemble",
     "theory",
     "equiangular_tokens",

@@ -190,11 +190,14 @@ class MultiHead(EnergiesMixin, DenseMixin):
 
     @classmethod
     def from_qk(cls, Q, K, W, **kwargs) -> MultiHead:
-        r"""Heads from query/key matrices: :math:`M_h = Q_h^\top K_h`."""
-        Q = check_square_stack(Q, "Q", caller="MultiHead.from_qk")
-        K = check_square_stack(K, "K", d=Q.shape[1], caller="MultiHead.from_qk")
-        if K.shape[0] != Q.shape[0]:
-            raise InvalidParameterError("Q and K must have the same number of heads.")
+        r"""Heads from per-head projections Q, K of shape (H, d_head, d) (or (d_head, d)), square
+        or rectangular: :math:`M_h = Q_h^\top K_h` (d x d); scale Q by :math:`1/\sqrt{d_{head}}` or
+        set β to it for a transformer's logits (:mod:`particles._model.pretrained`)."""
+        c = "MultiHead.from_qk"
+        Q, K = (check_real_array(a, n, c, ndim=(2, 3), expected="an array of shape (H, d_head, d)") for a, n in ((Q, "Q"), (K, "K")))
+        Q, K = (a[None] if a.ndim == 2 else a for a in (Q, K))
+        if K.shape != Q.shape:
+            raise InvalidParameterError(f"Q and K of {c} must have the same shape (H, d_head, d); got {Q.shape} and {K.shape}.")
         return cls(np.einsum("hki,hkj->hij", Q, K), W, **kwargs)
 
     # ---------------------------------------------------------------- basic facts
