@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import roots_gegenbauer
+from scipy.linalg import eigh_tridiagonal
 
 from particles.validation import (
     InvalidParameterError,
@@ -23,22 +23,78 @@ from .stepping import _suggest_L
 # ------------------------------------------------------------------ zonal S^{d-1}
 
 
+def _recurrence(L, d):
+    """a_{l+1}, l = 0..L-1, of t q_l = a_{l+1} q_{l+1} + a_l q_{l-1} (orthonormal Gegenbauer on S^{d-1})."""
+    nu = (d - 2) / 2
+    l = np.arange(L, dtype=float)
+    return np.sqrt((l + 1) * (l + 2 * nu) / (4 * (l + nu) * (l + nu + 1)))
+
+
 def _gegenbauer_orthonormal(L, t, d):
     """q_l(t), l = 0..L, orthonormal for the law of <x, e> under σ on S^{d-1}: shape (len(t), L+1).
 
     Three-term recurrence of the orthonormal polynomials, t q_l = a_{l+1} q_{l+1} + a_l q_{l-1},
     a_{l+1}² = (l+1)(l+2ν) / (4(l+ν)(l+ν+1)): no Gamma-function normalisation, no overflow at any d.
     """
-    nu = (d - 2) / 2
+    t = np.asarray(t, dtype=float)
     Q = np.zeros((len(t), L + 1))
     Q[:, 0] = 1.0
     if L == 0:
         return Q
-    a = np.sqrt((np.arange(L) + 1) * (np.arange(L) + 2 * nu) / (4 * (np.arange(L) + nu) * (np.arange(L) + nu + 1)))
+    a = _recurrence(L, d)
     Q[:, 1] = t / a[0]
     for l in range(1, L):
         Q[:, l + 1] = (t * Q[:, l] - a[l - 1] * Q[:, l - 1]) / a[l]
     return Q
+
+
+def _gegenbauer_derivative(L, t, d):
+    """q_l'(t), l = 0..L, shape (len(t), L+1): the recurrence differentiated,
+    q_l + t q_l' = a_{l+1} q_{l+1}' + a_l q_{l-1}' (stable forward, like the values)."""
+    Q = _gegenbauer_orthonormal(L, t, d)
+    D = np.zeros_like(Q)
+    if L == 0:
+        return D
+    a = _recurrence(L, d)
+    D[:, 1] = 1.0 / a[0]
+    for l in range(1, L):
+        D[:, l + 1] = (Q[:, l] + t * D[:, l] - a[l - 1] * D[:, l - 1]) / a[l]
+    return D
+
+
+def _flux_weights(L, d):
+    r"""(u_l, v_l), l = 0..L, of :math:`(1-t^2)q_l' = u_l q_{l-1} - v_l q_{l+1}`: u_l = (l+d-2) a_l,
+    v_l = l a_{l+1} (the operator (1-t²)d/dt maps degree l to l ± 1 only; its adjoint in L²(w) is
+    (d-1)t - (1-t²)d/dt, whose leading coefficient on q_{l-1} gives u_l)."""
+    a = _recurrence(L + 1, d)
+    l = np.arange(L + 1, dtype=float)
+    u = np.zeros(L + 1)
+    u[1:] = (l[1:] + d - 2) * a[:L]
+    return u, l * a[: L + 1]
+
+
+def _gauss_gegenbauer(n, d):
+    r"""Nodes and weights (summing to 1) of the n-point Gauss rule of the law of <x, e> under σ on
+    S^{d-1}, :math:`\propto (1-t^2)^{(d-3)/2}dt`, to relative round-off at any n.
+
+    Golub–Welsch (eigenvalues of the Jacobi matrix of the orthonormal recurrence), one Newton step on
+    :math:`q_n` and the Christoffel weights :math:`w_k = 1/\sum_{l<n} q_l(t_k)^2` (a sum of positive
+    terms). numpy's ``leggauss`` and scipy's ``roots_gegenbauer`` lose relative accuracy in the weights
+    with n (1e-10 at n = 1600): an error the degree factors of the flow then amplify.
+    """
+    a = _recurrence(n, d)
+    t = eigh_tridiagonal(np.zeros(n), a[: n - 1], eigvals_only=True)
+    # Newton on q_n with the values and derivatives from the recurrence (vectors, no table)
+    q0, q1, d0, d1 = np.ones(n), t / a[0], np.zeros(n), np.full(n, 1.0 / a[0])
+    for l in range(1, n):
+        q0, q1, d0, d1 = q1, (t * q1 - a[l - 1] * q0) / a[l], d1, (q1 + t * d1 - a[l - 1] * d0) / a[l]
+    t = np.clip(t - q1 / d1, -1.0, 1.0)
+    s, q0, q1 = 1.0 + (t / a[0]) ** 2, np.ones(n), t / a[0]
+    for l in range(1, n - 1):
+        q0, q1 = q1, (t * q1 - a[l - 1] * q0) / a[l]
+        s += q1 * q1
+    w = 1.0 / s
+    return t, w / w.sum()
 
 
 class _Zonal:
@@ -50,12 +106,17 @@ class _Zonal:
         self.model, self.L, self.d = model, L, d
         l = np.arange(L + 1)
         self.laplacian = -(l * (l + d - 2)).astype(float)
-        self.nq = L + math.ceil(L / 2) + 2  # exact projection of degree-2L products onto degree ≤ L
-        t, w = _gauss_gegenbauer(self.nq, d)
-        self.t, self.w = t, w
-        self.Q = _gegenbauer_orthonormal(L, t, d)
-        self.A = (self.Q * w[:, None]).T
+        # the flux ρΦ' (degree ≤ 2L - 1) against q_{l±1}, l ≤ L: exact with (3L + 1)/2 nodes
+        self.nq = L + math.ceil(L / 2) + 2
+        self.t, self.w = _gauss_gegenbauer(self.nq, d)
+        self.Q = _gegenbauer_orthonormal(L + 1, self.t, d)  # degree L + 1 for the flux
+        self.u, self.v = _flux_weights(L, d)
         self.phi, self.zs = _potential_multipliers(model, l, d)
+        # Φ's multipliers decay like (a/2)^l / l!: its derivative needs only the degrees they reach
+        mult = np.abs(self.phi) + sum(np.abs(z) for _, z in self.zs)
+        live = np.flatnonzero(mult > 1e-40 * max(mult.max(), 1e-300))
+        self.K = int(live[-1]) + 1 if len(live) else 1
+        self.dQ = _gegenbauer_derivative(self.K - 1, self.t, d)
 
     def with_L(self, L):
         return _Zonal(self.model, L, self.d)
@@ -66,22 +127,22 @@ class _Zonal:
         return out
 
     def rhs(self, c):
-        Q, A, lap = self.Q, self.A, self.laplacian
-        rho, lrho = Q @ c, Q @ (lap * c)
+        r"""dc_l/dt = ⟨ρ∇Φ, ∇q_l⟩ (the weak form of -div(ρ∇Φ)) = u_l g_{l-1} - v_l g_{l+1}, g the
+        coefficients of the flux ρΦ' (Gauss quadrature, degrees 0..L+1). A single factor ~ l meets
+        the round-off of g, where the strong form Δ(ρΦ) multiplied it by l(l+d-2)."""
+        K = self.K
+        rho = self.Q[:, : self.L + 1] @ c
         if self.model.kind == "usa":
-            pc = self.phi * c
-            Phi, lPhi = Q @ pc, Q @ (lap * pc)
+            dPhi = self.dQ @ (self.phi[:K] * c[:K])
         else:
-            Phi = self._log_potential(c)
-            lPhi = Q @ (lap * (A @ Phi))
-        return 0.5 * (lap * (A @ (rho * Phi)) + A @ (rho * lPhi - Phi * lrho)) * -1.0
-
-    def _log_potential(self, c):
-        Phi = np.zeros(len(self.t))
-        for amp, zs in self.zs:
-            Z = self.Q @ (zs * c)
-            Phi += amp * np.log(np.maximum(Z, 1e-300))
-        return Phi + self.Q @ (self.phi * c)
+            dPhi = self.dQ @ (self.phi[:K] * c[:K])
+            for amp, zs in self.zs:
+                Z = self.Q[:, :K] @ (zs[:K] * c[:K])
+                dPhi += amp * (self.dQ @ (zs[:K] * c[:K])) / np.maximum(Z, 1e-300)
+        g = self.Q.T @ (self.w * rho * dPhi)
+        out = self.u * np.concatenate([[0.0], g[: self.L]]) - self.v * g[1:]
+        out[0] = 0.0  # u_0 = v_0 = 0: mass is exact
+        return out
 
     def norm(self, c):
         return float(np.sqrt(np.sum(c * c)))
@@ -97,15 +158,6 @@ class _Zonal:
 
     def energy(self, c):
         return _funk_hecke_energy(self.model, np.arange(self.L + 1), self.d, c * c)
-
-
-def _gauss_gegenbauer(n, d):
-    """Nodes and weights (summing to 1) of the law of <x, e> under σ on S^{d-1}: ∝ (1-t²)^{(d-3)/2} dt."""
-    if d == 3:
-        t, w = np.polynomial.legendre.leggauss(n)
-    else:
-        t, w = roots_gegenbauer(n, (d - 2) / 2)
-    return t, w / w.sum()
 
 
 def _potential_multipliers(model, l, d):
