@@ -26,6 +26,7 @@ from .density import (
 )
 from .density_families import ExpressionDensity, FamilyDensity
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from .head_geometry import head_geometry
 from .horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
@@ -105,6 +106,7 @@ __all__ = [
     "model_attrs",
     "netcdf_safe",
     "trajectory_to_dataset",
+    "head_geometry",
     "energy",
     "head_energies",
     "leaders",
