@@ -1,0 +1,114 @@
+"""Sentence flows under trained heads; the real MiniLM model (installed by .ci/run with --no-deps)."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import particles
+from metrics import head_geometry
+from metrics.sentence_flow import (
+    bert_embeddings,
+    packaged_model_zip,
+    read_model_zip,
+    sentence_flow,
+    tokenize,
+)
+from particles import InvalidParameterError, load_attention, load_attention_layers, norm_sphere
+from tests.particles.test_pretrained import (
+    H,
+    _augment,
+    _euler_step,
+    _f64,
+    _rel,
+    bert_attention,
+    bert_tensors,
+    layer_norm,
+)
+
+pytest.importorskip("safetensors")
+
+
+@pytest.fixture
+def synthetic(rng):
+    t = bert_tensors(rng, layers=3)
+    return load_attention_layers(t, n_heads=H, fold_norm=True), norm_sphere(rng.standard_normal((6, 12)))
+
+
+def test_stack_is_the_composition_of_layer_flows(synthetic):
+    """The TimeDependent stack (Euler steps landing on the layer boundaries) is simulate_layers."""
+    ws, u = synthetic
+    ds = sentence_flow(ws, u, layer_time=0.5, dt=0.05, saves_per_layer=2, beta=4.0)
+    models = [w.to_multihead(beta=4.0, summation="exact") for w in ws]
+    ref = particles.simulate_layers(u, models, layer_time=0.5, dt=ds.attrs["dt"], method="euler", n_saves_per_layer=2)
+    np.testing.assert_allclose(ds.positions.values, ref.x, atol=1e-12)
+    assert ds.layer_index.values.tolist() == [0, 0, 1, 1, 2, 2, 2]
+    np.testing.assert_allclose(np.linalg.norm(ds.positions, axis=-1), 1.0, atol=1e-12)
+
+
+def test_one_layer_diagnostics_and_netcdf(synthetic, tmp_path):
+    ws, u = synthetic
+    toks = [f"t{i}" for i in range(6)]
+    ds = sentence_flow(ws[0], u, tokens=toks, t1=1.0, saves_per_layer=4, dt=0.05)
+    assert ds.sizes["time"] == 5 and ds.token.values.tolist() == toks
+    assert float(ds.entropy.max()) <= np.log(6) + 1e-12
+    np.testing.assert_allclose(ds.mean_entropy, ds.entropy.mean("particle"), rtol=1e-14)
+    np.testing.assert_allclose(ds.rate_residual, ds.energy_rate - ds.kinetic, rtol=1e-12, atol=1e-300)
+    assert np.all(ds.n_clusters.values == ds.cluster_label.max("particle").values + 1)
+    # the first save is the state itself: diagnose agrees
+    dg = particles.diagnose(ws[0].to_multihead(beta=12.0), u)
+    np.testing.assert_allclose(ds.rd_margin_min.isel(time=0), dg["rd_margin_min"], rtol=1e-12)
+    ds.to_netcdf(tmp_path / "flow.nc")
+    with xr.open_dataset(tmp_path / "flow.nc") as back:
+        xr.testing.assert_identical(back.load(), ds)
+
+
+def test_bad_arguments(synthetic, rng):
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match="t1 of sentence_flow is for one layer"):
+        sentence_flow(ws, u, t1=2.0)
+    with pytest.raises(InvalidParameterError, match="x0 of sentence_flow has d = 3"):
+        sentence_flow(ws, norm_sphere(rng.standard_normal((4, 3))))
+    with pytest.raises(InvalidParameterError, match="tokens of sentence_flow must name the 6 tokens"):
+        sentence_flow(ws[0], u, tokens=["a"])
+    with pytest.raises(InvalidParameterError, match="must be an AttentionWeights"):
+        sentence_flow([], u)
+    with pytest.raises(InvalidParameterError, match="missing tensor 'embeddings.word_embeddings.weight'"):
+        bert_embeddings({}, [1, 2])
+    with pytest.raises(InvalidParameterError, match=r"indices of bert_embeddings must lie in \[0, 4\)"):
+        bert_embeddings({f"embeddings.{p}_embeddings.weight": np.ones((4, 3)) for p in ("word", "position", "token_type")},
+                        [1, 7])
+
+
+def _minilm():
+    try:
+        return read_model_zip(packaged_model_zip())
+    except ImportError as exc:
+        pytest.skip(f"the real model is not installed ({exc}); .ci/run installs it")
+
+
+def test_minilm_real_model():
+    """MiniLM (BERT, 6 x 12 heads, d = 384): the Euler step is its attention on a real sentence;
+    the report covers 6 x 66 head pairs with consistent numbers; the sentence flows."""
+    tensors, tokenizer, config = _minilm()
+    n_heads = config["num_attention_heads"]
+    ids, toks = tokenize(tokenizer, "Attention heads move tokens on the sphere.")
+    assert toks[0] == "[CLS]" and toks[-1] == "[SEP]"
+    e = bert_embeddings(tensors, ids)
+    core = layer_norm(e, 1.0, 0.0)
+    a = layer_norm(e, _f64(tensors, "embeddings.LayerNorm.weight"), _f64(tensors, "embeddings.LayerNorm.bias"))
+    for fold, x in ((False, a), (True, core)):
+        w = load_attention(tensors, 0, n_heads=n_heads, fold_norm=fold)
+        step = _euler_step(w.to_multihead(bias="augment", geometry="flat", summation="exact"), _augment(x))
+        assert _rel(step[:, :384], bert_attention(tensors, 0, a, n_heads)) < 1e-12
+    ws = load_attention_layers(tensors, n_heads=n_heads)
+    ds = head_geometry(ws)
+    assert dict(ds.sizes) == {"layer": 6, "pair": 66, "angle": 32, "head": 12, "eig": 32}
+    assert float(ds.score_angle.min()) >= 0 and float(ds.score_angle.max()) <= 90 + 1e-9
+    assert not ds.score_angle.isnull().any()  # every head has full rank d_head = 32
+    np.testing.assert_allclose(ds.self_norm, ds.singular_value.isel(eig=0) ** 2, rtol=1e-10)
+    assert np.all(np.isnan(ds.beta_star)) and all("fail" in str(r) for r in ds.beta_star_reason.values)
+    u = norm_sphere(e)
+    flow = sentence_flow(load_attention(tensors, 0, n_heads=n_heads, fold_norm=True), u, t1=0.5, saves_per_layer=2,
+                         dt=0.1)
+    np.testing.assert_allclose(np.linalg.norm(flow.positions, axis=-1), 1.0, atol=1e-12)
+    assert flow.sizes["particle"] == len(ids) and flow.attrs["beta"] == 384.0
