@@ -34,13 +34,23 @@ from scipy import stats
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import (
+    AnyOf,
+    Function,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    Options,
+    SequenceOf,
+    declare,
+)
 
+from . import _params as P
 from ._study_reference import UniformReference, _method
 from .dataset import model_attrs, netcdf_safe, provenance
 from .horizon import (
     ResolutionWarning,
-    _check_delta,
     breakdown_law_cdf,
     breakdown_law_mean,
     breakdown_time,
@@ -81,40 +91,32 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     return saved_to_dataset(traj, ts)
 
 
-def _validate(model, density, n_values, n_seeds, t1, n_saves, dt, kappa, l_max):
-    caller = "chaos_horizon_study"
-    if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax") or model.d not in (2, 3):
-        raise InvalidParameterError(
-            f"The 'model' parameter of {caller} must be a particles.MultiHead with scalar heads, kind 'usa' or "
-            f"'softmax', on S^1 or S^2 (d = 2 or 3); got {getattr(model, 'kind', type(model).__name__)!r} with "
-            f"d = {getattr(model, 'd', None)}. Build it with MultiHead.scalar([lam], d, beta=..., kind=...).")
-    if not (callable(density) or (isinstance(density, str) and density == "uniform")):
-        raise InvalidParameterError(
-            f"The 'density' parameter of {caller} must be 'uniform' or a density function density(points) -> "
-            f"(m,) on the sphere (a perturbed start, measured against the spectral mean-field solution); got "
-            f"{density!r}.")
-    try:
-        nv = np.asarray(n_values)
-        ok = (nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv >= 2)
-              and np.all(np.diff(nv) > 0))
-    except TypeError:
-        ok = False
-    if not ok:
-        raise InvalidParameterError(f"The 'n_values' parameter of {caller} must be at least two strictly increasing "
-                                    f"integers >= 2 (the slope is fitted against log n); got {n_values!r}.")
-    from .study import _seed_counts
-
-    n_seeds = _seed_counts(n_seeds, nv, "independent", caller)
-    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
-    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
-    if dt > t1:
-        raise InvalidParameterError(f"The 'dt' parameter of {caller} must be <= t1 = {t1}; got {dt}.")
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
-    l_max = check_param(l_max, "l_max", caller, low=1, integer=True)
-    return [int(n) for n in nv], n_seeds, t1, n_saves, dt, kappa, l_max
+#: the largest value each breakdown quantity can take (a delta at or above it is never reached):
+#: A_l <= sqrt(2) on S^1 and sqrt(2 l + 1) on S^2 (all tokens at one point); the distance to a
+#: density's mu(t) is at most the diameter (W1 <= pi on S^1; sliced SW_2 <= 2 on S^2)
+def _reachable(d: int, l_star: int, uniform: bool) -> tuple[float, str]:
+    if uniform:
+        return (np.sqrt(2.0), "A_l <= sqrt(2) on S^1") if d == 2 else \
+            (np.sqrt(2.0 * l_star + 1), f"A_{l_star} <= sqrt(2 l* + 1) = {np.sqrt(2.0 * l_star + 1):.4g} on S^2")
+    return (np.pi, "W1 <= pi on S^1") if d == 2 else (2.0, "sliced SW_2 <= 2 on S^2")
 
 
+_POSITIVE_DELTA = Interval(0, None, closed="neither")
+
+
+@declare(
+    model=Instance(MultiHead, test=lambda m: m.kind in ("usa", "softmax") and m.d in (2, 3),
+                   what="a particles.MultiHead with scalar heads, kind 'usa' or 'softmax', on S^1 or S^2 (d = 2 or 3)",
+                   hint="Build it with MultiHead.scalar([lam], d, beta=..., kind=...)."),
+    density=AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) on the sphere")),
+    n_values=SequenceOf(Integer(2), min_len=2, increasing=True,
+                        hint="The slope is fitted against log n: pass at least two increasing n >= 2."),
+    n_seeds=P.N_SEEDS, t1=P.T1, n_saves=P.N_SAVES,
+    delta=AnyOf(_POSITIVE_DELTA, SequenceOf(_POSITIVE_DELTA),
+                hint="Use e.g. delta=0.1 (a breakdown is a distance or amplitude reaching delta)."),
+    kappa=P.KAPPA, l_max=Integer(1), dt=P.DT, seed=P.SEED, n_projections=P.N_PROJECTIONS,
+    eps_cluster=P.EPS_CLUSTER, max_clusters=P.MAX_CLUSTERS, n_boot=P.N_BOOT, **P.RUN_OPTIONS,
+    relations=[P.DT_LE_T1, P.SEEDS_PER_N])
 def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=(100, 1000, 10000),
                         n_seeds: int = 8, t1: float = 12.0, n_saves: int = 241, delta=(0.05, 0.1),
                         kappa: float = np.inf, l_max: int = 6, dt: float = 0.05, seed: int = 0,
@@ -182,9 +184,10 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     (('n_particles', 'seed', 'time'), 1, True)
     """
     caller = "chaos_horizon_study"
-    n_values, n_seeds, t1, n_saves, dt, kappa, l_max = _validate(model, density, n_values, n_seeds, t1,
-                                                                   n_saves, dt, kappa, l_max)
-    deltas = _check_delta(delta, caller)
+    from .study import _seed_counts
+
+    n_seeds = _seed_counts(n_seeds, n_values)
+    deltas = np.atleast_1d(np.asarray(delta, dtype=float))
     sigma = mf.growth_rates(model, l_max=l_max, kappa=kappa)
     l_star = int(np.argmax(sigma[1:]) + 1)
     s_star = float(sigma[l_star])
@@ -194,6 +197,11 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
         raise InvalidParameterError(
             f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
             f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {l_max}.")
+    top, why = _reachable(model.d, l_star, not callable(density))
+    if np.any(deltas >= top):
+        raise InvalidParameterError(
+            f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "
+            f"can take ({why}); got {deltas.tolist()}. A larger delta is never reached: lower it.")
     ts = np.linspace(0.0, t1, n_saves)
     if s_star > 0 and s_star * (ts[1] - ts[0]) > MAX_LOG_STEP:
         need = int(np.ceil(s_star * t1 / MAX_LOG_STEP)) + 1
@@ -218,7 +226,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                                  sort_keys=True, default=str)
     sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
-                      store=store, progress=progress, cell_fn=_chaos_cell, cell_settings=settings, metrics=())
+                      store=store, progress=progress, cell_fn=_chaos_cell, cell_settings={**settings, "caller": "chaos_horizon_study"}, metrics=())
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
            "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
@@ -361,7 +369,9 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "n_seeds_run": (("n_particles",), np.asarray(cfg["n_seeds"]),
                         {"long_name": "seeds run at this n (the others are NaN)", "units": "1"}),
     }
-    return xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
+    ds = xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
+    ds.attrs["failed_cells"] = sweep.attrs["failed_cells"]  # runs that stopped, with the solver's reason
+    return ds
 
 
 def _coords(cfg) -> dict:

@@ -59,7 +59,16 @@ from scipy import stats
 from scipy.special import digamma, sph_harm_y
 
 from particles import check_points
-from particles.validation import InvalidParameterError, check_param, check_real_array
+from particles.validation import (
+    AnyOf,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    check_param,
+    check_real_array,
+    declare,
+)
 
 __all__ = ["harmonic_amplitudes", "harmonic_multiplicity", "breakdown_time", "predicted_breakdown_time",
            "breakdown_law_cdf", "breakdown_law_mean", "fit_horizon_slope", "sliced_w2_to_uniform_s2",
@@ -270,6 +279,8 @@ def breakdown_law_mean(k: int = 2) -> float:
     return float(-0.5 * (digamma(k / 2) + np.log(2.0)))
 
 
+@declare(n_boot=Integer(1), level=Interval(0, 1, closed="neither", hint="A probability, e.g. level=0.95."),
+         rng=AnyOf(Integer(0), Instance(np.random.Generator), hint="Pass a seed or a numpy Generator."))
 def fit_horizon_slope(n_values, t_delta, *, counts=None, n_boot: int = 1000, level: float = 0.95,
                       rng=0) -> tuple[float, float, float]:
     r"""Slope s of the seed-mean :math:`\bar t_\delta(n) = c + s\log n` and its bootstrap percentile
@@ -290,7 +301,6 @@ def fit_horizon_slope(n_values, t_delta, *, counts=None, n_boot: int = 1000, lev
     (1.0, 1.0, 1.0)
     """
     caller = "fit_horizon_slope"
-    n_boot = check_param(n_boot, "n_boot", caller, low=1, integer=True)
     nv = check_real_array(n_values, "n_values", caller, ndim=1, expected="a 1-D array of particle numbers")
     if np.any(nv <= 0):
         raise InvalidParameterError(f"n_values of {caller} must be positive; got {nv.tolist()}.")

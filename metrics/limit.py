@@ -365,4 +365,5 @@ def saved_to_dataset(traj, ts) -> xr.Dataset:
         v = np.asarray(v, dtype=float)
         data[k] = ("time", np.concatenate([v, np.full(len(ts) - len(v), np.nan)]))
     data["status"] = ((), int(traj.success))
-    return xr.Dataset(data, coords={"time": ("time", ts)})
+    return xr.Dataset(data, coords={"time": ("time", ts)},
+                      attrs={"failure_message": "" if traj.success else str(traj.message)})

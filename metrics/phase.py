@@ -315,7 +315,7 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,
                       max_workers=max_workers, store=store, progress=progress, cell_fn=_phase_cell,
-                      cell_settings=settings)
+                      cell_settings={**settings, "caller": "phase_diagram"})
     return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
 
 
@@ -352,6 +352,7 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
         **{k: v for k, v in config.items() if not isinstance(v, list)},
         "statistics": ",".join(config["statistics"]),
         "source": sweep.attrs["source"], "seed_entropy": sweep.attrs["seed_entropy"],
+        "failed_cells": sweep.attrs["failed_cells"],  # (beta, chunk) runs that stopped, with the solver's reason
     })
     ds.attrs.update(provenance(config=config, seeds={"entropy": sweep.attrs.get("seed_entropy", ""),
                                                      "spawn_key": "(chunk index,)"}))

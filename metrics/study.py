@@ -33,8 +33,20 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import InvalidParameterError, check_choice, check_param
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Function,
+    Instance,
+    Integer,
+    InvalidParameterError,
+    Options,
+    Relation,
+    check_param,
+    declare,
+)
 
+from . import _params as P
 from ._study_reference import _method, measure_entropy, sample_grid_measure, setup_reference
 from .dataset import model_attrs, netcdf_safe, provenance
 from .density import check_density_fn
@@ -74,55 +86,9 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     return saved_to_dataset(traj, ts)
 
 
-def _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling):
-    if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax"):
-        raise InvalidParameterError(
-            "model of mean_field_limit_study must be a particles.MultiHead with kind 'usa' or 'softmax' "
-            f"(the kinds the mean-field solvers accept); got {getattr(model, 'kind', type(model).__name__)!r}.")
-    check_density_fn(density_fn, model.d, "mean_field_limit_study")
-    try:
-        nv = np.asarray(n_values)
-        ok = nv.ndim == 1 and len(nv) >= 2 and np.all(nv == np.round(nv)) and np.all(nv > 0) \
-            and np.all(np.diff(nv) > 0)
-    except TypeError:
-        ok = False
-    if not ok:
-        raise InvalidParameterError(
-            f"n_values of mean_field_limit_study must be at least two strictly increasing positive integers; "
-            f"got {n_values!r}.")
-    if not (np.isfinite(t1) and t1 > 0):
-        raise InvalidParameterError(f"t1 of mean_field_limit_study must be finite and > 0; got {t1!r}.")
-    if int(n_saves) != n_saves or n_saves < 1:
-        raise InvalidParameterError(f"n_saves of mean_field_limit_study must be a positive integer; got {n_saves!r}.")
-    if int(m_grid) != m_grid or m_grid < 8:
-        raise InvalidParameterError(f"m_grid of mean_field_limit_study must be an integer >= 8; got {m_grid!r}.")
-    if not (np.isfinite(dt) and 0 < dt <= t1):
-        raise InvalidParameterError(f"dt of mean_field_limit_study must be in (0, t1]; got {dt!r}.")
-    if not kappa > 0:
-        raise InvalidParameterError(f"kappa of mean_field_limit_study must be > 0 (np.inf: noiseless); got {kappa!r}.")
-    if transport not in ("auto", "emd2", "circle"):
-        raise InvalidParameterError(f"transport of mean_field_limit_study must be 'auto', 'emd2' or 'circle'; "
-                                    f"got {transport!r}.")
-    if sampling not in ("independent", "nested"):
-        raise InvalidParameterError(f"sampling of mean_field_limit_study must be 'independent' (a fresh sample for "
-                                    f"every (n, seed)) or 'nested'; got {sampling!r}.")
-    return [int(n) for n in nv]
-
-
-def _seed_counts(n_seeds, n_values, sampling, caller: str = "mean_field_limit_study") -> list[int]:
-    """Seeds of each n: one positive integer for all, or one per n (independent samples only)."""
-    ragged = np.ndim(n_seeds) == 1
-    k = np.atleast_1d(np.asarray(n_seeds, dtype=object))
-    ok = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1 for v in k)
-    if not ok or np.ndim(n_seeds) > 1 or (ragged and len(k) != len(n_values)):
-        raise InvalidParameterError(
-            f"n_seeds of {caller} must be a positive integer, or one positive integer per n_values entry "
-            f"({len(n_values)} of them); got {n_seeds!r}.")
-    counts = [int(v) for v in k] if ragged else [int(k[0])] * len(n_values)
-    if sampling == "nested" and len(set(counts)) > 1:
-        raise InvalidParameterError(f"n_seeds of {caller} must be one integer with sampling='nested' (seed s of "
-                                    f"every n shares its draws); got {n_seeds!r}.")
-    return counts
+def _seed_counts(n_seeds, n_values) -> list[int]:
+    """Seeds of each n (declared: one integer for all, or one per n)."""
+    return list(n_seeds) if isinstance(n_seeds, list) else [n_seeds] * len(n_values)
 
 
 def _run_cells(n_values, counts, **kw) -> xr.Dataset:
@@ -138,6 +104,29 @@ def _run_cells(n_values, counts, **kw) -> xr.Dataset:
     return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
 
 
+def _seed_counts_ok(n_seeds, sampling) -> bool:
+    return sampling == "independent" or isinstance(n_seeds, int) or len(set(n_seeds)) == 1
+
+
+@declare(
+    model=Instance(MultiHead, test=lambda m: m.kind in ("usa", "softmax"),
+                   what="a particles.MultiHead with kind 'usa' or 'softmax' (the kinds the mean-field solvers accept)"),
+    density_fn=Function("a density function density_fn(points) -> (m,) on the sphere"),
+    n_values=P.N_VALUES, n_seeds=P.N_SEEDS, t1=P.T1, n_saves=P.N_SAVES,
+    m_grid=Integer(8, hint="The S^1 grid has m_grid cells, e.g. 1024."), dt=P.DT, seed=P.SEED, kappa=P.KAPPA,
+    n_reference=AnyOf(NONE, Integer(2)), transport=Options("auto", "emd2", "circle"), n_projections=P.N_PROJECTIONS,
+    n_quantiles=Integer(2), w2_max_n=Integer(1), eps_cluster=P.EPS_CLUSTER, max_clusters=P.MAX_CLUSTERS,
+    sampling=Options("independent", "nested"), interval=Options("t", "bootstrap"), n_boot=P.N_BOOT,
+    reference=Options("auto", "spectral", "fv_circle", "lagrangian"), **P.RUN_OPTIONS,
+    relations=[
+        P.DT_LE_T1, P.SEEDS_PER_N,
+        Relation(("n_seeds", "sampling"), _seed_counts_ok,
+                 "must be one integer with sampling='nested' (seed s of every n shares its draws)",
+                 breaks={"n_seeds": [2, 3], "n_values": [4, 8], "sampling": "nested"}),
+        Relation(("w2_max_n", "n_values"), lambda w, nv: w >= nv[1],
+                 "must be >= the second n_values entry (the W2 rate needs W2 at two n at least); raise it",
+                 breaks={"w2_max_n": 5, "n_values": [4, 8]}),
+    ])
 def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64, 128, 256), n_seeds: int = 4,
                            t1: float = 2.0, n_saves: int = 5, m_grid: int = 1024, dt: float = 0.01,
                            seed: int = 0, kappa: float = np.inf, n_reference: int | None = None,
@@ -211,10 +200,9 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
         a problem it does not cover.
     """
-    n_values = _validate(model, density_fn, n_values, n_seeds, t1, n_saves, m_grid, dt, kappa, transport, sampling)
-    check_choice(interval, "interval", ("t", "bootstrap"), "mean_field_limit_study")
+    check_density_fn(density_fn, model.d, "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
-    counts = _seed_counts(n_seeds, n_values, sampling)
+    counts = _seed_counts(n_seeds, n_values)
     from ._executors import FixedModel
 
     d = model.d
@@ -243,7 +231,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
                        kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
                        max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
-                       cell_settings=settings, metrics=())
+                       cell_settings={**settings, "caller": "mean_field_limit_study"}, metrics=())
     K, paired = int(max_clusters), sampling == "nested"
     data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
                        paired=paired, interval=interval, n_boot=n_boot, seed=seed, counts=np.asarray(counts))
@@ -267,6 +255,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         "rate_at_t0": float(ds[f"rate_{main_w}"].isel(time=0)),
         "rate_at_t0_ci": ds[f"rate_{main_w}_ci"].isel(time=0).values.tolist(),
         "sampling": sampling,
+        "failed_cells": sweep.attrs["failed_cells"],
         "rate_interval": ("delta-method t interval (metrics.limit.fit_rate)" if interval == "t"
                           else "percentile bootstrap over seeds (metrics.limit.fit_rate)")
                          + (", paired: whole seeds across n" if paired else ", independent samples per n"),

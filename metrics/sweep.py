@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import pathlib
 import warnings
@@ -43,26 +44,57 @@ import xarray as xr
 
 from particles import KINDS, STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Function,
+    Instance,
+    Integer,
     InvalidParameterError,
-    check_bool,
-    check_callable,
+    Options,
     check_choice,
     check_instance,
     check_names,
     check_param,
+    declare,
 )
 
+from . import _params as P
 from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
 from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
 
-__all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning"]
+__all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
 
 
 
 class CellWarning(UserWarning):
     """A stored sweep cell failed verification (or could not be read) and is recomputed."""
+
+
+class FailedCellWarning(UserWarning):
+    """Cells of a sweep or study did not reach t1; the warning names them and the solver's reason,
+    and the dataset records them (``failed_cells`` attr, and ``failure_message`` for a sweep)."""
+
+
+def _failed_cells(cells, results) -> list:
+    """[{params, seed, message}] of every cell whose run failed, in cell order."""
+    out = []
+    for idx in sorted(results):
+        message = str(results[idx].attrs.get("failure_message", ""))
+        if message:
+            _, s, params = cells[idx]
+            out.append({"params": {k: v for k, v in params.items() if k in SWEEP_PARAMS}, "seed": s,
+                        "message": message})
+    return out
+
+
+def _warn_failed(failed: list, n_cells: int, caller: str) -> None:
+    if failed:
+        shown = "; ".join(f"{f['params']} seed {f['seed']}: {f['message']}" for f in failed[:3])
+        more = f" (and {len(failed) - 3} more, in the dataset's failed_cells attr)" if len(failed) > 3 else ""
+        warnings.warn(f"{caller}: {len(failed)} of {n_cells} cells did not reach t1 (their values after the failure "
+                      f"are NaN): {shown}{more}.", FailedCellWarning, stacklevel=3)
 
 #: parameters a grid may sweep, with their long names
 SWEEP_PARAMS = {
@@ -156,6 +188,11 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     return stamp_cell(ds, key, path)
 
 
+@declare(
+    n_seeds=Integer(1), seed=AnyOf(NONE, P.SEED), t1=P.T1, dt=P.DT, n_saves=P.N_SAVES,
+    method=Options(*STEPPERS), kappa=P.KAPPA, model_fn=Function("a callable model_fn(params, rng) -> MultiHead"),
+    max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
+    cell_settings=AnyOf(NONE, Instance(dict)), **P.RUN_OPTIONS, relations=[P.DT_LE_T1])
 def run_sweep(
     grid: dict,
     *,
@@ -202,10 +239,6 @@ def run_sweep(
         With ``engine="process"``: how many times a pool broken by a dead worker is
         restarted for the unfinished cells before giving up with :class:`particles.SolverError`.
 
-    Warns
-    -----
-    CellWarning
-        When a stored cell fails verification and is recomputed.
     cell_fn : callable ``(params, seed_index, settings, path) -> xr.Dataset``, optional
         Replaces the default cell (a particle run from uniform tokens); it must honour the same
         contract (load ``path`` if it exists, else compute, write atomically, return dims ``time``).
@@ -217,6 +250,16 @@ def run_sweep(
     Returns
     -------
     xr.Dataset with dims (*grid keys, seed, time)
+        A cell whose run stopped before t1 has ``success = 0``, NaN values after its last finite
+        save and the solver's reason in ``failure_message``; the ``failed_cells`` attr lists them
+        all (JSON: params, seed, message).
+
+    Warns
+    -----
+    CellWarning
+        When a stored cell fails verification and is recomputed.
+    FailedCellWarning
+        When cells did not reach t1; it names them and the solver's reason.
     """
     caller = "run_sweep"
     axes = _check_grid(grid)
@@ -268,6 +311,9 @@ def run_sweep(
     # the engine is left out: serial, process and dask runs of one config give identical datasets
     config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": len(ts),
               **key_settings}
+    failed = _failed_cells(cells, results)
+    ds.attrs["failed_cells"] = json.dumps(failed, default=str)
+    _warn_failed(failed, len(cells), settings.get("caller", caller))
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(settings["entropy"]),
                                                      "spawn_key": "(seed index,)"}, model=probe))
@@ -276,28 +322,9 @@ def run_sweep(
 
 def _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
                 max_pool_restarts, engine, store):
-    """Validated seeds, the cells' settings and the run options of :func:`run_sweep`."""
-    n_seeds = check_param(n_seeds, "n_seeds", caller, low=1, integer=True)
-    if seed is not None:
-        seed = check_param(seed, "seed", caller, low=0, integer=True)
-    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
-    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
-    check_choice(method, "method", STEPPERS, caller)
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    """The cells' settings and the run options of :func:`run_sweep` (its scalars are declared)."""
     metrics = check_names(metrics, "metrics", METRICS, caller)
-    check_callable(model_fn, "model_fn", caller, signature="model_fn(params, rng) -> MultiHead")
-    if max_workers is not None:
-        max_workers = check_param(max_workers, "max_workers", caller, low=1, integer=True)
-    opts = {"max_workers": max_workers, "progress": check_bool(progress, "progress", caller),
-            "max_pool_restarts": check_param(max_pool_restarts, "max_pool_restarts", caller, low=0, integer=True)}
-    is_dask = hasattr(engine, "submit") and hasattr(engine, "gather")
-    if not is_dask and engine not in ("serial", "process"):
-        raise InvalidParameterError(
-            f"engine must be 'serial', 'process' or a dask.distributed.Client; got {engine!r}."
-        )
-    if store is not None and not isinstance(store, (str, os.PathLike)):
-        raise InvalidParameterError(f"The 'store' parameter of {caller} must be a path or None; got {store!r}.")
+    opts = {"max_workers": max_workers, "progress": progress, "max_pool_restarts": max_pool_restarts}
     if engine == "process":
         check_not_bootstrapping(caller)
     settings = {"entropy": np.random.SeedSequence(seed).entropy, "t1": float(t1), "dt": float(dt), "method": method,
@@ -367,12 +394,14 @@ def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> 
     var_names = [v for v in results[0].data_vars if v != "status"]
     arrays = {v: np.full(shape, np.nan) for v in var_names}
     status = np.zeros(shape[:-1], dtype=np.int8)
+    messages = np.full(shape[:-1], "", dtype=object)
     index = {k: {val: i for i, val in enumerate(v)} for k, v in axes.items()}
     for idx, (values, s, _) in enumerate(cells):
         pos = tuple(index[k][val] for k, val in zip(axes, values)) + (s,)
         for v in var_names:
             arrays[v][pos] = results[idx][v].values
         status[pos] = int(results[idx]["status"])
+        messages[pos] = str(results[idx].attrs.get("failure_message", ""))
     dims = tuple(axes) + ("seed", "time")
     coords = {k: (k, np.asarray(v), {"long_name": SWEEP_PARAMS[k], "units": "1"}) for k, v in axes.items()}
     coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
@@ -388,6 +417,8 @@ def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> 
             attrs = {"long_name": long_name, "units": units}
         data_vars[v] = (dims, arrays[v], attrs)
     data_vars["success"] = (dims[:-1], status, {"long_name": "1 if the run reached t1", "units": "1"})
+    data_vars["failure_message"] = (dims[:-1], messages.astype(str),
+                                    {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)"})
     fixed = {k: v for k, v in _DEFAULTS.items() if k not in axes}
     attrs = netcdf_safe({
         "title": "headflow sweep",

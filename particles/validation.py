@@ -1,13 +1,30 @@
 """Validation at the public boundary, shared by every headflow layer (the public face of
 :mod:`particles._core.validation`, plus :func:`check_model`).
 
-Contract: each checker either returns a clean float64 value (a contiguous array or a
+Public callables declare their parameters with :func:`declare` (a constraint per parameter,
+:class:`Relation` between them): the declaration validates at the call, types the command line's
+config keys and generates the bad-input suite. Contract: each checker either returns a clean float64 value (a contiguous array or a
 Python float) or raises an :class:`InvalidParameterError` whose message names the
 parameter, the caller, what was expected, what was received and how to fix it. Internal
 code trusts what these functions return and never re-validates.
 """
 
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.params import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Constraint,
+    Function,
+    Instance,
+    Integer,
+    Interval,
+    Options,
+    Relation,
+    SequenceOf,
+    declaration,
+    declare,
+)
 from ._core.states import check_states, check_times
 from ._core.validation import (
     check_bool,
@@ -47,4 +64,18 @@ __all__ = [
     "check_instance",
     "check_rng",
     "check_returned",
+    # declarations (one rule per parameter: validation, CLI types, generated bad inputs)
+    "declare",
+    "declaration",
+    "Constraint",
+    "Interval",
+    "Integer",
+    "Options",
+    "Boolean",
+    "Instance",
+    "Function",
+    "SequenceOf",
+    "AnyOf",
+    "Relation",
+    "NONE",
 ]

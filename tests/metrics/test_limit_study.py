@@ -380,7 +380,7 @@ def test_seeds_per_n_run_only_the_new_cells_and_pad_with_nan(tmp_path, monkeypat
     expect = metrics.fit_rate([16, 32], g, counts=[4, 2])
     assert float(ds.rate_w1[0]) == pytest.approx(expect.rate) and np.isfinite(ds.rate_w1_ci[0]).all()
     assert float(ds.w1_stderr.isel(time=0, n_particles=1)) == pytest.approx(np.std(g[1, :2], ddof=1) / np.sqrt(2))
-    with pytest.raises(ValueError, match="n_seeds of mean_field_limit_study must be a positive integer, or one"):
+    with pytest.raises(ValueError, match="n_seeds.*must be one integer, or have one entry per n_values entry"):
         mean_field_limit_study(MODEL, _density, n_seeds=(4, 2, 1), **kw)
     with pytest.raises(ValueError, match="must be one integer with sampling='nested'"):
         mean_field_limit_study(MODEL, _density, n_seeds=(4, 2), sampling="nested", **kw)

@@ -1,5 +1,7 @@
 """Sweeps: labelled output, reproducible seeds, resume after a kill, engines agree."""
 
+import json
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -66,15 +68,23 @@ def test_sweep_bad_input():
         run_sweep({"temperature": [1.0]})
     with pytest.raises(InvalidParameterError, match="'metrics' parameter of run_sweep must be one of"):
         run_sweep(GRID, metrics=("nope",))
-    with pytest.raises(InvalidParameterError, match="engine must be"):
+    with pytest.raises(InvalidParameterError, match="engine.* must be one of .serial., .process. or a dask"):
         run_sweep({"beta": [1.0]}, t1=0.1, dt=0.05, engine="mpi")
 
 
 def test_overflowing_cell_is_recorded_not_fatal():
     # USA at beta = 100 without log-time rescaling overflows: that cell fails, the sweep goes on
-    ds = run_sweep({"kind": ["usa"], "beta": [0.5, 100.0]}, n_seeds=1, t1=0.5, dt=0.05, n_saves=3,
-                   metrics=("n_clusters",))
+    from metrics.sweep import FailedCellWarning
+
+    with pytest.warns(FailedCellWarning, match=r"1 of 2 cells did not reach t1.*'beta': 100.0.*overflows float64"):
+        ds = run_sweep({"kind": ["usa"], "beta": [0.5, 100.0]}, n_seeds=1, t1=0.5, dt=0.05, n_saves=3,
+                       metrics=("n_clusters",))
     assert ds.success.sel(beta=0.5).item() == 1 and ds.success.sel(beta=100.0).item() == 0
+    # the solver's reason is in the dataset, beside success, and in the failed_cells attr
+    assert ds.failure_message.sel(beta=0.5).item() == ""
+    assert "overflows float64" in ds.failure_message.sel(beta=100.0).item()
+    failed = json.loads(ds.attrs["failed_cells"])
+    assert [(f["params"]["beta"], f["seed"]) for f in failed] == [(100.0, 0)]
     assert np.all(np.isfinite(ds.n_clusters.sel(beta=0.5)))
     assert np.all(np.isnan(ds.n_clusters.sel(beta=100.0).isel(time=slice(1, None))))
 

@@ -1,0 +1,43 @@
+"""The parameters the studies and sweeps share, each rule written once.
+
+Every public study (:func:`metrics.mean_field_limit_study`, :func:`metrics.chaos_horizon_study`,
+:func:`metrics.phase_diagram`, :func:`metrics.run_sweep`) declares its parameters from these
+constraints (:func:`particles.validation.declare`); the command line's ``[study]`` and
+``[sweep]`` keys take their types from the same objects.
+"""
+
+from __future__ import annotations
+
+import os
+
+from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, Options, Relation, SequenceOf
+
+POSITIVE = Interval(0, None, closed="neither")
+T1 = Interval(0, None, closed="neither", hint="Pass the final time of the runs, e.g. t1=2.0.")
+DT = Interval(0, None, closed="neither", hint="Pass the step size, a fraction of t1.")
+N_SAVES = Integer(2, hint="The save times are np.linspace(0, t1, n_saves): at least t = 0 and t1.")
+KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
+SEED = Integer(0, hint="Pass a non-negative integer (the root of the run's SeedSequence).")
+N_VALUES = SequenceOf(Integer(1), min_len=2, increasing=True,
+                      hint="Pass at least two strictly increasing particle numbers, e.g. (16, 32, 64).")
+N_SEEDS = AnyOf(Integer(1), SequenceOf(Integer(1)),
+                hint="Pass a positive integer, or one positive integer per n_values entry.")
+EPS_CLUSTER = Interval(0, None, closed="neither", hint="The geodesic linking distance in radians, e.g. 1e-3.")
+MAX_CLUSTERS = Integer(1, hint="The number of largest cluster masses kept, e.g. 8.")
+N_PROJECTIONS = Integer(1)
+N_BOOT = Integer(1)
+ENGINE = AnyOf(Options("serial", "process"),
+               Instance(object, test=lambda e: hasattr(e, "submit") and hasattr(e, "gather"),
+                        what="a dask.distributed.Client"))
+MAX_WORKERS = AnyOf(NONE, Integer(1))
+STORE = AnyOf(NONE, Instance((str, os.PathLike), what="a folder path (str or os.PathLike)"))
+PROGRESS = Boolean()
+
+DT_LE_T1 = Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "must be <= t1 (one step at least)",
+                    breaks={"dt": 2.0, "t1": 1.0})
+SEEDS_PER_N = Relation(("n_seeds", "n_values"), lambda s, nv: isinstance(s, int) or len(s) == len(nv),
+                       "must be one integer, or have one entry per n_values entry",
+                       breaks={"n_seeds": [1, 2, 3], "n_values": [4, 8]})
+
+#: what every study and sweep takes for its cells' store and engine
+RUN_OPTIONS = {"store": STORE, "engine": ENGINE, "max_workers": MAX_WORKERS, "progress": PROGRESS}
