@@ -17,7 +17,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-__all__ = ["ConfigError", "SCHEMAS", "TYPES", "EXAMPLES", "MODEL_FIELDS", "load_config"]
+__all__ = ["ConfigError", "SCHEMAS", "TYPES", "EXAMPLES", "MODEL_FIELDS", "load_config"]  # noqa: F822 (TYPES: lazy)
 
 
 class ConfigError(ValueError):
@@ -74,39 +74,69 @@ _T_MODEL = {"kind": S.Str(_KINDS), "geometry": S.Str(("sphere", "flat")), "d": S
             "block_elements": S.Int(1), "causal": S.Bool(), "update": S.Str(_UPDATES)}
 _T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
 
-#: the type of every config value (checked before any work; errors name the TOML key)
-TYPES = {
+#: the types of the keys no library parameter declares (the CLI's own: the model's lists, paths, the grid)
+_OWN_TYPES = {
     "simulate": {
         "model": _T_MODEL,
-        "run": {"n": S.Int(1), "t1": S.Float(0.0, open_low=True), "dt": S.Float(0.0, open_low=True),
-                "method": S.Str(_METHODS), "n_saves": S.Int(1), "seed": S.Int(0),
-                "kappa": S.Float(0.0, open_low=True, inf=True), "positions": S.Bool(),
+        "run": {"n": S.Int(1), "method": S.Str(_METHODS), "positions": S.Bool(),
                 "diagnostics": S.ListOf(S.Str(), min_len=0)},
         "output": _T_OUTPUT,
     },
     "sweep": {
-        "sweep": {"grid": S.Table({"n_particles": S.ListOf(S.Int(1)), "beta": S.ListOf(S.Float(0.0)),
-                                   "n_heads": S.ListOf(S.Int(1)), "kind": S.ListOf(S.Str(_KINDS)),
-                                   "d": S.ListOf(S.Int(2))}),
-                  "n_seeds": S.Int(1), "seed": S.Int(0), "t1": S.Float(0.0, open_low=True),
-                  "dt": S.Float(0.0, open_low=True), "n_saves": S.Int(2), "method": S.Str(_METHODS),
-                  "kappa": S.Float(0.0, open_low=True, inf=True), "metrics": S.ListOf(S.Str(_METRIC_NAMES)),
-                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "sweep": {"metrics": S.ListOf(S.Str(_METRIC_NAMES)), "store": S.Str()},
         "output": _T_OUTPUT,
     },
     "study": {
         "model": _T_MODEL,
-        "study": {"n_values": S.ListOf(S.Int(1), min_len=2, increasing=True), "n_seeds": S.Int(1),
-                  "t1": S.Float(0.0, open_low=True), "n_saves": S.Int(1), "m_grid": S.Int(8),
-                  "dt": S.Float(0.0, open_low=True), "seed": S.Int(0), "kappa": S.Float(0.0, open_low=True, inf=True),
-                  "n_reference": S.Int(2), "n_projections": S.Int(1), "sampling": S.Str(("independent", "nested")),
-                  "engine": S.Str(("serial", "process")), "max_workers": S.Int(1), "store": S.Str()},
+        "study": {"store": S.Str()},
         "density": {"family": S.Str(("uniform", "cosine", "von_mises", "expression")),
                     "amplitude": S.Float(0.0, high=1.0), "mode": S.Int(0), "concentration": S.Float(0.0, high=700.0),
                     "expression": S.Str()},
         "output": _T_OUTPUT,
     },
 }
+
+#: (command, section) -> (module, callable, keys): each key is typed by the declaration of the
+#: parameter of that name (particles.validation.declare), so the CLI and the function check one rule;
+#: [run] takes the constraints the studies share (metrics/_params.py) for the same quantities
+_DECLARED = {
+    ("simulate", "run"): ("metrics._params", None, {"t1": "T1", "dt": "DT", "n_saves": "N_SAVES", "seed": "SEED",
+                                                    "kappa": "KAPPA"}),
+    ("sweep", "sweep"): ("metrics.sweep", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
+                                                        "engine", "max_workers")),
+    ("study", "study"): ("metrics.study", "mean_field_limit_study",
+                         ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
+                          "n_projections", "sampling", "engine", "max_workers")),
+}
+_TYPES_CACHE: dict = {}
+
+
+def _types() -> dict:
+    """The type of every config value: :data:`_OWN_TYPES` plus the keys typed by declarations
+    (built on first use: the declarations live in the library, which ``--help`` need not import)."""
+    if not _TYPES_CACHE:
+        import importlib
+
+        from particles.validation import declaration
+
+        types = copy.deepcopy(_OWN_TYPES)
+        for (command, section), (module, fn, keys) in _DECLARED.items():
+            mod = importlib.import_module(module)
+            if fn is None:
+                found = {key: getattr(mod, const) for key, const in keys.items()}
+            else:
+                constraints = declaration(getattr(mod, fn)).constraints
+                found = {key: constraints[key] for key in keys}
+            types[command][section].update({key: S.from_constraint(c) for key, c in found.items()})
+        _TYPES_CACHE.update(types)
+    return _TYPES_CACHE
+
+
+def __getattr__(name):
+    if name == "TYPES":  # the type of every config value (checked before any work; errors name the TOML key)
+        return _types()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: a complete, commented config per command (what ``--example`` prints)
 EXAMPLES = {
@@ -219,7 +249,14 @@ def load_config(command: str, source) -> dict:
         path = pathlib.Path(source)
         if not path.is_file():
             raise ConfigError(f"config file {str(path)!r} does not exist; `headflow {command} --example` prints one.")
-        text = path.read_text()
+        try:
+            text = path.read_bytes().decode("utf-8")  # TOML is UTF-8 by definition
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte {exc.start}: "
+                              f"{exc.object[exc.start:exc.start + 1]!r}); TOML files must be UTF-8. Save it as "
+                              "UTF-8, or start from `headflow " + command + " --example`.") from None
+        except OSError as exc:
+            raise ConfigError(f"config file {str(path)!r} cannot be read ({exc.strerror or exc}).") from None
     else:
         text = str(source)
     try:
@@ -237,7 +274,7 @@ def load_config(command: str, source) -> dict:
         bad = set(given) - set(defaults)
         if bad:
             raise ConfigError(f"unknown key(s) {sorted(bad)} in [{section}]; valid: {sorted(defaults)}.")
-        given = S.check_section(section, given, TYPES[command][section], ConfigError)
+        given = S.check_section(section, given, _types()[command][section], ConfigError)
         cfg[section] = {**copy.deepcopy(defaults), **given}
     return cfg
 

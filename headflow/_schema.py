@@ -136,19 +136,31 @@ class ListOf:
 
 
 class Matrix:
-    """A d x d matrix or a list of them (nested lists of numbers)."""
+    """A square d x d matrix or a list of them (nested lists of finite numbers, every row as long
+    as the matrix is tall)."""
 
     def describe(self):
-        return "a matrix (list of rows of numbers) or a list of matrices"
+        return "a square matrix (list of rows of numbers) or a list of square matrices of one size"
 
     def check(self, value):
-        def numeric(v, depth):
+        def shape(v, depth):
+            """The nested list's shape, or None if it is ragged or holds anything but finite numbers."""
             if depth == 0:
-                return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-            return isinstance(v, list) and len(v) > 0 and all(numeric(u, depth - 1) for u in v)
+                ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+                return () if ok else None
+            if not isinstance(v, list) or not v:
+                return None
+            shapes = [shape(u, depth - 1) for u in v]
+            if any(s is None for s in shapes) or len(set(shapes)) != 1:
+                return None
+            return (len(v),) + shapes[0]
 
-        if not (numeric(value, 2) or numeric(value, 3)):
-            raise Bad(f"must be {self.describe()}, all finite; got {_what(value)}")
+        found = shape(value, 2) or shape(value, 3)
+        if found is None:
+            raise Bad(f"must be {self.describe()}, all finite; got {_what(value)} that is not a rectangular "
+                      "array of numbers (every row needs the same length)")
+        if found[-1] != found[-2]:
+            raise Bad(f"must be {self.describe()}; got {' x '.join(map(str, found[-2:]))} matrices")
         return value
 
 
@@ -193,3 +205,35 @@ def check_section(section: str, given: dict, types: dict, error) -> dict:
                 raise error(f"[{section}] {key}{msg}") from None
             raise error(f"[{section}] {key} = {value!r}: {msg}.") from None
     return out
+
+
+def from_constraint(constraint):
+    """The TOML type of a key that feeds a declared parameter (:func:`particles.validation.declare`):
+    the CLI and the function check one rule. Parts a TOML value cannot express (None, Python
+    objects such as a dask client) are left out of an ``AnyOf``."""
+    from particles.validation import NONE, AnyOf, Boolean, Interval, MappingOf, Options, SequenceOf
+
+    if isinstance(constraint, Interval):
+        if constraint.integer:
+            return Int(constraint.low, constraint.high)
+        low_open = constraint.low is not None and constraint.closed not in ("both", "left")
+        return Float(constraint.low, open_low=low_open, high=constraint.high, inf=constraint.inf)
+    if isinstance(constraint, Options):
+        return Str(constraint.choices)
+    if isinstance(constraint, Boolean):
+        return Bool()
+    if isinstance(constraint, SequenceOf):
+        return ListOf(from_constraint(constraint.item), min_len=constraint.min_len, increasing=constraint.increasing)
+    if isinstance(constraint, MappingOf):
+        return Table({k: ListOf(from_constraint(c)) for k, c in constraint.items.items()})
+    if isinstance(constraint, AnyOf):
+        parts = []
+        for c in constraint.options:
+            if c is NONE:
+                continue
+            try:
+                parts.append(from_constraint(c))
+            except TypeError:  # not expressible in TOML (a Python object)
+                continue
+        return parts[0] if len(parts) == 1 else Either(*parts)
+    raise TypeError(f"{type(constraint).__name__} has no TOML form")

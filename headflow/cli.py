@@ -40,14 +40,22 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     EXAMPLES,
     MODEL_FIELDS,
     SCHEMAS,
-    TYPES,
     ConfigError,
     load_config,
 )
 from ._output import check_output, write_output
 
+
+def __getattr__(name):
+    if name == "TYPES":  # built on first use from the library's declarations (headflow._config)
+        from . import _config
+
+        return _config.TYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["main", "load_config", "run_simulate", "run_sweep_config", "run_study", "info", "ConfigError",
-           "Interrupted", "EXAMPLES", "SCHEMAS", "TYPES"]
+           "Interrupted", "EXAMPLES", "SCHEMAS", "TYPES"]  # noqa: F822 (TYPES: lazy)
 
 
 def _model(section: dict):

@@ -10,7 +10,19 @@ from __future__ import annotations
 
 import os
 
-from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, Options, Relation, SequenceOf
+from particles import KINDS
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Instance,
+    Integer,
+    Interval,
+    MappingOf,
+    Options,
+    Relation,
+    SequenceOf,
+)
 
 POSITIVE = Interval(0, None, closed="neither")
 T1 = Interval(0, None, closed="neither", hint="Pass the final time of the runs, e.g. t1=2.0.")
@@ -38,6 +50,10 @@ DT_LE_T1 = Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "must be <= t1 (one s
 SEEDS_PER_N = Relation(("n_seeds", "n_values"), lambda s, nv: isinstance(s, int) or len(s) == len(nv),
                        "must be one integer, or have one entry per n_values entry",
                        breaks={"n_seeds": [1, 2, 3], "n_values": [4, 8]})
+
+#: a sweep's grid: each swept parameter of metrics.SWEEP_PARAMS with the rule of its values
+GRID = MappingOf({"n_particles": Integer(1), "beta": Interval(0), "n_heads": Integer(1), "kind": Options(*KINDS),
+                  "d": Integer(2)})
 
 #: what every study and sweep takes for its cells' store and engine
 RUN_OPTIONS = {"store": STORE, "engine": ENGINE, "max_workers": MAX_WORKERS, "progress": PROGRESS}

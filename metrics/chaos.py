@@ -57,6 +57,7 @@ from .horizon import (
     fit_horizon_slope,
     harmonic_amplitudes,
     harmonic_multiplicity,
+    largest_breakdown_value,
     predicted_breakdown_time,
 )
 from .limit import cluster_row, saved_to_dataset
@@ -89,16 +90,6 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
                     kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
     return saved_to_dataset(traj, ts)
-
-
-#: the largest value each breakdown quantity can take (a delta at or above it is never reached):
-#: A_l <= sqrt(2) on S^1 and sqrt(2 l + 1) on S^2 (all tokens at one point); the distance to a
-#: density's mu(t) is at most the diameter (W1 <= pi on S^1; sliced SW_2 <= 2 on S^2)
-def _reachable(d: int, l_star: int, uniform: bool) -> tuple[float, str]:
-    if uniform:
-        return (np.sqrt(2.0), "A_l <= sqrt(2) on S^1") if d == 2 else \
-            (np.sqrt(2.0 * l_star + 1), f"A_{l_star} <= sqrt(2 l* + 1) = {np.sqrt(2.0 * l_star + 1):.4g} on S^2")
-    return (np.pi, "W1 <= pi on S^1") if d == 2 else (2.0, "sliced SW_2 <= 2 on S^2")
 
 
 _POSITIVE_DELTA = Interval(0, None, closed="neither")
@@ -197,7 +188,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
         raise InvalidParameterError(
             f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
             f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {l_max}.")
-    top, why = _reachable(model.d, l_star, not callable(density))
+    top, why = largest_breakdown_value(model.d, l_star, not callable(density))
     if np.any(deltas >= top):
         raise InvalidParameterError(
             f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "

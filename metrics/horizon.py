@@ -156,6 +156,17 @@ def _check_delta(delta, caller):
     return delta
 
 
+def largest_breakdown_value(d: int, l_star: int, uniform: bool) -> tuple[float, str]:
+    """The largest value a breakdown quantity can take, and why (a delta at or above it is never
+    reached): A_l <= sqrt(2) on S^1 and sqrt(2 l + 1) on S^2 (all tokens at one point) from the
+    uniform start; from a density, the distance to mu(t) is at most the diameter (W1 <= pi on S^1,
+    sliced SW_2 <= 2 on S^2)."""
+    if uniform:
+        return (np.sqrt(2.0), "A_l <= sqrt(2) on S^1") if d == 2 else \
+            (np.sqrt(2.0 * l_star + 1), f"A_{l_star} <= sqrt(2 l* + 1) = {np.sqrt(2.0 * l_star + 1):.4g} on S^2")
+    return (np.pi, "W1 <= pi on S^1") if d == 2 else (2.0, "sliced SW_2 <= 2 on S^2")
+
+
 def breakdown_time(t, values, delta, *, max_log_step: float = 0.25) -> np.ndarray:
     r"""First time a non-negative curve reaches δ: :math:`t_\delta = \inf\{t : g(t) \ge \delta\}`.
 

@@ -30,14 +30,23 @@ import xarray as xr
 
 from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Instance,
+    Integer,
+    Interval,
     InvalidParameterError,
-    check_bool,
-    check_choice,
+    Options,
+    Relation,
+    SequenceOf,
     check_param,
     check_points,
     check_real_array,
+    declare,
 )
 
+from . import _params as P
 from .clustering import _component_counts
 from .dataset import netcdf_safe, provenance
 from .limit import saved_to_dataset
@@ -187,42 +196,33 @@ class _PhaseModel:
         return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
 
 
-def _validate(betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol):
-    caller = "phase_diagram"
-    betas = check_real_array(betas, "betas", caller, ndim=1, min_size=1, expected="a 1-D array of beta values")
-    if np.any(betas < 0) or len(np.unique(betas)) != len(betas):
-        raise InvalidParameterError(
-            f"betas of {caller} must be distinct and >= 0; got {betas.tolist()[:8]}. Use e.g. np.linspace(0.1, 9, 90)."
-        )
-    n = check_param(n, "n", caller, low=2, integer=True)
-    d = check_param(d, "d", caller, low=2, integer=True)
-    check_choice(kind, "kind", _PHASE_KINDS, caller)
-    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
-    n_systems = check_param(n_systems, "n_systems", caller, low=2, integer=True)
-    chunk = check_param(chunk, "chunk", caller, low=1, integer=True)
-    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
-    if isinstance(statistic, str):
-        statistic = (statistic,)
-    ok = isinstance(statistic, (list, tuple)) and len(statistic) > 0
-    if not ok or any(not isinstance(s, str) or s not in PHASE_STATISTICS for s in statistic):
-        raise InvalidParameterError(
-            f"statistic of {caller} must name one or more of {sorted(PHASE_STATISTICS)}; got {statistic!r}."
-        )
-    rho_c = check_param(rho_c, "rho_c", caller, low=0.0, high=1.0, low_open=True, high_open=True)
-    eps = float(np.arccos(rho_c)) if eps is None else check_param(eps, "eps", caller, low=0.0, high=np.pi,
-                                                                   low_open=True)
-    check_choice(init, "init", _INITS, caller)
-    if init == "equiangular" and d < n:
-        raise InvalidParameterError(
-            f"init='equiangular' of {caller} needs d >= n (n orthonormal tokens); got n={n}, d={d}. "
-            f"Use init='uniform' or d >= {n}."
-        )
-    check_choice(method, "method", [m for m in STEPPERS if m != "euler_maruyama"], caller)
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
-    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
-    return betas, n, d, t1, n_systems, min(chunk, n_systems), n_saves, tuple(statistic), rho_c, eps, dt, rtol
+def _betas_ok(betas) -> bool:
+    return bool(np.all(np.asarray(betas) >= 0) and len(np.unique(betas)) == len(betas))
 
 
+def _statistic_ok(statistic) -> bool:
+    names = (statistic,) if isinstance(statistic, str) else statistic
+    return isinstance(names, (list, tuple)) and len(names) > 0 and \
+        all(isinstance(s, str) and s in PHASE_STATISTICS for s in names)
+
+
+@declare(
+    betas=SequenceOf(Interval(0), hint="Use e.g. np.linspace(0.1, 9, 90)."),
+    n=Integer(2), d=Integer(2), kind=Options(*_PHASE_KINDS), t1=P.T1, n_systems=Integer(2), chunk=Integer(1),
+    n_saves=P.N_SAVES, statistic=Instance((str, list, tuple), test=_statistic_ok,
+                                          what=f"one or more of {sorted(PHASE_STATISTICS)}"),
+    rho_c=Interval(0, 1, closed="neither"), eps=AnyOf(NONE, Interval(0, np.pi, closed="right")),
+    init=Options(*_INITS), method=Options(*(m for m in STEPPERS if m != "euler_maruyama")), dt=P.DT,
+    rtol=P.POSITIVE, drop_settled=Boolean(), merge=Interval(0, 0.1), seed=AnyOf(NONE, P.SEED), **P.RUN_OPTIONS,
+    relations=[
+        Relation(("betas",), _betas_ok, "must be distinct", breaks={"betas": [1.0, 1.0]}),
+        Relation(("init", "d", "n"), lambda init, d, n: init != "equiangular" or d >= n,
+                 "init='equiangular' needs d >= n (n orthonormal tokens): use init='uniform' or a larger d",
+                 breaks={"init": "equiangular", "n": 4, "d": 2}),
+        Relation(("merge", "drop_settled"), lambda merge, drop: not merge or drop,
+                 "merge works in the settling field: pass drop_settled=True, or merge=0",
+                 breaks={"merge": 0.01, "drop_settled": False}),
+    ])
 def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: float = 30.0,
                   n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
                   statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
@@ -299,13 +299,10 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     """
     from .sweep import run_sweep
 
-    (betas, n, d, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, dt, rtol) = _validate(
-        betas, n, d, kind, t1, n_systems, chunk, n_saves, statistic, rho_c, eps, init, method, dt, rtol)
-    drop_settled = check_bool(drop_settled, "drop_settled", "phase_diagram")
-    merge = check_param(merge, "merge", "phase_diagram", low=0.0, high=0.1)
-    if merge and not drop_settled:
-        raise InvalidParameterError("merge of phase_diagram works in the settling field: pass drop_settled=True "
-                                    f"with merge={merge:g}, or merge=0.")
+    betas = np.asarray(betas, dtype=float)
+    statistic = (statistic,) if isinstance(statistic, str) else tuple(statistic)
+    eps = float(np.arccos(rho_c)) if eps is None else eps
+    chunk = min(chunk, n_systems)
     chunks = _chunks(n_systems, chunk)
     settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
                 "init": init, "chunks": chunks, "rtol": rtol, "batch": 256, "drop_settled": drop_settled}

@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from particles import KINDS, STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
+from particles import STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
 from particles.validation import (
     NONE,
     AnyOf,
@@ -51,7 +51,6 @@ from particles.validation import (
     Integer,
     InvalidParameterError,
     Options,
-    check_choice,
     check_instance,
     check_names,
     check_param,
@@ -60,6 +59,7 @@ from particles.validation import (
 
 from . import _params as P
 from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
+from ._failures import FailedCellWarning, failed_cells, warn_failed
 from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
@@ -71,30 +71,6 @@ __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedC
 class CellWarning(UserWarning):
     """A stored sweep cell failed verification (or could not be read) and is recomputed."""
 
-
-class FailedCellWarning(UserWarning):
-    """Cells of a sweep or study did not reach t1; the warning names them and the solver's reason,
-    and the dataset records them (``failed_cells`` attr, and ``failure_message`` for a sweep)."""
-
-
-def _failed_cells(cells, results) -> list:
-    """[{params, seed, message}] of every cell whose run failed, in cell order."""
-    out = []
-    for idx in sorted(results):
-        message = str(results[idx].attrs.get("failure_message", ""))
-        if message:
-            _, s, params = cells[idx]
-            out.append({"params": {k: v for k, v in params.items() if k in SWEEP_PARAMS}, "seed": s,
-                        "message": message})
-    return out
-
-
-def _warn_failed(failed: list, n_cells: int, caller: str) -> None:
-    if failed:
-        shown = "; ".join(f"{f['params']} seed {f['seed']}: {f['message']}" for f in failed[:3])
-        more = f" (and {len(failed) - 3} more, in the dataset's failed_cells attr)" if len(failed) > 3 else ""
-        warnings.warn(f"{caller}: {len(failed)} of {n_cells} cells did not reach t1 (their values after the failure "
-                      f"are NaN): {shown}{more}.", FailedCellWarning, stacklevel=3)
 
 #: parameters a grid may sweep, with their long names
 SWEEP_PARAMS = {
@@ -189,7 +165,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
 
 
 @declare(
-    n_seeds=Integer(1), seed=AnyOf(NONE, P.SEED), t1=P.T1, dt=P.DT, n_saves=P.N_SAVES,
+    grid=P.GRID, n_seeds=Integer(1), seed=AnyOf(NONE, P.SEED), t1=P.T1, dt=P.DT, n_saves=P.N_SAVES,
     method=Options(*STEPPERS), kappa=P.KAPPA, model_fn=Function("a callable model_fn(params, rng) -> MultiHead"),
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
     cell_settings=AnyOf(NONE, Instance(dict)), **P.RUN_OPTIONS, relations=[P.DT_LE_T1])
@@ -262,7 +238,7 @@ def run_sweep(
         When cells did not reach t1; it names them and the solver's reason.
     """
     caller = "run_sweep"
-    axes = _check_grid(grid)
+    axes = grid
     n_seeds, seed, settings, opts = _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn,
                                                 max_workers, progress, max_pool_restarts, engine, store)
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
@@ -311,9 +287,9 @@ def run_sweep(
     # the engine is left out: serial, process and dask runs of one config give identical datasets
     config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": len(ts),
               **key_settings}
-    failed = _failed_cells(cells, results)
+    failed = failed_cells(cells, results, SWEEP_PARAMS)
     ds.attrs["failed_cells"] = json.dumps(failed, default=str)
-    _warn_failed(failed, len(cells), settings.get("caller", caller))
+    warn_failed(failed, len(cells), settings.get("caller", caller))
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(settings["entropy"]),
                                                      "spawn_key": "(seed index,)"}, model=probe))
@@ -353,40 +329,6 @@ def _load_finished(store, caller, cells, keys, paths) -> dict:
         else:
             results[idx] = ds
     return results
-
-
-def _check_grid(grid) -> dict:
-    """grid: a dict of swept parameter -> non-empty list of valid values."""
-    caller = "run_sweep"
-    if not isinstance(grid, dict):
-        raise InvalidParameterError(
-            f"The 'grid' parameter of {caller} must be a dict of parameter name -> list of values, e.g. "
-            f"{{'beta': [0.5, 1.0]}}; got {type(grid).__name__}."
-        )
-    unknown = set(grid) - set(SWEEP_PARAMS)
-    if unknown:
-        raise InvalidParameterError(
-            f"grid keys must be among {sorted(SWEEP_PARAMS)}; got unknown {sorted(map(str, unknown))}."
-        )
-    axes = {}
-    for k, v in grid.items():
-        if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"):
-            raise InvalidParameterError(f"grid[{k!r}] of {caller} must be a list of values; got {v!r}. Use [{v!r}].")
-        values = list(np.asarray(v).tolist()) if isinstance(v, np.ndarray) else list(v)
-        if len(values) == 0:
-            raise InvalidParameterError(f"grid[{k!r}] is empty; give at least one value.")
-        if len(set(map(repr, values))) != len(values):
-            raise InvalidParameterError(f"grid[{k!r}] of {caller} repeats a value; got {values}.")
-        for val in values:
-            name = f"grid[{k!r}]"
-            if k == "kind":
-                check_choice(val, name, KINDS, caller)
-            elif k == "beta":
-                check_param(val, name, caller, low=0.0)
-            else:
-                check_param(val, name, caller, low=2 if k == "d" else 1, integer=True)
-        axes[k] = values
-    return axes
 
 
 def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:

@@ -9,6 +9,7 @@ parameter, the caller, what was expected, what was received and how to fix it. I
 code trusts what these functions return and never re-validates.
 """
 
+from ._core.declarations import Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.params import (
     NONE,
@@ -19,11 +20,9 @@ from ._core.params import (
     Instance,
     Integer,
     Interval,
+    MappingOf,
     Options,
-    Relation,
     SequenceOf,
-    declaration,
-    declare,
 )
 from ._core.states import check_states, check_times
 from ._core.validation import (
@@ -76,6 +75,7 @@ __all__ = [
     "Function",
     "SequenceOf",
     "AnyOf",
+    "MappingOf",
     "Relation",
     "NONE",
 ]

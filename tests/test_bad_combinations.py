@@ -523,3 +523,15 @@ def test_energy_gradient_of_heads_of_opposite_sign(beta):
         finite = np.all(np.isfinite(per_head), axis=0)
         np.testing.assert_allclose(grad[finite], per_head.sum(axis=0)[finite], rtol=1e-13, atol=1e-15)
         assert np.any(np.isinf(grad))
+
+
+def test_dopri5_systems_refuses_a_step_stride():
+    """SaveAt(every=k) counts steps; dopri5_systems gives each system steps of its own, so the
+    stride has nothing to count (it used to save at three arbitrary times)."""
+    ens = particles.Ensemble(np.eye(3), beta=[1.0, 2.0])
+    xs = np.stack([X, X])
+    with pytest.raises(particles.InvalidParameterError, match=r"SaveAt\(every=2\) counts steps.*SaveAt\(ts=...\)"):
+        particles.simulate(xs, ens, t1=1.0, dt=0.1, method="dopri5_systems", save=particles.SaveAt(every=2))
+    ts = np.linspace(0.0, 1.0, 5)
+    traj = particles.simulate(xs, ens, t1=1.0, dt=0.1, method="dopri5_systems", save=particles.SaveAt(ts=ts))
+    np.testing.assert_array_equal(traj.t, ts)

@@ -10,6 +10,7 @@ status 2, and every byte under the test folder is compared before and after. Bad
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from headflow import _output, cli
+from headflow import _config, _output, cli
 from tests.test_cli import SIM, STUDY, SWEEP
 
 CONFIGS = {"simulate": SIM, "sweep": SWEEP, "study": STUDY}
@@ -172,3 +173,40 @@ def test_output_that_appears_during_the_run_is_kept(tmp_path):
     assert str(part) in str(info.value)
     with xr.open_dataset(part) as saved:
         np.testing.assert_array_equal(saved["a"].values, [0.0, 1.0])
+
+
+# ------------------------------------------------------------------ configs that used to give tracebacks
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0], [0.0, 0.0, 1.0]]\n',
+     r"\[model\] M = .*not a rectangular array of numbers \(every row needs the same length\)"),
+    ('[model]\nd = 3\nM = [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]\n',
+     r"\[model\] M = .*not a rectangular array"),
+    ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]\n', r"\[model\] M = .*got 2 x 3 matrices"),
+    ("[run]\nn_saves = 1\n", r"\[run\] n_saves = 1: must be an integer >= 2"),
+    ('[run]\nt1 = "1"\n', r"\[run\] t1 = '1': must be a number > 0; got a string \(write 1, without quotes\)"),
+])
+def test_bad_configs_name_the_key_without_a_traceback(tmp_path, capsys, text, match):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(text)
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "out.nc"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err) and "Traceback" not in err
+    assert not (tmp_path / "out.nc").exists()
+
+
+def test_config_that_is_not_utf8_is_refused(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_bytes(b"[run]\nn = 4  # \xff\xfe latin-1 bytes\n")
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "out.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "is not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_study_seeds_per_n_from_the_declaration(tmp_path):
+    """[study] n_seeds takes what mean_field_limit_study's declaration takes: one count per n too."""
+    cfg = _config.load_config("study", "[study]\nn_values = [4, 8]\nn_seeds = [3, 2]\n")
+    assert cfg["study"]["n_seeds"] == [3, 2]
+    with pytest.raises(cli.ConfigError, match=r"\[study\] n_seeds = \[3, 0\]"):
+        _config.load_config("study", "[study]\nn_values = [4, 8]\nn_seeds = [3, 0]\n")

@@ -100,7 +100,8 @@ BAD_STUDY = [
     ("[study]\nn_values = [16]\n", r"\[study\] n_values .* at least 2"),
     ("[study]\nn_values = [0, 16]\n", r"\[study\] n_values\[0\] = 0: must be an integer >= 1"),
     ("[study]\nn_values = [16.5, 32]\n", r"\[study\] n_values\[0\] = 16.5: must be an integer"),
-    ("[study]\nn_seeds = \"4\"\n", r"\[study\] n_seeds = '4': must be an integer >= 1; got a string"),
+    ("[study]\nn_seeds = \"4\"\n", r"\[study\] n_seeds = '4': must be an integer >= 1 or a list of at least 1 values, each an integer >= 1; "
+     "got a string"),
     ("[study]\nn_seeds = 0\n", r"\[study\] n_seeds = 0: must be an integer >= 1"),
     ("[study]\nt1 = -1.0\n", r"\[study\] t1 = -1.0: must be a number > 0"),
     ("[study]\nt1 = true\n", r"\[study\] t1 = True: must be a number > 0; got a boolean"),
@@ -119,7 +120,7 @@ BAD_STUDY = [
     ("[model]\nbeta = \"3\"\n", r"\[model\] beta = '3': must be a number >= 0; got a string \(write 3"),
     ("[model]\nlambdas = 1.0\n", r"\[model\] lambdas = 1.0: must be a list"),
     ("[model]\nd = 1\n", r"\[model\] d = 1: must be an integer >= 2"),
-    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\] M = .*: must be a matrix"),
+    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\] M = .*: must be a square matrix"),
     ("[density]\namplitude = 2.0\n", r"\[density\] amplitude = 2.0: must be a number >= 0 and <= 1"),
     ("[density]\namplitude = 1.0\n", r"\[density\] family/parameters: .*amplitude"),
     ("[density]\nmode = 1.5\n", r"\[density\] mode = 1.5: must be an integer >= 0; got a float"),

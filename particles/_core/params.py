@@ -3,15 +3,13 @@
 A public callable declares its parameters with :func:`declare` (scikit-learn's
 ``@validate_params`` is the model)::
 
-    @declare(t1=Interval(0, None, closed="neither"), n_saves=Integer(2),
-             kind=Options("usa", "softmax"), dt=Interval(0, None, closed="neither"),
-             relations=[Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "dt must be <= t1",
-                                 breaks={"dt": 2.0, "t1": 1.0})])
-    def study(model, *, t1=2.0, n_saves=5, kind="usa", dt=0.01): ...
+    @declare(t1=Interval(0, None, closed="neither"), n_saves=Integer(2), kind=Options("usa", "softmax"),
+             relations=[Relation(("n_saves", "t1"), lambda k, t1: k <= 100 * t1, "...", breaks={...})])
+    def study(model, *, t1=2.0, n_saves=5, kind="usa"): ...
 
 The declaration is the one place the rule lives:
 
-- **validation**, once, at the call (the wrapped function receives the checked, converted values and
+- **validation** (:func:`~particles._core.declarations.declare`), once, at the call (the wrapped function receives the checked, converted values and
   internal code does not check them again); an error names the parameter, the caller, what was
   expected, what was given, and the declared one-line fix hint;
 - **the command line's config types** (``headflow/_schema.py`` turns the constraint of the
@@ -23,8 +21,6 @@ The declaration is the one place the rule lives:
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 import numbers
 
@@ -33,7 +29,7 @@ import numpy as np
 from .errors import InvalidParameterError
 
 __all__ = ["Constraint", "Interval", "Integer", "Options", "Boolean", "Instance", "Function", "SequenceOf",
-           "AnyOf", "Relation", "NONE", "declare", "declaration"]
+           "AnyOf", "MappingOf", "NONE"]
 
 _WRONG_TYPES = (None, "1", [1.0], 1j, {"a": 1})
 _INT64_MAX = 2**63 - 1
@@ -207,7 +203,7 @@ class Instance(Constraint):
         return isinstance(value, self.cls) and (self.test is None or bool(self.test(value)))
 
     def invalid(self) -> list:
-        return [None, 3, "object", *self.bad]
+        return [None, 3, 2.5, "object", *self.bad]
 
 
 class Function(Constraint):
@@ -261,6 +257,59 @@ class SequenceOf(Constraint):
 
 
 
+class MappingOf(Constraint):
+    """A dict of names (among ``items``) to non-empty lists of distinct values, each meeting the
+    constraint of its name (a sweep's grid); errors name the entry, e.g. ``grid['beta']``."""
+
+    def __init__(self, items: dict, *, hint: str = ""):
+        self.items, self.hint = dict(items), hint
+
+    def describe(self) -> str:
+        return f"a dict of name -> non-empty list of distinct values, names among {sorted(self.items)}"
+
+    def _problem(self, value, name: str):
+        """(entry name, what is wrong) of the first bad entry, or None."""
+        if not isinstance(value, dict) or not value:
+            return name, f"must be {self.describe()}, e.g. {{'beta': [0.5, 1.0]}}; got {_show(value)}"
+        unknown = sorted(map(str, set(value) - set(self.items)))
+        if unknown:
+            return name, f"has unknown key(s) {unknown}; valid: {sorted(self.items)}"
+        for key, vals in value.items():
+            entry = f"{name}[{key!r}]"
+            if isinstance(vals, (str, bytes, dict)) or not isinstance(vals, (list, tuple, np.ndarray)) \
+                    or np.ndim(vals) != 1:
+                return entry, f"must be a list of values; got {_show(vals)}. Use [{vals!r}]"
+            vals = list(vals)
+            if not vals:
+                return entry, "is empty; give at least one value"
+            if len(set(map(repr, vals))) != len(vals):
+                return entry, f"repeats a value; got {vals}"
+            for v in vals:
+                if not self.items[key].accepts(v):
+                    return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}"
+        return None
+
+    def accepts(self, value) -> bool:
+        return self._problem(value, "") is None
+
+    def check(self, value, name: str, caller: str):
+        problem = self._problem(value, name)
+        if problem is not None:
+            fix = f" {self.hint}" if self.hint else ""
+            raise InvalidParameterError(f"The {problem[0]!r} parameter of {caller} {problem[1]}.{fix}")
+        return self.convert(value)
+
+    def convert(self, value):
+        return {k: [self.items[k].convert(v) for v in list(vals)] for k, vals in value.items()}
+
+    def invalid(self) -> list:
+        key, item = next(iter(self.items.items()))
+        good = next((v for v in (1, 2, 1.0, *getattr(item, "choices", ())) if item.accepts(v)), None)
+        bad = ["beta", [1.0], {}, None, {"bogus": [good]}, {key: []}, {key: good}, {key: [good, good]}]
+        bad += [{k: [c.invalid()[0]]} for k, c in self.items.items()]
+        return [v for v in bad if not self.accepts(v)]
+
+
 class AnyOf(Constraint):
     """A value meeting at least one of the constraints (the first that accepts converts it)."""
 
@@ -285,72 +334,3 @@ class AnyOf(Constraint):
                     seen.add(key)
                     out.append(v)
         return out
-
-
-
-class Relation:
-    """A rule between parameters: ``test(**{name: value})`` must hold (on the checked values).
-
-    ``breaks`` is a list of argument dicts (each valid alone) that break the rule, for the
-    generated suite; the error names the first parameter and says ``message``.
-    """
-
-    def __init__(self, names, test, message: str, *, breaks=()):
-        self.names, self.test, self.message = tuple(names), test, message
-        self.breaks = [breaks] if isinstance(breaks, dict) else list(breaks)
-
-    def check(self, values: dict, caller: str) -> None:
-        if not self.test(*(values[n] for n in self.names)):
-            got = ", ".join(f"{n} = {_show(values[n])}" for n in self.names)
-            raise InvalidParameterError(f"The {self.names[0]!r} parameter of {caller}: {self.message}; got {got}.")
-
-
-class Declaration:
-    """The constraints and relations of one callable's parameters."""
-
-    def __init__(self, caller: str, constraints: dict, relations: list):
-        self.caller, self.constraints, self.relations = caller, constraints, relations
-
-    def validate(self, arguments: dict) -> dict:
-        """Check and convert every declared argument, then the relations; returns the new dict."""
-        out = dict(arguments)
-        for name, constraint in self.constraints.items():
-            if name in out:
-                out[name] = constraint.check(out[name], name, self.caller)
-        for rel in self.relations:
-            rel.check(out, self.caller)
-        return out
-
-
-def declare(*, caller: str | None = None, relations=(), **constraints):
-    """Decorate a public callable with its parameters' constraints (validated at every call)."""
-
-    def wrap(fn):
-        sig = inspect.signature(fn)
-        unknown = set(constraints) - set(sig.parameters)
-        for rel in relations:
-            unknown |= set(rel.names) - set(sig.parameters)
-        if unknown:  # a declaration that names no parameter is a bug of the declaration
-            raise TypeError(f"declare: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
-        decl = Declaration(caller or fn.__name__, constraints, list(relations))
-
-        @functools.wraps(fn)
-        def checked(*args, **kwargs):
-            try:
-                bound = sig.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise InvalidParameterError(f"{decl.caller}: {exc}.") from None
-            bound.apply_defaults()
-            for name, value in decl.validate(bound.arguments).items():
-                bound.arguments[name] = value
-            return fn(*bound.args, **bound.kwargs)
-
-        checked.__headflow_params__ = decl
-        return checked
-
-    return wrap
-
-
-def declaration(fn) -> Declaration | None:
-    """The :class:`Declaration` of a declared callable (bound methods included), else None."""
-    return getattr(getattr(fn, "__func__", fn), "__headflow_params__", None)

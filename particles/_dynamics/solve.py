@@ -114,6 +114,12 @@ def simulate(
     progress = check_bool(progress, "progress", caller)
     save = SaveAt() if save is None else save
     check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
+    if save.every is not None and method == "dopri5_systems":
+        # its outer steps only land on the save targets: each system takes steps of its own
+        raise InvalidParameterError(
+            f"The 'save' parameter of {caller}: SaveAt(every={save.every}) counts steps, but method="
+            "'dopri5_systems' gives every system steps of its own (there is no common step to count). "
+            "Pass SaveAt(ts=...) with the save times.")
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
         field.probe(t0, x)

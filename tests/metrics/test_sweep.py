@@ -64,7 +64,7 @@ def test_dask_engine_matches_serial():
 
 
 def test_sweep_bad_input():
-    with pytest.raises(InvalidParameterError, match="grid keys must be among"):
+    with pytest.raises(InvalidParameterError, match=r"grid. parameter of run_sweep has unknown key\(s\)"):
         run_sweep({"temperature": [1.0]})
     with pytest.raises(InvalidParameterError, match="'metrics' parameter of run_sweep must be one of"):
         run_sweep(GRID, metrics=("nope",))
@@ -90,9 +90,14 @@ def test_overflowing_cell_is_recorded_not_fatal():
 
 
 def test_sweep_grid_validation():
-    with pytest.raises(InvalidParameterError, match=r"grid\['kind'\] of run_sweep must be a list of values"):
+    with pytest.raises(InvalidParameterError, match=r"grid\['kind'\]\" parameter of run_sweep must be a list of values"):
         run_sweep({"kind": "softmax"})
-    with pytest.raises(InvalidParameterError, match=r"The \"grid\['beta'\]\" parameter of run_sweep must be a float"):
+    with pytest.raises(InvalidParameterError, match=r"The \"grid\['beta'\]\" parameter of run_sweep values must each be "
+                                                    r"a real number in \[0, inf\); got -1.0"):
         run_sweep({"beta": [-1.0]})
+    with pytest.raises(InvalidParameterError, match=r"grid\['d'\]\" parameter of run_sweep repeats a value"):
+        run_sweep({"d": [3, 3]})
+    with pytest.raises(InvalidParameterError, match=r"'grid' parameter of run_sweep has unknown key\(s\) \['temp'\]"):
+        run_sweep({"temp": [1.0]})
     with pytest.raises(InvalidParameterError, match="must be a list of names; got the string 'n_clusters'"):
         run_sweep({"beta": [1.0]}, metrics="n_clusters")

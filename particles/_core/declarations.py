@@ -1,0 +1,81 @@
+"""Declared callables: :func:`declare` validates every call from the constraints of
+:mod:`particles._core.params` (one per parameter) and the :class:`Relation` s between them, and
+keeps the :class:`Declaration` on the function for the command line and the generated suite."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .errors import InvalidParameterError
+from .params import _show
+
+__all__ = ["Relation", "Declaration", "declare", "declaration"]
+
+
+class Relation:
+    """A rule between parameters: ``test(**{name: value})`` must hold (on the checked values).
+
+    ``breaks`` is a list of argument dicts (each valid alone) that break the rule, for the
+    generated suite; the error names the first parameter and says ``message``.
+    """
+
+    def __init__(self, names, test, message: str, *, breaks=()):
+        self.names, self.test, self.message = tuple(names), test, message
+        self.breaks = [breaks] if isinstance(breaks, dict) else list(breaks)
+
+    def check(self, values: dict, caller: str) -> None:
+        if not self.test(*(values[n] for n in self.names)):
+            got = ", ".join(f"{n} = {_show(values[n])}" for n in self.names)
+            raise InvalidParameterError(f"The {self.names[0]!r} parameter of {caller}: {self.message}; got {got}.")
+
+
+class Declaration:
+    """The constraints and relations of one callable's parameters."""
+
+    def __init__(self, caller: str, constraints: dict, relations: list):
+        self.caller, self.constraints, self.relations = caller, constraints, relations
+
+    def validate(self, arguments: dict) -> dict:
+        """Check and convert every declared argument, then the relations; returns the new dict."""
+        out = dict(arguments)
+        for name, constraint in self.constraints.items():
+            if name in out:
+                out[name] = constraint.check(out[name], name, self.caller)
+        for rel in self.relations:
+            rel.check(out, self.caller)
+        return out
+
+
+def declare(*, caller: str | None = None, relations=(), **constraints):
+    """Decorate a public callable with its parameters' constraints (validated at every call)."""
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        unknown = set(constraints) - set(sig.parameters)
+        for rel in relations:
+            unknown |= set(rel.names) - set(sig.parameters)
+        if unknown:  # a declaration that names no parameter is a bug of the declaration
+            raise TypeError(f"declare: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
+        decl = Declaration(caller or fn.__name__, constraints, list(relations))
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise InvalidParameterError(f"{decl.caller}: {exc}.") from None
+            bound.apply_defaults()
+            for name, value in decl.validate(bound.arguments).items():
+                bound.arguments[name] = value
+            return fn(*bound.args, **bound.kwargs)
+
+        checked.__headflow_params__ = decl
+        return checked
+
+    return wrap
+
+
+def declaration(fn) -> Declaration | None:
+    """The :class:`Declaration` of a declared callable (bound methods included), else None."""
+    return getattr(getattr(fn, "__func__", fn), "__headflow_params__", None)
