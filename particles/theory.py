@@ -19,13 +19,13 @@ from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 from scipy.special import expit, lambertw
 
+from ._core.declarations import Relation, declare
+from ._core.params import Array, Integer, Interval, Options
 from ._core.validation import (
     InvalidParameterError,
     SolverError,
-    check_choice,
     check_param,
     check_points,
-    check_real_array,
     check_rng,
 )
 
@@ -53,6 +53,29 @@ __all__ = [
     "entropy_equiangular",
     "EQUIANGULAR_KINDS",
 ]
+
+#: kinds with an equiangular reduction
+EQUIANGULAR_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
+
+# the rules of the quantities the closed forms share, written once
+_N = Integer(2, hint="n is the number of tokens.")
+_BETA = Interval(0, hint="beta is the inverse temperature, >= 0.")
+_POS = Interval(0, None, closed="neither")
+_NONNEG = Interval(0)
+_REAL = Interval()
+_LAMBDAS = Array((0, 1), what="a non-empty 1-D sequence of head strengths")
+_KIND = Options(*EQUIANGULAR_KINDS)
+_HEADS = {"lambdas": _LAMBDAS, "beta": _BETA, "n": _N}
+
+
+def _overlap_ok(rho, n) -> bool:
+    """An overlap of n equiangular unit vectors: -1/(n-1) < rho <= 1."""
+    return -1.0 / (n - 1) < rho <= 1.0
+
+
+def _overlap(name: str) -> Relation:
+    return Relation((name, "n"), _overlap_ok, "must lie in (-1/(n-1), 1] (n equiangular unit vectors)",
+                    breaks={name: -0.5, "n": 4})
 
 
 def equiangular_tokens(n: int, rho: float, d: int | None = None) -> np.ndarray:
@@ -97,6 +120,7 @@ def mean_rho(x) -> float:
     return float((s @ s - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
 
 
+@declare(H=Interval(1, hint="H is the number of heads, >= 1."))
 def c_star(H) -> float:
     r"""Theorem 19: :math:`c^*(H) = \frac{\sqrt{(H-1)^2+4}-(H-1)}{2}`, the root in (0, 1] of
     :math:`c^2 + (H-1)c = 1`. ``c_star(2)`` is 1/golden ratio.
@@ -106,10 +130,10 @@ def c_star(H) -> float:
     >>> bool(round(1 / c_star(2), 12) == round((1 + 5 ** 0.5) / 2, 12))
     True
     """
-    H = check_param(H, "H", "c_star", low=1)
     return (np.sqrt((H - 1) ** 2 + 4) - (H - 1)) / 2
 
 
+@declare(H=Interval(1), n=_N, alpha=_POS)
 def beta_star(H, n, alpha) -> float:
     r"""Theorem 19: critical inverse temperature for orthogonal tokens and H equal scalar
     heads of strength α (USA and softmax alike):
@@ -119,24 +143,20 @@ def beta_star(H, n, alpha) -> float:
     :math:`x_i` equals :math:`c^*(H)`. May be negative (then radial dominance fails at
     every β ≥ 0).
     """
-    n = check_param(n, "n", "beta_star", low=2, integer=True)
-    alpha = check_param(alpha, "alpha", "beta_star", low=0.0, low_open=True)
     c = c_star(H)
     if c >= 1.0:
         return np.inf  # H = 1: no other head casts a shadow
     return float(np.log(c * c * (n - 1) / (1 - c * c)) / (2 * alpha))
 
 
+@declare(beta=_BETA, n=Integer(1), alpha=_NONNEG)
 def cos_angle_orthogonal(beta, n, alpha) -> float:
     r""":math:`\cos\angle(f_i, x_i) = e^{\beta\alpha}/\sqrt{e^{2\beta\alpha} + n - 1}` for orthogonal
     tokens and a scalar head α (USA or softmax), computed stably."""
-    caller = "cos_angle_orthogonal"
-    beta = check_param(beta, "beta", caller, low=0.0)
-    n = check_param(n, "n", caller, low=1, integer=True)
-    alpha = check_param(alpha, "alpha", caller, low=0.0)
     return float(1.0 / np.sqrt(1.0 + (n - 1) * np.exp(-2 * beta * alpha)))
 
 
+@declare(rho=Array(), beta=_BETA, n=_N, alpha=_NONNEG)
 def cos_angle_equiangular(rho, beta, n, alpha=1.0):
     r"""Softmax, equiangular tokens :math:`\langle x_i, x_j\rangle = \rho`, scalar head α:
     :math:`\cos\angle(f_i, x_i) = \frac{q + (1-q)\rho}{\sqrt{q^2 + 2q(1-q)\rho + (1-q)^2\frac{1+(n-2)\rho}{n-1}}}`
@@ -149,21 +169,14 @@ def cos_angle_equiangular(rho, beta, n, alpha=1.0):
     >>> bool(np.isclose(cos_angle_equiangular(0.0, 1.0, 5), cos_angle_orthogonal(1.0, 5, 1.0)))
     True
     """
-    caller = "cos_angle_equiangular"
-    beta = check_param(beta, "beta", caller, low=0.0)
-    n = check_param(n, "n", caller, low=2, integer=True)
-    alpha = check_param(alpha, "alpha", caller, low=0.0)
-    rho = check_real_array(rho, "rho", caller)
-    _check_rho_range(rho, n, caller)
+    _check_rho_range(rho, n, "cos_angle_equiangular")
     q = 1.0 / (1.0 + (n - 1) * np.exp(-float(beta) * float(alpha) * (1 - rho)))
     f2 = q * q + 2 * q * (1 - q) * rho + (1 - q) ** 2 * (1 + (n - 2) * rho) / (n - 1)
     return (q + (1 - q) * rho) / np.sqrt(f2)
 
 
-#: kinds with an equiangular reduction
-EQUIANGULAR_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
 
-
+@declare(rho=Array(), kind=_KIND, **_HEADS)
 def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
     r"""Right-hand side :math:`\dot\rho` of the equiangular reduction (docs/theory.md §4).
 
@@ -175,12 +188,8 @@ def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
     - row-normalised ReLU: :math:`2\rho(1-\rho)\sum_h\lambda_h` (the heads with
       :math:`\lambda_h\rho > 0`).
     """
-    caller = "equiangular_rhs"
-    lam, beta, n = _heads(lambdas, beta, n, caller)
-    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
-    rho = check_real_array(rho, "rho", caller)
-    _check_rho_range(rho, n, caller)
-    return _equiangular_rhs(rho, lam, beta, n, kind)
+    _check_rho_range(rho, n, "equiangular_rhs")
+    return _equiangular_rhs(rho, np.atleast_1d(lambdas), beta, n, kind)
 
 
 def _equiangular_rhs(rho, lam, beta, n, kind):
@@ -201,17 +210,14 @@ def _equiangular_rhs(rho, lam, beta, n, kind):
     return 2 * rho * (1 - rho) * np.where(active, lam, 0.0).sum(-1)
 
 
+@declare(rho0=_REAL, ts=Array(1, min_size=2, what="a 1-D array of at least 2 times"), kind=_KIND, rtol=_POS,
+         atol=_POS, **_HEADS, relations=[_overlap("rho0")])
 def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, atol=1e-15):
     """Solve the equiangular ODE with scipy's DOP853; returns ρ at ``ts`` (ts[0] = start)."""
     caller = "solve_equiangular"
-    lam, beta, n = _heads(lambdas, beta, n, caller)
-    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
-    rho0 = _rho(rho0, n, "rho0", caller)
-    ts = check_real_array(ts, "ts", caller, ndim=1, min_size=2, expected="a 1-D array of at least 2 times")
+    lam = np.atleast_1d(lambdas)
     if np.any(np.diff(ts) <= 0):
         raise InvalidParameterError(f"ts of {caller} must be strictly increasing; got {ts.tolist()[:6]}.")
-    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
-    atol = check_param(atol, "atol", caller, low=0.0, low_open=True)
     sol = solve_ivp(
         lambda t, y: _equiangular_rhs(y, lam, beta, n, kind),
         (ts[0], ts[-1]), [float(rho0)], t_eval=ts, method="DOP853", rtol=rtol, atol=atol,
@@ -221,12 +227,10 @@ def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, at
     return sol.y[0]
 
 
+@declare(t=Array(), Lambda=_REAL, n=Integer(1))
 def rho_beta0(t, Lambda, n):
     r"""Softmax heads at β = 0 from :math:`\rho_0 = 0`:
     :math:`\rho(t) = (e^{2\Lambda t} - 1)/(e^{2\Lambda t} + n - 1)`, Λ = Σ_h λ_h."""
-    t = check_real_array(t, "t", "rho_beta0")
-    Lambda = check_param(Lambda, "Lambda", "rho_beta0")
-    n = check_param(n, "n", "rho_beta0", low=1, integer=True)
     with np.errstate(over="ignore", invalid="ignore"):
         # e^{2Λt} → inf: ρ → 1, the limit of the closed form
         e = np.exp(2 * Lambda * t)
@@ -234,25 +238,20 @@ def rho_beta0(t, Lambda, n):
     return np.where(np.isinf(e), 1.0, out)
 
 
+@declare(r=Array(), Lambda=_POS, n=Integer(1))
 def time_to_rho_beta0(r, Lambda, n):
     r"""Time for softmax heads at β = 0 to go from ρ = 0 to ρ = r:
     :math:`\ln((1 + (n-1)r)/(1-r)) / (2\Lambda)`."""
     caller = "time_to_rho_beta0"
-    r = check_real_array(r, "r", caller)
-    Lambda = check_param(Lambda, "Lambda", caller, low=0.0, low_open=True)
-    n = check_param(n, "n", caller, low=1, integer=True)
     if np.any((r < 0) | (r >= 1)):
         raise InvalidParameterError(f"r of {caller} must lie in [0, 1) (ρ = 1 is reached only as t → inf).")
     return np.log((1 + (n - 1) * r) / (1 - r)) / (2 * Lambda)
 
 
+@declare(rho0=_REAL, rho1=_REAL, kind=_KIND, **_HEADS, relations=[_overlap("rho0"), _overlap("rho1")])
 def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
     r"""Time to go from ρ0 to ρ1 along the equiangular ODE: :math:`\int_{\rho_0}^{\rho_1} d\rho/\dot\rho`."""
-    caller = "hitting_time"
-    lam, beta, n = _heads(lambdas, beta, n, caller)
-    check_choice(kind, "kind", EQUIANGULAR_KINDS, caller)
-    rho0 = _rho(rho0, n, "rho0", caller)
-    rho1 = _rho(rho1, n, "rho1", caller)
+    lam = np.atleast_1d(lambdas)
     if not rho1 > rho0 or rho1 >= 1.0:
         raise InvalidParameterError(
             f"hitting_time needs rho0 < rho1 < 1 (ρ = 1 is reached only as t → inf); got rho0={rho0}, rho1={rho1}."
@@ -268,12 +267,10 @@ def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
     return float(val)
 
 
+@declare(lam=Array(), beta=_BETA, n=Integer(1))
 def phi(lam, beta, n):
     r"""Theorem 22 (softmax): per-head early rate :math:`\varphi(\lambda) = 2\lambda/(e^{\lambda\beta} + n - 1)`,
     so that :math:`\dot\rho(0) = \sum_h\varphi(\lambda_h)` from orthogonal tokens."""
-    lam = check_real_array(lam, "lam", "phi")
-    beta = check_param(beta, "beta", "phi", low=0.0)
-    n = check_param(n, "n", "phi", low=1, integer=True)
     return _phi(lam, beta, n)
 
 
@@ -284,18 +281,16 @@ def _phi(lam, beta, n):
     return np.where(a > 0, 2 * lam * e / (1 + (n - 1) * e), 2 * lam / (e + n - 1))
 
 
+@declare(beta=_POS, n=Integer(1))
 def lambda_max(beta, n) -> float:
     r"""Maximiser of φ: :math:`\lambda_{max} = (1 + W_0((n-1)/e))/\beta` (Lambert W)."""
-    beta = check_param(beta, "beta", "lambda_max", low=0.0, low_open=True)
-    n = check_param(n, "n", "lambda_max", low=1, integer=True)
     return float((1 + lambertw((n - 1) / np.e, 0).real) / beta)
 
 
+@declare(beta=_POS, n=_N)
 def lambda_c(beta, n) -> float:
     r"""Inflection point of φ: φ is convex for λ > λ_c, where :math:`x = \lambda_c\beta` solves
     :math:`e^x(x-2) = (n-1)(x+2)` (the root x > 2)."""
-    beta = check_param(beta, "beta", "lambda_c", low=0.0, low_open=True)
-    n = check_param(n, "n", "lambda_c", low=2, integer=True)
     # in logs, x + log(x − 2) = log(n − 1) + log(x + 2): no overflow for any n
     g = lambda x: x + np.log(x - 2) - np.log(n - 1) - np.log(x + 2)  # noqa: E731
     hi = 3.0
@@ -304,38 +299,41 @@ def lambda_c(beta, n) -> float:
     return float(brentq(g, 2.0 + 1e-12, hi, xtol=1e-15, rtol=1e-15) / beta)
 
 
+@declare(**_HEADS)
 def early_rate(lambdas, beta, n) -> float:
     r"""Softmax :math:`\dot\rho(0) = \sum_h \varphi(\lambda_h)` from orthogonal tokens."""
-    lam, beta, n = _heads(lambdas, beta, n, "early_rate")
-    return float(np.sum(_phi(lam, beta, n)))
+    return float(np.sum(_phi(np.atleast_1d(lambdas), beta, n)))
 
 
+@declare(**_HEADS)
 def superadditivity_gain(lambdas, beta, n) -> float:
     r"""Theorem 22: :math:`\sum_h\varphi(\lambda_h) - H\varphi(\Lambda/H)` (softmax, orthogonal start).
 
     Positive when the heads are spread inside the convex regime λ > λ_c (Jensen): the same
     total strength Λ split unequally clusters faster early on than split equally.
     """
-    lam, beta, n = _heads(lambdas, beta, n, "superadditivity_gain")
+    lam = np.atleast_1d(lambdas)
     return float(np.sum(_phi(lam, beta, n)) - lam.size * _phi(lam.sum() / lam.size, beta, n))
 
 
+@declare(lambdas=_LAMBDAS)
 def late_rate(lambdas) -> float:
     r"""Late-time rate 2Λ: :math:`1 - \rho \sim C e^{-2\Lambda t}` (softmax, Λ = Σλ_h)."""
-    return 2.0 * float(np.sum(_lambdas(lambdas, "late_rate")))
+    return 2.0 * float(np.sum(lambdas))
 
 
+@declare(rho0=Interval(0, 1, closed="neither"), **_HEADS)
 def relu_time_linear(rho0, lambdas, beta, n) -> float:
     r"""Theorem 25, ReLU linearised at ρ ≈ 0: :math:`T \approx n\log(1/\rho_0)/(2\beta\sum_h\lambda_h^2)`
     (time for ρ to grow from ρ0 to O(1))."""
     caller = "relu_time_linear"
-    lam, beta, n = _heads(lambdas, beta, n, caller)
-    rho0 = check_param(rho0, "rho0", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    lam = np.atleast_1d(lambdas)
     if beta == 0 or not np.any(lam != 0):
         raise InvalidParameterError(f"{caller} needs beta > 0 and a nonzero head (the ReLU flow is frozen otherwise).")
     return float(n * np.log(1.0 / rho0) / (2 * beta * np.sum(lam**2)))
 
 
+@declare(**_HEADS)
 def softmax_time_linear(lambdas, beta, n) -> float:
     r"""Theorem 25, softmax linearised at ρ = 0: :math:`T \approx 1/\dot\rho(0) = 1/\sum_h\varphi(\lambda_h)`,
     O(n) (time scale for ρ to grow by O(1) from 0)."""
@@ -347,15 +345,12 @@ def softmax_time_linear(lambdas, beta, n) -> float:
     return 1.0 / rate
 
 
+@declare(rho=Array(), n=_N, beta=_BETA, lam=_REAL)
 def entropy_equiangular(rho, n, beta, lam):
     r"""Theorem 27, equiangular tokens, one scalar head λ (softmax weights):
     :math:`H(\rho) = -q\log q - (1-q)\log\frac{1-q}{n-1}`, :math:`q = 1/(1 + (n-1)e^{-\beta\lambda(1-\rho)})`.
     """
     caller = "entropy_equiangular"
-    rho = check_real_array(rho, "rho", caller)
-    n = check_param(n, "n", caller, low=2, integer=True)
-    beta = check_param(beta, "beta", caller, low=0.0)
-    lam = check_param(lam, "lam", caller)
     _check_rho_range(rho, n, caller)
     q = expit(beta * lam * (1 - rho) - np.log(n - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -363,19 +358,6 @@ def entropy_equiangular(rho, n, beta, lam):
         t1 = np.where(q > 0, -q * np.log(q), 0.0)
         t2 = np.where(q < 1, -(1 - q) * np.log((1 - q) / (n - 1)), 0.0)
     return t1 + t2
-
-
-def _lambdas(lambdas, caller):
-    return np.atleast_1d(check_real_array(lambdas, "lambdas", caller, ndim=(0, 1),
-                                          expected="a non-empty 1-D sequence of head strengths"))
-
-
-def _heads(lambdas, beta, n, caller):
-    """The (lambdas, beta, n) triple shared by the closed forms."""
-    lam = _lambdas(lambdas, caller)
-    beta = check_param(beta, "beta", caller, low=0.0)
-    n = check_param(n, "n", caller, low=2, integer=True)
-    return lam, beta, n
 
 
 def _check_rho_range(rho: np.ndarray, n: int, caller: str) -> None:
@@ -386,8 +368,3 @@ def _check_rho_range(rho: np.ndarray, n: int, caller: str) -> None:
             f"equiangular unit vectors is positive semi-definite only there); got range "
             f"[{rho.min():.4g}, {rho.max():.4g}]."
         )
-
-
-def _rho(rho, n, name, caller):
-    """An overlap of n equiangular unit vectors: −1/(n−1) < ρ <= 1."""
-    return check_param(rho, name, caller, low=-1.0 / (n - 1), high=1.0, low_open=True)

@@ -14,6 +14,7 @@ from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterEr
 from ._core.params import (
     NONE,
     AnyOf,
+    Array,
     Boolean,
     Constraint,
     Function,
@@ -75,6 +76,7 @@ __all__ = [
     "Function",
     "SequenceOf",
     "AnyOf",
+    "Array",
     "MappingOf",
     "Relation",
     "NONE",
