@@ -20,11 +20,12 @@ import numpy as np
 
 from particles._core.blocking import WORKING_MEMORY_ELEMENTS, rows_per_block
 from particles.validation import (
+    Interval,
     InvalidParameterError,
-    check_param,
     check_points,
     check_real_array,
     check_weights,
+    declare,
 )
 
 __all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
@@ -130,6 +131,11 @@ def _by_first_appearance(labels: np.ndarray) -> np.ndarray:
     return rank[np.searchsorted(values, labels)]
 
 
+#: the geodesic linking distance of every clustering function (one rule)
+EPS = Interval(0, np.pi, closed="right", hint="eps is a geodesic distance in radians, e.g. 1e-2.")
+
+
+@declare(eps=EPS)
 def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
     r"""Labels 0..k−1 of the ε-connected components (geodesic ε) of ``x``, by first appearance.
 
@@ -156,24 +162,24 @@ def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
     [0, 0, 1]
     """
     x = check_points(x, "x", "cluster_labels", atol=1e-8)
-    eps = check_param(eps, "eps", "cluster_labels", low=0.0, high=np.pi, low_open=True)
     return _by_first_appearance(_components(x, _chord(eps)))
 
 
+@declare(eps=EPS)
 def n_clusters(x, weights=None, *, eps: float = 1e-2) -> int:
     r"""Number of ε-connected components :math:`k` (weights are validated but do not change
     the count: components are a property of the support)."""
     x = check_points(x, "x", "n_clusters", atol=1e-8)
     check_weights(weights, len(x), caller="n_clusters")
-    eps = check_param(eps, "eps", "n_clusters", low=0.0, high=np.pi, low_open=True)
     return int(np.unique(_components(x, _chord(eps))).size)
 
 
+@declare(eps=EPS)
 def cluster_sizes(x, weights=None, *, eps: float = 1e-2) -> np.ndarray:
     r"""Mass of each cluster, :math:`\sum_{i\in C_k} w_i`, sorted decreasingly (sums to 1); O(n d) memory."""
     x = check_points(x, "x", "cluster_sizes", atol=1e-8)
     w = check_weights(weights, len(x), caller="cluster_sizes")
-    labels = cluster_labels(x, eps=eps)
+    labels = _components(x, _chord(eps))
     return np.sort(np.bincount(labels, weights=w))[::-1]
 
 
@@ -236,6 +242,7 @@ def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     return total / n
 
 
+@declare(eps=EPS)
 def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     r"""Cluster counts of a stack of systems ``x`` of shape (S, n, d), shape (S,).
 
@@ -251,11 +258,10 @@ def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     if x.shape[0] < 1 or x.shape[1] < 1 or x.shape[2] < 2:
         raise InvalidParameterError(f"x of {caller} must have shape (S, n, d) with S, n >= 1, d >= 2; got {x.shape}.")
     check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
-    eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
     if x.shape[2] != 2:
         if x.shape[1] <= _DENSE_MAX_N:
             return _dense_counts(x, _chord(eps))
-        return np.array([n_clusters(xs, eps=eps) for xs in x])
+        return np.array([np.unique(_components(xs, _chord(eps))).size for xs in x])
     theta = np.sort(np.arctan2(x[..., 1], x[..., 0]), axis=1)
     gaps = np.diff(theta, axis=1, append=theta[:, :1] + 2 * np.pi)
     wide = (gaps > eps).sum(axis=1)

@@ -61,6 +61,7 @@ from scipy.special import digamma, sph_harm_y
 from particles import check_points
 from particles.validation import (
     AnyOf,
+    Array,
     Instance,
     Integer,
     Interval,
@@ -79,6 +80,7 @@ class ResolutionWarning(UserWarning):
     """The time grid is too coarse to resolve a crossing (raise n_saves)."""
 
 
+@declare(l=Integer(1), d=Integer(2, 3, hint="Harmonic amplitudes are implemented on S^1 and S^2."))
 def harmonic_multiplicity(l: int, d: int) -> int:
     r"""Number :math:`k_l` of real degree-l harmonics on :math:`S^{d-1}`, d = 2 or 3.
 
@@ -87,9 +89,6 @@ def harmonic_multiplicity(l: int, d: int) -> int:
     >>> harmonic_multiplicity(1, 2), harmonic_multiplicity(2, 3)
     (2, 5)
     """
-    caller = "harmonic_multiplicity"
-    l = check_param(l, "l", caller, low=1, integer=True)
-    d = check_param(d, "d", caller, low=2, high=3, integer=True)
     return 2 if d == 2 else 2 * l + 1
 
 
@@ -263,6 +262,7 @@ def predicted_breakdown_time(amplitude0, rate, delta):
     return out[0] if scalar else out
 
 
+@declare(z=Array(what="finite real values of Z"), k=Integer(1))
 def breakdown_law_cdf(z, k: int = 2):
     r"""CDF of the limit law of :math:`Z = \sigma^* t_\delta - \tfrac12\log n - \log\delta = -\log\chi_k`:
     :math:`P(Z \le z) = P(\chi_k \ge e^{-z})` (module docstring; k = 2 on S^1, 2l*+1 on S^2).
@@ -273,11 +273,10 @@ def breakdown_law_cdf(z, k: int = 2):
     >>> bool(np.isclose(breakdown_law_cdf(z, 2), np.exp(-np.exp(-2 * z) / 2)))
     True
     """
-    k = check_param(k, "k", "breakdown_law_cdf", low=1, integer=True)
-    z = check_real_array(z, "z", "breakdown_law_cdf", expected="finite real values of Z")
     return stats.chi(k).sf(np.exp(-z))
 
 
+@declare(k=Integer(1))
 def breakdown_law_mean(k: int = 2) -> float:
     r""":math:`E[Z] = -E[\log\chi_k] = -\tfrac12(\psi(k/2) + \log 2)`.
 
@@ -286,7 +285,6 @@ def breakdown_law_mean(k: int = 2) -> float:
     >>> bool(np.isclose(breakdown_law_mean(2), (np.euler_gamma - np.log(2)) / 2))
     True
     """
-    k = check_param(k, "k", "breakdown_law_mean", low=1, integer=True)
     return float(-0.5 * (digamma(k / 2) + np.log(2.0)))
 
 

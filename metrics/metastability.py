@@ -34,14 +34,17 @@ from scipy.special import logsumexp
 
 from particles import MultiHead, Trajectory
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Interval,
     InvalidParameterError,
-    check_bool,
     check_model,
-    check_param,
     check_real_array,
     check_states,
     check_times,
     check_weights,
+    declare,
 )
 
 from .clustering import cluster_labels
@@ -61,6 +64,11 @@ class Plateau:
     i1: int
 
 
+_RTOL = Interval(0, None, closed="neither", hint="rtol is the relative tolerance of a plateau, e.g. 0.02.")
+_MIN_DURATION = AnyOf(NONE, Interval(0))
+
+
+@declare(rtol=_RTOL, min_duration=_MIN_DURATION, log_time=Boolean())
 def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None, log_time: bool = True) -> list:
     r"""Plateaus of a saved series (module docstring), in time order.
 
@@ -91,8 +99,6 @@ def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None
     if v.ndim != 1:
         raise InvalidParameterError(f"values of {caller} must be 1-D (one value per saved time); got shape {v.shape}.")
     t = check_times(t, len(v), "t", caller)
-    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
-    log_time = check_bool(log_time, "log_time", caller)
     orig = np.flatnonzero(t > 0) if log_time else np.arange(len(t))  # plateau indices refer to the input
     t, v = t[orig], v[orig]
     if len(v) < 3:
@@ -101,8 +107,7 @@ def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None
             "Save more times, e.g. SaveAt(ts=np.logspace(...))."
         )
     s = np.log(t) if log_time else t
-    min_duration = 0.05 * (s[-1] - s[0]) if min_duration is None else check_param(
-        min_duration, "min_duration", caller, low=0.0)
+    min_duration = 0.05 * (s[-1] - s[0]) if min_duration is None else min_duration
     integer = bool(np.all(v == np.round(v)))
     if integer:
         flat = np.diff(v) == 0
@@ -159,6 +164,7 @@ class StaircaseStep:
     cluster_energy: float
 
 
+@declare(eps=Interval(0, None, closed="neither"), rtol=_RTOL, min_duration=_MIN_DURATION, log_time=Boolean())
 def staircase(model: MultiHead, traj, ts=None, *, eps: float = 1e-2, rtol: float = 0.02,
               min_duration: float | None = None, log_time: bool = True) -> list:
     r"""Energy plateaus of a run, with cluster masses and the staircase identity on each.
@@ -183,9 +189,6 @@ def staircase(model: MultiHead, traj, ts=None, *, eps: float = 1e-2, rtol: float
     """
     caller = "staircase"
     check_model(model, caller)
-    eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
-    rtol = check_param(rtol, "rtol", caller, low=0.0, low_open=True)
-    log_time = check_bool(log_time, "log_time", caller)
     if isinstance(traj, Trajectory):
         if ts is not None:
             raise InvalidParameterError(

@@ -29,11 +29,15 @@ import numpy as np
 
 from particles._core.sphere import _geodesic_distance
 from particles.validation import (
+    NONE,
+    AnyOf,
     ConvergenceWarning,
+    Integer,
+    Interval,
     InvalidParameterError,
-    check_param,
     check_points,
     check_weights,
+    declare,
 )
 
 __all__ = [
@@ -75,10 +79,16 @@ def _clouds(x, y, a, b, caller):
     return x, y, check_weights(a, len(x), "a", caller), check_weights(b, len(y), "b", caller)
 
 
+#: the rules the transport functions share
+_P = Interval(1, hint="p is the order of the Wasserstein distance, e.g. 2.")
+_N_PROJECTIONS = Integer(1, hint="The number of random directions, e.g. 200.")
+_SEED = AnyOf(NONE, Integer(0, 2**32 - 1), hint="Pass a seed in [0, 2**32) or None.")
+
+
+@declare(p=Interval(0, None, closed="neither"))
 def geodesic_cost(x, y, p: float = 1.0) -> np.ndarray:
     r"""Cost matrix :math:`C_{ij} = d(x_i, y_j)^p`, shape (n, m); refuses n·m > :data:`MAX_DENSE_PAIRS`."""
     x, y, _, _ = _clouds(x, y, None, None, "geodesic_cost")
-    p = check_param(p, "p", "geodesic_cost", low=0.0, low_open=True)
     _check_dense([(len(x), len(y))], "geodesic_cost")
     return _cost(x, y, p)
 
@@ -87,6 +97,7 @@ def _cost(x, y, p):
     return _geodesic_distance(x[:, None, :], y[None, :, :]) ** p
 
 
+@declare(p=_P)
 def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     r"""Exact Wasserstein distance :math:`W_p` with geodesic ground cost (radians).
 
@@ -100,7 +111,6 @@ def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     import ot
 
     x, y, a, b = _clouds(x, y, a, b, "wasserstein")
-    p = check_param(p, "p", "wasserstein", low=1.0)
     _check_dense([(len(x), len(y))], "wasserstein")
     cost = ot.emd2(a, b, _cost(x, y, p), numItermax=10_000_000)
     return float(max(cost, 0.0) ** (1.0 / p))
@@ -168,6 +178,7 @@ def _entropic_self(a, C, reg, max_iter, tol):
     return float(2 * a @ f), err
 
 
+@declare(reg=Interval(0, None, closed="neither"), max_iter=Integer(1), tol=Interval(0, None, closed="neither"))
 def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int = 10000, tol: float = 1e-9) -> float:
     r"""Debiased Sinkhorn divergence with cost :math:`d(x, y)^2` (rad²); ≥ 0, zero iff μ = ν.
 
@@ -177,9 +188,6 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     """
     caller = "sinkhorn_divergence"
     x, y, a, b = _clouds(x, y, a, b, caller)
-    reg = check_param(reg, "reg", caller, low=0.0, low_open=True)
-    max_iter = check_param(max_iter, "max_iter", caller, low=1, integer=True)
-    tol = check_param(tol, "tol", caller, low=0.0, low_open=True)
     _check_dense([(len(x), len(y)), (len(x), len(x)), (len(y), len(y))], caller)
     if x.shape == y.shape and np.array_equal(x, y) and np.array_equal(a, b):
         return 0.0  # S_ε(μ, μ) = 0 exactly; alternating Sinkhorn would crawl towards it
@@ -194,10 +202,6 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     return float(max(xy - 0.5 * xx - 0.5 * yy, 0.0))
 
 
-def _seed(seed, caller):
-    return None if seed is None else check_param(seed, "seed", caller, low=0, high=2**32 - 1, integer=True)
-
-
 def _chunked_projected(fn, d, n_points, n_projections, seed):
     """Per-projection values of a POT spherical-sliced function, a chunk of projections at
     a time (POT's own projections for this seed, so the result is POT's to round-off; POT
@@ -210,6 +214,7 @@ def _chunked_projected(fn, d, n_points, n_projections, seed):
     return np.concatenate([np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in vals])
 
 
+@declare(n_projections=_N_PROJECTIONS, p=_P, seed=_SEED)
 def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200, p: float = 2.0, seed: int = 0) -> float:
     r"""Spherical sliced Wasserstein :math:`SSW_p` (POT); the same ``seed`` gives the same projections.
 
@@ -228,9 +233,6 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
 
     caller = "sliced_wasserstein_sphere"
     x, y, a, b = _clouds(x, y, a, b, caller)
-    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
-    p = check_param(p, "p", caller, low=1.0)
-    seed = _seed(seed, caller)
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]["projected_emds"]
@@ -239,6 +241,7 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
     return float(np.mean(vals) ** (1.0 / p))
 
 
+@declare(n_projections=_N_PROJECTIONS, seed=_SEED)
 def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int = 0) -> float:
     r""":math:`SSW_2(\mu, \sigma)` to the uniform measure σ on :math:`S^{d-1}` (POT), projections chunked."""
     import ot
@@ -246,8 +249,6 @@ def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int 
     caller = "distance_to_uniform"
     x = check_points(x, "x", caller, atol=1e-8)
     w = check_weights(weights, len(x), caller=caller)
-    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
-    seed = _seed(seed, caller)
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]["projected_emds"]
@@ -256,6 +257,7 @@ def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int 
     return float(np.mean(vals) ** 0.5)
 
 
+@declare(n_projections=_N_PROJECTIONS, seed=_SEED)
 def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0) -> tuple[float, float]:
     r"""Sliced :math:`SW_2` between two point clouds of :math:`S^{d-1}` **embedded in**
     :math:`\mathbb R^d` (uniform weights): the distance the limit study uses on :math:`S^{d-1}`.
@@ -283,7 +285,7 @@ def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0
     >>> round(sliced_wasserstein_embedded(x[:1], x[1:], n_projections=4000)[0] ** 2, 1)  # E <theta, 2 e3>^2 = 4/3
     1.3
     """
-    from particles.validation import check_param, check_points
+    from particles.validation import check_points
 
     caller = "sliced_wasserstein_embedded"
     x = check_points(x, "x", caller)
@@ -291,7 +293,6 @@ def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0
     if x.shape[1] != y.shape[1]:
         raise InvalidParameterError(f"x and y of {caller} must live in the same dimension; got {x.shape[1]} and "
                                     f"{y.shape[1]}.")
-    n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
     from .limit import SlicedReference
 
     ref = SlicedReference(y[None], n_projections=n_projections, n_quantiles=len(y), seed=seed)

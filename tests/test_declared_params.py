@@ -44,21 +44,21 @@ UNDECLARED = frozenset({
     'meanfield.harmonic_growth', 'meanfield.measure_energy', 'meanfield.measure_velocity',
     'meanfield.sphere_harmonic_transform', 'meanfield.sphere_quadrature', 'meanfield.uniform_growth_rate',
     'meanfield.wasserstein_ascent', 'metrics.ExpressionDensity', 'metrics.FamilyDensity', 'metrics.Metric',
-    'metrics.SlicedReference', 'metrics.breakdown_law_cdf', 'metrics.breakdown_law_mean',
+    'metrics.SlicedReference',
     'metrics.breakdown_time', 'metrics.check_density_fn', 'metrics.circle_density_quantile',
     'metrics.circle_quantile_atoms', 'metrics.circle_wasserstein', 'metrics.cluster_energy',
-    'metrics.cluster_labels', 'metrics.cluster_sizes', 'metrics.clustered_pair_fraction',
+    'metrics.clustered_pair_fraction',
     'metrics.default_model', 'metrics.density_of_angle', 'metrics.dependency_versions',
-    'metrics.distance_to_uniform', 'metrics.energy', 'metrics.evaluate', 'metrics.fit_rate',
-    'metrics.geodesic_cost', 'metrics.harmonic_amplitudes', 'metrics.harmonic_multiplicity',
+    'metrics.energy', 'metrics.evaluate', 'metrics.fit_rate',
+    'metrics.harmonic_amplitudes',
     'metrics.head_energies', 'metrics.leaders', 'metrics.limit_study_table', 'metrics.log_head_energies',
-    'metrics.mean_entropy', 'metrics.model_attrs', 'metrics.model_from_attrs', 'metrics.n_clusters',
-    'metrics.n_clusters_batch', 'metrics.netcdf_safe', 'metrics.plateaus', 'metrics.plot_limit_study',
+    'metrics.mean_entropy', 'metrics.model_attrs', 'metrics.model_from_attrs',
+    'metrics.netcdf_safe', 'metrics.plot_limit_study',
     'metrics.predicted_breakdown_time', 'metrics.provenance', 'metrics.sample_circle_density',
-    'metrics.sample_sphere_density', 'metrics.silhouette', 'metrics.sinkhorn_divergence',
-    'metrics.sliced_w2_to_uniform_s2', 'metrics.sliced_wasserstein_embedded',
-    'metrics.sliced_wasserstein_sphere', 'metrics.staircase', 'metrics.summation_paths',
-    'metrics.trajectory_to_dataset', 'metrics.wasserstein', 'particles.Ensemble',
+    'metrics.sample_sphere_density', 'metrics.silhouette',
+    'metrics.sliced_w2_to_uniform_s2',
+    'metrics.summation_paths',
+    'metrics.trajectory_to_dataset', 'particles.Ensemble',
     'particles.Ensemble.exps_per_evaluation', 'particles.Ensemble.settled', 'particles.Ensemble.settling',
     'particles.Ensemble.subset', 'particles.Ensemble.velocity', 'particles.MultiHead',
     'particles.MultiHead.energy', 'particles.MultiHead.entropy', 'particles.MultiHead.from_attrs',
@@ -113,7 +113,7 @@ GENERATED = _generated()
 
 def test_enough_generated_inputs():
     # the declared surfaces alone derive this many invalid inputs; the number grows with every declaration
-    assert len(GENERATED) >= 450, len(GENERATED)
+    assert len(GENERATED) >= 2000, len(GENERATED)
 
 
 def _id(case):
