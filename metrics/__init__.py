@@ -26,7 +26,7 @@ from .density import (
 )
 from .density_families import ExpressionDensity, FamilyDensity
 from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
-from .head_geometry import head_geometry
+from .heads import head_geometry
 from .horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
@@ -49,7 +49,7 @@ from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, sta
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
 from .registry import METRICS, Metric, evaluate
 from .report import limit_study_table, plot_limit_study
-from .sentence_flow import (
+from .sentences import (
     FLOW_DIAGNOSTICS,
     bert_embeddings,
     packaged_model_zip,

@@ -252,3 +252,28 @@ def test_chaos_horizon_quick(tmp_path):
     assert np.all(np.isinf(stable.t_delta)) and float(stable.sigma_star) < 0
     assert int(s2.l_star) == 2 and s2.distance.dims == ("n_particles", "seed", "time")
     assert (tmp_path / "chaos_horizon.md").exists() and not list(tmp_path.glob("*.part"))
+
+
+def test_trained_heads_quick(tmp_path, monkeypatch):
+    """MiniLM's heads (installed by .ci/run): the Euler step is the attention output of every
+    layer, the report and the two flows are saved and read back identical."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    pytest.importorskip("safetensors")
+    from metrics import packaged_model_zip
+
+    try:
+        packaged_model_zip()
+    except ImportError as exc:
+        pytest.skip(str(exc))
+    from examples import trained_heads
+
+    geo, stack, one, agreement = trained_heads.main(["--out", str(tmp_path), "--quick"])
+    assert len(agreement) == 6 and max(agreement) < 1e-12
+    for name, ds in (("geometry", geo), ("flow_stack", stack), ("flow_layer0", one)):
+        with xr.open_dataset(tmp_path / f"trained_heads_{name}.nc") as back:
+            xr.testing.assert_identical(back.load(), ds)
+    assert stack.layer_index.values.tolist() == [0, 1, 2, 3, 4, 5, 5]
+    np.testing.assert_allclose(np.linalg.norm(stack.positions, axis=-1), 1.0, atol=1e-12)
+    for name in ("angles", "defects", "flow", "tokens"):
+        assert (tmp_path / f"trained_heads_{name}.png").stat().st_size > 10_000, name
+    assert "random 32-dim" in (tmp_path / "trained_heads_angles.md").read_text()

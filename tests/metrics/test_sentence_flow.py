@@ -6,7 +6,7 @@ import xarray as xr
 
 import particles
 from metrics import head_geometry
-from metrics.sentence_flow import (
+from metrics.sentences import (
     bert_embeddings,
     packaged_model_zip,
     read_model_zip,
