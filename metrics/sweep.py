@@ -359,7 +359,7 @@ def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> 
             attrs = {"long_name": long_name, "units": units}
         data_vars[v] = (dims, arrays[v], attrs)
     data_vars["success"] = (dims[:-1], status, {"long_name": "1 if the run reached t1", "units": "1"})
-    data_vars["failure_message"] = (dims[:-1], messages.astype(str),
+    data_vars["failure_message"] = (dims[:-1], messages,  # object dtype: variable-length strings (netCDF, zarr v3)
                                     {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)",
                                      "units": "1"})
     fixed = {k: v for k, v in _DEFAULTS.items() if k not in axes}
