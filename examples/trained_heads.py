@@ -25,7 +25,8 @@ import numpy as np
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from examples._common import parse, pyplot, save_figure, write_table
-from metrics import bert_embeddings, head_geometry, packaged_model_zip, read_model_zip, sentence_flow, tokenize
+from metrics import head_geometry, sentence_flow
+from metrics.sentences import bert_embeddings, packaged_model_zip, read_model_zip, tokenize
 from particles import load_attention, load_attention_layers, norm_sphere, simulate
 
 SENTENCE = ("In the quiet village by the river, an old baker wakes before dawn to bake bread for the families "

@@ -49,14 +49,7 @@ from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, sta
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
 from .registry import METRICS, Metric, evaluate
 from .report import limit_study_table, plot_limit_study
-from .sentences import (
-    FLOW_DIAGNOSTICS,
-    bert_embeddings,
-    packaged_model_zip,
-    read_model_zip,
-    sentence_flow,
-    tokenize,
-)
+from .sentences import sentence_flow
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
 from .transport import (
@@ -116,11 +109,6 @@ __all__ = [
     "trajectory_to_dataset",
     "head_geometry",
     "sentence_flow",
-    "FLOW_DIAGNOSTICS",
-    "tokenize",
-    "bert_embeddings",
-    "read_model_zip",
-    "packaged_model_zip",
     "energy",
     "head_energies",
     "leaders",

@@ -52,7 +52,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from particles import AttentionWeights, __version__, theory
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import NONE, AnyOf, Instance, Integer, Interval, InvalidParameterError, check_param, declare
 
 from .dataset import netcdf_safe, provenance
 
@@ -183,6 +183,8 @@ _VARS = {  # name: (dims after layer, long_name, units)
 }
 
 
+@declare(n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"),
+         attrs=AnyOf(NONE, Instance(dict, what="a dict")))
 def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str = "headflow head geometry",
                   attrs: dict | None = None) -> xr.Dataset:
     r"""The head-geometry report of the module docstring.

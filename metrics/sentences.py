@@ -41,7 +41,16 @@ from threadpoolctl import threadpool_limits
 
 from particles import AttentionWeights, SaveAt, TimeDependent, diagnose, simulate
 from particles._model.architectures import read_tensors, require_extra
-from particles.validation import InvalidParameterError, check_param, check_points
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    check_param,
+    check_points,
+    declare,
+)
 
 from .clustering import cluster_labels
 from .dataset import trajectory_to_dataset
@@ -118,6 +127,11 @@ def bert_embeddings(tensors, ids, type_ids=None, *, prefix: str = "") -> np.ndar
     return out
 
 
+_POSITIVE = Interval(0, None, closed="neither")
+
+
+@declare(layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
+         eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)))
 def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float | None = None, dt: float = 0.05,
                   saves_per_layer: int = 4, eps: float = 0.5, beta: float | None = None,
                   title: str = "headflow sentence flow") -> xr.Dataset:
@@ -153,7 +167,10 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     """
     caller = "sentence_flow"
     stack = not isinstance(layers, AttentionWeights)
-    ws = list(layers) if stack else [layers]
+    try:
+        ws = list(layers) if stack else [layers]
+    except TypeError:
+        ws = []
     if not ws or not all(isinstance(w, AttentionWeights) for w in ws):
         raise InvalidParameterError(f"layers of {caller} must be an AttentionWeights or a non-empty sequence of them.")
     d = ws[0].d

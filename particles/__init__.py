@@ -66,7 +66,7 @@ from ._dynamics.solve import simulate
 from ._dynamics.steppers import STEPPERS
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
-from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers, read_tensors
+from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers
 from ._model.ensemble import Ensemble
 from ._model.kinds import KINDS, UPDATES
 from ._model.multihead import MultiHead
@@ -93,7 +93,6 @@ __all__ = [
     "ARCHITECTURES",
     "load_attention",
     "load_attention_layers",
-    "read_tensors",
     "norm_sphere",
     "Ensemble",
     "theory",

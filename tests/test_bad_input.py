@@ -337,6 +337,22 @@ CASES.update({
     "metrics.provenance": (metrics.provenance, dict(config={"a": 1}, seeds={"x0": 0}, model=MODEL),
                            {"config": "model", "seeds": "model", "model": "model"}),
 })
+# ------------------------------------------------------------------ trained heads (issue 36)
+_R = np.random.default_rng(36)
+GPT2_T = {"h.0.attn.c_attn.weight": _R.standard_normal((4, 12)), "h.0.attn.c_proj.weight": _R.standard_normal((4, 4))}
+AW3 = particles.AttentionWeights(*_R.standard_normal((3, 1, 2, 3)), Wo=_R.standard_normal((1, 3, 2)))
+CASES.update({
+    "particles.load_attention": (particles.load_attention, dict(source=GPT2_T, n_heads=2),
+                                 {"n_heads": "int", "layer": "nonneg_int", "fold_norm": "bool", "architecture": "choice"}),
+    "particles.load_attention_layers": (particles.load_attention_layers, dict(source=GPT2_T, n_heads=2),
+                                        {"n_heads": "int", "fold_norm": "bool", "architecture": "choice"}),
+    "particles.norm_sphere": (particles.norm_sphere, dict(a=_R.standard_normal((4, 3))), {"a": "array", "kind": "choice"}),
+    "metrics.head_geometry": (metrics.head_geometry, dict(layers=AW3), {"layers": "model", "n_tokens": "int",
+                                                                        "tol": "pos"}),
+    "metrics.sentence_flow": (metrics.sentence_flow, dict(layers=AW3, x0=X, t1=0.1, dt=0.05),
+                              {"layers": "model", "x0": "points", "dt": "pos", "layer_time": "pos",
+                               "saves_per_layer": "int", "eps": "pos"}),
+})
 # ------------------------------------------------------------------ chaos horizon (metrics.horizon, metrics.chaos)
 T_GRID = np.linspace(0.0, 4.0, 41)
 CASES.update({
@@ -371,11 +387,13 @@ BAD["int_or_none"] = st.sampled_from(_common[1:] + [-1, 1.5, np.nan, "3"])
 NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
                 "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
-                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning"}
+                "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning",
+                "ARCHITECTURES"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit",
-           "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep"}
+           "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep",
+           "AttentionWeights"}  # made by particles.load_attention; its constructor checks every field
 
 
 def _public(module, prefix):

@@ -259,7 +259,7 @@ def test_trained_heads_quick(tmp_path, monkeypatch):
     layer, the report and the two flows are saved and read back identical."""
     monkeypatch.setenv("MPLBACKEND", "Agg")
     pytest.importorskip("safetensors")
-    from metrics import packaged_model_zip
+    from metrics.sentences import packaged_model_zip
 
     try:
         packaged_model_zip()

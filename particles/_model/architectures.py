@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
+from .._core.params import NONE, AnyOf, Boolean, Integer, Options
 from .._core.validation import check_param
 from .pretrained import AttentionWeights
 
@@ -236,6 +238,11 @@ class _Getter:
             raise InvalidParameterError(f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
 
 
+_ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))
+_HEADS = Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads).")
+
+
+@declare(layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
 def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | None = None,
                    fold_norm: bool = False) -> AttentionWeights:
     r"""One attention sublayer of a trained model as :class:`~particles.AttentionWeights`.
@@ -272,6 +279,7 @@ def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | 
     return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm)
 
 
+@declare(n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
 def load_attention_layers(source, *, n_heads: int, architecture: str | None = None,
                           fold_norm: bool = False) -> list[AttentionWeights]:
     """Every attention sublayer of a model, in order (:func:`load_attention`)."""

@@ -53,7 +53,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
+from .._core.params import Array, Options
 from .._core.validation import check_choice, check_real_array
 from .multihead import MultiHead
 
@@ -72,6 +74,7 @@ def _normalise(a: np.ndarray, kind: str, eps: float) -> np.ndarray:
     return a / np.sqrt((a * a).mean(axis=-1, keepdims=True) + eps)
 
 
+@declare(a=Array(2, what="an array of token vectors of shape (n, d)"), kind=Options(*NORMS))
 def norm_sphere(a, kind: str = "layernorm") -> np.ndarray:
     r"""Tokens on the norm's sphere: :math:`u_i = n(a_i)/\|n(a_i)\|` with :math:`n` the norm's
     core (``"layernorm"``: centre and divide by the standard deviation; ``"rmsnorm"``: divide
@@ -96,7 +99,12 @@ def norm_sphere(a, kind: str = "layernorm") -> np.ndarray:
     a = check_real_array(a, "a", "norm_sphere", ndim=2, expected="an array of token vectors of shape (n, d)")
     check_choice(kind, "kind", NORMS, "norm_sphere")
     u = _normalise(a, kind, 0.0 if kind == "rmsnorm" else 1e-300)
-    return u / np.linalg.norm(u, axis=1, keepdims=True)
+    norm = np.linalg.norm(u, axis=1, keepdims=True)
+    if not np.all(norm > 0):
+        i = int(np.argmin(norm[:, 0]))
+        raise InvalidParameterError(f"The 'a' parameter of norm_sphere has a row ({i}) that the {kind} maps to 0 "
+                                    "(constant or zero): it has no point on the sphere; drop that token.")
+    return u / norm
 
 
 @dataclass(frozen=True, eq=False)

@@ -211,7 +211,7 @@ def test_bad_files(rng, tmp_path):
         load_attention(t, n_heads=5)
     with pytest.raises(InvalidParameterError, match=r"unknown architecture.*bert.*gpt2.*llama"):
         load_attention({"foo.weight": np.eye(3)}, n_heads=1)
-    with pytest.raises(InvalidParameterError, match="architecture must be one of"):
+    with pytest.raises(InvalidParameterError, match="'architecture' parameter of load_attention must be None or one of"):
         load_attention(t, n_heads=3, architecture="t5")
     with pytest.raises(InvalidParameterError, match=r"no attention tensors in the 'bert' naming"):
         load_attention(t, n_heads=3, architecture="bert")
