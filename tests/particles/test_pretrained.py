@@ -251,3 +251,27 @@ def test_missing_extra_names_it(monkeypatch, tmp_path):
     (tmp_path / "m.safetensors").write_bytes(b"x")
     with pytest.raises(ImportError, match=r'headflow\[trained\]'):
         load_attention(tmp_path / "m.safetensors", n_heads=1)
+
+
+def test_against_transformers_bert_attention(rng):
+    """Optional: where torch and transformers are installed, the library's own BertAttention
+    (post-LN: LayerNorm(x + attention output)) agrees with LayerNorm(x + Euler step)."""
+    torch = pytest.importorskip("torch")
+    bert = pytest.importorskip("transformers.models.bert.modeling_bert")
+    from transformers import BertConfig
+
+    t = bert_tensors(rng, layers=1)
+    config = BertConfig(hidden_size=D, num_attention_heads=H, attention_probs_dropout_prob=0.0,
+                        hidden_dropout_prob=0.0, layer_norm_eps=1e-12)
+    module = bert.BertAttention(config).double().eval()
+    prefix = "encoder.layer.0.attention."
+    state = {k[len(prefix):]: torch.from_numpy(_f64(t, k)) for k in t if k.startswith(prefix)}
+    state["output.LayerNorm.weight"] = torch.from_numpy(_f64(t, "encoder.layer.0.output.LayerNorm.weight"))
+    state["output.LayerNorm.bias"] = torch.from_numpy(_f64(t, "encoder.layer.0.output.LayerNorm.bias"))
+    module.load_state_dict(state)
+    x = rng.standard_normal((N, D))
+    with torch.no_grad():
+        ref = module(torch.from_numpy(x)[None])[0][0].numpy()
+    step = _euler_step(load_attention(t, n_heads=H).to_multihead(bias="augment", geometry="flat"), _augment(x))
+    ours = layer_norm(x + step[:, :D], state["output.LayerNorm.weight"].numpy(), state["output.LayerNorm.bias"].numpy())
+    assert _rel(ours, ref) < 1e-10
