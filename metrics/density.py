@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import NONE, AnyOf, Integer, Interval, InvalidParameterError, check_param, declare
 
 __all__ = ["density_of_angle", "check_density_fn", "circle_density_quantile", "sample_circle_density",
            "sample_sphere_density"]
@@ -128,6 +128,10 @@ def _circle_table(density_fn, m: int):
     return f, f1, h, cdf
 
 
+_M_GRID = Integer(8, hint="The number of grid cells, e.g. 4096.")
+
+
+@declare(m=_M_GRID)
 def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     r"""Angles :math:`F^{-1}(u) \in [0, 2\pi)` of a density on :math:`S^1` (``density_fn(points)``).
 
@@ -153,7 +157,6 @@ def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     """
     from particles.validation import check_real_array
 
-    m = check_param(m, "m", "circle_density_quantile", low=8, integer=True)
     u = check_real_array(u, "u", "circle_density_quantile")
     if not np.all((u >= 0) & (u <= 1)):
         raise InvalidParameterError("u of circle_density_quantile must be probabilities in [0, 1].")
@@ -168,6 +171,7 @@ def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     return np.mod((k + np.clip(s, 0.0, 1.0)) * h, _TWO_PI)
 
 
+@declare(n=Integer(1), m=_M_GRID)
 def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, 2) on :math:`S^1` from ``density_fn(points)`` by the inverse CDF
     (:func:`circle_density_quantile`).
@@ -179,12 +183,12 @@ def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.
     """
     from particles.validation import check_rng
 
-    n = check_param(n, "n", "sample_circle_density", low=1, integer=True)
     rng = check_rng(rng, "rng", "sample_circle_density")
     theta = circle_density_quantile(density_fn, rng.uniform(size=n), m=m)
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
+@declare(n=Integer(1), d=Integer(2), bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
 def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
                           m_grid: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, d) on :math:`S^{d-1}` from ``density_fn(points)``.
@@ -211,15 +215,12 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
     ((1000, 3), True)
     """
     caller = "sample_sphere_density"
-    n = check_param(n, "n", caller, low=1, integer=True)
-    d = check_param(d, "d", caller, low=2, integer=True)
     from particles.validation import check_rng
 
     rng = check_rng(rng, "rng", caller)
     if d == 2:
         return sample_circle_density(density_fn, n, rng, m=m_grid)
     if bound is None:
-        m_grid = check_param(m_grid, "m_grid", caller, low=8, integer=True)
         if d == 3:
             import meanfield as mf
 
@@ -230,7 +231,6 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
         bound = 1.5 * float(check_density_fn(density_fn, d, caller, points=grid).max())
     else:
         check_density_fn(density_fn, d, caller)
-        bound = check_param(bound, "bound", caller, low=0.0, low_open=True)
     out, have = [], 0
     while have < n:
         k = int(1.3 * (n - have)) + 64

@@ -66,7 +66,6 @@ from particles.validation import (
     Integer,
     Interval,
     InvalidParameterError,
-    check_param,
     check_real_array,
     declare,
 )
@@ -92,6 +91,7 @@ def harmonic_multiplicity(l: int, d: int) -> int:
     return 2 if d == 2 else 2 * l + 1
 
 
+@declare(l_max=Integer(1, hint="The highest degree recorded, e.g. 6."))
 def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
     r"""Degree amplitudes :math:`A_l(\mu_n)`, l = 1..l_max, of the empirical measure of x (module docstring).
 
@@ -118,7 +118,6 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
     """
     caller = "harmonic_amplitudes"
     x = check_points(x, "x", caller, atol=1e-8)
-    l_max = check_param(l_max, "l_max", caller, low=1, integer=True)
     n, d = x.shape
     if d == 2:
         z = x[:, 0] + 1j * x[:, 1]
@@ -166,6 +165,7 @@ def largest_breakdown_value(d: int, l_star: int, uniform: bool) -> tuple[float, 
     return (np.pi, "W1 <= pi on S^1") if d == 2 else (2.0, "sliced SW_2 <= 2 on S^2")
 
 
+@declare(max_log_step=Interval(0, None, closed="neither"))
 def breakdown_time(t, values, delta, *, max_log_step: float = 0.25) -> np.ndarray:
     r"""First time a non-negative curve reaches δ: :math:`t_\delta = \inf\{t : g(t) \ge \delta\}`.
 
@@ -196,7 +196,6 @@ def breakdown_time(t, values, delta, *, max_log_step: float = 0.25) -> np.ndarra
     caller = "breakdown_time"
     scalar = np.ndim(delta) == 0
     deltas = _check_delta(delta, caller)
-    max_log_step = check_param(max_log_step, "max_log_step", caller, low=0.0, low_open=True)
     t = check_real_array(t, "t", caller, ndim=1, expected="a strictly increasing 1-D array of times")
     g = check_real_array(values, "values", caller, finite=False, expected="an array of curve values (..., T)")
     if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
@@ -234,6 +233,7 @@ def breakdown_time(t, values, delta, *, max_log_step: float = 0.25) -> np.ndarra
     return out[0] if scalar else out
 
 
+@declare(rate=Interval(0, None, closed="neither", hint="The growth rate sigma* of the unstable degree (> 0)."))
 def predicted_breakdown_time(amplitude0, rate, delta):
     r"""Linearised breakdown time :math:`t_\delta = \log(\delta / A(0)) / \sigma` (module docstring).
 
@@ -252,7 +252,6 @@ def predicted_breakdown_time(amplitude0, rate, delta):
     """
     caller = "predicted_breakdown_time"
     scalar = np.ndim(delta) == 0
-    rate = check_param(rate, "rate", caller, low=0.0, low_open=True)
     a0 = check_real_array(amplitude0, "amplitude0", caller, finite=False, expected="positive initial amplitudes")
     deltas = _check_delta(delta, caller).reshape((-1,) + (1,) * a0.ndim)
     if not np.all(np.isfinite(a0)) or np.any(a0 <= 0):

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from particles._core.blocking import WORKING_MEMORY_ELEMENTS, row_blocks
-from particles.validation import InvalidParameterError
+from particles.validation import Integer, InvalidParameterError, Options, declare
 
 from .clustering import _component_masses
 from .rates import RateFit, fit_rate
@@ -52,6 +52,7 @@ EMD_MAX_ELEMENTS = 4_000_000
 _TWO_PI = 2 * np.pi
 
 
+@declare(M=Integer(1, hint="The number of quantile atoms, e.g. 4096."))
 def circle_quantile_atoms(mass: np.ndarray, M: int) -> np.ndarray:
     r"""Angles in [0, 2π) of the M quantile atoms :math:`F^{-1}((j+1/2)/M)` of the circle-grid
     measure with cell masses ``mass`` on the cells :math:`[2\pi k/m, 2\pi(k+1)/m)` (uniform inside).
@@ -63,13 +64,12 @@ def circle_quantile_atoms(mass: np.ndarray, M: int) -> np.ndarray:
     >>> circle_quantile_atoms(np.full(4, 0.25), 4) / np.pi   # uniform: the midpoints of 4 arcs
     array([0.25, 0.75, 1.25, 1.75])
     """
-    from particles.validation import check_param, check_real_array
+    from particles.validation import check_real_array
 
     mass = check_real_array(mass, "mass", "circle_quantile_atoms", ndim=1)
     if np.any(mass < 0) or not mass.sum() > 0:
         raise InvalidParameterError("mass of circle_quantile_atoms must be non-negative cell masses with a positive "
                                     "sum.")
-    M = check_param(M, "M", "circle_quantile_atoms", low=1, integer=True)
     m = len(mass)
     cdf = np.concatenate([[0.0], np.cumsum(mass)])
     cdf /= cdf[-1]
@@ -91,6 +91,7 @@ def _circle_weights(w, n, name):
     return w / w.sum()
 
 
+@declare(p=Integer(1, hint="The order of W_p on the circle, e.g. 1 or 2."), method=Options("auto", "circle", "emd2"))
 def circle_wasserstein(theta, atoms, *, p: int = 1, method: str = "auto", weights=None,
                        atom_weights=None) -> tuple[float, str]:
     r"""Exact :math:`W_p` on :math:`S^1` (geodesic cost, radians) between two discrete measures
@@ -130,11 +131,9 @@ def circle_wasserstein(theta, atoms, *, p: int = 1, method: str = "auto", weight
     """
     import ot
 
-    from particles.validation import check_choice, check_param, check_real_array
+    from particles.validation import check_real_array
 
     caller = "circle_wasserstein"
-    p = check_param(p, "p", caller, low=1, integer=True)
-    check_choice(method, "method", ("auto", "circle", "emd2"), caller)
     theta = check_real_array(theta, "theta", caller, ndim=1, expected="a 1-d array of angles (radians)")
     atoms = check_real_array(atoms, "atoms", caller, ndim=1, expected="a 1-d array of angles (radians)")
     a = _circle_weights(weights, len(theta), "weights")
