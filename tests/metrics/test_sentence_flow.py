@@ -22,7 +22,9 @@ from tests.particles.test_pretrained import (
     _rel,
     bert_attention,
     bert_tensors,
+    gpt2_attention,
     layer_norm,
+    llama_attention,
 )
 
 pytest.importorskip("safetensors")
@@ -100,6 +102,17 @@ def test_minilm_real_model():
         w = load_attention(tensors, 0, n_heads=n_heads, fold_norm=fold)
         step = _euler_step(w.to_multihead(bias="augment", geometry="flat", summation="exact"), _augment(x))
         assert _rel(step[:, :384], bert_attention(tensors, 0, a, n_heads)) < 1e-12
+    # the other namings on the same real tokens (synthetic 384-wide weights: no such model is installed)
+    rng = np.random.default_rng(7)
+    w32 = lambda *shape: (0.05 * rng.standard_normal(shape)).astype(np.float32)  # noqa: E731
+    gpt2 = {"h.0.attn.c_attn.weight": w32(384, 1152), "h.0.attn.c_attn.bias": w32(1152),
+            "h.0.attn.c_proj.weight": w32(384, 384), "h.0.attn.c_proj.bias": w32(384)}
+    llama = {f"model.layers.0.self_attn.{c}_proj.weight": w32(*s) for c, s in
+             (("q", (384, 384)), ("k", (128, 384)), ("v", (128, 384)), ("o", (384, 384)))}
+    for t, ref in ((gpt2, lambda: gpt2_attention(gpt2, 0, a, 12)), (llama, lambda: llama_attention(llama, 0, a, 12, 4))):
+        step = _euler_step(load_attention(t, n_heads=12).to_multihead(bias="augment", geometry="flat",
+                                                                       summation="exact"), _augment(a))
+        assert _rel(step[:, :384], ref()) < 1e-12
     ws = load_attention_layers(tensors, n_heads=n_heads)
     ds = head_geometry(ws)
     assert dict(ds.sizes) == {"layer": 6, "pair": 66, "angle": 32, "head": 12, "eig": 32}
