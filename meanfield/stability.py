@@ -210,8 +210,19 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
     check_choice(scheme, "scheme", ("spectral", "fv_sphere"), caller)
     m = check_param(m, "m", caller, low=8, integer=True)
+    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
+    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)  # a rate needs two times
     if scheme == "spectral":
         n = max(4, int(np.ceil(np.sqrt(m / 2))))
+        from ._spectral.sphere import _Sphere
+
+        if n - 1 > _Sphere.max_L:
+            # refused at once: the Legendre tables past the cap take minutes and gigabytes
+            m_cap = 2 * (_Sphere.max_L + 1) ** 2
+            raise InvalidParameterError(
+                f"m={m} of {caller} asks for band limit L = {n - 1} (a {n} x {2 * n} Gauss-Legendre grid), above the "
+                f"S^2 spectral solver's cap max_L={_Sphere.max_L}: use m <= {m_cap}, or scheme='fv_sphere'."
+            )
         pts, w = sphere_quadrature(3, n)
         areas = 4 * np.pi * w
         options = {"L": n - 1, "rtol": 1e-12}
@@ -225,6 +236,10 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
             f"harmonic_fn of {caller} must return finite values of shape ({len(pts)},) for points (m, 3)."
         )
     scale = float(np.max(np.abs(Y)))
+    if scale == 0:
+        raise InvalidParameterError(
+            f"harmonic_fn of {caller} is zero at every grid point: pass a non-zero harmonic (e.g. lambda y: y[:, 2])."
+        )
     amps = []
     for sign in (1.0, -1.0):
         p0 = areas * (1 + sign * eps * Y / scale)

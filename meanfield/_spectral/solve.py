@@ -12,6 +12,7 @@ from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
     check_param,
+    check_real_array,
 )
 
 from .circle import _Circle, _circle_coefficients
@@ -49,6 +50,26 @@ class SpectralSolution:
     tail: np.ndarray
     axis: np.ndarray | None = None
 
+    def _index(self, k, method):
+        """A save index in range (negative counts from the end), or a clear refusal."""
+        n = len(self.coefficients)
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise TypeError(f"k of SpectralSolution.{method} must be an integer save index; got {type(k).__name__}.")
+        if not -n <= k < n:
+            raise InvalidParameterError(
+                f"k of SpectralSolution.{method} must be a save index in [{-n}, {n - 1}] ({n} saves); got {k}."
+            )
+        return int(k)
+
+    def _points(self, points, method, name="points"):
+        x = check_real_array(points, name, f"SpectralSolution.{method}", ndim=2)
+        if x.shape[1] != self.d:
+            raise InvalidParameterError(
+                f"{name} of SpectralSolution.{method} must have shape (m, {self.d}) (points of S^{self.d - 1}); "
+                f"got {x.shape}."
+            )
+        return x
+
     def density(self, k: int, points) -> np.ndarray:
         """ρ(x) (with respect to σ) at save index k at points (m, d) on the sphere.
 
@@ -63,8 +84,8 @@ class SpectralSolution:
         >>> round(float(res.info["solution"].density(0, np.array([[1.0, 0.0]]))[0]), 10)
         1.3
         """
-        x = np.asarray(points, dtype=float)
-        c = self.coefficients[k]
+        c = self.coefficients[self._index(k, "density")]
+        x = self._points(points, "density")
         if self.geometry == "circle":
             th = np.arctan2(x[:, 1], x[:, 0])
             n = np.arange(len(c))
@@ -95,7 +116,7 @@ class SpectralSolution:
         """
         if self.geometry != "circle":
             raise InvalidParameterError(f"circle_cdf needs a solution on S^1; this one is {self.geometry!r}.")
-        c = np.asarray(self.coefficients[k])
+        c = np.asarray(self.coefficients[self._index(k, "circle_cdf")])
         L = len(c) - 1
         K = max(2**16, 8 * (L + 1))
         n = np.arange(1, L + 1)
@@ -128,8 +149,11 @@ class SpectralSolution:
         """
         if self.geometry not in ("sphere", "zonal"):
             raise InvalidParameterError(f"projected_cdf needs a solution on S^2 or a zonal one; got {self.geometry!r}.")
-        theta = np.atleast_2d(np.asarray(directions, dtype=float))
-        x = np.asarray(t, dtype=float)
+        k = self._index(k, "projected_cdf")
+        theta = self._points(np.atleast_2d(np.asarray(directions, dtype=float)), "projected_cdf", "directions")
+        x = check_real_array(t, "t", "SpectralSolution.projected_cdf", ndim=1)
+        if x[0] != -1 or np.any(np.diff(x) <= 0) or x[-1] > 1:
+            raise InvalidParameterError("t of SpectralSolution.projected_cdf must increase from -1 to at most 1.")
         if self.geometry == "sphere":
             return _sphere_projection(self.coefficients[k], theta, x)
         return _zonal_projection(np.asarray(self.coefficients[k]), self.d, theta @ self.axis, x)
@@ -146,9 +170,10 @@ class SpectralSolution:
         """
         if self.geometry != "zonal":
             raise InvalidParameterError(f"log_partition needs a zonal solution; got {self.geometry!r}.")
-        c = np.asarray(self.coefficients[k])
+        c = np.asarray(self.coefficients[self._index(k, "log_partition")])
+        a = check_param(a, "a", "SpectralSolution.log_partition")
         L = len(c) - 1
-        Q = _gegenbauer_orthonormal(L, np.asarray(t, dtype=float), self.d)
+        Q = _gegenbauer_orthonormal(L, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1), self.d)
         if a == 0:
             return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
         sgn, lg = _fh_log(float(a), np.arange(L + 1), self.d)
@@ -171,9 +196,18 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     if model.kind not in ("usa", "softmax"):
         raise InvalidParameterError(f"scheme 'spectral' supports kinds 'usa' and 'softmax'; got {model.kind!r}.")
     geometry, d, L_max, make, initial = _discretisation(mu0, model)
+    solver_cap = _CAPS[geometry]
+    for name, value in (("L", L), ("max_L", max_L)):
+        if value is not None and value > solver_cap:
+            # refused before anything is built: tables at such band limits take minutes and gigabytes
+            raise InvalidParameterError(
+                f"{name}={value} of {caller} is above the cap max_L={solver_cap} of the {geometry} spectral solver "
+                f"(S^1: {_CAPS['circle']}, S^2: {_CAPS['sphere']}, zonal: {_CAPS['zonal']}). Use {name} <= "
+                f"{solver_cap}, stop earlier, or use particles."
+            )
     refine = L is None
     if refine:
-        cap = min(make(2).max_L, max_L or np.inf)
+        cap = min(solver_cap, max_L or np.inf)
         L = min(8, cap)
         while True:
             disc = make(L)
@@ -214,6 +248,10 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                            message=traj.message)
 
 
+#: each solver's largest band limit (its tables' size)
+_CAPS = {"circle": _Circle.max_L, "sphere": _Sphere.max_L, "zonal": _Zonal.max_L}
+
+
 def _discretisation(mu0, model):
     """(geometry, d, the largest band limit the data resolves, L -> discretisation, L -> initial
     coefficients) of a measure the spectral scheme accepts, or a clear refusal."""
@@ -237,6 +275,11 @@ def _discretisation(mu0, model):
             rho = mu0.profile(t)
             Q = _gegenbauer_orthonormal(L_, t, d)
             c = (Q * w[:, None]).T @ rho
+            if not c[0] > 0:
+                raise InvalidParameterError(
+                    "density_fn of the ZonalMeasure integrates to zero on the Gauss-Gegenbauer nodes: pass a "
+                    "density with positive mass (e.g. lambda x: 1 + 0.5 * x[:, -1])."
+                )
             return c / c[0]
     elif isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 2:
         geometry, d = "circle", 2

@@ -16,7 +16,7 @@ from particles.validation import (
 from .circle import _tail
 from .kernels import _scalar_heads
 from .stepping import _suggest_L
-from .zonal import _funk_hecke_energy, _gegenbauer_orthonormal, _potential_multipliers
+from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _gegenbauer_orthonormal, _potential_multipliers
 
 # ------------------------------------------------------------------ S^2 transforms
 
@@ -56,8 +56,9 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
                 f"got L={L}, nlat={nlat}: use nlat >= {L + 1}, or ceil((3L+1)/2) to project products exactly."
             )
         self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
-        z, w = np.polynomial.legendre.leggauss(self.nlat)
-        self.z, self.w = z, w / 2
+        # the Gauss-Legendre rule to relative round-off (numpy's leggauss weights drift by 1e-10 at 1600 nodes)
+        z, w = _gauss_gegenbauer(self.nlat, 3)
+        self.z, self.w = z, w
         phi = np.pi * np.arange(self.nlon) / self.nlat
         Z, PHI = np.meshgrid(z, phi, indexing="ij")
         r = np.sqrt(1 - Z * Z)
@@ -81,6 +82,11 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
     def synthesis(self, C: np.ndarray) -> np.ndarray:
         """Grid values (nlat, nlon) from coefficients C (L+1, L+1) (or stacked (..., L+1, L+1))."""
         C = np.asarray(C, dtype=complex)
+        if C.ndim < 2 or C.shape[-2:] != (self.L + 1, self.L + 1):
+            raise InvalidParameterError(
+                f"C of sphere_harmonic_transform.synthesis must have shape (..., {self.L + 1}, {self.L + 1}) "
+                f"(degrees and orders 0..L={self.L}); got {C.shape}."
+            )
         lead = C.shape[:-2]
         Cf = C.reshape(-1, self.L + 1, self.L + 1)
         k = Cf.shape[0]
@@ -98,8 +104,15 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
 
     def analysis(self, f: np.ndarray, L: int | None = None) -> np.ndarray:
         """Coefficients (L+1, L+1) (default the transform's L) of grid values f (nlat, nlon)."""
-        L = self.L if L is None else L
-        f = np.asarray(f, dtype=float)
+        caller = "sphere_harmonic_transform.analysis"
+        L = self.L if L is None else check_param(L, "L", caller, low=0, high=self.L, integer=True)
+        f = np.asarray(f)
+        if np.iscomplexobj(f) or f.ndim < 2 or f.shape[-2:] != (self.nlat, self.nlon):
+            raise InvalidParameterError(
+                f"f of {caller} must be real grid values of shape (..., nlat, nlon) = (..., {self.nlat}, {self.nlon}); "
+                f"got {'complex ' if np.iscomplexobj(f) else ''}{f.shape}."
+            )
+        f = f.astype(float)
         lead = f.shape[:-2]
         ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
         A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in

@@ -34,6 +34,7 @@ class _SpectralField(SchemeState):
         self.kappa, self.tol, self.refine, self.cap = kappa, tol, refine, cap
         self._discs = {disc.L: disc}
         self._last = self._start = (None, None)
+        self.floor_tail = 0.0  # the largest tail left at a round-off floor (not refined)
 
     def disc(self, c):
         """The discretisation at the band limit of c."""
@@ -66,22 +67,51 @@ class _SpectralField(SchemeState):
         tail = disc.tail(c)
         if tail <= self.tol:
             return c
+        e = disc.energy_by_degree(c)
+        if _is_floor(e, disc.L):
+            # the top half is flat at round-off: a larger band limit would only hold more of it
+            self.floor_tail = max(self.floor_tail, tail)
+            return c
         L_new = disc.sufficient_L(c, self.tol)
         if not self.refine:
             raise SolverError(
                 f"spectral solver: at t={t:.6g} the spectral tail (L2 norm of the top degrees relative to the "
-                f"density) is {tail:.2e} > tol={self.tol:.1e} at band limit L={disc.L}: the density sharpened past "
-                f"the band limit. Rerun with L >= {L_new} (or L=None to refine automatically), or stop earlier."
+                f"density) is {tail:.2e} > tol={self.tol:.1e} at band limit L={disc.L}, and the spectrum still "
+                f"decays geometrically there: the density sharpened past the band limit. Rerun with L >= {L_new} "
+                "(or L=None to refine automatically), or stop earlier."
             )
         if L_new > self.cap:
             if disc.L >= self.cap:
                 raise SolverError(
-                    f"spectral solver: at t={t:.6g} the density needs a band limit L >= {L_new}, above the cap "
-                    f"max_L={self.cap} (tail {tail:.2e} > tol={self.tol:.1e} at L={disc.L}): it is concentrating "
-                    "into clusters. Stop earlier, add noise, raise max_L, or use particles."
+                    f"spectral solver: at t={t:.6g} the resolved spectrum (decaying geometrically, tail {tail:.2e} > "
+                    f"tol={self.tol:.1e} at L={disc.L}) needs a band limit L >= {L_new}, above the cap "
+                    f"max_L={self.cap}: it is concentrating into clusters. Stop earlier, add noise, raise max_L, "
+                    "or use particles."
                 )
             L_new = self.cap
         return self.disc_at(L_new).pad(c)
+
+
+#: amplitudes (relative to the norm of ρ) below which a flat top half of the spectrum is round-off
+FLOOR_CEILING = 1e-8
+
+
+def _is_floor(energy_by_degree, L):
+    r"""True when the top half of the spectrum is a round-off floor, not a truncated density.
+
+    A density resolved at band limit L has coefficients that decay geometrically there (an analytic
+    density: :math:`|c_l| \sim e^{-\alpha l}`), so the RMS amplitude of the top quarter is well below
+    that of the quarter before it. Round-off does not decay with l. The top half counts as floor
+    when the top quarter's RMS amplitude is at least half the quarter before's and below
+    ``FLOOR_CEILING`` (measured floors: 1e-15 to 1e-10; a flat spectrum of a truncated cluster sits
+    at the cluster's mass, far above).
+    """
+    if L < 16:
+        return False
+    a2 = energy_by_degree / energy_by_degree.sum()
+    lo, hi = a2[L // 2: (3 * L) // 4], a2[(3 * L) // 4: L + 1]
+    r1, r2 = np.sqrt(lo.mean()), np.sqrt(hi.mean())
+    return bool(r2 >= 0.5 * r1 and r2 <= FLOOR_CEILING)
 
 
 def if_dopri5(field, t, c, h, geom, rng=None, sigma=0.0, *, rtol=1e-10, **_):
@@ -101,11 +131,28 @@ def if_dopri5(field, t, c, h, geom, rng=None, sigma=0.0, *, rtol=1e-10, **_):
                 y = y + (h * aij) * np.exp(lam * ((_DP_C[i] - _DP_C[j]) * h)) * ks[j]
         ks.append(field(t + _DP_C[i] * h, y))
     err = h * sum(e * np.exp(lam * ((1 - _DP_C[j]) * h)) * ks[j] for j, e in enumerate(_DP_E) if e)
-    disc = field.disc(c)
-    ratio = disc.norm(err) / (rtol * disc.norm(y))
+    ratio = _error_ratio(field.disc(c), err, c, y, rtol)
     if not np.isfinite(ratio):
         raise SolverError(f"spectral solver: the state stopped being finite at t={t:.6g}.")
     return (field.refined(y, t + h) if ratio <= 1.0 else y), float(ratio)
+
+
+#: the absolute part of the per-degree error test, relative to ||c||: below it a degree is round-off
+ATOL = 1e-4
+
+
+def _error_ratio(disc, err, c, y, rtol):
+    r"""max over degrees l of :math:`\|e_l\| / (\mathrm{rtol}\,\max(\|c_l\|, \|y_l\|) + a)`,
+    :math:`a = \max(10^{-4}\mathrm{rtol}, 10^{-15})\|y\|`: every degree's local error is held to its own
+    size down to a floor far below the tail tolerance. A global norm lets degrees at round-off,
+    where the explicit pair is weakly unstable (|R(iy)| > 1 for advection rates y = h l |v| > 1),
+    grow step after step to rtol ||c||: noise that then decides the band limit."""
+    e = np.sqrt(disc.energy_by_degree(err))
+    s_new = np.sqrt(disc.energy_by_degree(y))
+    s_old = np.sqrt(disc.energy_by_degree(c))
+    n = disc.norm(y)
+    scale = rtol * np.maximum(s_old, s_new) + max(ATOL * rtol, 1e-15) * n
+    return float(np.max(e / scale))
 
 
 #: the integrating-factor Dormand–Prince step as a stepper of the particle solve loop (the PID

@@ -244,7 +244,12 @@ class ZonalMeasure:
         u /= np.linalg.norm(u, axis=1, keepdims=True)
         y = t[:, None] * e + np.sqrt(1 - t * t)[:, None] * u
         fx, fy = self._eval(x), self._eval(y)
-        scale = max(float(np.abs(fx).max()), 1e-300)
+        if not np.any(fx > 0):
+            raise InvalidParameterError(
+                "density_fn of ZonalMeasure is zero at every sampled point: a density needs positive mass "
+                "(it is normalised here), e.g. lambda x: 1 + 0.5 * x[:, -1]."
+            )
+        scale = float(np.abs(fx).max())
         if np.max(np.abs(fx - fy)) > 1e-10 * scale:
             raise InvalidParameterError(
                 f"density_fn of {caller} is not zonal about the axis: it changed by "
@@ -255,6 +260,11 @@ class ZonalMeasure:
 
     def _eval(self, x):
         rho = check_returned(self.density_fn(x), "density_fn(points)", (len(x),), "ZonalMeasure")
+        if not np.all(np.isfinite(rho)):
+            raise InvalidParameterError(
+                f"density_fn of ZonalMeasure returned {int(np.sum(~np.isfinite(rho)))} non-finite values (NaN or "
+                f"inf) out of {len(rho)}: it must be finite and non-negative on the whole sphere."
+            )
         if np.any(rho < 0):
             raise InvalidParameterError("density_fn of ZonalMeasure must return non-negative values.")
         return rho

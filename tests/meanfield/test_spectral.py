@@ -203,7 +203,7 @@ def general_heads():
 
 def test_general_heads_on_the_sphere_conserve_mass_and_refine():
     mu0 = sphere_measure(lambda x: np.exp(0.5 * x[:, 0]), 17)
-    res = mf.wasserstein_ascent(mu0, general_heads(), t1=0.1, n_saves=2, scheme="spectral", tol=1e-6)
+    res = mf.wasserstein_ascent(mu0, general_heads(), t1=0.1, n_saves=2, scheme="spectral", tol=1e-6, rtol=1e-8)
     assert res.info["mass_error"] < 1e-13
     assert np.all(res.info["tail"] <= 1e-6) and res.info["L"] >= 16
 
@@ -317,7 +317,7 @@ def test_tail_refusal_and_refinement():
     res = mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=4, scheme="spectral", tol=1e-8)
     assert res.info["L"] > 12 and np.all(res.info["tail"] <= 1e-8)
     assert res.info["mass_error"] < 1e-13
-    with pytest.raises(SolverError, match=r"above the cap max_L=16 .* concentrating into clusters"):
+    with pytest.raises(SolverError, match=r"above the cap max_L=16: it is concentrating into clusters"):
         mf.wasserstein_ascent(mu0, model, t1=3.0, n_saves=4, scheme="spectral", tol=1e-8, max_L=16)
 
 
