@@ -21,6 +21,7 @@ import sys
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -106,6 +107,12 @@ def defect_rows(ds):
 
 def main(argv=None):
     args, out = parse(__doc__, argv)
+    # small matrices (32-wide factors, 384 x 384 heads on a few tokens): BLAS threads only contend
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _main(args, out)
+
+
+def _main(args, out):
     tensors, tokenizer, config = read_model_zip(packaged_model_zip())
     H, L = config["num_attention_heads"], config["num_hidden_layers"]
     ids, toks = tokenize(tokenizer, QUICK_SENTENCE if args.quick else SENTENCE)
