@@ -125,3 +125,11 @@ def test_minilm_real_model():
                          dt=0.1)
     np.testing.assert_allclose(np.linalg.norm(flow.positions, axis=-1), 1.0, atol=1e-12)
     assert flow.sizes["particle"] == len(ids) and flow.attrs["beta"] == 384.0
+
+
+def test_missing_tokenizers_names_the_extra(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "tokenizers", None)
+    with pytest.raises(ImportError, match=r'headflow\[trained\]'):
+        tokenize("{}", "a sentence")
+    with pytest.raises(InvalidParameterError, match="text of tokenize must be a non-empty string"):
+        tokenize("{}", " ")
