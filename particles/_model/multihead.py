@@ -54,6 +54,7 @@ from .._core.validation import (
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import DEFAULT_TOL, SUMMATIONS, exp_sums
 from .dense import DenseMixin
+from .display import model_html, model_repr
 from .energies import EnergiesMixin
 from .kinds import (
     ATTENTION_KINDS,
@@ -177,6 +178,12 @@ class MultiHead(EnergiesMixin, DenseMixin):
         for name, value in [("M", M), ("W", W), ("beta", beta), ("log_time_scale", c),
                             ("block_elements", block), ("tol", tol), ("symmetric", sym), ("aligned", aligned)]:
             object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:  # the entries stay in .M and .W (display.py)
+        return model_repr(self)
+
+    def _repr_html_(self) -> str:
+        return model_html(self)
 
     # ---------------------------------------------------------------- constructors
     @classmethod
