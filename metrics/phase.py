@@ -40,7 +40,6 @@ from particles.validation import (
     Options,
     Relation,
     SequenceOf,
-    check_param,
     check_points,
     check_real_array,
     declare,
@@ -62,6 +61,7 @@ _PHASE_KINDS = ("softmax", "usa")
 _INITS = ("uniform", "equiangular")
 
 
+@declare(rho_c=Interval(-1, 1, hint="rho_c is a cosine threshold, e.g. 0.999."))
 def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
     r"""Fraction of clustered pairs of each system of a stack ``x`` (S, n, d), shape (S,):
 
@@ -80,7 +80,6 @@ def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
             f"x of {caller} must have shape (S, n, d) with S >= 1 systems of n >= 2 tokens (pairs); got {x.shape}."
         )
     check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
-    rho_c = check_param(rho_c, "rho_c", caller, low=-1.0, high=1.0)
     return _pair_fraction(x, rho_c)
 
 

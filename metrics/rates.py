@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from particles.validation import InvalidParameterError
+from particles.validation import Boolean, Integer, Interval, InvalidParameterError, Options, declare
 
 __all__ = ["RateFit", "fit_rate"]
 
@@ -30,6 +30,8 @@ class RateFit(NamedTuple):
 _NAN_FIT = RateFit(float("nan"), float("nan"), float("nan"), float("nan"), float("nan"))
 
 
+@declare(paired=Boolean(), level=Interval(0, 1, closed="neither", hint="A probability, e.g. level=0.95."),
+         interval=Options("t", "bootstrap"), n_boot=Integer(1))
 def fit_rate(n_values, gaps, *, paired: bool = False, level: float = 0.95, interval: str = "t",
              n_boot: int = 2000, rng=0, counts=None) -> RateFit:
     r"""Exponent r of :math:`\bar g(n) \sim n^r` from seed-averaged gaps, with a ``level`` interval.
@@ -91,12 +93,7 @@ def fit_rate(n_values, gaps, *, paired: bool = False, level: float = 0.95, inter
     """
     from scipy import stats
 
-    from particles.validation import check_bool, check_choice, check_param
-
     caller = "fit_rate"
-    paired = check_bool(paired, "paired", caller)
-    level = check_param(level, "level", caller, low=0.0, high=1.0, low_open=True, high_open=True)
-    check_choice(interval, "interval", ("t", "bootstrap"), caller)
     from particles.validation import check_real_array, check_rng
 
     nv = check_real_array(n_values, "n_values", caller, ndim=1, min_size=2)
@@ -104,7 +101,6 @@ def fit_rate(n_values, gaps, *, paired: bool = False, level: float = 0.95, inter
         raise InvalidParameterError(f"n_values of {caller} must be strictly increasing positive numbers; got {nv}.")
     logn = np.log(nv)
     g = check_real_array(gaps, "gaps", caller, shape=(len(nv), None), finite=False)
-    n_boot = check_param(n_boot, "n_boot", caller, low=1, integer=True)
     rng = check_rng(rng, "rng", caller)
     counts = _check_counts(counts, g.shape, paired, caller)
     present = np.arange(g.shape[1])[None, :] < counts[:, None]

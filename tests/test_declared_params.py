@@ -47,9 +47,9 @@ UNDECLARED = frozenset({
     'metrics.SlicedReference',
     'metrics.check_density_fn',
     'metrics.cluster_energy',
-    'metrics.clustered_pair_fraction',
+
     'metrics.default_model', 'metrics.density_of_angle', 'metrics.dependency_versions',
-    'metrics.energy', 'metrics.evaluate', 'metrics.fit_rate',
+    'metrics.energy', 'metrics.evaluate',
 
     'metrics.head_energies', 'metrics.leaders', 'metrics.limit_study_table', 'metrics.log_head_energies',
     'metrics.mean_entropy', 'metrics.model_attrs', 'metrics.model_from_attrs',
