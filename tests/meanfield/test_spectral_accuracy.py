@@ -110,6 +110,12 @@ def _errors(run, Ls):
     return [float(np.abs(c - ref[tuple(slice(0, s) for s in c.shape)]).max()) for c in cs[:-1]]
 
 
+def _floor(L):
+    """Round-off floor of a run at band limit L: ~eps l per degree per unit time (weak form, FFT), measured
+    at 1e-14 up to L = 256 and 1e-12 at L = 4096 (degrees <= 64 of L = 1024 against L = 4096)."""
+    return 1e-13 if L <= 256 else 2e-12
+
+
 def _never_worse(errs, floor):
     """Each error is at most the one before, once both are above the round-off floor."""
     for a, b in zip(errs, errs[1:]):
@@ -138,8 +144,8 @@ def _sphere_run(model, L):
 def test_circle_error_never_grows_with_L(Ls):
     model = MultiHead.scalar([1.0, 0.5], d=2, beta=3.0, kind="softmax")
     errs = _errors(lambda L: _circle_run(model, L), Ls)
-    _never_worse(errs, 1e-13)
-    assert errs[0] > 1e-9 and errs[-1] < 1e-12  # truncated at L = 16, converged at the top
+    _never_worse(errs, _floor(Ls[-1]))
+    assert errs[0] > 1e-9 and errs[-1] < _floor(Ls[-1])  # truncated at L = 16, converged at the top
 
 
 @pytest.mark.parametrize("d,Ls", [(5, (16, 32, 64, 128, 256)), (8, (16, 32, 64, 128, 256)),
@@ -148,8 +154,8 @@ def test_circle_error_never_grows_with_L(Ls):
 def test_zonal_error_never_grows_with_L(d, Ls):
     model = MultiHead.scalar([1.0], d=d, beta=3.0, kind="softmax")
     errs = _errors(lambda L: _zonal_run(model, d, L), Ls)
-    _never_worse(errs, 1e-13)
-    assert errs[0] > 1e-10 and errs[-1] < 1e-12
+    _never_worse(errs, _floor(Ls[-1]))
+    assert errs[0] > 1e-10 and errs[-1] < _floor(Ls[-1])
 
 
 @pytest.mark.slow
