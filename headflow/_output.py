@@ -22,7 +22,6 @@ import os
 import pathlib
 import re
 import shutil
-import tempfile
 
 from ._config import ConfigError
 
@@ -49,15 +48,14 @@ def _check_parent(path: pathlib.Path) -> None:
             f"--out {str(path)!r} passes through {str(anchor)!r}, which is a regular file, not a folder; "
             "choose an output path under a folder."
         )
-    try:
-        fd, probe = tempfile.mkstemp(dir=anchor, prefix=".headflow-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
+    from metrics._store import unwritable
+
+    exc = unwritable(anchor)
+    if exc is not None:
         raise ConfigError(
             f"--out {str(path)!r}: the folder {str(anchor)!r} is not writable ({exc.strerror or exc}); the result "
             "could not be saved, so the run was not started. Choose an output path in a folder you can write to."
-        ) from None
+        )
 
 
 def _zarr_only(folder: pathlib.Path) -> bool:

@@ -123,6 +123,18 @@ def _clean_stale_parts(store: pathlib.Path) -> list:
     return removed
 
 
+def unwritable(folder) -> OSError | None:
+    """Why a new file cannot be created in ``folder`` (a probe file is made and removed), or None.
+    The one writability check of the package: stores here, the command line's outputs too."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return exc
+    return None
+
+
 def open_store(store, caller: str) -> pathlib.Path:
     """The sweep's cell folder, created if missing and checked writable before any work.
 
@@ -144,15 +156,11 @@ def open_store(store, caller: str) -> pathlib.Path:
             f"The 'store' folder {str(folder)!r} of {caller} cannot be created ({type(exc).__name__}: "
             f"{exc.strerror or exc}). Pass a folder under a writable directory."
         ) from None
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
+    exc = unwritable(folder)
+    if exc is not None:
         raise InvalidParameterError(
             f"The 'store' folder {str(folder)!r} of {caller} is not writable ({type(exc).__name__}: "
-            f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to."
-        ) from None
+            f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to.")
     return folder
 
 

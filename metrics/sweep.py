@@ -239,8 +239,8 @@ def run_sweep(
     """
     caller = "run_sweep"
     axes = grid
-    n_seeds, seed, settings, opts = _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn,
-                                                max_workers, progress, max_pool_restarts, engine, store)
+    settings, opts = _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
+                                 max_pool_restarts, engine)
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
     key_settings["model_fn"] = f"{model_fn.__module__}.{model_fn.__qualname__}"
     if cell_settings is not None:
@@ -296,8 +296,8 @@ def run_sweep(
     return ds
 
 
-def _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
-                max_pool_restarts, engine, store):
+def _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
+                max_pool_restarts, engine):
     """The cells' settings and the run options of :func:`run_sweep` (its scalars are declared)."""
     metrics = check_names(metrics, "metrics", METRICS, caller)
     opts = {"max_workers": max_workers, "progress": progress, "max_pool_restarts": max_pool_restarts}
@@ -306,7 +306,7 @@ def _check_args(caller, n_seeds, seed, t1, dt, n_saves, method, kappa, metrics, 
     settings = {"entropy": np.random.SeedSequence(seed).entropy, "t1": float(t1), "dt": float(dt), "method": method,
                 "kappa": float(kappa), "ts": np.linspace(0.0, t1, n_saves), "metrics": list(metrics),
                 "model_fn": model_fn}
-    return n_seeds, seed, settings, opts
+    return settings, opts
 
 
 def _load_finished(store, caller, cells, keys, paths) -> dict:
