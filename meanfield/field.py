@@ -19,21 +19,32 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import MultiHead
-from particles.validation import InvalidParameterError, check_weights
+from particles.validation import (
+    NONE,
+    POSITIVE_BETA,
+    AnyOf,
+    Boolean,
+    Model,
+    Points,
+    Weights,
+    declare,
+    fits_model,
+    one_per,
+)
 
 __all__ = ["measure_velocity", "measure_energy", "first_variation"]
 
-def _prepare(model, points, weights, caller):
-    if not isinstance(model, MultiHead):
-        raise InvalidParameterError(f"model of {caller} must be a particles.MultiHead; got {type(model).__name__}.")
-    if model.kind not in ("usa", "softmax"):
-        raise InvalidParameterError(
-            f"{caller} supports kinds 'usa' and 'softmax'; got {model.kind!r}."
-        )
-    y = model.check_x(points, "points")
-    return y, check_weights(weights, len(y), caller=caller)
+# the atoms and their masses; the model's geometry decides whether rows must be unit vectors (fits_model)
+_MEASURE = dict(model=Model(kinds=("usa", "softmax")), points=Points(on_sphere=False, min_d=1),
+                weights=AnyOf(NONE, Weights(probability=True)))
+_RELATIONS = [fits_model("points"), one_per("weights")]
 
 
+def _weights(w, n):
+    return np.full(n, 1.0 / n) if w is None else w
+
+
+@declare(**_MEASURE, at=AnyOf(NONE, Points(on_sphere=False, min_d=1)), relations=[*_RELATIONS, fits_model("at")])
 def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndarray:
     r""":math:`v[\mu](x)` at the query points ``at`` (default: the atoms), shape (m, d).
 
@@ -43,9 +54,7 @@ def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndar
     >>> measure_velocity(model, np.eye(2)).shape
     (2, 2)
     """
-    y, w = _prepare(model, points, weights, "measure_velocity")
-    q = y if at is None else model.check_x(at, "at")
-    return _velocity(model, y, w, q)
+    return _velocity(model, points, _weights(weights, len(points)), points if at is None else at)
 
 
 def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -55,13 +64,12 @@ def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> 
     return model.geom.project_tangent(q, f.sum(axis=0))
 
 
+@declare(**_MEASURE, log=Boolean(), relations=[*_RELATIONS, POSITIVE_BETA])
 def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False):
     r""":math:`E_{multi}[\mu] = \sum_h \frac{1}{2\beta}\sum_{kl} w_k w_l e^{\beta s^h_{kl}}`
     (or its log with ``log=True``). Needs β > 0. +inf past the float64 range (β‖M‖ ≳ 700):
     ``log=True`` stays finite there."""
-    y, w = _prepare(model, points, weights, "measure_energy")
-    if model.beta == 0:
-        raise InvalidParameterError("measure_energy needs beta > 0 (the energy is +inf at beta = 0).")
+    y, w = points, _weights(weights, len(points))
     keep = w > 0  # empty cells carry no energy; log 0 would be -inf on purpose, but skip them
     logs = [logsumexp(p.logz[keep] + np.log(w[keep])) for p in model.sums(y, sources=y, weights=w, check=False)]
     logE = logsumexp(logs) - np.log(2 * model.beta)
@@ -71,13 +79,12 @@ def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False)
         return float(np.exp(logE))
 
 
+@declare(**_MEASURE, relations=[*_RELATIONS, POSITIVE_BETA])
 def first_variation(model: MultiHead, points, weights=None) -> np.ndarray:
     r""":math:`\delta E/\delta p_k = \frac1\beta\sum_h\sum_l e^{\beta\langle y_k, M_h y_l\rangle}p_l` (symmetric M_h),
     times :math:`e^{-c}`; shape (m,). The JKO step uses :math:`w = -\delta E/\delta p`. Entries past
     the float64 range are +inf (use ``log_time_scale="auto"`` to rescale)."""
-    y, w = _prepare(model, points, weights, "first_variation")
-    if model.beta == 0:
-        raise InvalidParameterError("first_variation needs beta > 0.")
+    y, w = points, _weights(weights, len(points))
     out = np.zeros(len(y))
     with np.errstate(over="ignore"):  # +inf past the float64 range, as documented
         for p in model.sums(y, sources=y, weights=w, check=False):

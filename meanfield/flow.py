@@ -38,22 +38,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles import MultiHead, SaveAt, simulate
-from particles.validation import InvalidParameterError, check_choice, check_param
+from particles import STEPPERS, SaveAt, simulate
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    Model,
+    Options,
+    Relation,
+    declare,
+)
 
 from ._fv import SphereMesh, _fv_circle, _fv_sphere, circle_velocity
 from ._jko import _jko
 from ._result import MeanFieldResult
 from .field import measure_energy
 from .measure import EmpiricalMeasure, GridMeasure
+from .spectral import ZonalMeasure
 
 __all__ = ["wasserstein_ascent", "MeanFieldResult", "SCHEMES", "circle_velocity", "SphereMesh"]
-
-
-def _check_model(model):
-    if not isinstance(model, MultiHead) or model.kind not in ("usa", "softmax"):
-        raise InvalidParameterError("model must be a particles.MultiHead with kind 'usa' or 'softmax'.")
-    return model
 
 
 # ------------------------------------------------------------------ Lagrangian
@@ -93,6 +100,27 @@ SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_
            "spectral": _spectral}
 
 
+def _dim(mu0):
+    return mu0.points.shape[1] if hasattr(mu0, "points") else mu0.d  # a ZonalMeasure has no atoms
+
+
+_POS = Interval(0, None, closed="neither")
+_ASCENT_RELATIONS = [
+    Relation(("t1", "t0"), lambda t1, t0: t1 > t0, "must be greater than t0", breaks={"t0": 5.0}),
+    Relation(("mu0", "model"), lambda mu0, model: _dim(mu0) == model.d,
+             "must live on the model's sphere: build mu0 on S^{d-1} for the model's d (or a model of mu0's d)",
+             breaks={"mu0": EmpiricalMeasure(np.eye(5))}),  # (no valid call is on S^4)
+    Relation(("mu0", "scheme"), lambda mu0, scheme: scheme == "spectral" or not isinstance(mu0, ZonalMeasure),
+             "a ZonalMeasure is solved by scheme='spectral' only",
+             breaks={"mu0": ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=3), "scheme": "jko"}),
+]
+
+
+@declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure), what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
+         model=Model(kinds=("usa", "softmax")), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
+         t0=Interval(), dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), kappa=Interval(0, None, closed="neither",
+         inf=True), cfl=Interval(0, 1, closed="right"), max_steps=Integer(1), gamma=_POS, progress=Boolean(),
+         on_failure=Options("raise", "return"), relations=_ASCENT_RELATIONS)
 def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str = "lagrangian", t0: float = 0.0,
                        **options) -> MeanFieldResult:
     r"""Solve the mean-field flow from μ0 up to t1 and save ``n_saves`` equally spaced states.
@@ -126,21 +154,11 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     >>> res.points.shape
     (3, 3, 3)
     """
-    check_choice(scheme, "scheme", SCHEMES, "wasserstein_ascent")
-    _check_model(model)
-    t0 = check_param(t0, "t0", "wasserstein_ascent")
-    t1 = check_param(t1, "t1", "wasserstein_ascent")
-    if t1 <= t0:
-        raise InvalidParameterError(f"t1 must be greater than t0 = {t0:g}; got {t1:g}.")
-    n_saves = check_param(n_saves, "n_saves", "wasserstein_ascent", low=2, integer=True)
     ts = np.linspace(t0, t1, n_saves)
-    _check_options(scheme, mu0, options)
-    dim = mu0.points.shape[1] if hasattr(mu0, "points") else mu0.d  # a ZonalMeasure has no atoms
-    if dim != model.d:
-        raise InvalidParameterError(
-            f"The 'mu0' parameter of wasserstein_ascent lives on S^{dim - 1} (points of d = {dim}) but the model "
-            f"is {model.d}-dimensional; build mu0 on S^{model.d - 1} or a model of d = {dim}."
-        )
+    unknown = set(options) - _OPTIONS[scheme]
+    if unknown:  # a typo: refused, not ignored
+        raise InvalidParameterError(f"scheme {scheme!r} of wasserstein_ascent takes the options "
+                                    f"{sorted(_OPTIONS[scheme])}; got unknown {sorted(unknown)}.")
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)
@@ -152,33 +170,3 @@ _OPTIONS = {"lagrangian": {"dt", "method", "max_steps"} | _RUN, "fv_circle": {"c
             "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa", "max_steps"} | _RUN,
             "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"} | _RUN}
 
-
-def _check_options(scheme, mu0, options):
-    """Validate the scheme options of wasserstein_ascent once, at the boundary."""
-    caller = "wasserstein_ascent"
-    from .spectral import ZonalMeasure
-
-    if not isinstance(mu0, (EmpiricalMeasure, GridMeasure, ZonalMeasure)):
-        raise InvalidParameterError(
-            f"The 'mu0' parameter of {caller} must be an EmpiricalMeasure, GridMeasure or ZonalMeasure; "
-            f"got {type(mu0).__name__}."
-        )
-    if isinstance(mu0, ZonalMeasure) and scheme != "spectral":
-        raise InvalidParameterError(f"a ZonalMeasure is solved by scheme='spectral' only; got scheme={scheme!r}.")
-    unknown = set(options) - _OPTIONS[scheme]
-    if unknown:
-        raise InvalidParameterError(
-            f"scheme {scheme!r} of {caller} takes the options {sorted(_OPTIONS[scheme])}; got unknown {sorted(unknown)}."
-        )
-    if "kappa" in options:
-        options["kappa"] = check_param(options["kappa"], "kappa", caller, low=0.0, low_open=True, allow_inf=True)
-    if "cfl" in options:
-        options["cfl"] = check_param(options["cfl"], "cfl", caller, low=0.0, high=1.0, low_open=True)
-    if "max_steps" in options:
-        options["max_steps"] = check_param(options["max_steps"], "max_steps", caller, low=1, integer=True)
-    if options.get("dt") is not None:
-        options["dt"] = check_param(options["dt"], "dt", caller, low=0.0, low_open=True)
-    if "method" in options:
-        from particles import STEPPERS
-
-        check_choice(options["method"], "method", STEPPERS, caller)

@@ -12,18 +12,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Checked,
+    Function,
+    Integer,
     InvalidParameterError,
-    check_callable,
-    check_param,
-    check_points,
+    Points,
+    Weights,
     check_real_array,
     check_returned,
-    check_weights,
+    declare,
+    one_per,
 )
 
 __all__ = ["EmpiricalMeasure", "GridMeasure", "circle_grid", "fibonacci_sphere"]
 
+_POINTS = Points(hint="Pass unit vectors as rows (x / np.linalg.norm(x, axis=1, keepdims=True)).")
 
+
+def _areas(a, name, caller):
+    a = check_real_array(a, name, caller, ndim=(1,), expected="positive cell areas of shape (m,)")
+    if np.any(a <= 0):
+        raise InvalidParameterError(f"{name} must be positive cell areas; got min {a.min():.3g}.")
+    return a
+
+
+_AREAS = Checked(_areas, "positive cell areas of shape (m,)", [None, "abc", -np.ones(3), np.zeros(3),
+                 np.ones((2, 2)), [np.nan, 1.0]], hint="Pass the areas returned with the points (circle_grid, "
+                 "fibonacci_sphere).")
+_MASS = Weights(probability=True, hint="Cell masses summing to 1; use GridMeasure.from_density for a density.")
+
+
+@declare(points=_POINTS, weights=AnyOf(NONE, Weights(probability=True)), relations=[one_per("weights")])
 @dataclass(frozen=True, eq=False)
 class EmpiricalMeasure:
     r""":math:`\mu = \sum_i w_i\delta_{x_i}`; ``weights=None`` means :math:`w_i = 1/n`.
@@ -39,25 +60,24 @@ class EmpiricalMeasure:
     weights: np.ndarray | None = None
 
     def __post_init__(self):
-        x = check_points(self.points, "points", "EmpiricalMeasure")
-        object.__setattr__(self, "points", x)
-        object.__setattr__(self, "weights", check_weights(self.weights, len(x), caller="EmpiricalMeasure"))
+        if self.weights is None:
+            object.__setattr__(self, "weights", np.full(len(self.points), 1.0 / len(self.points)))
 
     @property
     def n(self) -> int:
         return len(self.points)
 
 
+@declare(m=Integer(3, hint="Pass the number of cells, e.g. m=256."))
 def circle_grid(m: int) -> tuple[np.ndarray, np.ndarray]:
     """m cell centres θ_k = 2π(k + 1/2)/m on S^1 and their arc lengths 2π/m."""
-    m = check_param(m, "m", "circle_grid", low=3, integer=True)
     theta = 2 * np.pi * (np.arange(m) + 0.5) / m
     return np.stack([np.cos(theta), np.sin(theta)], axis=1), np.full(m, 2 * np.pi / m)
 
 
+@declare(m=Integer(4, hint="Pass the number of points, e.g. m=2000."))
 def fibonacci_sphere(m: int) -> tuple[np.ndarray, np.ndarray]:
     """m quasi-uniform points on S^2 (Fibonacci lattice), each with area 4π/m."""
-    m = check_param(m, "m", "fibonacci_sphere", low=4, integer=True)
     k = np.arange(m) + 0.5
     z = 1 - 2 * k / m
     phi = np.pi * (1 + 5**0.5) * k
@@ -65,6 +85,7 @@ def fibonacci_sphere(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.stack([r * np.cos(phi), r * np.sin(phi), z], axis=1), np.full(m, 4 * np.pi / m)
 
 
+@declare(points=_POINTS, areas=_AREAS, mass=_MASS, relations=[one_per("areas"), one_per("mass")])
 @dataclass(frozen=True, eq=False)
 class GridMeasure:
     r"""A measure on a discretised sphere: cell masses :math:`p_k \ge 0`, :math:`\sum_k p_k = 1`.
@@ -76,19 +97,9 @@ class GridMeasure:
     areas: np.ndarray
     mass: np.ndarray
 
-    def __post_init__(self):
-        x = check_points(self.points, "points", "GridMeasure")
-        areas = check_real_array(self.areas, "areas", "GridMeasure", min_size=0)
-        if self.mass is None:
-            raise InvalidParameterError("mass of GridMeasure is required (cell masses summing to 1); "
-                                        "use GridMeasure.from_density for a density.")
-        if areas.shape != (len(x),) or np.any(areas <= 0):
-            raise InvalidParameterError(f"areas must be positive with shape ({len(x)},); got shape {areas.shape}.")
-        object.__setattr__(self, "points", x)
-        object.__setattr__(self, "areas", areas)
-        object.__setattr__(self, "mass", check_weights(self.mass, len(x), "mass", "GridMeasure"))
-
     @classmethod
+    @declare(points=_POINTS, areas=_AREAS, density_fn=Function("density_fn(points) -> (m,)"),
+             relations=[one_per("areas")])
     def from_density(cls, points, areas, density_fn) -> GridMeasure:
         r"""Cell masses :math:`p_k = \rho(y_k)\,\omega_k / \sum_j \rho(y_j)\,\omega_j`.
 
@@ -103,14 +114,6 @@ class GridMeasure:
         True
         """
         caller = "GridMeasure.from_density"
-        check_callable(density_fn, "density_fn", caller, signature="density_fn(points) -> (m,)")
-        points = check_points(points, "points", caller)
-        areas = check_real_array(areas, "areas", caller, min_size=0)
-        if areas.shape != (len(points),) or np.any(areas <= 0):
-            raise InvalidParameterError(
-                f"areas of {caller} must be positive with one entry per point, shape ({len(points)},); got shape "
-                f"{areas.shape} (min {areas.min() if areas.size else 'n/a'}). Pass the areas returned with the points."
-            )
         rho = check_returned(density_fn(points), "density_fn(points)", (len(points),), caller)
         if np.any(rho < 0) or not np.all(np.isfinite(rho)):
             raise InvalidParameterError(f"density_fn of {caller} must return finite non-negative values.")

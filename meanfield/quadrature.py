@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import Integer, declare
 
 __all__ = ["sphere_quadrature"]
 
 
+@declare(d=Integer(2, 4, hint="Product rules exist for S^1, S^2, S^3; for larger d sample points with particles.sample_uniform."),
+         n=Integer(2, hint="Pass the number of Gauss nodes, e.g. n=32."))
 def sphere_quadrature(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Points and weights of the product rule of the module docstring (weights sum to 1).
 
@@ -31,8 +33,6 @@ def sphere_quadrature(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     >>> bool(np.isclose(w @ pts[:, 2] ** 2, 1 / 3))  # ∫ z² dσ = 1/d
     True
     """
-    d = check_param(d, "d", "sphere_quadrature", low=2, integer=True)
-    n = check_param(n, "n", "sphere_quadrature", low=2, integer=True)
     if d == 2:
         t = 2 * np.pi * np.arange(n) / n
         return np.stack([np.cos(t), np.sin(t)], 1), np.full(n, 1.0 / n)
@@ -44,16 +44,12 @@ def sphere_quadrature(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         pts = np.stack([r * np.cos(PHI), r * np.sin(PHI), Z], -1).reshape(-1, 3)
         w = np.repeat(wz / 2, 2 * n) / (2 * n)
         return pts, w
-    if d == 4:
-        g, wg = np.polynomial.legendre.leggauss(n)
-        u = (g + 1) / 2  # u = sin²η is uniform under σ on S^3
-        xi = np.pi * np.arange(2 * n) / n
-        U, X1, X2 = np.meshgrid(u, xi, xi, indexing="ij")
-        c, s = np.sqrt(1 - U), np.sqrt(U)
-        pts = np.stack([c * np.cos(X1), c * np.sin(X1), s * np.cos(X2), s * np.sin(X2)], -1).reshape(-1, 4)
-        w = np.repeat(wg / 2, 4 * n * n) / (4 * n * n)
-        return pts, w
-    raise InvalidParameterError(
-        f"The 'd' parameter of sphere_quadrature must be 2, 3 or 4 (S^1, S^2, S^3); got {d}. "
-        "For larger d sample points with particles.sample_uniform."
-    )
+    # d = 4
+    g, wg = np.polynomial.legendre.leggauss(n)
+    u = (g + 1) / 2  # u = sin²η is uniform under σ on S^3
+    xi = np.pi * np.arange(2 * n) / n
+    U, X1, X2 = np.meshgrid(u, xi, xi, indexing="ij")
+    c, s = np.sqrt(1 - U), np.sqrt(U)
+    pts = np.stack([c * np.cos(X1), c * np.sin(X1), s * np.cos(X2), s * np.sin(X2)], -1).reshape(-1, 4)
+    w = np.repeat(wg / 2, 4 * n * n) / (4 * n * n)
+    return pts, w

@@ -35,17 +35,42 @@ from scipy.special import gammaln, ive, logsumexp
 
 from particles import MultiHead
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Array,
+    Function,
+    Integer,
+    Interval,
     InvalidParameterError,
-    check_callable,
-    check_choice,
-    check_model,
-    check_param,
+    Model,
+    Options,
+    Relation,
     check_real_array,
+    declare,
 )
+
+from ._spectral.kernels import _scalar_heads
+from ._spectral.sphere import _Sphere
 
 __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
 
 _L_MAX = 64
+
+# the parameters of the stability formulas, each rule once
+_KIND = Options("usa", "softmax")
+_KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
+_STRENGTHS = Array((0, 1), what="one strength per head (a scalar or a 1-D array)")
+_HEADS = dict(lam=_STRENGTHS, mu=AnyOf(NONE, _STRENGTHS), kind=_KIND, d=Integer(2),
+              beta=Interval(0, None, hint="Pass the inverse temperature, beta >= 0."))
+_SAME_HEADS = Relation(("mu", "lam"), lambda mu, lam: mu is None or np.atleast_1d(mu).shape == np.atleast_1d(lam).shape,
+                       "must have one strength per head, like lam", breaks={"mu": [1.0, 2.0], "lam": [1.0]})
+_SCALAR_MODEL = Model(kinds=("usa", "softmax"), geometries=("sphere",))
+
+
+_SCALAR_HEADS = Relation(("model",), lambda m: _scalar_heads(m) is not None,
+                         "must have scalar heads M_h = lambda_h I and W_h = mu_h I (only then do spherical harmonics "
+                         "diagonalise the linearised flow); build it with MultiHead.scalar",
+                         breaks={"model": MultiHead(np.diag([1.0, 2.0, 3.0]), beta=1.0, kind="usa")})
 
 
 def _log_ive(v: float, b: float) -> float:
@@ -75,6 +100,7 @@ def _log_fh_scaled(a: float, l: int, nu: float) -> float:
     return gammaln(nu + 1) + nu * (np.log(2.0) - np.log(b)) + _log_ive(l + nu, b)
 
 
+@declare(a=Interval(), l=Integer(0), d=Integer(2))
 def funk_hecke_exp(a, l, d: int = 3) -> float:
     r"""Funk–Hecke coefficient :math:`\hat g_a(l)` of :math:`e^{a t}` on :math:`S^{d-1}` (module docstring).
 
@@ -86,10 +112,6 @@ def funk_hecke_exp(a, l, d: int = 3) -> float:
     >>> bool(np.isclose(funk_hecke_exp(1.0, 0, d=3), np.sinh(1.0)))  # mean of e^{t} over S^2
     True
     """
-    caller = "funk_hecke_exp"
-    a = check_param(a, "a", caller)
-    l = check_param(l, "l", caller, low=0, integer=True)
-    d = check_param(d, "d", caller, low=2, integer=True)
     if a == 0:
         return 1.0 if l == 0 else 0.0
     sign = (-1.0) ** l if a < 0 else 1.0
@@ -108,20 +130,12 @@ def _ratio(l: int, a: float, kind: str, d: int) -> float:
     return float(sign * np.exp(_log_fh_scaled(a, l, nu) + abs(a) - np.log(abs(a))))
 
 
-def _heads(lam, mu, caller):
-    lam = np.atleast_1d(check_real_array(lam, "lam", caller, ndim=(0, 1), expected="one strength per head"))
-    mu = lam.copy() if mu is None else np.atleast_1d(
-        check_real_array(mu, "mu", caller, ndim=(0, 1), expected="one strength per head"))
-    if lam.ndim != 1 or mu.shape != lam.shape:
-        raise InvalidParameterError(
-            f"lam and mu of {caller} must be scalars or 1-D arrays of one strength per head of the same "
-            f"length; got shapes {lam.shape} and {mu.shape}."
-        )
-    if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(mu))):
-        raise InvalidParameterError(f"lam and mu of {caller} must be finite.")
-    return lam, mu
+def _heads(lam, mu):
+    lam = np.atleast_1d(lam)
+    return lam, lam.copy() if mu is None else np.atleast_1d(mu)
 
 
+@declare(**_HEADS, kappa=_KAPPA, k=Integer(0), relations=[_SAME_HEADS])
 def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=2) -> float:
     r"""Growth rate :math:`\sigma_l` (``l = k``) of degree-k harmonics around the uniform measure on
     :math:`S^{d-1}` (module docstring). ``lam``, ``mu``: one strength per head (default ``mu = lam``).
@@ -131,32 +145,16 @@ def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=
     >>> bool(np.isclose(uniform_growth_rate(0.0, 1.0, d=3), 2 / 3))  # l(l+1) · 1/d at a -> 0
     True
     """
-    caller = "uniform_growth_rate"
-    beta = check_param(beta, "beta", caller, low=0.0)
-    check_choice(kind, "kind", ("usa", "softmax"), caller)
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
-    k = check_param(k, "k", caller, low=0, integer=True)
-    d = check_param(d, "d", caller, low=2, integer=True)
-    lam, mu = _heads(lam, mu, caller)
+    lam, mu = _heads(lam, mu)
     G = sum(m * _ratio(k, beta * la, kind, d) for la, m in zip(lam, mu))
     return float(k * (k + d - 2) * (G - 1.0 / kappa))
 
 
+@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=_KAPPA, relations=[_SCALAR_HEADS])
 def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
     r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
-    caller = "growth_rates"
-    check_model(model, caller, kinds=("usa", "softmax"), geometries=("sphere",))
-    eye = np.eye(model.d)
-    lam, mu = model.M[:, 0, 0], model.W[:, 0, 0]
-    if not (np.allclose(model.M, lam[:, None, None] * eye, rtol=0, atol=1e-14)
-            and np.allclose(model.W, mu[:, None, None] * eye, rtol=0, atol=1e-14)):
-        raise InvalidParameterError(
-            f"The 'model' parameter of {caller} must have scalar heads M_h = lambda_h I and W_h = mu_h I "
-            "(only then do spherical harmonics diagonalise the linearised flow); build it with MultiHead.scalar."
-        )
-    l_max = check_param(l_max, "l_max", caller, low=0, integer=True)
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
+    lam, mu = _scalar_heads(model)
     # USA outputs of a model in rescaled time carry e^{-c}; the noise term κ⁻¹Δ does not
     scale = np.exp(-model.log_time_scale) if model.kind == "usa" else 1.0
     G = np.array([sum(m * _ratio(l, model.beta * la, model.kind, model.d) for la, m in zip(lam, mu))
@@ -165,19 +163,29 @@ def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarra
     return l * (l + model.d - 2) * (scale * G - 1.0 / kappa)
 
 
+@declare(**_HEADS, relations=[_SAME_HEADS])
 def critical_kappa(beta, lam, mu=None, *, kind="usa", d=2) -> float:
     r""":math:`\kappa^* = 1/\max_{1\le l\le 64}\sum_h\mu_h G_h(l)`: the uniform measure is linearly
     stable iff κ < κ* (``inf`` if no degree is ever unstable). For one head with a > 0 the maximum
     is at l = 1: :math:`\kappa^* = a Z_0/(\mu I_1(a))` on the circle."""
-    caller = "critical_kappa"
-    beta = check_param(beta, "beta", caller, low=0.0)
-    check_choice(kind, "kind", ("usa", "softmax"), caller)
-    d = check_param(d, "d", caller, low=2, integer=True)
-    lam, mu = _heads(lam, mu, caller)
+    lam, mu = _heads(lam, mu)
     best = max(sum(m * _ratio(l, beta * la, kind, d) for la, m in zip(lam, mu)) for l in range(1, _L_MAX + 1))
     return float(1.0 / best) if best > 0 else np.inf
 
 
+_M_CAP = 2 * (_Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solver's band-limit cap
+
+
+@declare(model=_SCALAR_MODEL, harmonic_fn=Function("harmonic_fn(points of shape (m, 3)) -> (m,)"),
+         m=Integer(8, hint="Pass the number of grid points, e.g. m=2000."), t1=Interval(0, None, closed="neither"),
+         n_saves=Integer(2, hint="A rate needs two times at least."), kappa=_KAPPA,
+         eps=Interval(0, None, closed="neither"), scheme=Options("spectral", "fv_sphere"),
+         relations=[Relation(("model",), lambda model: model.d == 3, "must have d = 3 (harmonic_growth runs on S^2)",
+                             breaks={"model": MultiHead.scalar([1.0], 4, beta=1.0, kind="usa")}),
+                    Relation(("m", "scheme"), lambda m, scheme: scheme != "spectral" or m <= _M_CAP,
+                             f"asks for a band limit above the S^2 spectral solver's cap max_L={_Sphere.max_L} "
+                             f"(refused at once: its Legendre tables would take minutes and gigabytes): use m <= "
+                             f"{_M_CAP}, or scheme='fv_sphere'", breaks={"m": 10**6, "scheme": "spectral"})])
 def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves: int = 4, kappa=np.inf,
                     eps: float = 1e-3, scheme: str = "spectral"):
     r"""Growth of one harmonic in an S^2 mean-field solver: (t, amplitude, fitted rate).
@@ -203,26 +211,8 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     from .quadrature import sphere_quadrature
 
     caller = "harmonic_growth"
-    check_model(model, caller, kinds=("usa", "softmax"), geometries=("sphere",))
-    if model.d != 3:
-        raise InvalidParameterError(f"harmonic_growth runs on S^2: the model must have d = 3; got d = {model.d}.")
-    check_callable(harmonic_fn, "harmonic_fn", caller, signature="harmonic_fn(points of shape (m, 3)) -> (m,)")
-    eps = check_param(eps, "eps", caller, low=0.0, low_open=True)
-    check_choice(scheme, "scheme", ("spectral", "fv_sphere"), caller)
-    m = check_param(m, "m", caller, low=8, integer=True)
-    t1 = check_param(t1, "t1", caller, low=0.0, low_open=True)
-    n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)  # a rate needs two times
     if scheme == "spectral":
         n = max(4, int(np.ceil(np.sqrt(m / 2))))
-        from ._spectral.sphere import _Sphere
-
-        if n - 1 > _Sphere.max_L:
-            # refused at once: the Legendre tables past the cap take minutes and gigabytes
-            m_cap = 2 * (_Sphere.max_L + 1) ** 2
-            raise InvalidParameterError(
-                f"m={m} of {caller} asks for band limit L = {n - 1} (a {n} x {2 * n} Gauss-Legendre grid), above the "
-                f"S^2 spectral solver's cap max_L={_Sphere.max_L}: use m <= {m_cap}, or scheme='fv_sphere'."
-            )
         pts, w = sphere_quadrature(3, n)
         areas = 4 * np.pi * w
         options = {"L": n - 1, "rtol": 1e-12}

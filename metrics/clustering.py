@@ -20,12 +20,17 @@ import numpy as np
 
 from particles._core.blocking import WORKING_MEMORY_ELEMENTS, rows_per_block
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Array,
     Interval,
     InvalidParameterError,
+    Points,
     check_points,
     check_real_array,
     check_weights,
     declare,
+    one_per,
 )
 
 __all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
@@ -189,6 +194,8 @@ def _component_masses(x: np.ndarray, eps: float) -> np.ndarray:
     return np.sort(np.bincount(_components(x, _chord(eps))) / len(x))[::-1]
 
 
+@declare(x=Points(atol=1e-8), labels=AnyOf(NONE, Array(1, what="one label per point, shape (n,)")), eps=EPS,
+         relations=[one_per("labels", "x")])
 def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     r"""Mean silhouette coefficient with the geodesic metric.
 
@@ -204,13 +211,9 @@ def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     """
     from scipy.sparse import csr_matrix
 
-    caller = "silhouette"
-    x = check_points(x, "x", caller, atol=1e-8)
     n = len(x)
     if labels is None:
         labels = cluster_labels(x, eps=eps)
-    else:
-        labels = check_real_array(labels, "labels", caller, shape=(n,))
     values, codes = np.unique(labels, return_inverse=True)
     k = values.size
     if not 2 <= k <= n - 1:

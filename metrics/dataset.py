@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
-from particles.validation import InvalidParameterError, check_bool, check_instance, check_model
+from particles.validation import NONE, AnyOf, Boolean, Instance, InvalidParameterError, Model, Relation, declare
 
 __all__ = ["trajectory_to_dataset", "model_attrs", "time_index", "netcdf_safe", "provenance", "dependency_versions",
            "summation_paths", "COORDS", "VARIABLES", "CONVENTIONS"]
@@ -61,14 +61,15 @@ VARIABLES.update({
 })
 
 
+_DICT = AnyOf(NONE, Instance(dict, hint="Pass a dict (it is stored as JSON)."))
+
+
+@declare(attrs=Instance(dict, test=lambda a: all(isinstance(k, str) for k in a), what="a dict with str keys",
+                        bad=({1: 2}, [("a", 1)], None, "attrs")))
 def netcdf_safe(attrs: dict) -> dict:
     """Turn attrs into netCDF-storable values (None → "none", bool → int, arrays → lists)."""
-    if not isinstance(attrs, dict):
-        raise InvalidParameterError(f"attrs of netcdf_safe must be a dict; got {type(attrs).__name__}.")
     out = {}
     for key, val in attrs.items():
-        if not isinstance(key, str):
-            raise InvalidParameterError(f"attrs of netcdf_safe must have string keys; got {key!r}.")
         if val is None:
             val = "none"
         elif isinstance(val, (bool, np.bool_)):
@@ -102,6 +103,7 @@ def to_json(obj) -> str:
     return json.dumps(obj, sort_keys=True, default=_jsonable)
 
 
+@declare()
 def dependency_versions() -> dict:
     """Versions of Python, headflow and every dependency (``"not installed"`` when absent).
 
@@ -119,6 +121,7 @@ def dependency_versions() -> dict:
     return out
 
 
+@declare(check_import=Boolean())
 def summation_paths(*, check_import: bool = False) -> dict:
     """Which ways of evaluating the attention sums (:mod:`particles.summation`) are available.
 
@@ -130,7 +133,7 @@ def summation_paths(*, check_import: bool = False) -> dict:
     >>> summation_paths()["exact"]
     True
     """
-    if check_bool(check_import, "check_import", "summation_paths"):
+    if check_import:
         from particles.summation import fast_available
 
         fast = fast_available()
@@ -148,6 +151,7 @@ def _summation(model) -> tuple[str, float, float]:
     return mode, tol, (0.0 if mode == "exact" else tol)
 
 
+@declare(config=_DICT, seeds=_DICT, model=AnyOf(NONE, Model()))
 def provenance(*, config: dict | None = None, seeds: dict | None = None, model: MultiHead | None = None) -> dict:
     """Provenance attrs of a dataset: config, versions, seeds, summation path, conventions.
 
@@ -171,12 +175,6 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
     >>> json.loads(attrs["config"]), attrs["Conventions"], attrs["summation"]
     ({'beta': 1.0}, 'CF-1.10', 'exact')
     """
-    caller = "provenance"
-    for name, value in (("config", config), ("seeds", seeds)):
-        if value is not None:
-            check_instance(value, dict, name, caller, hint="Pass a dict (it is stored as JSON).")
-    if model is not None:
-        check_model(model, caller)
     mode, tol, bound = _summation(model) if model is not None else ("exact", 0.0, 0.0)
     versions = dependency_versions()
     return netcdf_safe({
@@ -192,14 +190,23 @@ def provenance(*, config: dict | None = None, seeds: dict | None = None, model: 
     })
 
 
+@declare(model=Model())
 def model_attrs(model: MultiHead) -> dict:
     """Run parameters of a model as netCDF-safe attrs: :meth:`particles.MultiHead.to_attrs`,
     i.e. every constructor field (matrices flattened, with their shape), so that
     :func:`metrics.model_from_attrs` rebuilds the same model."""
-    check_instance(model, MultiHead, "model", "model_attrs")
     return netcdf_safe(model.to_attrs())
 
 
+def _traj_d(traj):
+    return traj.x.shape[-1] if traj.x is not None else (None if traj.x_final is None else np.shape(traj.x_final)[-1])
+
+
+@declare(traj=Instance(Trajectory, hint="Pass the result of particles.simulate(...)."), model=AnyOf(NONE, Model()),
+         title=Instance(str), attrs=_DICT, config=_DICT, seeds=_DICT,
+         relations=[Relation(("model", "traj"), lambda m, tr: m is None or _traj_d(tr) in (None, m.d),
+                             "must be the model that was simulated (its d differs from the tokens' d)",
+                             breaks={"model": MultiHead.scalar([1.0], 7, beta=1.0, kind="usa")})])
 def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, title: str = "headflow trajectory",
                           attrs: dict | None = None, config: dict | None = None,
                           seeds: dict | None = None) -> xr.Dataset:
@@ -219,21 +226,6 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     >>> ds.positions.dims
     ('time', 'particle', 'component')
     """
-    caller = "trajectory_to_dataset"
-    check_instance(traj, Trajectory, "traj", caller, hint="Pass the result of particles.simulate(...).")
-    if model is not None:
-        check_instance(model, MultiHead, "model", caller)
-        d = traj.x.shape[-1] if traj.x is not None else (None if traj.x_final is None else np.shape(traj.x_final)[-1])
-        if d is not None and d != model.d:
-            # the dataset would record a model that cannot have produced these tokens
-            raise InvalidParameterError(
-                f"The 'model' parameter of {caller} is {model.d}-dimensional but the trajectory's tokens have d = {d}; "
-                "pass the model that was simulated."
-            )
-    if not isinstance(title, str):
-        raise InvalidParameterError(f"The 'title' parameter of {caller} must be a string; got {title!r}.")
-    if attrs is not None and not isinstance(attrs, dict):
-        raise InvalidParameterError(f"The 'attrs' parameter of {caller} must be a dict or None; got {type(attrs).__name__}.")
     data_vars = {}
     if traj.x is not None:
         data_vars["positions"] = (("time", "particle", "component"), traj.x,
@@ -290,7 +282,6 @@ def time_index(ds: xr.Dataset, t, caller: str = "ds.attn", dim: str = "time") ->
     ...
     particles.validation.InvalidParameterError: time 99.0 of ds.attn is outside the saved times [0, 1] ...
     """
-    from particles.validation import InvalidParameterError
 
     if dim not in ds.coords:
         raise InvalidParameterError(f"{caller} needs a {dim!r} coordinate; the Dataset has {sorted(ds.coords)}.")

@@ -26,7 +26,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import NONE, AnyOf, Integer, Interval, InvalidParameterError, check_param, declare
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Function,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    Points,
+    declare,
+)
 
 __all__ = ["density_of_angle", "check_density_fn", "circle_density_quantile", "sample_circle_density",
            "sample_sphere_density"]
@@ -48,6 +58,7 @@ class _AngleDensity:
         return f"density_of_angle({getattr(self.f, '__qualname__', self.f)!r})"
 
 
+@declare(f=Function("a callable f(theta) of the angle"))
 def density_of_angle(f):
     r"""Turn a density of the angle, ``f(theta)``, into the library's ``density_fn(points)`` on
     :math:`S^1`, with :math:`\theta = \mathrm{atan2}(x_2, x_1) \in (-\pi, \pi]`.
@@ -57,12 +68,10 @@ def density_of_angle(f):
     >>> rho(np.array([[1.0, 0.0], [-1.0, 0.0]]))
     array([1.5, 0.5])
     """
-    if not callable(f):
-        raise InvalidParameterError(f"f of density_of_angle must be a callable f(theta); got {type(f).__name__}.")
     return _AngleDensity(f)
 
 
-def check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np.ndarray:
+def _check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np.ndarray:
     """Call ``density_fn`` on probe points of S^{d-1} and check the convention; returns the values.
 
     Errors say which rule failed: not callable, a call that raises on an (m, d) array, a result
@@ -78,7 +87,6 @@ def check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np
     particles.validation.InvalidParameterError: density_fn must map points of shape (m, 2) to m values ...
     """
     where = f" of {caller}" if caller else ""
-    d = check_param(d, "d", "check_density_fn", low=2, integer=True)
     if not callable(density_fn):
         raise InvalidParameterError(f"density_fn{where} must be a callable density_fn(points) with points of "
                                     f"shape (m, {d}); got {type(density_fn).__name__}.")
@@ -107,6 +115,13 @@ def check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np
             f"density); got min {np.nanmin(v) if np.any(~np.isnan(v)) else np.nan!r}, "
             f"{int(np.sum(~np.isfinite(v)))} non-finite value(s).")
     return v
+
+
+# public: declared (the studies call the undecorated checker with their own caller's name)
+check_density_fn = declare(_caller="check_density_fn", density_fn=Function("a callable density_fn(points) -> (m,)"), d=Integer(2),
+                           caller=Instance(str, what="a str (the caller the message names, or '')"),
+                           points=AnyOf(NONE, Points()))(_check_density_fn)
+check_density_fn.__name__ = check_density_fn.__qualname__ = "check_density_fn"
 
 
 def _probe_points(d: int) -> np.ndarray:

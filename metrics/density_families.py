@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import Instance, Integer, Interval, InvalidParameterError, Options, declare
 
 __all__ = ["ExpressionDensity", "FamilyDensity"]
 
@@ -18,6 +18,9 @@ _CONSTANTS = {"pi": np.pi, "e": np.e}
 _MAX_EXPRESSION = 1000
 
 
+@declare(text=Instance(str, test=lambda t: bool(t.strip()) and len(t) <= _MAX_EXPRESSION,
+                       what=f"a non-empty expression of x1..xd, at most {_MAX_EXPRESSION} characters",
+                       bad=("", "   ", "1 +" * _MAX_EXPRESSION, 3, None)), d=Integer(2))
 class ExpressionDensity:
     r"""``density_fn(points)`` given by an arithmetic expression of the coordinates ``x1 … xd``.
 
@@ -41,11 +44,6 @@ class ExpressionDensity:
     """
 
     def __init__(self, text: str, d: int):
-        d = check_param(d, "d", "ExpressionDensity", low=2, integer=True)
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidParameterError(f"expression must be a non-empty string of x1..x{d}; got {text!r}.")
-        if len(text) > _MAX_EXPRESSION:
-            raise InvalidParameterError(f"expression is {len(text)} characters long; at most {_MAX_EXPRESSION}.")
         self.text, self.d = text, int(d)
         self._tree = self._parse()
 
@@ -123,6 +121,11 @@ class ExpressionDensity:
         return f"ExpressionDensity({self.text!r}, d={self.d})"
 
 
+_FAMILIES = {"uniform": (), "cosine": ("amplitude", "mode"), "von_mises": ("concentration",)}
+
+
+@declare(family=Options(*_FAMILIES), d=Integer(2), amplitude=Interval(0, 1, closed="left"), mode=Integer(0),
+         concentration=Interval(0, 700, hint="exp(700) is near the float64 limit."))
 class FamilyDensity:
     r"""A named density family on :math:`S^{d-1}`, as ``density_fn(points)``; ``x_1`` is the
     coordinate along the first axis, :math:`x_1 = \cos\theta` on :math:`S^1`.
@@ -140,25 +143,15 @@ class FamilyDensity:
     True
     """
 
-    FAMILIES = {"uniform": (), "cosine": ("amplitude", "mode"), "von_mises": ("concentration",)}
+    FAMILIES = _FAMILIES
 
     def __init__(self, family: str, d: int, **params):
-        from particles.validation import check_choice
-
-        check_choice(family, "family", self.FAMILIES, "FamilyDensity")
         missing = set(self.FAMILIES[family]) - set(params)
         extra = set(params) - set(self.FAMILIES[family])
         if missing or extra:
             raise InvalidParameterError(f"the {family!r} density takes the parameters {list(self.FAMILIES[family])}; "
                                         f"missing {sorted(missing)}, unexpected {sorted(extra)}.")
-        if family == "cosine":
-            params["amplitude"] = check_param(params["amplitude"], "amplitude", "the cosine density", low=0.0,
-                                              high=1.0, high_open=True)
-            params["mode"] = check_param(params["mode"], "mode", "the cosine density", low=0, integer=True)
-        elif family == "von_mises":
-            params["concentration"] = check_param(params["concentration"], "concentration", "the von_mises density",
-                                                  low=0.0, high=700.0)
-        self.family, self.d, self.params = family, check_param(d, "d", "FamilyDensity", low=2, integer=True), params
+        self.family, self.d, self.params = family, d, params
 
     def __call__(self, points):
         x = np.asarray(points, dtype=np.float64)

@@ -10,36 +10,43 @@ import numpy as np
 
 from particles import MultiHead
 from particles.summation import exp_sums
-from particles.validation import check_instance, check_param
+from particles.validation import Integer, Model, Points, Relation, declare, fits_model
 
 __all__ = ["energy", "head_energies", "log_head_energies", "mean_entropy", "leaders"]
 
 
-def _model(model, caller):
-    return check_instance(model, MultiHead, "model", caller,
-                          hint="Build one with particles.MultiHead(M, W, beta=...), or metrics.model_from_attrs(ds.attrs).")
+# a point cloud and the model it is measured under (the model's geometry says whether rows are unit vectors)
+_CLOUD = dict(x=Points(on_sphere=False, min_d=1), model=Model(hint="Build one with particles.MultiHead(M, W, beta=...), "
+                                                                  "or metrics.model_from_attrs(ds.attrs)."))
+_FITS = fits_model("x")
 
 
+@declare(**_CLOUD, relations=[_FITS])
 def energy(x, model: MultiHead) -> float:
     r""":math:`E_{multi} = \sum_h \frac{1}{2\beta n^2}\sum_{ij} e^{\beta\langle x_i, M_h x_j\rangle}`."""
-    return _model(model, "energy").energy(x)
+    return model.energy(x)
 
 
+@declare(**_CLOUD, relations=[_FITS])
 def head_energies(x, model: MultiHead) -> np.ndarray:
     r"""Per-head energies :math:`E_h`, shape (H,)."""
-    return _model(model, "head_energies").head_energies(x)
+    return model.head_energies(x)
 
 
+@declare(**_CLOUD, relations=[_FITS])
 def log_head_energies(x, model: MultiHead) -> np.ndarray:
     r""":math:`\log E_h` via logsumexp, shape (H,); finite at any β > 0."""
-    return _model(model, "log_head_energies").log_head_energies(x)
+    return model.log_head_energies(x)
 
 
+@declare(**_CLOUD, relations=[_FITS])
 def mean_entropy(x, model: MultiHead) -> np.ndarray:
     r"""Token-averaged attention entropy :math:`\frac1n\sum_i H^h_i`, shape (H,); at most log n."""
-    return _model(model, "mean_entropy").entropy(x).mean(axis=1)
+    return model.entropy(x).mean(axis=1)
 
 
+@declare(**_CLOUD, k=Integer(1), relations=[_FITS, Relation(("k", "x"), lambda k, x: k <= len(x),
+                                                            "must be at most the number of tokens", breaks={"k": 99})])
 def leaders(x, model: MultiHead, k: int = 1) -> np.ndarray:
     r"""Indices of the k tokens receiving the most attention, :math:`\sum_i p^h_{ij}`, per head: (H, k).
 
@@ -54,10 +61,6 @@ def leaders(x, model: MultiHead, k: int = 1) -> np.ndarray:
     model : particles.MultiHead
     k : int in [1, n]
     """
-    model = _model(model, "leaders")
-    x = model.check_x(x)
-    n = len(x)
-    k = check_param(k, "k", "leaders", low=1, high=n, integer=True)
     out = np.empty((model.n_heads, k), dtype=np.int64)
     opts = dict(summation=model.summation, tol=model.tol, on_sphere=model.geom.on_sphere,
                 block_elements=model.block_elements)

@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from particles._core.blocking import WORKING_MEMORY_ELEMENTS, row_blocks
-from particles.validation import Integer, InvalidParameterError, Options, declare
+from particles.validation import Integer, InvalidParameterError, Options, States, declare
 
 from .clustering import _component_masses
 from .rates import RateFit, fit_rate
@@ -183,6 +183,8 @@ def _circle_w1(u: np.ndarray, v: np.ndarray, a=None, b=None) -> np.ndarray:
     return np.sum(lengths * np.abs(G - alpha), axis=-1)
 
 
+@declare(ref_points=States(min_times=1, hint="Pass reference samples of shape (T, N, d), unit rows."),
+         n_projections=Integer(1), n_quantiles=Integer(1), seed=Integer(0))
 class SlicedReference:
     r"""Sliced :math:`SW_2` to a large reference sample, with the reference projected once.
 
@@ -221,17 +223,7 @@ class SlicedReference:
     def __init__(self, ref_points, *, n_projections: int = 256, n_quantiles: int = 16384, seed: int = 0):
         from ot.sliced import get_random_projections
 
-        from particles.validation import check_param, check_real_array
-
-        ref_points = check_real_array(ref_points, "ref_points", "SlicedReference", ndim=3,
-                                      expected="an array of reference points of shape (T, N, d)")
-        n_projections = check_param(n_projections, "n_projections", "SlicedReference", low=1, integer=True)
-        n_quantiles = check_param(n_quantiles, "n_quantiles", "SlicedReference", low=1, integer=True)
         T, N, d = ref_points.shape
-        if d < 2 or N < 1 or not np.allclose(np.einsum("tnd,tnd->tn", ref_points, ref_points), 1.0, atol=1e-10):
-            raise InvalidParameterError(f"ref_points of SlicedReference must be unit rows (points on S^(d-1), d >= 2) "
-                                        f"of shape (T, N, d); got shape {ref_points.shape} with rows off the sphere "
-                                        "or too few components.")
         self.theta = np.ascontiguousarray(get_random_projections(d, int(n_projections), seed=seed).T)  # (L, d)
         M = min(int(n_quantiles), N)
         rank = np.minimum(((np.arange(M) + 0.5) * N / M).astype(np.int64), N - 1)

@@ -35,16 +35,21 @@ from scipy.special import logsumexp
 from particles import MultiHead, Trajectory
 from particles.validation import (
     NONE,
+    POSITIVE_BETA,
     AnyOf,
     Boolean,
     Interval,
     InvalidParameterError,
+    Model,
+    Points,
+    Weights,
     check_model,
     check_real_array,
     check_states,
     check_times,
-    check_weights,
     declare,
+    fits_model,
+    one_per,
 )
 
 from .clustering import cluster_labels
@@ -130,19 +135,13 @@ def plateaus(t, values, *, rtol: float = 0.02, min_duration: float | None = None
     return out
 
 
+@declare(model=Model(), centres=Points(on_sphere=False, min_d=1), masses=Weights(probability=True),
+         relations=[fits_model("centres"), one_per("masses", "centres"), POSITIVE_BETA])
 def cluster_energy(model: MultiHead, centres, masses) -> float:
     r""":math:`\frac1{2\beta}\sum_h\sum_{c,c'}m_cm_{c'}e^{\beta\langle p_c, M_hp_{c'}\rangle}`: the energy of
     collapsed clusters at unit points ``centres`` (k, d) with ``masses`` (k,) summing to 1; +inf past the
     float64 range (β‖M‖ ≳ 700)."""
-    check_model(model, "cluster_energy")
-    p = model.check_x(centres, "centres")
-    if masses is None:  # check_weights reads None as uniform; here the masses are required
-        raise InvalidParameterError(
-            f"masses of cluster_energy must be an array of shape ({len(p)},) summing to 1; got None."
-        )
-    m = check_weights(masses, len(p), "masses", "cluster_energy")
-    if model.beta == 0:
-        raise InvalidParameterError("cluster_energy needs beta > 0 (the energy is +inf at beta = 0).")
+    p, m = centres, masses
     S = np.einsum("cd,hde,ke->hck", p, model.M, p)
     # summed in the log domain: +inf only when the energy itself is past the float64 range
     logE = logsumexp(model.beta * S, b=np.broadcast_to(np.outer(m, m), S.shape)) - np.log(2 * model.beta)

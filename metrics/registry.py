@@ -15,14 +15,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from particles import MultiHead
 from particles.validation import (
-    InvalidParameterError,
-    check_bool,
-    check_callable,
-    check_instance,
-    check_names,
-    check_points,
-    check_weights,
+    NONE,
+    AnyOf,
+    Boolean,
+    Function,
+    Instance,
+    Options,
+    Points,
+    Relation,
+    SequenceOf,
+    Weights,
+    declare,
+    one_per,
 )
 
 from .clustering import cluster_sizes, n_clusters
@@ -31,22 +37,19 @@ from .transport import distance_to_uniform
 __all__ = ["Metric", "METRICS", "evaluate"]
 
 
+_TEXT = Instance(str, test=bool, what="a non-empty string (a CF attr)", bad=("", 3, None))
+
+
+@declare(fn=Function("fn(x, weights=None, model=None) -> float"), long_name=_TEXT, units=_TEXT, needs_model=Boolean())
 @dataclass(frozen=True)
 class Metric:
+    """A named observable of a point cloud: ``fn(x, weights=None, model=None) -> float`` with its
+    CF attrs (``units="1"`` when dimensionless); ``needs_model`` when it reads the model."""
+
     fn: Callable
     long_name: str
     units: str
     needs_model: bool = False
-
-    def __post_init__(self):
-        check_callable(self.fn, "fn", "Metric", signature="fn(x, weights=None, model=None) -> float")
-        for name in ("long_name", "units"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of Metric must be a non-empty string (CF attrs); "
-                    f"got {getattr(self, name)!r}."
-                )
-        check_bool(self.needs_model, "needs_model", "Metric")
 
 
 METRICS = {
@@ -64,6 +67,15 @@ METRICS = {
 }
 
 
+def _model_given(model, names):
+    return model is not None or not any(METRICS[n].needs_model for n in names)
+
+
+@declare(names=SequenceOf(Options(*METRICS), hint="Pass a list of metric names (wrap a single name in a list)."),
+         x=Points(atol=1e-8), weights=AnyOf(NONE, Weights(probability=True)), model=AnyOf(NONE, Instance(MultiHead)),
+         relations=[one_per("weights", "x"), Relation(("model", "names"), _model_given, "is needed by a model-"
+                                                      "dependent metric: pass model=MultiHead(...)",
+                                                      breaks={"names": ["energy_multi"]})])
 def evaluate(names, x, weights=None, model=None) -> dict:
     """Evaluate the named metrics on one point cloud; returns ``{name: float}``.
 
@@ -76,17 +88,5 @@ def evaluate(names, x, weights=None, model=None) -> dict:
     model : particles.MultiHead, optional
         Required by the model-dependent metrics (``needs_model``).
     """
-    from particles import MultiHead
-
-    names = check_names(names, "names", METRICS, "evaluate")
-    x = check_points(x, "x", "evaluate", atol=1e-8)
-    weights = check_weights(weights, len(x), caller="evaluate")
-    if model is not None:
-        check_instance(model, MultiHead, "model", "evaluate")
-    out = {}
-    for name in names:
-        m = METRICS[name]
-        if m.needs_model and model is None:
-            raise InvalidParameterError(f"metric {name!r} of evaluate needs the model: pass model=MultiHead(...).")
-        out[name] = float(m.fn(x, weights, model))
-    return out
+    weights = np.full(len(x), 1.0 / len(x)) if weights is None else weights
+    return {name: float(METRICS[name].fn(x, weights, model)) for name in names}

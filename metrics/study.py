@@ -49,7 +49,7 @@ from particles.validation import (
 from . import _params as P
 from ._study_reference import _method, measure_entropy, sample_grid_measure, setup_reference
 from .dataset import model_attrs, netcdf_safe, provenance
-from .density import check_density_fn
+from .density import _check_density_fn
 from .limit import (
     cluster_row,
     fit_rate,
@@ -200,7 +200,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
         a problem it does not cover.
     """
-    check_density_fn(density_fn, model.d, "mean_field_limit_study")
+    _check_density_fn(density_fn, model.d, "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
     counts = _seed_counts(n_seeds, n_values)
     from ._executors import FixedModel

@@ -56,7 +56,6 @@ from ._core.sphere import (
     retract,
     sample_uniform,
 )
-from ._core.validation import check_param, check_points, check_weights
 from ._dynamics import saving as _saving
 from ._dynamics import solve as _solve
 from ._dynamics import steppers as _steppers
@@ -73,6 +72,7 @@ from ._model.multihead import MultiHead
 from ._model.pretrained import AttentionWeights, norm_sphere
 from ._model.time_dependent import TimeDependent
 from .theory import equiangular_tokens, orthogonal_tokens
+from .validation import check_param, check_points, check_weights
 
 # the module paths of earlier versions stay importable (``from particles.rd import ...``):
 # each old name is an alias of the module that now holds its contents

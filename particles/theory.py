@@ -20,13 +20,11 @@ from scipy.optimize import brentq
 from scipy.special import expit, lambertw
 
 from ._core.declarations import Relation, declare
-from ._core.params import Array, Integer, Interval, Options
+from ._core.params import NONE, AnyOf, Array, Integer, Interval, Options
+from ._core.params_data import Points, Seed
 from ._core.validation import (
     InvalidParameterError,
     SolverError,
-    check_param,
-    check_points,
-    check_rng,
 )
 
 __all__ = [
@@ -78,6 +76,11 @@ def _overlap(name: str) -> Relation:
                     breaks={name: -0.5, "n": 4})
 
 
+@declare(n=Integer(2), rho=Interval(-1, 1, closed="neither"), d=AnyOf(NONE, Integer(2)), relations=[
+    Relation(("rho", "n"), lambda rho, n: rho > -1.0 / (n - 1), "must exceed -1/(n-1) (the Gram matrix is then "
+             "positive definite)", breaks={"rho": -0.9}),
+    Relation(("d", "n"), lambda d, n: d is None or d >= n, "must be >= n (n equiangular vectors span n dimensions)",
+             breaks={"d": 2})])
 def equiangular_tokens(n: int, rho: float, d: int | None = None) -> np.ndarray:
     r"""n unit vectors with :math:`\langle x_i, x_j\rangle = \rho` for i ≠ j, in R^d (d ≥ n).
 
@@ -90,10 +93,7 @@ def equiangular_tokens(n: int, rho: float, d: int | None = None) -> np.ndarray:
     >>> float(np.round(x[0] @ x[1], 12))
     0.25
     """
-    n = check_param(n, "n", "equiangular_tokens", low=2, integer=True)
-    lo = -1.0 / (n - 1)
-    rho = check_param(rho, "rho", "equiangular_tokens", low=lo, high=1.0, low_open=True, high_open=True)
-    d = n if d is None else check_param(d, "d", "equiangular_tokens", low=n, integer=True)
+    d = n if d is None else d
     G = (1 - rho) * np.eye(n) + rho * np.ones((n, n))
     L = np.linalg.cholesky(G)
     x = np.zeros((n, d))
@@ -101,20 +101,22 @@ def equiangular_tokens(n: int, rho: float, d: int | None = None) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+@declare(n=Integer(1), d=AnyOf(NONE, Integer(1)), rng=Seed(), relations=[
+    Relation(("d", "n"), lambda d, n: d is None or d >= n, "must be >= n (n orthonormal vectors need n dimensions)",
+             breaks={"d": 2, "n": 3})])
 def orthogonal_tokens(n: int, d: int | None = None, rng=None) -> np.ndarray:
     """n orthonormal tokens in R^d (d ≥ n): the first n basis vectors, randomly rotated if ``rng``."""
-    n = check_param(n, "n", "orthogonal_tokens", low=1, integer=True)
-    d = n if d is None else check_param(d, "d", "orthogonal_tokens", low=n, integer=True)
+    d = n if d is None else d
     x = np.eye(d)[:n]
     if rng is not None:
-        q, r = np.linalg.qr(check_rng(rng, "rng", "orthogonal_tokens").standard_normal((d, d)))
+        q, r = np.linalg.qr(np.random.default_rng(rng).standard_normal((d, d)))
         x = x @ (q * np.sign(np.diag(r))).T
     return x
 
 
+@declare(x=Points(atol=1e-8, min_n=2))
 def mean_rho(x) -> float:
     r"""Mean off-diagonal overlap :math:`\frac{2}{n(n-1)}\sum_{i<j}\langle x_i, x_j\rangle` (ρ of equiangular data)."""
-    x = check_points(x, "x", "mean_rho", atol=1e-8, min_n=2)
     n = len(x)
     s = x.sum(axis=0)
     return float((s @ s - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))

@@ -9,6 +9,7 @@ parameter, the caller, what was expected, what was received and how to fix it. I
 code trusts what these functions return and never re-validates.
 """
 
+from ._core import validation as _v
 from ._core.declarations import Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.params import (
@@ -25,6 +26,7 @@ from ._core.params import (
     Options,
     SequenceOf,
 )
+from ._core.params_data import Checked, Points, Seed, SquareStack, States, Weights, one_per
 from ._core.states import check_states, check_times
 from ._core.validation import (
     check_bool,
@@ -33,15 +35,24 @@ from ._core.validation import (
     check_finite,
     check_instance,
     check_names,
-    check_param,
-    check_points,
     check_real_array,
     check_returned,
     check_rng,
     check_square_stack,
-    check_weights,
 )
-from ._model.checks import check_model
+from ._model.checks import POSITIVE_BETA, Model, check_model, fits_model
+
+# the checkers' own options, declared (the internal code calls the undecorated functions)
+_TEXT = dict(name=Instance(str, what="a str (the name the message gives the value)"),
+             caller=Instance(str, what="a str (the caller the message names, or '')"))
+_BOUND = AnyOf(NONE, Interval())
+check_param = declare(
+    **_TEXT, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(), allow_inf=Boolean(),
+    relations=[Relation(("high", "low"), lambda hi, lo: hi is None or lo is None or hi >= lo, "must be >= low",
+                        breaks={"low": 1.0, "high": 0.0})])(_v.check_param)
+check_points = declare(**_TEXT, on_sphere=Boolean(), atol=Interval(0, None), min_d=Integer(1), min_n=Integer(0),
+                       d=AnyOf(NONE, Integer(1)))(_v.check_points)
+check_weights = declare(**_TEXT, n=Integer(1))(_v.check_weights)
 
 __all__ = [
     "InvalidParameterError",
@@ -80,4 +91,14 @@ __all__ = [
     "MappingOf",
     "Relation",
     "NONE",
+    "Checked",
+    "Points",
+    "States",
+    "SquareStack",
+    "Weights",
+    "Seed",
+    "Model",
+    "fits_model",
+    "one_per",
+    "POSITIVE_BETA",
 ]

@@ -49,10 +49,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import SolverError
+from .._core.params import Integer, Interval
+from .._core.params_data import Points
 from .._core.sphere import normalize, project_tangent
 from .._core.validation import check_param, check_points
-from .._model.checks import check_model
+from .._model.checks import Model, check_model, fits_model
+from .._model.fields import STATE
 from .._model.multihead import MultiHead
 
 __all__ = [
@@ -67,6 +71,11 @@ __all__ = [
 ]
 
 
+_GRAD = Model(kinds=("usa",), symmetric=True, geometries=("sphere",))
+_POS = Interval(0, None, closed="neither")
+
+
+@declare(x=Points(atol=1e-8))
 def tangent_basis(x) -> np.ndarray:
     r"""Orthonormal bases of the tangent spaces :math:`x_i^\perp`, shape (n, d − 1, d) (rows).
 
@@ -86,6 +95,7 @@ def _check_gradient_model(model, caller):
     check_model(model, caller, kinds=("usa",), symmetric=True, geometries=("sphere",))
 
 
+@declare(model=_GRAD, x=STATE, relations=[fits_model()])
 def euclidean_hessian(model: MultiHead, x) -> np.ndarray:
     r"""Euclidean Hessian of :math:`E_{multi}` (times :math:`e^{-c}`), shape (n, d, n, d) (module docstring).
 
@@ -120,6 +130,7 @@ def _euclidean_hessian(model, x):
     return Hs, g
 
 
+@declare(model=_GRAD, x=STATE, relations=[fits_model()])
 def riemannian_hessian(model: MultiHead, x) -> tuple[np.ndarray, np.ndarray]:
     r"""Riemannian Hessian of :math:`E_{multi}` on :math:`(S^{d-1})^n` in the basis of :func:`tangent_basis`.
 
@@ -151,6 +162,7 @@ def _riemannian_hessian(model, x):
     return 0.5 * (hess + hess.T), B
 
 
+@declare(model=Model(geometries=("sphere",)), x=STATE, step=_POS, relations=[fits_model()])
 def field_jacobian(model: MultiHead, x, *, step: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     r"""Covariant derivative of the field :math:`F = \dot x` in tangent coordinates, by central differences.
 
@@ -202,6 +214,7 @@ class HessianSpectrum:
     grad_norm: float
 
 
+@declare(model=_GRAD, x=STATE, rtol=_POS, relations=[fits_model()])
 def hessian_spectrum(model: MultiHead, x, *, rtol: float = 1e-8) -> HessianSpectrum:
     r"""Spectrum, index and nullity of :func:`riemannian_hessian` at ``x``; tol = rtol · max|λ|.
 
@@ -254,6 +267,8 @@ class CriticalPoint:
     jacobian_eigenvalues: np.ndarray
 
 
+@declare(model=Model(geometries=("sphere",)), x0=STATE, tol=_POS, max_iter=Integer(1), damping=Interval(0, None), step=_POS,
+         relations=[fits_model("x0")])
 def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: int = 50, damping: float = 1e-3,
                         step: float = 1e-6) -> CriticalPoint:
     r"""Zero of the field near ``x0`` by damped Riemannian Newton (module docstring).

@@ -36,8 +36,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core.declarations import declare
+from .._core.params import NONE, AnyOf, Options, SequenceOf
 from .._core.validation import check_instance, check_names
+from .._model.checks import Model, fits_model
 from .._model.energies import _signed_logsumexp
+from .._model.fields import STATE
 from .._model.kinds import KINDS
 from .._model.kinds import safe_exp as _safe_exp
 from .._model.multihead import MultiHead
@@ -64,6 +68,11 @@ DIAGNOSTICS = {
 }
 
 
+#: a selection of diagnostics by name
+_INCLUDE = AnyOf(NONE, SequenceOf(Options(*DIAGNOSTICS)))
+
+
+@declare(model=Model(), x=STATE, include=_INCLUDE, relations=[fits_model()])
 def diagnose(model: MultiHead, x, *, include=None) -> dict:
     """All diagnostics of the module docstring at state ``x`` (shape (n, d)).
 
@@ -154,6 +163,7 @@ def _energy_rates(model: MultiHead, x: np.ndarray, sums, xdot: np.ndarray) -> tu
     return sign_head * _safe_exp(log_head), float(sign_tot * _safe_exp(log_tot))
 
 
+@declare(model=Model(), include=_INCLUDE)
 def diagnostics_fn(model: MultiHead, include=None):
     """A ``save_fn(t, x) -> dict`` computing :func:`diagnose` (for ``SaveAt(fn=...)``)."""
 

@@ -39,8 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.declarations import Relation, declare
+from .._core.params import NONE, AnyOf
+from .._core.params_data import SquareStack
 from .._core.validation import InvalidParameterError, check_square_stack
-from .._model.checks import check_model
+from .._model.checks import Model, check_model, fits_model
+from .._model.fields import MODEL_FIELDS, STATE
 from .._model.multihead import MultiHead
 
 __all__ = ["misaligned_model", "value_misalignment", "misalignment_rates", "misalignment_fn", "delta_v", "MISALIGNMENT"]
@@ -60,6 +64,12 @@ MISALIGNMENT = {
 }
 
 
+_USA_SYM = Model(kinds=("usa",), symmetric=True)
+
+
+@declare(M=MODEL_FIELDS["M"], Delta=SquareStack(), beta=MODEL_FIELDS["beta"], geometry=MODEL_FIELDS["geometry"],
+         log_time_scale=MODEL_FIELDS["log_time_scale"], relations=[Relation(("Delta", "M"), lambda D, M: D.shape == M.shape,
+         "must hold one d x d matrix per head, the shape of M", breaks={"Delta": np.zeros((2, 3, 3))})])
 def misaligned_model(M, Delta, *, beta: float, geometry: str = "sphere", log_time_scale=0.0) -> MultiHead:
     r"""USA heads with symmetric scores :math:`M_h` and values :math:`W_h = M_h + \Delta_h`.
 
@@ -89,12 +99,14 @@ def misaligned_model(M, Delta, *, beta: float, geometry: str = "sphere", log_tim
     return model
 
 
+@declare(model=Model())
 def value_misalignment(model: MultiHead) -> np.ndarray:
     r""":math:`\Delta_h = W_h - M_h`, shape (H, d, d) (zero under value alignment, Condition 4)."""
     check_model(model, "value_misalignment")
     return model.W - model.M
 
 
+@declare(model=_USA_SYM, x=AnyOf(NONE, STATE), relations=[fits_model()])
 def delta_v(model: MultiHead, x=None) -> float:
     r""":math:`\delta_V = e^{-c}\sum_h\|\Delta_h\|_{op} R\,e^{\beta\|M_h\|_{op}R^2}` (module docstring).
 
@@ -126,6 +138,7 @@ def _delta_v(model: MultiHead, R: float) -> float:
     return float(np.sum(np.exp(logs)))
 
 
+@declare(model=_USA_SYM, x=STATE, relations=[fits_model()])
 def misalignment_rates(model: MultiHead, x) -> dict:
     r"""The exact rate split and both lower bounds of Theorem 12 at state ``x``.
 
@@ -186,6 +199,7 @@ def _rates(model: MultiHead, x: np.ndarray, dmodel: MultiHead | None) -> dict:
     return out
 
 
+@declare(model=_USA_SYM)
 def misalignment_fn(model: MultiHead):
     """A ``save_fn(t, x) -> dict`` computing :func:`misalignment_rates` (for ``SaveAt(fn=...)``)."""
     check_model(model, "misalignment_fn", kinds=("usa",), symmetric=True)

@@ -37,8 +37,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core.declarations import declare
+from .._core.params import AnyOf
+from .._core.params_data import SquareStack
 from .._core.validation import InvalidParameterError, check_square_stack
-from .._model.checks import check_model
+from .._model.checks import Model, check_model, fits_model
+from .._model.fields import STATE
 from .._model.multihead import MultiHead
 from .diagnostics import diagnose
 from .shadows import radial_parts
@@ -46,6 +50,7 @@ from .shadows import radial_parts
 __all__ = ["orthogonality_defect", "head_rate_bounds", "head_rate_bounds_fn"]
 
 
+@declare(M=AnyOf(Model(), SquareStack()))
 def orthogonality_defect(M) -> float:
     r""":math:`\delta = \max_{h\ne k}\|M_h^\top M_k\|_{op}` of a stack of score matrices (0 for one head).
 
@@ -75,6 +80,7 @@ def _check(model, caller):
         )
 
 
+@declare(model=Model(kinds=("usa",), symmetric=True), x=STATE, relations=[fits_model()])
 def head_rate_bounds(model: MultiHead, x) -> dict:
     r"""Exact per-head rates and the Theorem 39–40 lower bounds at state ``x``.
 
@@ -136,6 +142,7 @@ def _bounds(model: MultiHead, x: np.ndarray) -> dict:
     }
 
 
+@declare(model=Model(kinds=("usa",), symmetric=True))
 def head_rate_bounds_fn(model: MultiHead):
     """A ``save_fn(t, x) -> dict`` computing :func:`head_rate_bounds` (for ``SaveAt(fn=...)``)."""
     _check(model, "head_rate_bounds_fn")

@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import theory as th
+from .._core.declarations import Relation, declare
+from .._core.params import NONE, AnyOf, Array, Function, Instance, Integer, Interval, Options, SequenceOf
+from .._core.params_data import Points, States
 from .._core.states import check_states, check_times
 from .._core.validation import InvalidParameterError, check_choice, check_param
 from .._dynamics.saving import SaveAt, Trajectory
 from .._dynamics.solve import simulate
-from .._model.checks import check_model
+from .._model.checks import Model, check_model, fits_model
+from .._model.fields import STATE
 from .._model.multihead import MultiHead
 from .shadows import radial_parts
 
@@ -49,6 +53,7 @@ RD_CANDIDATES = {
 _RTOL = 1e-12
 
 
+@declare(model=Model(geometries=("sphere",)), x=STATE, relations=[fits_model()])
 def rd_margins(model: MultiHead, x) -> dict:
     r"""Margins of every candidate at state ``x``: dict name -> array (H, n).
 
@@ -103,6 +108,7 @@ class RDReport:
         return self.holds[candidate].mean(axis=(1, 2))
 
 
+@declare(model=Model(geometries=("sphere",)), traj=AnyOf(Instance(Trajectory), States(on_sphere=False)), ts=AnyOf(NONE, Array(1)))
 def radial_dominance(model: MultiHead, traj, ts=None) -> RDReport:
     r"""Evaluate every candidate of :data:`RD_CANDIDATES` on saved states.
 
@@ -178,6 +184,11 @@ class RDThreshold:
     status: str
 
 
+@declare(make_model=Function("a callable p -> MultiHead"), x0=Points(), t1=Interval(0, None), bracket=SequenceOf(
+    Interval(), min_len=2, increasing=True), candidate=Options(*RD_CANDIDATES), n_grid=Integer(2),
+    xtol=Interval(0, None, closed="neither"), n_saves=Integer(2), dt=AnyOf(NONE, Interval(0, None, closed="neither")),
+    relations=[Relation(("bracket",), lambda b: len(b) == 2, "must be a pair (lower, upper)",
+                        breaks={"bracket": [0.0, 1.0, 2.0]})])
 def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointwise", n_grid: int = 9,
                  xtol: float = 1e-6, n_saves: int = 41, dt: float | None = None, method: str = "rk4") -> RDThreshold:
     r"""Largest p in ``bracket`` such that ``candidate`` holds along the whole run from ``x0``.
@@ -273,6 +284,8 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     return RDThreshold(float(good), float(good), float(bad), runs[0], "bracketed")
 
 
+@declare(t1=Interval(0, None), n=Integer(2), H=Integer(2), alpha=Interval(0, None, closed="neither"), n_saves=Integer(2),
+         xtol=Interval(0, None, closed="neither"))
 def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, *, n_saves: int = 41,
                              xtol: float = 1e-9) -> float:
     r"""Prediction of :func:`rd_threshold` (candidate ``"pointwise"``, β search) without particles.

@@ -25,6 +25,8 @@ class Relation:
         self.breaks = [breaks] if isinstance(breaks, dict) else list(breaks)
 
     def check(self, values: dict, caller: str) -> None:
+        if any(n not in values for n in self.names):  # a **kwargs name not given: nothing to relate
+            return
         if not self.test(*(values[n] for n in self.names)):
             got = ", ".join(f"{n} = {_show(values[n])}" for n in self.names)
             raise InvalidParameterError(f"The {self.names[0]!r} parameter of {caller}: {self.message}; got {got}.")
@@ -47,17 +49,28 @@ class Declaration:
         return out
 
 
-def declare(*, caller: str | None = None, relations=(), **constraints):
-    """Decorate a public callable with its parameters' constraints (validated at every call)."""
+def declare(*, _caller: str | None = None, relations=(), **constraints):
+    """Decorate a public callable with its parameters' constraints (validated at every call).
+
+    A class is declared through its ``__init__`` (the class then carries the declaration); a name
+    that is not a parameter is allowed when the callable takes ``**kwargs``, and checked when given
+    there (``MultiHead.replace(**changes)`` declares the constructor's fields).
+    """
 
     def wrap(fn):
+        if isinstance(fn, type):
+            fn.__init__ = declare(_caller=_caller or fn.__name__, relations=relations, **constraints)(fn.__init__)
+            fn.__headflow_params__ = fn.__init__.__headflow_params__
+            return fn
         sig = inspect.signature(fn)
+        var_kw = next((p.name for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD), None)
         unknown = set(constraints) - set(sig.parameters)
         for rel in relations:
             unknown |= set(rel.names) - set(sig.parameters)
-        if unknown:  # a declaration that names no parameter is a bug of the declaration
+        if unknown and var_kw is None:  # a declaration that names no parameter is a bug of the declaration
             raise TypeError(f"declare: {fn.__qualname__} has no parameter(s) {sorted(unknown)}")
-        decl = Declaration(caller or fn.__name__, constraints, list(relations))
+        qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1].removesuffix(".__init__")
+        decl = Declaration(_caller or qualname, constraints, list(relations))
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
@@ -66,8 +79,14 @@ def declare(*, caller: str | None = None, relations=(), **constraints):
             except TypeError as exc:
                 raise InvalidParameterError(f"{decl.caller}: {exc}.") from None
             bound.apply_defaults()
-            for name, value in decl.validate(bound.arguments).items():
-                bound.arguments[name] = value
+            # (a dataclass field's default_factory stands in the signature as a sentinel: its __init__ fills it)
+            given = {k: v for k, v in bound.arguments.items() if type(v).__name__ != "_HAS_DEFAULT_FACTORY_CLASS"}
+            extra = given.pop(var_kw, {}) if var_kw else {}
+            for name, value in decl.validate({**given, **extra}).items():
+                if name in extra:
+                    bound.arguments[var_kw][name] = value
+                elif name in given:
+                    bound.arguments[name] = value
             return fn(*bound.args, **bound.kwargs)
 
         checked.__headflow_params__ = decl

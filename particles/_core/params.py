@@ -203,7 +203,7 @@ class Instance(Constraint):
         return isinstance(value, self.cls) and (self.test is None or bool(self.test(value)))
 
     def invalid(self) -> list:
-        return [None, 3, 2.5, "object", *self.bad]
+        return [v for v in (None, 3, 2.5, "object", *self.bad) if not self.accepts(v)]
 
 
 class Function(Constraint):
@@ -366,6 +366,12 @@ class AnyOf(Constraint):
 
     def convert(self, value):
         return next(c for c in self.options if c.accepts(value)).convert(value)
+
+    def check(self, value, name: str, caller: str):
+        rest = [c for c in self.options if c is not NONE]
+        if value is not None and len(rest) == 1 and not self.accepts(value):
+            return rest[0].check(value, name, caller)  # "None or X" refusing a non-None value: X says why
+        return super().check(value, name, caller)
 
     def invalid(self) -> list:
         seen, out = set(), []

@@ -19,8 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .declarations import Relation, declare
 from .errors import InvalidParameterError
-from .validation import check_param, check_real_array, check_rng
+from .params import Integer
+from .params_data import Checked, Seed
+from .validation import check_real_array
 
 __all__ = [
     "project_tangent",
@@ -97,27 +100,50 @@ def _geodesic_distance(x, y):
 _ATOL = 1e-8
 
 
-def _pair(x, v, caller, *, x_on_sphere=True, second="v"):
-    """Validate the (x, v) pair of a public geometry function: real finite arrays of shape
-    (..., d) with the same d that broadcast against each other, x on the sphere."""
+def _vectors(a, name, caller="", *, unit=False):
+    """Real finite rows of shape (..., d), d >= 2 (unit rows when ``unit``)."""
+    a = check_real_array(a, name, caller, expected="an array of shape (..., d)")
+    if a.ndim == 0 or a.shape[-1] < 2:
+        raise InvalidParameterError(f"{name}{_of(caller)} must have shape (..., d) with d >= 2; got shape {a.shape}.")
+    if unit:
+        _check_unit(a, name, caller)
+    return a
 
-    x = check_real_array(x, "x", caller, expected="an array of shape (..., d)")
-    v = check_real_array(v, second, caller, expected="an array of shape (..., d)")
-    if x.ndim == 0 or v.ndim == 0 or x.shape[-1] != v.shape[-1] or x.shape[-1] < 2:
-        raise InvalidParameterError(
-            f"x and {second} of {caller} must have shape (..., d) with the same d >= 2; "
-            f"got shapes {x.shape} and {v.shape}."
-        )
-    try:
-        np.broadcast_shapes(x.shape, v.shape)
-    except ValueError:
-        raise InvalidParameterError(
-            f"x and {second} of {caller} must broadcast against each other; got shapes {x.shape} and {v.shape}. "
-            "Pass arrays of the same shape, or add axes (x[:, None, :], y[None, :, :]) for all pairs."
-        ) from None
-    if x_on_sphere:
-        _check_unit(x, "x", caller)
-    return x, v
+
+def _of(caller):
+    return f" of {caller}" if caller else ""
+
+
+_BAD_VECTORS = [None, "abc", 3, np.ones(1), np.array([[np.nan, 0.0]]), np.array([[1j, 0.0]]), [[1.0, 0.0], [1.0]],
+                np.ones((2, 2))]
+#: unit rows of shape (..., d) (the points of the public geometry functions, within 1e-8)
+UNIT = Checked(_vectors, "unit vectors of shape (..., d), d >= 2", _BAD_VECTORS, unit=True)
+#: any finite rows of shape (..., d)
+VECTORS = Checked(_vectors, "vectors of shape (..., d), d >= 2", _BAD_VECTORS)
+
+
+def _pair(second):
+    """x and ``second`` have the same d and broadcast against each other (all pairs: add axes)."""
+
+    def fits(a, b):
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            return False
+        return a.shape[-1] == b.shape[-1]
+
+    return Relation((second, "x"), fits, "must have the d of x and broadcast against it (for all pairs add axes: "
+                    "x[:, None, :], y[None, :, :])", breaks=[{second: np.zeros((5, 2))}, {second: np.zeros((4, 3))}])
+
+
+def _tangent(v, x):
+    dots = np.abs(_rowdot(x, v))
+    return float(np.max(dots / np.maximum(1.0, np.sqrt(_rowdot(v, v))))) <= 1e-6
+
+
+#: v is tangent at x (max |<x_i, v_i>| / max(1, |v_i|) <= 1e-6)
+_TANGENT = Relation(("v", "x"), _tangent, "must be tangent at x (|<x_i, v_i>| <= 1e-6 max(1, |v_i|)); project it "
+                    "first with particles.project_tangent(x, v)", breaks={"v": np.ones((5, 3))})
 
 
 def _check_unit(x, name, caller):
@@ -125,11 +151,12 @@ def _check_unit(x, name, caller):
     dev = float(np.max(np.abs(np.sqrt(_rowdot(x, x)) - 1.0)))
     if dev > _ATOL:
         raise InvalidParameterError(
-            f"{name} of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
+            f"{name}{_of(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
             f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
         )
 
 
+@declare(x=UNIT, v=VECTORS, relations=[_pair("v")])
 def project_tangent(x, v) -> np.ndarray:
     r"""Tangent projection :math:`P_x v = v - \langle x, v\rangle x` (rows of unit norm).
 
@@ -143,9 +170,10 @@ def project_tangent(x, v) -> np.ndarray:
     >>> project_tangent(np.array([[1.0, 0.0]]), np.array([[2.0, 3.0]]))
     array([[0., 3.]])
     """
-    return _project_tangent(*_pair(x, v, "project_tangent"))
+    return _project_tangent(x, v)
 
 
+@declare(y=VECTORS)
 def normalize(y) -> np.ndarray:
     """Rescale rows to unit norm (the metric projection onto the sphere).
 
@@ -154,54 +182,37 @@ def normalize(y) -> np.ndarray:
     y : ndarray of shape (..., d), finite rows of positive norm
         A zero row has no direction and is refused (it would become NaN).
     """
-
-    y = check_real_array(y, "y", "normalize", expected="an array of shape (..., d)")
-    if y.ndim == 0 or y.shape[-1] < 2:
-        raise InvalidParameterError(f"y of normalize must have shape (..., d) with d >= 2; got shape {y.shape}.")
     norms = np.sqrt(_rowdot(y, y))
     if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
         bad = int(np.sum(~(norms > 0) | ~np.isfinite(norms)))
         raise InvalidParameterError(
-            f"y of normalize has {bad} row(s) of zero (or overflowing) norm, which have no direction on the "
-            "sphere; drop them or perturb them before normalising."
+            f"The 'y' parameter of normalize has {bad} row(s) of zero (or overflowing) norm, which have no direction "
+            "on the sphere; drop them or perturb them before normalising."
         )
     return y / norms[..., None]
 
 
+@declare(x=UNIT, v=VECTORS, relations=[_pair("v"), _TANGENT])
 def retract(x, v) -> np.ndarray:
     r"""Projective retraction :math:`R_x(v) = (x + v) / \|x + v\|`.
 
     Agrees with the exponential map to second order in ``|v|``; ``retract(x, 0) == x``.
     ``v`` must be tangent at ``x`` (then :math:`\|x + v\| \ge 1`).
     """
-    x, v = _pair(x, v, "retract")
-    _check_tangent(x, v, "retract")
     return _retract(x, v)
 
 
-def _check_tangent(x, v, caller):
-
-    dots = np.abs(_rowdot(x, v))
-    scale = np.maximum(1.0, np.sqrt(_rowdot(v, v)))
-    dev = float(np.max(dots / scale))
-    if dev > 1e-6:
-        raise InvalidParameterError(
-            f"v of {caller} must be tangent at x (max |⟨x_i, v_i⟩| / max(1, |v_i|) = {dev:.1e} > 1e-6); "
-            "project it first with particles.project_tangent(x, v)."
-        )
-
-
+@declare(x=UNIT, v=VECTORS, relations=[_pair("v"), _TANGENT])
 def exp_map(x, v) -> np.ndarray:
     r"""Exponential map :math:`\exp_x(v) = \cos(\|v\|)x + \operatorname{sinc}(\|v\|)v`.
 
     ``v`` must be tangent at ``x``. np.sinc is used for sin(t)/t, which is exact at t = 0
     (no Taylor switch needed); the result is renormalised to round-off.
     """
-    x, v = _pair(x, v, "exp_map")
-    _check_tangent(x, v, "exp_map")
     return _exp_map(x, v)
 
 
+@declare(x=UNIT, y=UNIT, relations=[_pair("y")])
 def geodesic_distance(x, y) -> np.ndarray:
     r"""Great-circle distance :math:`2\arctan2(\|x-y\|, \|x+y\|)`, shape: broadcast of the rows.
 
@@ -217,21 +228,16 @@ def geodesic_distance(x, y) -> np.ndarray:
     >>> float(geodesic_distance(np.array([1.0, 0.0]), np.array([0.0, 1.0])))  # doctest: +ELLIPSIS
     1.5707963...
     """
-    x, y = _pair(x, y, "geodesic_distance", second="y")
-    _check_unit(y, "y", "geodesic_distance")
     return _geodesic_distance(x, y)
 
 
+@declare(n=Integer(1), d=Integer(2), rng=Seed())
 def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
     """n i.i.d. uniform points on S^{d-1}: normalised standard Gaussians.
 
     ``rng`` is a ``np.random.Generator``, a seed, or ``None``.
     """
-
-    n = check_param(n, "n", "sample_uniform", low=1, integer=True)
-    d = check_param(d, "d", "sample_uniform", low=2, integer=True)
-    g = check_rng(rng, "rng", "sample_uniform").standard_normal((n, d))
-    return _normalize(g)
+    return _normalize(np.random.default_rng(rng).standard_normal((n, d)))
 
 
 def _flat_project(x, v):

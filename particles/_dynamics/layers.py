@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
+from .._core.params import AnyOf, Integer, Interval, Options, SequenceOf
+from .._core.params_data import Points
 from .._core.validation import check_param
-from .._model.checks import check_model
+from .._model.checks import Model, check_model
 from .._model.multihead import MultiHead
 from .saving import SaveAt, Trajectory
 from .solve import simulate
+from .steppers import STEPPERS
 
 __all__ = ["simulate_layers"]
 
 
+@declare(x0=Points(on_sphere=False, min_d=1), layers=AnyOf(Model(), SequenceOf(Model())),
+         layer_time=Interval(0, None, closed="neither"), dt=Interval(0, None, closed="neither"),
+         method=Options(*STEPPERS), n_saves_per_layer=Integer(1))
 def simulate_layers(x0, layers, *, layer_time: float = 1.0, dt: float, method: str = "rk4",
                     n_saves_per_layer: int = 1) -> Trajectory:
     r"""Run a stack of layers: layer k acts on :math:`[k\tau, (k+1)\tau]`, τ = ``layer_time``.

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._core.declarations import Relation, declare
+from .._core.params import NONE, AnyOf, Array, Boolean, Function, Instance, Integer, Options
 from .._core.validation import (
     InvalidParameterError,
     check_bool,
@@ -18,6 +20,12 @@ from .._core.validation import (
 __all__ = ["Trajectory", "SaveAt", "Saver"]
 
 
+@declare(ts=AnyOf(NONE, Array((0, 1), what="a 1-D array of save times")), every=AnyOf(NONE, Integer(1)),
+         t0=Boolean(), x=Boolean(), fn=AnyOf(NONE, Function("a callable fn(t, x) -> dict")), relations=[
+    Relation(("every", "ts"), lambda every, ts: every is None or ts is None, "and ts cannot both be given (ts: land on "
+             "given times; every: a fixed stride of steps)", breaks={"every": 2, "ts": [0.5]}),
+    Relation(("x", "fn"), lambda x, fn: x or fn is not None, "False without fn saves nothing: pass fn=... or keep "
+             "x=True", breaks={"x": False})])
 @dataclass(frozen=True)
 class SaveAt:
     """What :func:`particles.simulate` stores, and when.
@@ -65,6 +73,10 @@ class SaveAt:
             raise InvalidParameterError("SaveAt(x=False) without fn saves nothing; pass fn=... or keep x=True.")
 
 
+@declare(t=Array((0, 1), min_size=0, what="a 1-D array of times"),
+         x=AnyOf(NONE, Array(finite=False, min_size=0, what="an array of shape (n_times, n, d)")),
+         saved=Instance(dict), status=Options("finished", "failed"), message=Instance(str), n_steps=Integer(0),
+         n_rejected=Integer(0), method=Instance(str))
 @dataclass(frozen=True)
 class Trajectory:
     """A solved (or failed) run.

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
+from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
+from .._core.params_data import Checked, Seed
+from .._core.sphere import GEOMETRIES
 from .._core.validation import check_bool, check_choice, check_instance, check_param, check_rng
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field
@@ -21,6 +25,51 @@ from .steppers import STEPPERS, Stepper
 __all__ = ["simulate"]
 
 
+_POS = Interval(0, None, closed="neither")
+# the field checks the state's shape: tokens (n, d), a stack (S, n, d) for an Ensemble, or a
+# scheme's own state (complex spectral coefficients for the mean-field integrating-factor steps)
+def _state(value, name, caller):
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        raise InvalidParameterError(f"{name} must be an array (the field's state); got {type(value).__name__}.")
+    try:
+        arr = np.asarray(value)
+    except ValueError:
+        raise InvalidParameterError(f"{name} must be a rectangular array; got a ragged sequence.") from None
+    if arr.dtype.kind not in "fciu" or arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise InvalidParameterError(f"{name} must be a non-empty finite numeric array; got dtype {arr.dtype}, "
+                                    f"shape {arr.shape}.")
+    return value
+
+
+_STATE = Checked(_state, "a finite array: tokens of shape (n, d), a stack (S, n, d) or a scheme's state",
+                 [None, "abc", [[1.0, 0.0], [1.0]], [[np.nan, 1.0]], np.zeros((0, 3)), [[True, False]]])
+
+
+def _stepper(method):
+    return method if isinstance(method, Stepper) else STEPPERS[method]
+
+
+_SIMULATE_RELATIONS = [
+    Relation(("t1", "t0"), lambda t1, t0: t1 > t0, "must be greater than t0", breaks={"t0": 1.0}),
+    Relation(("dt", "method", "controller"), lambda dt, m, c: dt is not None or _stepper(m).adaptive or c is not None,
+             "must be given for a fixed-step method (or pass an adaptive method, or a controller)",
+             breaks={"dt": None}),
+    Relation(("kappa", "method"), lambda kappa, m: kappa == np.inf or _stepper(m).stochastic,
+             "must be inf unless method='euler_maruyama' (a finite kappa adds noise)", breaks={"kappa": 1.0}),
+    Relation(("save", "method"), lambda save, m: save is None or save.every is None or _stepper(m).name != "dopri5_systems",
+             "SaveAt(every=k) counts steps, but method='dopri5_systems' gives every system steps of its own (no common "
+             "step to count): pass SaveAt(ts=...) with the save times", breaks={"save": SaveAt(every=2),
+                                                                               "method": "dopri5_systems"}),
+]
+
+
+@declare(x0=_STATE, field=Function("a vector field: a MultiHead, an Ensemble or a callable "
+         "field(t, x)"), t1=Interval(), dt=AnyOf(NONE, _POS), t0=Interval(),
+         method=AnyOf(Options(*STEPPERS), Instance(Stepper)), save=AnyOf(NONE, Instance(SaveAt, hint="Use "
+         "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
+         rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
+         on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
+         relations=_SIMULATE_RELATIONS)
 def simulate(
     x0,
     field,

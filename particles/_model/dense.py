@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import SolverError
+from .fields import STATE
 from .kinds import ATTENTION_KINDS, LOG_OVERFLOW, usa_overflow_message
 
 __all__ = ["DenseMixin"]
@@ -23,6 +25,7 @@ class DenseMixin:
         x = self.check_x(x)
         return np.einsum("id,hde,je->hij", x, self.M, x)
 
+    @declare(x=STATE)
     def weights(self, x) -> np.ndarray:
         r"""Dense attention weights of the model's kind, shape (H, n, n) (for small n).
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._summation.exact import HeadSums
+from .fields import STATE
 from .kinds import safe_exp
 
 __all__ = ["EnergiesMixin"]
@@ -50,6 +52,7 @@ class EnergiesMixin:
             return np.einsum("d,hde,e->h", xs, self.M, xs) / (2 * n * n)
         return safe_exp(self.log_head_energies(x))
 
+    @declare(x=STATE)
     def energy(self, x) -> float:
         r""":math:`E_{multi} = \sum_h E_h` (see :meth:`head_energies`)."""
         return float(np.sum(self.head_energies(x)))

@@ -28,23 +28,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.declarations import declare
+from .._core.params import Array, Instance, Integer, Interval, Options
+from .._core.params_data import States
 from .._core.sphere import FEW_COORDS, GEOMETRIES, _rowdot
 from .._core.validation import (
     InvalidParameterError,
-    check_choice,
     check_finite,
     check_param,
     check_real_array,
-    check_square_stack,
 )
 from .._summation.exact import batched_exp_sums
 from .ensemble_kernels import WORK, scalar_head, usa_scale
+from .fields import MODEL_FIELDS, MODEL_RELATIONS
 
 __all__ = ["Ensemble"]
 
 _ENSEMBLE_KINDS = ("softmax", "usa", "relu", "relu_rownorm")
+#: the generic rules of a state stack (S, n, d) and a cap diameter (the ensemble's own: Ensemble.check_x)
+_STATES = States(on_sphere=False)
+_DIAMETER = Interval(0, np.pi, closed="right")
 
 
+@declare(M=MODEL_FIELDS["M"], W=MODEL_FIELDS["W"], beta=Array((0, 1), what="a 1-D array of shape (S,)"),
+         kind=Options(*_ENSEMBLE_KINDS), geometry=MODEL_FIELDS["geometry"], chunk=Integer(1),
+         relations=MODEL_RELATIONS[:1])
 @dataclass(frozen=True, eq=False)
 class Ensemble:
     r"""S independent systems :math:`\dot x^{(s)}_i = P_{x_i}\sum_h\sum_j A^{h,(s)}_{ij} W_h x^{(s)}_j`.
@@ -88,21 +96,12 @@ class Ensemble:
     writes_into = True  # __call__(t, x, out=buf) writes the velocity into buf (the field protocol)
 
     def __post_init__(self):
-        M = check_square_stack(self.M, "M", caller="Ensemble")
-        W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=M.shape[1], caller="Ensemble")
-        if W.shape[0] != M.shape[0]:
-            # the velocity pairs M[h] with W[h]: extra value heads would be ignored, missing ones fail mid-loop
-            raise InvalidParameterError(
-                f"W of Ensemble must hold one value matrix per head: M has {M.shape[0]} heads, W has "
-                f"{W.shape[0]}. Pass W of shape ({M.shape[0]}, {M.shape[1]}, {M.shape[1]}) or W=None (W = M)."
-            )
-        beta = np.atleast_1d(check_real_array(self.beta, "beta", "Ensemble", ndim=(0, 1),
-                                              expected="a 1-D array of shape (S,)"))
+        # the fields arrive checked and converted (the declaration above; W pairs with M head by head)
+        M = self.M
+        W = M.copy() if self.W is None else self.W
+        beta = np.atleast_1d(self.beta)
         if np.any(beta < 0):
-            raise InvalidParameterError(f"beta of Ensemble must be >= 0; got min {beta.min():g}.")
-        check_choice(self.kind, "kind", _ENSEMBLE_KINDS, "Ensemble")
-        check_choice(self.geometry, "geometry", GEOMETRIES, "Ensemble")
-        object.__setattr__(self, "chunk", check_param(self.chunk, "chunk", "Ensemble", low=1, integer=True))
+            raise InvalidParameterError(f"The 'beta' parameter of Ensemble must be >= 0; got min {beta.min():g}.")
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
@@ -137,6 +136,7 @@ class Ensemble:
                 )
         return x
 
+    @declare(keep=Instance((list, tuple, np.ndarray), what="a boolean mask or integer indices"))
     def subset(self, keep) -> Ensemble:
         """The ensemble of the systems selected by ``keep`` (a boolean mask or indices of the
         S systems), same heads, kind and geometry."""
@@ -166,6 +166,7 @@ class Ensemble:
         new.__dict__["beta"] = self.beta[idx]
         return new
 
+    @declare(x=_STATES, diameter=_DIAMETER)
     def settled(self, x, diameter: float) -> np.ndarray:
         r"""Systems whose tokens stay within geodesic distance ``diameter`` of each other forever.
 
@@ -213,6 +214,7 @@ class Ensemble:
         diameter = check_param(diameter, "diameter", "Ensemble.settled", low=0.0, high=np.pi, low_open=True)
         return self._settled(self.check_x(x), diameter)
 
+    @declare(diameter=_DIAMETER, check_every=Integer(1), merge=Interval(0, None))
     def settling(self, diameter: float, check_every: int = 1, merge: float = 0.0):
         """This ensemble as a field whose systems stop moving once :meth:`settled` certifies them
         (diameter ``diameter``; tested at t0 and every ``check_every`` accepted steps): a
@@ -237,6 +239,7 @@ class Ensemble:
     def _settled(self, x: np.ndarray, diameter: float) -> np.ndarray:
         return _in_cap(x, 0.5 * diameter * (1 - 1e-6))
 
+    @declare(n=Integer(1))
     def exps_per_evaluation(self, n: int) -> int:
         """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
@@ -283,6 +286,7 @@ class Ensemble:
             rate += abs(w) * (3.0 * a.sum(axis=2) + c * np.abs(b[:, :, 0]) * np.einsum("sij,sij->si", a, sin))
         return rate.max(axis=1)
 
+    @declare(x=_STATES)
     def velocity(self, x) -> np.ndarray:
         """Velocities of all systems, shape (S, n, d)."""
         return self._velocity(self.check_x(x))

@@ -36,26 +36,23 @@ Self-Attention*; Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv:2312.10794.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
+from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
+from .._core.params import NONE, AnyOf, Array, Boolean, Instance, Integer
 from .._core.sphere import GEOMETRIES, normalize
-from .._core.validation import (
-    check_choice,
-    check_param,
-    check_points,
-    check_real_array,
-    check_source_weights,
-    check_square_stack,
-)
+from .._core.validation import check_points, check_source_weights
 from .._summation.exact import HeadSums, relu_sums
-from .._summation.plan import DEFAULT_TOL, SUMMATIONS, exp_sums
+from .._summation.plan import DEFAULT_TOL, exp_sums
 from .dense import DenseMixin
 from .display import model_html, model_repr
 from .energies import EnergiesMixin
+from .fields import MODEL_FIELDS, MODEL_RELATIONS, OPTION_FIELDS, STATE
 from .kinds import (
     ATTENTION_KINDS,
     KINDS,
@@ -70,10 +67,13 @@ from .parameters import build_from_attrs, fields_to_attrs
 __all__ = ["MultiHead", "KINDS", "UPDATES", "DEFAULT_BLOCK_ELEMENTS"]
 
 
+_SUMS = AnyOf(NONE, Instance(list, what="a list of HeadSums, one per head (MultiHead.sums)"))
+
 # below this n the tile bookkeeping of the symmetric pass costs more than the exps it saves
 _SYMMETRIC_MIN_N = 512
 
 
+@declare(relations=MODEL_RELATIONS, **MODEL_FIELDS)
 @dataclass(frozen=True, eq=False)
 class MultiHead(EnergiesMixin, DenseMixin):
     r"""H attention heads acting on n tokens; a vector field ``field(t, x)``.
@@ -135,48 +135,18 @@ class MultiHead(EnergiesMixin, DenseMixin):
     symmetric: bool = field(init=False)
     aligned: bool = field(init=False)
 
-    def __post_init__(self):
-        caller = "MultiHead"
-        M = check_square_stack(self.M, "M", caller=caller)
-        d = M.shape[1]
-        W = M.copy() if self.W is None else check_square_stack(self.W, "W", d=d, caller=caller)
-        if W.shape[0] != M.shape[0]:
-            raise InvalidParameterError(
-                f"W of MultiHead must hold one value matrix per head: M has {M.shape[0]} heads, W has "
-                f"{W.shape[0]}. Pass W of shape ({M.shape[0]}, {d}, {d}) or W=None (W = M)."
-            )
-        beta = check_param(self.beta, "beta", caller, low=0.0)
-        check_choice(self.kind, "kind", KINDS, caller)
-        check_choice(self.geometry, "geometry", GEOMETRIES, caller)
-        if isinstance(self.log_time_scale, str):
-            if self.log_time_scale != "auto":
-                raise InvalidParameterError(
-                    f"The 'log_time_scale' parameter of MultiHead must be a float or 'auto'; got {self.log_time_scale!r}."
-                )
-            opnorm = max(np.linalg.norm(m, 2) for m in M)
-            c = beta * opnorm if self.kind == "usa" else 0.0
-        else:
-            c = check_param(self.log_time_scale, "log_time_scale", caller)
-        block = check_param(self.block_elements, "block_elements", caller, low=1, integer=True)
-        check_choice(self.summation, "summation", SUMMATIONS, caller)
-        tol = check_param(self.tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
+    def __post_init__(self):  # the fields arrive checked and converted (fields.py)
+        M, beta = self.M, self.beta
+        W = M.copy() if self.W is None else self.W
+        c = self.log_time_scale
+        if c == "auto":
+            c = beta * max(np.linalg.norm(m, 2) for m in M) if self.kind == "usa" else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
-        if not isinstance(self.causal, (bool, np.bool_)):
-            raise InvalidParameterError(f"The 'causal' parameter of MultiHead must be a bool; got {self.causal!r}.")
-        if self.causal and self.summation == "fast":
-            raise InvalidParameterError("causal=True is exact-only: use summation='exact' or 'auto'.")
-        check_choice(self.update, "update", UPDATES, caller)
-        need = UPDATES[self.update]
-        if need is not None and need != self.geometry:
-            raise InvalidParameterError(
-                f"update={self.update!r} of MultiHead needs geometry={need!r}; got geometry={self.geometry!r}."
-            )
         scale = max(1.0, float(np.max(np.abs(M))))
         sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
         aligned = bool(np.array_equal(M, W))
-        for name, value in [("M", M), ("W", W), ("beta", beta), ("log_time_scale", c),
-                            ("block_elements", block), ("tol", tol), ("symmetric", sym), ("aligned", aligned)]:
+        for name, value in [("W", W), ("log_time_scale", c), ("symmetric", sym), ("aligned", aligned)]:
             object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:  # the entries stay in .M and .W (display.py)
@@ -187,24 +157,21 @@ class MultiHead(EnergiesMixin, DenseMixin):
 
     # ---------------------------------------------------------------- constructors
     @classmethod
+    @declare(lambdas=Array((0, 1), what="a non-empty 1-D sequence of head strengths"), d=Integer(1), **OPTION_FIELDS)
     def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
         r"""Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
-        lam = np.atleast_1d(check_real_array(lambdas, "lambdas", "MultiHead.scalar", ndim=(0, 1),
-                                             expected="a non-empty 1-D sequence of head strengths"))
-        d = check_param(d, "d", "MultiHead.scalar", low=1, integer=True)
-        M = lam[:, None, None] * np.eye(d)[None]
+        M = np.atleast_1d(lambdas)[:, None, None] * np.eye(d)[None]
         return cls(M, M.copy(), **kwargs)
 
     @classmethod
+    @declare(Q=Array((2, 3), what="an array of shape (H, d_head, d)"), K=Array((2, 3), what="an array of shape "
+             "(H, d_head, d)"), W=MODEL_FIELDS["W"], relations=[Relation(("K", "Q"), lambda K, Q: K.shape == Q.shape,
+             "must have the shape of Q, (H, d_head, d)", breaks={"K": np.ones((3, 2))})], **OPTION_FIELDS)
     def from_qk(cls, Q, K, W, **kwargs) -> MultiHead:
         r"""Heads from per-head projections Q, K of shape (H, d_head, d) (or (d_head, d)), square
         or rectangular: :math:`M_h = Q_h^\top K_h` (d x d); scale Q by :math:`1/\sqrt{d_{head}}` or
         set β to it for a transformer's logits (:mod:`particles._model.pretrained`)."""
-        c = "MultiHead.from_qk"
-        Q, K = (check_real_array(a, n, c, ndim=(2, 3), expected="an array of shape (H, d_head, d)") for a, n in ((Q, "Q"), (K, "K")))
         Q, K = (a[None] if a.ndim == 2 else a for a in (Q, K))
-        if K.shape != Q.shape:
-            raise InvalidParameterError(f"Q and K of {c} must have the same shape (H, d_head, d); got {Q.shape} and {K.shape}.")
         return cls(np.einsum("hki,hkj->hij", Q, K), W, **kwargs)
 
     # ---------------------------------------------------------------- basic facts
@@ -232,12 +199,17 @@ class MultiHead(EnergiesMixin, DenseMixin):
         return x
 
     # ---------------------------------------------------------------- parameters
+    @declare(**MODEL_FIELDS)
     def replace(self, **changes) -> MultiHead:
         """A copy with some constructor fields changed (validated like a new model).
 
         >>> MultiHead(np.eye(3), beta=1.0).replace(beta=2.0).beta
         2.0
         """
+        unknown = sorted(set(changes) - set(MODEL_FIELDS))
+        if unknown:
+            raise InvalidParameterError(f"MultiHead.replace: {unknown} are not fields of MultiHead; the fields are "
+                                        f"{sorted(MODEL_FIELDS)}.")
         return dataclasses.replace(self, **changes)
 
     def to_attrs(self) -> dict:
@@ -250,6 +222,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         return out
 
     @classmethod
+    @declare(attrs=Instance(Mapping, what="a mapping of attrs written by MultiHead.to_attrs (e.g. ds.attrs)"))
     def from_attrs(cls, attrs) -> MultiHead:
         """The model recorded by :meth:`to_attrs` (e.g. ``ds.attrs`` after a netCDF round trip).
 
@@ -260,6 +233,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         return build_from_attrs(cls, attrs, arrays=("M", "W"), caller="MultiHead.from_attrs")
 
     # ---------------------------------------------------------------- passes
+    @declare(x=STATE, sources=AnyOf(NONE, STATE), weights=AnyOf(NONE, Array(1)), transpose=Boolean(), check=Boolean())
     def sums(self, x, *, sources=None, weights=None, transpose: bool = False, check: bool = True) -> list[HeadSums]:
         r"""The sums of every head at the targets ``x`` over ``sources`` (default: x) with
         non-negative ``weights`` w_j (default: all 1).
@@ -313,6 +287,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
         return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
 
+    @declare(x=STATE, sums=_SUMS, n_sources=AnyOf(NONE, Integer(1)), check=Boolean())
     def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None,
                 check: bool = True) -> np.ndarray:
         r"""Head outputs :math:`f^h_i` of shape (H, m, d) at targets ``x`` from the heads'
@@ -361,6 +336,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         sums = self.sums(x, check=False) if sums is None else sums
         return np.stack([self._output(x, h, p) for h, p in enumerate(sums)])
 
+    @declare(x=STATE)
     def velocity(self, x) -> np.ndarray:
         r"""The field :math:`\dot x_i = P_{x_i} v_i` (sphere) or :math:`v_i` (flat), shape (n, d)."""
         x = self.check_x(x)
@@ -381,6 +357,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         """``field(t, x)`` for :func:`particles.simulate` (no validation: the solver validated x0)."""
         return self._velocity(x)
 
+    @declare(x=STATE, sums=_SUMS, clip=AnyOf(NONE, Boolean()))
     def entropy(self, x, sums: list[HeadSums] | None = None, *, clip: bool | None = None) -> np.ndarray:
         r"""Attention entropy :math:`H^h_i = -\sum_j p_{ij}\log p_{ij}`, softmax weights, shape (H, m).
 

@@ -15,13 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
-from .checks import check_model
+from .._core.params import Function
+from .checks import Model, check_model
 from .multihead import MultiHead
 
 __all__ = ["TimeDependent"]
 
 
+@declare(weights_fn=Function("a callable t -> (M, W)"), template=Model())
 @dataclass(frozen=True, eq=False)
 class TimeDependent:
     """``field(t, x) = MultiHead(M(t), W(t), **options of template)(t, x)``.

@@ -135,7 +135,7 @@ def test_tangent_basis_is_orthonormal(rng):
 
 def test_bad_input(rng):
     M = random_symmetric(rng, 1, 3)
-    with pytest.raises(ValueError, match="M of riemannian_hessian must be symmetric"):
+    with pytest.raises(ValueError, match="'model' parameter of riemannian_hessian: M must be symmetric"):
         riemannian_hessian(MultiHead(M + np.triu(np.ones((3, 3)), 1), beta=1.0), np.eye(3))
     with pytest.raises(ValueError, match="must have kind in \\['usa'\\]"):
         hessian_spectrum(MultiHead(M, beta=1.0, kind="softmax"), np.eye(3))

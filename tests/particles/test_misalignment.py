@@ -116,9 +116,9 @@ def test_flat_delta_v_uses_radius(rng):
 
 def test_bad_input(rng):
     M = random_symmetric(rng, 2, 3)
-    with pytest.raises(ValueError, match="Delta of misaligned_model must have one d x d matrix per head"):
+    with pytest.raises(ValueError, match="'Delta' parameter of misaligned_model: must hold one d x d matrix per head"):
         misaligned_model(M, np.zeros((1, 3, 3)), beta=1.0)
-    with pytest.raises(ValueError, match="Delta of misaligned_model must be 3 x 3"):
+    with pytest.raises(ValueError, match="'Delta' parameter of misaligned_model: must hold one d x d matrix per head, the shape of M"):
         misaligned_model(M, np.zeros((2, 4, 4)), beta=1.0)
     with pytest.raises(ValueError, match=r"M of misaligned_model must be symmetric \(Condition 3"):
         misaligned_model(M + np.triu(np.ones((3, 3)), 1), np.zeros((2, 3, 3)), beta=1.0)

@@ -90,9 +90,9 @@ def test_bad_input(rng):
     M = rotated_heads(0.1)
     with pytest.raises(ValueError, match="must be value-aligned"):
         head_rate_bounds(MultiHead(M, M + 0.1, beta=1.0), np.eye(4))
-    with pytest.raises(ValueError, match="M of head_rate_bounds must be symmetric"):
+    with pytest.raises(ValueError, match="'model' parameter of head_rate_bounds: M must be symmetric"):
         head_rate_bounds(MultiHead(M + np.triu(np.ones((4, 4)), 1), beta=1.0), np.eye(4))
     with pytest.raises(ValueError, match="must have kind in"):
         head_rate_bounds_fn(MultiHead(M, beta=1.0, kind="softmax"))
-    with pytest.raises(ValueError, match="M of orthogonality_defect must have shape"):
+    with pytest.raises(ValueError, match="'M' parameter of orthogonality_defect must be a particles.MultiHead or an array of shape"):
         orthogonality_defect(np.zeros((2, 3, 4)))

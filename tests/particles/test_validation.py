@@ -15,12 +15,12 @@ def model():
 @pytest.mark.parametrize(
     "x, match",
     [
-        (np.ones(5), r"x of MultiHead must have shape \(n, d\).*got shape \(5,\)"),
+        (np.ones(5), r"'x' parameter of MultiHead.velocity must have shape \(n, d\).*got shape \(5,\)"),
         (np.ones((4, 3)), r"must lie on the unit sphere \(max \|‖x_i‖ − 1\| = 7.3e-01 > atol=1e-10\); use x / np.linalg.norm"),
         (np.array([[np.nan, 0, 0]]), r"must be finite; got 1 NaN and 0 inf"),
         (np.array([[np.inf, 0, 0]]), r"got 0 NaN and 1 inf"),
         (np.eye(4), r"x has d = 4 columns but the heads are 3 x 3"),
-        ("abc", r"x of MultiHead must be an array of shape"),
+        ("abc", r"'x' parameter of MultiHead.velocity must be an array of shape"),
         (np.array([["a", "b"]]), r"must hold real numbers"),
     ],
 )
@@ -36,13 +36,13 @@ def test_error_is_value_and_type_error():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(beta=-1.0), r"The 'beta' parameter of MultiHead must be a float in \[0.0, inf\). Got -1.0 instead."),
+        (dict(beta=-1.0), r"The 'beta' parameter of MultiHead must be a real number in \[0, inf\); got -1.0 \(float\)."),
         (dict(beta=np.nan), r"'beta' parameter"),
         (dict(beta="1"), r"'beta' parameter"),
-        (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of \['relu', 'relu_rownorm', 'softmax', 'usa'\]; got 'gelu'"),
-        (dict(geometry="torus"), r"'geometry' parameter of MultiHead must be one of \['flat', 'sphere'\]"),
-        (dict(log_time_scale="big"), r"must be a float or 'auto'"),
-        (dict(W=np.eye(4)), r"W of MultiHead must be 3 x 3"),
+        (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of 'usa', 'softmax', 'relu', 'relu_rownorm'; got 'gelu'"),
+        (dict(geometry="torus"), r"'geometry' parameter of MultiHead must be one of 'sphere', 'flat'"),
+        (dict(log_time_scale="big"), r"'log_time_scale' parameter of MultiHead must be a real number in \(-inf, inf\) or one of 'auto'"),
+        (dict(W=np.eye(4)), r"'W' parameter of MultiHead: must hold one value matrix per head, of the shape of M"),
         (dict(W=np.stack([np.eye(3)] * 2)), r"one value matrix per head"),
     ],
 )
@@ -54,9 +54,9 @@ def test_bad_model_parameters(kwargs, match):
 @pytest.mark.parametrize(
     "M, match",
     [
-        (np.ones((3, 4)), r"M of MultiHead must have shape \(d, d\) or \(H, d, d\); got shape \(3, 4\)"),
+        (np.ones((3, 4)), r"'M' parameter of MultiHead must have shape \(d, d\) or \(H, d, d\); got shape \(3, 4\)"),
         (np.array([[np.nan, 0], [0, 1]]), r"'M' parameter of MultiHead must be finite"),
-        (None, r"M of MultiHead must be an array"),
+        (None, r"'M' parameter of MultiHead must be an array"),
     ],
 )
 def test_bad_matrices(M, match):
@@ -67,11 +67,11 @@ def test_bad_matrices(M, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of \['dopri5', 'dopri5_systems', 'euler', 'euler_maruyama', 'heun', 'rk4', 'rkc'\]; got 'rk5'"),
-        (dict(method="rk4"), r"method 'rk4' is fixed-step: pass dt"),
-        (dict(dt=-0.1), r"'dt' parameter of simulate must be a float in \(0.0, inf\)"),
-        (dict(dt=0.1, kappa=1.0), r"kappa=1 adds noise: use method='euler_maruyama'"),
-        (dict(dt=0.1, t0=2.0), r"t1 must be greater than t0"),
+        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of 'euler', .*'euler_maruyama' or a Stepper; got 'rk5'"),
+        (dict(method="rk4"), r"'dt' parameter of simulate: must be given for a fixed-step method"),
+        (dict(dt=-0.1), r"'dt' parameter of simulate must be a real number in \(0, inf\)"),
+        (dict(dt=0.1, kappa=1.0), r"'kappa' parameter of simulate: must be inf unless method='euler_maruyama'"),
+        (dict(dt=0.1, t0=2.0), r"'t1' parameter of simulate: must be greater than t0"),
         (dict(dt=0.1, on_failure="ignore"), r"'on_failure' parameter"),
         (dict(dt=0.1, save=SaveAt(ts=[0.5, 3.0])), r"SaveAt.ts must lie in \[t0, t1\]"),
         (dict(dt=0.1, geometry="flat"), r"conflicts with the field's geometry 'sphere'"),
@@ -83,7 +83,7 @@ def test_bad_simulate_arguments(model, kwargs, match):
 
 
 def test_bad_field():
-    with pytest.raises(InvalidParameterError, match="field of simulate must be a MultiHead, an Ensemble or a callable"):
+    with pytest.raises(InvalidParameterError, match="'field' parameter of simulate must be a vector field: a MultiHead, an Ensemble or a callable"):
         simulate(sample_uniform(3, 3, 0), 3.0, t1=1.0, dt=0.1)
 
 

@@ -138,15 +138,15 @@ def test_stack_of_identical_layers_is_one_run(rng):
 
 def test_bad_input(rng):
     M = random_symmetric(rng, 1, 3)
-    with pytest.raises(ValueError, match="update='pre_ln' of MultiHead needs geometry='flat'"):
+    with pytest.raises(ValueError, match="'update' parameter of MultiHead: needs its geometry .'pre_ln' needs geometry='flat'"):
         MultiHead(M, update="pre_ln")
-    with pytest.raises(ValueError, match="update='ngpt' of MultiHead needs geometry='sphere'"):
+    with pytest.raises(ValueError, match="'update' parameter of MultiHead: needs its geometry.*got update = 'ngpt'"):
         MultiHead(M, update="ngpt", geometry="flat")
     with pytest.raises(ValueError, match="'update' parameter of MultiHead must be one of"):
         MultiHead(M, update="rmsnorm")
-    with pytest.raises(ValueError, match="'causal' parameter of MultiHead must be a bool"):
+    with pytest.raises(ValueError, match="'causal' parameter of MultiHead must be True or False"):
         MultiHead(M, causal="yes")
-    with pytest.raises(ValueError, match="causal=True is exact-only"):
+    with pytest.raises(ValueError, match="'causal' parameter of MultiHead: True is exact-only"):
         MultiHead(M, causal=True, summation="fast")
     with pytest.raises(ValueError, match="'weights_fn' parameter of TimeDependent must be a callable"):
         TimeDependent(M, MultiHead(M))

@@ -1,0 +1,118 @@
+"""Constraints on the data a call receives (point clouds, matrix stacks, weights, seeds), for
+:func:`~particles._core.declarations.declare`: each wraps the one checker of
+:mod:`particles._core.validation` that owns the rule, so a declared parameter and an internal
+``check_*`` call cannot disagree; the invalid values are the ways such data goes wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .declarations import Relation
+from .errors import InvalidParameterError
+from .params import Constraint
+from .states import check_states
+from .validation import check_points, check_real_array, check_rng, check_square_stack
+
+__all__ = ["Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per"]
+
+_RAGGED = [[1.0, 0.0], [1.0]]
+
+
+class Checked(Constraint):
+    """A value that ``checker(value, name, "", **options)`` validates and converts.
+
+    The checker's message is re-worded to name the parameter and the caller
+    (``The 'x' parameter of f must ...``).
+    """
+
+    def __init__(self, checker, what: str, bad, *, hint: str = "", **options):
+        self.checker, self.what, self.bad, self.hint, self.options = checker, what, list(bad), hint, options
+
+    def describe(self) -> str:
+        return self.what
+
+    def check(self, value, name: str, caller: str):
+        try:
+            return self.checker(value, name, caller="", **self.options)
+        except InvalidParameterError as exc:
+            msg, fix = str(exc), f" {self.hint}" if self.hint else ""
+            for prefix in (f"The {name!r} parameter ", f"{name} "):
+                if msg.startswith(prefix):
+                    raise InvalidParameterError(f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
+            raise InvalidParameterError(f"The {name!r} parameter of {caller}: {msg}{fix}") from None
+
+    def accepts(self, value) -> bool:
+        try:
+            self.check(value, "value", "")
+        except InvalidParameterError:
+            return False
+        return True
+
+    def convert(self, value):
+        return self.check(value, "value", "")
+
+    def invalid(self) -> list:
+        return [v for v in self.bad if not self.accepts(v)]
+
+
+def Points(*, on_sphere: bool = True, min_d: int = 2, min_n: int = 1, atol: float = 1e-10, hint: str = "") -> Checked:
+    """Points of shape (n, d), n >= min_n, d >= min_d, finite, on the unit sphere when ``on_sphere``
+    (rows within ``atol``)."""
+    where = " on the unit sphere" if on_sphere else ""
+    bad = [None, "abc", 3, np.ones(3), np.ones((2, 3, 3)), np.zeros((0, 3)), _RAGGED, np.array([[1j, 0.0]]),
+           np.full((2, 3), np.nan), np.array([[np.inf, 0.0, 0.0]]), np.eye(3)[:, :1] if min_d > 1 else "",
+           2.0 * np.eye(3), np.eye(3)[:1]]
+    return Checked(check_points, f"points of shape (n, d){where}", bad, hint=hint, on_sphere=on_sphere,
+                   min_d=min_d, min_n=min_n, atol=atol)
+
+
+def States(*, on_sphere: bool = True, min_times: int = 1, hint: str = "") -> Checked:
+    """Stacked states of shape (k, n, d) (saved times or ensemble members), finite, on the sphere."""
+    bad = [None, "abc", 3, np.ones((3, 3)), np.full((1, 2, 3), np.nan), np.array([[[1j, 0.0]]]),
+           2.0 * np.eye(3)[None]]
+    return Checked(check_states, "states of shape (k, n, d)", bad, hint=hint, on_sphere=on_sphere,
+                   min_times=min_times)
+
+
+def SquareStack(*, hint: str = "") -> Checked:
+    """Square matrices, shape (d, d) or (H, d, d), finite (a (d, d) matrix becomes (1, d, d))."""
+    bad = [None, "abc", 3, np.ones((3, 4)), np.ones((2, 2, 3)), np.array([[np.nan, 0.0], [0.0, 1.0]]),
+           np.zeros((0, 2, 2)), _RAGGED, np.array([[1j]])]
+    return Checked(check_square_stack, "an array of shape (d, d) or (H, d, d)", bad, hint=hint)
+
+
+def _weights(w, name, caller, probability=False):
+    """Non-negative finite weights of shape (n,) with a positive total (their length is a relation);
+    probabilities must also sum to 1 within 1e-8 (they are then renormalised exactly)."""
+    w = check_real_array(w, name, caller, ndim=(1,), expected="non-negative weights of shape (n,)")
+    if np.any(w < 0) or not w.sum() > 0:
+        raise InvalidParameterError(f"{name} must be non-negative with a positive sum; got min {w.min():.3g}, "
+                                    f"sum {w.sum():.3g}.")
+    if probability and abs(w.sum() - 1.0) > 1e-8:
+        raise InvalidParameterError(f"{name} must sum to 1; got sum {w.sum():.12g}. Use {name} / {name}.sum().")
+    return w / w.sum() if probability else w
+
+
+def Weights(*, probability: bool = False, hint: str = "") -> Checked:
+    """Non-negative weights of shape (n,) with a positive sum; ``probability=True``: summing to 1
+    (within 1e-8; returned renormalised exactly)."""
+    bad = [None, "abc", 3, np.ones((2, 2)), -np.ones(3), np.zeros(3), np.array([np.nan, 1.0]), np.zeros(0), [1j]]
+    what = "probability weights of shape (n,) summing to 1" if probability else "non-negative weights of shape (n,)"
+    return Checked(_weights, what, bad + ([np.ones(3)] if probability else []), hint=hint, probability=probability)
+
+
+def Seed(*, hint: str = "") -> Checked:
+    """A random source: None, a non-negative int, a SeedSequence or a Generator (``np.random.default_rng``)."""
+    bad = [-1, "seed", 1.5, [1j], {"a": 1}, True]
+    return Checked(_seed, "None, a non-negative int, a SeedSequence or a np.random.Generator", bad, hint=hint)
+
+
+def _seed(value, name, caller):
+    check_rng(value, name, caller)
+    return value  # the body draws from it (np.random.default_rng(value) is the same generator or seed)
+
+
+def one_per(name: str, of: str = "points") -> Relation:
+    """The relation "``name`` has one entry per row of ``of``" (an absent ``name``, None, passes)."""
+    return Relation((name, of), lambda v, x: v is None or len(v) == len(x), f"must have one entry per row of {of}",
+                    breaks={name: np.full(7, 1 / 7)})  # (the valid calls never have 7 rows)
