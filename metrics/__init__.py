@@ -5,6 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
+from .animation import animate, plot_angles, plot_sphere
 from .chaos import chaos_horizon_study
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import (
@@ -47,6 +48,7 @@ from .limit import (
 )
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
+from .plotting import plot_chaos_collapse, plot_chaos_horizon, plot_curves, plot_phase_diagram
 from .registry import METRICS, Metric, evaluate
 from .report import limit_study_table, plot_limit_study
 from .sentences import sentence_flow
@@ -82,6 +84,13 @@ __all__ = [
     "sliced_wasserstein_embedded",
     "limit_study_table",
     "plot_limit_study",
+    "plot_curves",
+    "plot_angles",
+    "plot_sphere",
+    "animate",
+    "plot_phase_diagram",
+    "plot_chaos_collapse",
+    "plot_chaos_horizon",
     "density_of_angle",
     "ExpressionDensity",
     "FamilyDensity",
