@@ -14,6 +14,7 @@ import xarray as xr
 from particles.validation import InvalidParameterError
 
 from .dataset import time_index
+from .plotting import short_label
 
 __all__ = ["limit_study_table", "plot_limit_study", "study_rate_variables"]
 
@@ -168,8 +169,7 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     ax.set_xscale("log")
     ax.set_yscale("log")
     long = ds[var].attrs.get("long_name", var)
-    units = ds[var].attrs.get("units", "1")
-    ax.set(xlabel="n (tokens)", ylabel=var + ("" if units == "1" else f" [{units}]"))
+    ax.set(xlabel="n (tokens)", ylabel=short_label(ds[var]))
     a = ds.attrs
     sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
     params = [f"{k} = {a[k]}" for k in ("kind", "beta", "kappa", "sampling") if k in a]
