@@ -50,7 +50,7 @@ from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, sta
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
 from .plotting import plot_chaos_collapse, plot_chaos_horizon, plot_curves, plot_phase_diagram
 from .registry import METRICS, Metric, evaluate
-from .report import limit_study_table, plot_limit_study
+from .report import limit_study_frame, limit_study_table, plot_limit_study
 from .sentences import sentence_flow
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
@@ -82,6 +82,7 @@ __all__ = [
     "circle_wasserstein",
     "circle_quantile_atoms",
     "sliced_wasserstein_embedded",
+    "limit_study_frame",
     "limit_study_table",
     "plot_limit_study",
     "plot_curves",

@@ -152,11 +152,12 @@ class AttnAccessor:
         ka, kb = self.time_index(t_a), self.time_index(t_b)
         return wasserstein(pos.isel(time=ka).values, pos.isel(time=kb).values, p=p)
 
-    def rate_table(self, time: float = 0.0, variables=None) -> str:
-        """The limit study's table at one save time (:func:`metrics.limit_study_table`)."""
-        from .report import limit_study_table
+    def rate_table(self, time: float = 0.0, variables=None):
+        """The limit study's table at one save time, a pandas DataFrame (:func:`metrics.limit_study_frame`):
+        rows n and ``"rate"``, columns (gap, statistic); ``metrics.limit_study_table(ds, time=t)`` is the text."""
+        from .report import limit_study_frame
 
-        return limit_study_table(self._ds, time=time, variables=variables)
+        return limit_study_frame(self._ds, time=time, variables=variables)
 
     def plot_limit_study(self, var: str | None = None, **kwargs):
         """The limit study's log-log panel (:func:`metrics.plot_limit_study`); returns the Axes."""

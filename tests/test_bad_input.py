@@ -321,6 +321,8 @@ CASES.update({
                                             {"x": "points", "y": "points", "n_projections": "int"}),
     "metrics.limit_study_table": (metrics.limit_study_table, dict(ds=STUDY_DS),
                                   {"ds": "model", "time": "real", "variables": "str"}),
+    "metrics.limit_study_frame": (metrics.limit_study_frame, dict(ds=STUDY_DS),
+                                  {"ds": "model", "time": "real", "variables": "str"}),
     "metrics.plot_limit_study": (metrics.plot_limit_study, dict(ds=STUDY_DS),
                                  {"ds": "model", "var": "str", "times": "times", "guide": "bool"}),
     # figures and animations
