@@ -113,7 +113,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                         kappa: float = np.inf, l_max: int = 6, dt: float = 0.05, seed: int = 0,
                         n_projections: int = 64, eps_cluster: float = 1e-2, max_clusters: int = 8,
                         n_boot: int = 1000, store=None, engine="serial", max_workers: int | None = None,
-                        progress: bool = False) -> xr.Dataset:
+                        progress: bool | None = None) -> xr.Dataset:
     r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
 
     Theory (:mod:`metrics.horizon`, docs/theory.md): the degree amplitudes start at
@@ -215,9 +215,10 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                                   "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)",
                                   **({} if energies is None else {"density": energies})},
                                  sort_keys=True, default=str)
-    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
-                      kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
-                      store=store, progress=progress, cell_fn=_chaos_cell, cell_settings={**settings, "caller": "chaos_horizon_study"}, metrics=())
+    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa, metrics=(),
+                       model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
+                       store=store, progress=progress, cell_fn=_chaos_cell,
+                       cell_settings={**settings, "caller": "chaos_horizon_study", "progress_label": "chaos study"})
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
            "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,

@@ -134,7 +134,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                            w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8,
                            sampling: str = "independent", interval: str = "t", n_boot: int = 2000,
                            store=None, engine="serial", max_workers: int | None = None,
-                           progress: bool = False, reference: str = "auto") -> xr.Dataset:
+                           progress: bool | None = None, reference: str = "auto") -> xr.Dataset:
     r"""Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -186,12 +186,13 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_boot : bootstrap resamples when ``interval="bootstrap"``
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
-        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. The reference
-        (fv_circle on S^1, the two Lagrangian runs on d ≥ 3) is kept in ``store`` too
-        (``reference_<hash>.nc``, keyed by every setting it depends on, the density's values on
-        the grid included), so a rerun loads it; ``progress`` also shows a bar for each reference
-        run on d ≥ 3. The attrs ``reference_build_seconds``,
-        ``reference_cached`` and ``reference_file`` say what it cost and where it is.
+        cell (resumable), "serial"/"process"/dask client, and the progress bars ("reference",
+        then "S^{d-1} study" over the cells; ``None``: shown once a step has run 2 s, ``True``:
+        at once, ``False``: never). The spectral reference is rebuilt on every run (seconds,
+        ``reference_seconds`` in the attrs); a finite-volume or Lagrangian one is kept in
+        ``store`` (``reference_<hash>.nc``, keyed by every setting it depends on, the density's
+        values on the grid included), so a rerun loads it (attrs ``reference_build_seconds``,
+        ``reference_cached``, ``reference_file``).
     reference : {"auto", "spectral", "fv_circle", "lagrangian"}
         The mean-field solution the particles are measured against. ``"auto"`` (default): the
         spectral solution (:class:`metrics.spectral_reference.StudyReference`: exponentially
@@ -231,7 +232,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
                        kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
                        max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
-                       cell_settings={**settings, "caller": "mean_field_limit_study"}, metrics=())
+                       cell_settings={**settings, "caller": "mean_field_limit_study",
+                                      "progress_label": f"S^{d - 1} study"}, metrics=())
     K, paired = int(max_clusters), sampling == "nested"
     data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
                        paired=paired, interval=interval, n_boot=n_boot, seed=seed, counts=np.asarray(counts))
