@@ -206,12 +206,12 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     counts = _seed_counts(n_seeds, n_values)
     from ._executors import FixedModel
 
-    d = model.d
-    t_start = _time.perf_counter()
+    d, t_start = model.d, _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
     # what a cell reads; the reference object (below) carries the transport settings
     settings = {"model": model, "ts": ts, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
-                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling}
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling,
+                "progress_label": f"S^{d - 1} study"}
     ref = setup_reference(model, density_fn, ts, dict(
         m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
@@ -232,8 +232,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
                        kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
                        max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
-                       cell_settings={**settings, "caller": "mean_field_limit_study",
-                                      "progress_label": f"S^{d - 1} study"}, metrics=())
+                       cell_settings={**settings, "caller": "mean_field_limit_study"}, metrics=())
     K, paired = int(max_clusters), sampling == "nested"
     data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
                        paired=paired, interval=interval, n_boot=n_boot, seed=seed, counts=np.asarray(counts))
