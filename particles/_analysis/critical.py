@@ -53,6 +53,7 @@ from .._core.errors import SolverError
 from .._core.sphere import normalize, project_tangent
 from .._core.validation import check_param, check_points
 from .._model.checks import check_model
+from .._model.display import array_summary, fields_html, fields_repr
 from .._model.multihead import MultiHead
 
 __all__ = [
@@ -201,6 +202,16 @@ class HessianSpectrum:
     tol: float
     grad_norm: float
 
+    def _fields(self) -> list:
+        return [("eigenvalues", array_summary(self.eigenvalues)), ("index", str(self.index)),
+                ("nullity", str(self.nullity)), ("tol", f"{self.tol:.3g}"), ("grad_norm", f"{self.grad_norm:.3g}")]
+
+    def __repr__(self) -> str:
+        return fields_repr("HessianSpectrum", self._fields())
+
+    def _repr_html_(self) -> str:
+        return fields_html("HessianSpectrum", self._fields())
+
 
 def hessian_spectrum(model: MultiHead, x, *, rtol: float = 1e-8) -> HessianSpectrum:
     r"""Spectrum, index and nullity of :func:`riemannian_hessian` at ``x``; tol = rtol · max|λ|.
@@ -252,6 +263,20 @@ class CriticalPoint:
     n_iter: int
     spectrum: HessianSpectrum | None
     jacobian_eigenvalues: np.ndarray
+
+    def _fields(self) -> list:
+        unstable = int(np.sum(np.real(self.jacobian_eigenvalues) > 0))
+        return [("x", array_summary(self.x)), ("converged", str(bool(self.converged))), ("n_iter", str(self.n_iter)),
+                ("residual", f"{self.residuals[-1]:.3g}" if len(self.residuals) else "nan"),
+                ("unstable directions (Jacobian)", str(unstable)),
+                ("spectrum", "None" if self.spectrum is None else f"index {self.spectrum.index}, "
+                                                                  f"nullity {self.spectrum.nullity}")]
+
+    def __repr__(self) -> str:
+        return fields_repr("CriticalPoint", [(k.split(" ")[0], v) for k, v in self._fields()])
+
+    def _repr_html_(self) -> str:
+        return fields_html("CriticalPoint", self._fields())
 
 
 def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: int = 50, damping: float = 1e-3,
