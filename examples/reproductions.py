@@ -1,6 +1,6 @@
 """Published results reproduced: the measured numbers of docs/reproductions.md, one row per statement.
 
-Each row runs one measurement of examples/reproductions_rows.py (closed forms of arXiv:2605.04279 against
+Each row runs one measurement of examples/_reproductions_rows.py (closed forms of arXiv:2605.04279 against
 particle runs; Polyanskiy-Rigollet-Yao's synchronisation thresholds on the circle; Chen-Lin-Polyanskiy-
 Rigollet's critical gamma; the long-context scaling n^{2/(d-1)}; measure-to-measure interpolation from a
 cap; Post-LN and Pre-LN collapse rates; Karagodin-Polyanskiy-Rigollet's causal metastable clusters) and
@@ -24,7 +24,7 @@ import xarray as xr
 
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from examples import reproductions_rows as R
+from examples import _reproductions_rows as R
 from examples._common import pyplot, save_figure, write_table
 
 #: row group -> (function, full-size arguments, quick arguments); the quick ones are tests/reproductions'

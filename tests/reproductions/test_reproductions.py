@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from examples import reproductions as ex
-from examples import reproductions_rows as R
+from examples import _reproductions_rows as R
 from particles import theory as th
 
 
