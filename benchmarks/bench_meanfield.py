@@ -16,6 +16,12 @@ Errors at t1:
 
 A second table times one S^2 right-hand side (spherical-harmonic route) at L = 64 .. 256.
 
+A third table runs each spectral solver at several band limits on a problem that sharpens (one USA
+head, β = 2, ρ0 = 1 + x_d/2, plus 0.3 x_1 on S^2 so that the start is not zonal; on S^1 two softmax
+heads, β = 3, from exp(0.8 cos θ + 0.3 sin²θ)) to t1 = 1 with a fixed L (``tol=0.5``: no refinement),
+and prints the error against the largest L and the largest coefficient of degree ≥ 60 (true size:
+below 1e-12), which must not grow with L.
+
 Run:  python benchmarks/bench_meanfield.py [--quick]
 """
 
@@ -134,6 +140,37 @@ def sphere_rhs_rows(quick):
     return rows
 
 
+def spectral_problems():
+    """(name, model, measure) of the band-limit table (module docstring)."""
+    pts, areas = mf.circle_grid(512)
+    s1 = mf.GridMeasure.from_density(pts, areas, lambda x: np.exp(0.8 * x[:, 0] + 0.3 * x[:, 1] ** 2))
+    pts, w = mf.sphere_quadrature(3, 40)
+    s2 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: 1 + 0.5 * x[:, 2] + 0.3 * x[:, 0])
+    usa = lambda d: particles.MultiHead.scalar([1.0], d=d, beta=2.0, kind="usa")  # noqa: E731
+    zonal = lambda d: mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=d)  # noqa: E731
+    return [("S^1 Fourier", particles.MultiHead.scalar([1.0, 0.5], d=2, beta=3.0, kind="softmax"), s1),
+            ("S^2 harmonics", usa(3), s2), ("zonal S^2", usa(3), zonal(3)), ("zonal S^7", usa(8), zonal(8))]
+
+
+def spectral_band_limit_rows(quick):
+    """Seconds, steps, error against the largest L and max |c_l| (l >= 60) at t1 = 1 per problem and L."""
+    Ls = {"S^1 Fourier": [16, 64, 256, 1024], "S^2 harmonics": [16, 32, 64] if quick else [16, 32, 64, 128],
+          "zonal S^2": [16, 64, 256, 1024], "zonal S^7": [16, 64, 256, 1024]}
+    rows = []
+    for name, model, mu0 in spectral_problems():
+        runs = []
+        for L in Ls[name]:
+            res, sec = timed(lambda L=L, mu0=mu0, model=model: mf.wasserstein_ascent(
+                mu0, model, t1=1.0, n_saves=2, scheme="spectral", L=L, tol=0.5))
+            runs.append((L, sec, res.n_steps, res.info["solution"].coefficients[-1]))
+        ref = runs[-1][3]
+        for L, sec, steps, c in runs:
+            err = np.abs(c - ref[tuple(slice(0, k) for k in c.shape)]).max() if L < runs[-1][0] else np.nan
+            high = np.abs(c[60:]).max() if L > 60 else np.nan
+            rows.append((name, L, sec, steps, err, high))
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer resolutions")
@@ -153,6 +190,15 @@ def main():
     print("|---|---|---|---|")
     for kind, L, nlat, sec in rhs:
         print(f"| {kind} | {L} | {nlat} | {sec:.3g} |")
+    with threadpool_limits(1):
+        band = spectral_band_limit_rows(args.quick)
+    print()
+    print("| spectral solver | L | seconds | steps | error vs largest L | max abs c_l, l >= 60 |")
+    print("|---|---|---|---|---|---|")
+    for name, L, sec, steps, err, high in band:
+        e = "reference" if np.isnan(err) else f"{err:.1e}"
+        h = "-" if np.isnan(high) else f"{high:.1e}"
+        print(f"| {name} | {L} | {sec:.3g} | {steps} | {e} | {h} |")
 
 
 if __name__ == "__main__":

@@ -111,15 +111,9 @@ def figures(panels, cfg, out):
                              layout="constrained")
     for i, kind in enumerate(("softmax", "usa")):
         for j, d in enumerate(cfg["dims"]):
-            ds, ax = panels[kind, d], axes[i, j]
-            mesh = ax.pcolormesh(ds.beta, ds.time, ds.clustered_pairs.T, vmin=0, vmax=1, cmap="viridis",
-                                 shading="nearest")
-            tstar = ds.theory_time.values
-            keep = tstar <= float(ds.time[-1])
-            ax.plot(ds.beta[keep], tstar[keep], "w--", marker=".", lw=1.5, label="equiangular t*(beta)")
-            ax.set(title=f"{kind}, d = {d}", xlabel="beta", ylabel="t", ylim=(0, float(ds.time[-1])))
-            ax.legend(loc="upper left", fontsize=7)
-    fig.colorbar(mesh, ax=axes, shrink=0.6, label="fraction of clustered pairs")
+            ax = panels[kind, d].attn.plot_phase_diagram(ax=axes[i, j], colorbar=False)
+            ax.set_title(f"{kind}, d = {d}")
+    fig.colorbar(ax.collections[0], ax=axes, shrink=0.6, label="fraction of clustered pairs")
     fig.get_layout_engine().set(w_pad=0.05, h_pad=0.05)
     fig.savefig(out / "phase_diagram.png", dpi=110)
     plt.close(fig)

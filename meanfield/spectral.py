@@ -17,16 +17,19 @@ coefficients of ρ in an orthonormal basis of :math:`L^2(\sigma)` truncated at d
   the orthonormal Gegenbauer polynomials :math:`q_l \propto C_l^{(d-2)/2}(t)` with Gauss–Gegenbauer
   quadrature; scalar heads keep the flow zonal.
 
-For a gradient velocity :math:`v = \nabla_S\Phi` the flux divergence needs scalar transforms only:
-:math:`\operatorname{div}(\rho\nabla\Phi) = \tfrac12[\Delta(\rho\Phi) + \rho\Delta\Phi - \Phi\Delta\rho]`; for
-a general tangent field F, :math:`\operatorname{div}_S F = -\tfrac12\sum_i x_i\,\Delta F_i` (apply
-:math:`\Delta(gf) = g\Delta f + f\Delta g + 2\nabla g\cdot\nabla f` to :math:`g = x_i` and use
-:math:`x\cdot F = 0`). Products are formed on a grid with 3/2 as many points as needed for degree L
-(no aliasing into degrees ≤ L for polynomial products). The Laplacian is diagonal
+The flux divergence is taken in weak form, :math:`\langle\operatorname{div}(\rho v), Y\rangle =
+-\langle\rho v, \nabla Y\rangle` for every basis function Y of degree ≤ L, by the quadrature of the grid
+(integrating by parts puts one factor ~ l on the transforms' round-off, where the strong form
+:math:`\tfrac12[\Delta(\rho\Phi) + \rho\Delta\Phi - \Phi\Delta\rho]` put l(l+d-2) on it). The
+operator :math:`(1-t^2)\,d/dt` maps degree l to l ± 1 only (Gegenbauer :math:`q_l`, and the associated
+Legendre :math:`\bar P_{lm}` at fixed m), so the gradients of the basis and of a band-limited potential
+are two-term sums of the basis itself. The grids hold 3/2 as many points as needed for degree L, so
+the product :math:`\rho\nabla\Phi\cdot\nabla Y` of band-limited factors is integrated exactly
+(no aliasing into degrees ≤ L). The Laplacian is diagonal
 (:math:`-l(l+d-2)`), so the noise is integrated exactly by an integrating factor, and the nonlinear
 term by the embedded Dormand–Prince 5(4) pair in the integrating-factor variables with an adaptive
-step (local error ≤ ``rtol`` in the :math:`L^2(\sigma)` norm). The degree-0 coefficient never
-changes: mass is exact.
+step (each degree's local error ≤ ``rtol`` times its own size, down to :math:`10^{-4}` ``rtol`` ‖ρ‖).
+The degree-0 coefficient never changes: mass is exact.
 
 Honest error: after every step the *spectral tail*, the :math:`L^2(\sigma)` norm of the degrees
 above :math:`L - \max(\lceil L/4\rceil, k)` relative to the norm of ρ (k the gcd of the excited

@@ -5,6 +5,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 
 from . import accessor  # noqa: F401  (registers ds.attn)
 from .accessor import model_from_attrs
+from .animation import animate, plot_angles, plot_sphere
 from .chaos import chaos_horizon_study
 from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
 from .dataset import (
@@ -47,8 +48,9 @@ from .limit import (
 )
 from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
 from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
+from .plotting import plot_chaos_collapse, plot_chaos_horizon, plot_curves, plot_phase_diagram
 from .registry import METRICS, Metric, evaluate
-from .report import limit_study_table, plot_limit_study
+from .report import limit_study_frame, limit_study_table, plot_limit_study
 from .sentences import sentence_flow
 from .study import mean_field_limit_study, sample_grid_measure
 from .sweep import SWEEP_PARAMS, default_model, run_sweep
@@ -80,8 +82,16 @@ __all__ = [
     "circle_wasserstein",
     "circle_quantile_atoms",
     "sliced_wasserstein_embedded",
+    "limit_study_frame",
     "limit_study_table",
     "plot_limit_study",
+    "plot_curves",
+    "plot_angles",
+    "plot_sphere",
+    "animate",
+    "plot_phase_diagram",
+    "plot_chaos_collapse",
+    "plot_chaos_horizon",
     "density_of_angle",
     "ExpressionDensity",
     "FamilyDensity",

@@ -43,7 +43,7 @@ ENGINE = AnyOf(Options("serial", "process"),
                         what="a dask.distributed.Client"))
 MAX_WORKERS = AnyOf(NONE, Integer(1))
 STORE = AnyOf(NONE, Instance((str, os.PathLike), what="a folder path (str or os.PathLike)"))
-PROGRESS = Boolean()
+PROGRESS = AnyOf(NONE, Boolean(), hint="None (default): a bar once the work has run 2 s; True: at once; False: never.")
 
 DT_LE_T1 = Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "must be <= t1 (one step at least)",
                     breaks={"dt": 2.0, "t1": 1.0})

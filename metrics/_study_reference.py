@@ -19,6 +19,7 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_param
 
+from ._progress import progress_step
 from ._store import atomic_to_netcdf
 from .dataset import model_attrs
 from .density import _check_density_fn, sample_sphere_density
@@ -154,7 +155,8 @@ def setup_reference(model, density_fn, ts, opts: dict) -> dict:
     """``{"reference", "attrs", "transports", "note", "error_t"}`` of the study's reference on the sphere
     of ``model`` (``opts``: the study's settings); ``reference`` is a :class:`CircleReference` or a
     :class:`SphereReference`."""
-    return (_circle if model.d == 2 else _sphere)(model, density_fn, ts, **opts)
+    with progress_step(opts["progress"], "reference"):
+        return (_circle if model.d == 2 else _sphere)(model, density_fn, ts, **opts)
 
 
 def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_projections, n_quantiles, seed,
@@ -281,7 +283,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
         n_ref, d, seed = key["n_reference"], model.d, key["seed"]
         runs = []
         for r in range(2):  # run 0 is the reference, run 1 measures its error
-            if progress:
+            if progress:  # (True: asked for; the default None leaves it to the "reference" bar)
                 from tqdm.auto import tqdm
 
                 tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
@@ -290,7 +292,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
             y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
             runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
                                             kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
-                                            progress=progress).x))
+                                            progress=progress is True).x))
         sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
                                  seed=seed)
         return {"positions": runs[0], "own_sw2": np.array([sliced(runs[1][k], k)[0] for k in range(len(ts))]),

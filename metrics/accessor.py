@@ -4,7 +4,7 @@ Registered under the project-specific name ``attn`` by ``import headflow`` (lazi
 accessor's module loads on first use of ``ds.attn``) and by ``import metrics``. Every method is
 a thin wrapper around a plain function of :mod:`metrics`; nothing depends on the accessor.
 
-It understands three kinds of Dataset (:attr:`AttnAccessor.kind`):
+It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
 
 - ``"trajectory"``: a ``positions`` variable (time, particle, component), from
   :func:`metrics.trajectory_to_dataset` or ``headflow simulate``; every method works;
@@ -12,7 +12,13 @@ It understands three kinds of Dataset (:attr:`AttnAccessor.kind`):
   metrics were evaluated during the runs, and :meth:`AttnAccessor.metric` returns the stored
   variable; methods that need positions say so;
 - ``"study"``: from :func:`metrics.mean_field_limit_study`: :meth:`AttnAccessor.rate_table`
-  and :meth:`AttnAccessor.plot_limit_study`.
+  and :meth:`AttnAccessor.plot_limit_study`;
+- ``"phase"``: from :func:`metrics.phase_diagram` (:meth:`AttnAccessor.plot_phase_diagram`);
+- ``"chaos"``: from :func:`metrics.chaos_horizon_study` (:meth:`AttnAccessor.plot_chaos_collapse`,
+  :meth:`AttnAccessor.plot_chaos_horizon`).
+
+:meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics.plotting`,
+:mod:`metrics.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
 
 Times are selected by value (:func:`time_index`): a time outside the saved range is an error,
 never snapped to the nearest save.
@@ -61,12 +67,17 @@ class AttnAccessor:
 
     @property
     def kind(self) -> str:
-        """``"trajectory"`` (has positions), ``"study"`` (fitted rates), ``"sweep"`` (a seed dim) or ``"other"``."""
+        """``"trajectory"`` (has positions), ``"study"`` (fitted rates), ``"phase"`` (a phase diagram),
+        ``"chaos"`` (a chaos study), ``"sweep"`` (a seed dim) or ``"other"``."""
         ds = self._ds
         if "positions" in ds:
             return "trajectory"
         if any(v.startswith("rate_") and v.endswith("_ci") for v in ds.data_vars):
             return "study"
+        if "theory_time" in ds and "beta" in ds.dims:
+            return "phase"
+        if "sigma_star" in ds and "t_delta" in ds:
+            return "chaos"
         if "seed" in ds.dims and "time" in ds.dims:
             return "sweep"
         return "other"
@@ -141,17 +152,71 @@ class AttnAccessor:
         ka, kb = self.time_index(t_a), self.time_index(t_b)
         return wasserstein(pos.isel(time=ka).values, pos.isel(time=kb).values, p=p)
 
-    def rate_table(self, time: float = 0.0, variables=None) -> str:
-        """The limit study's table at one save time (:func:`metrics.limit_study_table`)."""
-        from .report import limit_study_table
+    def rate_table(self, time: float = 0.0, variables=None):
+        """The limit study's table at one save time, a pandas DataFrame (:func:`metrics.limit_study_frame`):
+        rows n and ``"rate"``, columns (gap, statistic); ``metrics.limit_study_table(ds, time=t)`` is the text."""
+        from .report import limit_study_frame
 
-        return limit_study_table(self._ds, time=time, variables=variables)
+        return limit_study_frame(self._ds, time=time, variables=variables)
 
     def plot_limit_study(self, var: str | None = None, **kwargs):
         """The limit study's log-log panel (:func:`metrics.plot_limit_study`); returns the Axes."""
         from .report import plot_limit_study
 
         return plot_limit_study(self._ds, var, **kwargs)
+
+    def plot_curves(self, names=None, **kwargs):
+        """Metrics against time, one panel each (:func:`metrics.plot_curves`); returns the Axes."""
+        from .plotting import plot_curves
+
+        return plot_curves(self._ds, names, **kwargs)
+
+    def plot_angles(self, **kwargs):
+        """Tokens on S^1 as angles against time (:func:`metrics.plot_angles`); returns the Axes."""
+        from .animation import plot_angles
+
+        return plot_angles(self._ds, **kwargs)
+
+    def plot_sphere(self, time: float | None = None, **kwargs):
+        """Tokens at one saved time on the circle or the shaded sphere (:func:`metrics.plot_sphere`)."""
+        from .animation import plot_sphere
+
+        return plot_sphere(self._ds, time, **kwargs)
+
+    def animate(self, path, **kwargs):
+        """Write the tokens' animation, MP4 or GIF by the suffix (:func:`metrics.animate`); returns the path."""
+        from .animation import animate
+
+        return animate(self._ds, path, **kwargs)
+
+    def plot_phase_diagram(self, statistic: str = "clustered_pairs", **kwargs):
+        """The phase diagram with the equiangular t*(beta) curve (:func:`metrics.plot_phase_diagram`)."""
+        from .plotting import plot_phase_diagram
+
+        return plot_phase_diagram(self._ds, statistic, **kwargs)
+
+    def plot_chaos_collapse(self, **kwargs):
+        """The chaos study's distance against t - log(n)/(2 sigma*) (:func:`metrics.plot_chaos_collapse`)."""
+        from .plotting import plot_chaos_collapse
+
+        return plot_chaos_collapse(self._ds, **kwargs)
+
+    def plot_chaos_horizon(self, delta: float | None = None, **kwargs):
+        """Breakdown time against log n with the prediction (:func:`metrics.plot_chaos_horizon`)."""
+        from .plotting import plot_chaos_horizon
+
+        return plot_chaos_horizon(self._ds, delta, **kwargs)
+
+    def plot(self, **kwargs):
+        """The figure of this kind of Dataset: the tokens of a trajectory (angles over time on S^1,
+        the shaded sphere at the last save on S^2, metric curves otherwise), a sweep's curves, the
+        phase diagram, the chaos collapse, the limit study's log-log panel."""
+        kind = self.kind
+        if kind == "trajectory":
+            d = self._ds.sizes.get("component")
+            return {2: self.plot_angles, 3: self.plot_sphere}.get(d, self.plot_curves)(**kwargs)
+        return {"study": self.plot_limit_study, "phase": self.plot_phase_diagram, "chaos": self.plot_chaos_collapse,
+                }.get(kind, self.plot_curves)(**kwargs)
 
 
 def _register() -> None:

@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import json
 import time as _time
-import warnings
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 
 import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
@@ -47,18 +45,13 @@ from particles.validation import (
 )
 
 from . import _params as P
+from ._chaos_breakdown import breakdown
 from ._study_reference import UniformReference, _method
 from .dataset import model_attrs, netcdf_safe, provenance
 from .horizon import (
-    ResolutionWarning,
-    breakdown_law_cdf,
     breakdown_law_mean,
-    breakdown_time,
-    fit_horizon_slope,
     harmonic_amplitudes,
-    harmonic_multiplicity,
     largest_breakdown_value,
-    predicted_breakdown_time,
 )
 from .limit import cluster_row, saved_to_dataset
 
@@ -82,7 +75,7 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
 
     def save_fn(t, x):
         row = {"distance": distance(x, int(np.argmin(np.abs(ts - t))))[name]}
-        for l, a in enumerate(harmonic_amplitudes(x, L), start=1):
+        for l, a in enumerate(harmonic_amplitudes(x, L)[1:], start=1):
             row[f"amplitude_{l}"] = a
         row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
@@ -113,7 +106,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                         kappa: float = np.inf, l_max: int = 6, dt: float = 0.05, seed: int = 0,
                         n_projections: int = 64, eps_cluster: float = 1e-2, max_clusters: int = 8,
                         n_boot: int = 1000, store=None, engine="serial", max_workers: int | None = None,
-                        progress: bool = False) -> xr.Dataset:
+                        progress: bool | None = None) -> xr.Dataset:
     r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
 
     Theory (:mod:`metrics.horizon`, docs/theory.md): the degree amplitudes start at
@@ -215,9 +208,10 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                                   "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)",
                                   **({} if energies is None else {"density": energies})},
                                  sort_keys=True, default=str)
-    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves,
-                      kappa=kappa, model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
-                      store=store, progress=progress, cell_fn=_chaos_cell, cell_settings={**settings, "caller": "chaos_horizon_study"}, metrics=())
+    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa, metrics=(),
+                       model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
+                       store=store, progress=progress, cell_fn=_chaos_cell,
+                       cell_settings={**settings, "caller": "chaos_horizon_study", "progress_label": "chaos study"})
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
            "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
@@ -256,62 +250,13 @@ def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, 
     return ref["reference"], attrs
 
 
-def _first_index(ts, t):
-    """Index of the first save time >= t (the last one if t is beyond the horizon)."""
-    return np.minimum(np.searchsorted(ts, t, side="left"), len(ts) - 1)
-
-
-def _breakdown(ts, amp, dist, cfg) -> dict:
-    """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope and KS."""
-    deltas, l_star, s_star, n_values = cfg["deltas"], cfg["l_star"], cfg["s_star"], cfg["n_values"]
-    a_star = amp[..., l_star - 1]
-    ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
-    td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
-    td_dist = np.full_like(td, np.nan)
-    with warnings.catch_warnings():
-        # the grid was checked against sigma*; a non-linear overshoot at late times is not a resolution issue
-        warnings.simplefilter("ignore", ResolutionWarning)
-        td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
-        td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
-    stable, theory = s_star <= 0, cfg["uniform"]
-    pred = np.full_like(td, np.inf if stable else np.nan)
-    if not stable and theory:
-        pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
-    if not theory:  # a perturbed start: breakdown is the distance to mu(t) reaching delta
-        td = td_dist.copy()
-    n_inf = int(np.sum(np.isinf(td)))
-    if not stable and n_inf:
-        horizon = np.where(np.isfinite(pred), pred, np.nan)
-        hint = f" beyond about {float(np.nanmax(horizon)):.3g}" if np.isfinite(horizon).any() else ""
-        warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
-                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=4)
-    k = harmonic_multiplicity(l_star, cfg["d"])
-    idx = _first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
-    at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
-    dominant = (np.argmax(at, axis=-1) + 1).astype(float)
-    dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
-    dominant[np.isnan(amp[..., 0, 0])[None].repeat(len(deltas), 0)] = np.nan  # a seed not run at this n
-    if not theory:  # A_l of mu_n includes mu(t)'s own harmonics: no dominant fluctuation mode to read off
-        dominant[:] = np.nan
-    z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
-    z = z if theory else np.full_like(z, np.nan)
-    counts = np.asarray(cfg["n_seeds"])
-    ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
-    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
-                     if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
-    ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
-                   if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
-    return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
-            "k": k, "stable": stable}
-
-
 def _assemble(sweep, model, cfg) -> xr.Dataset:
     ts, l_max, l_star, s_star = cfg["ts"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
     n_values, d, K = cfg["n_values"], cfg["d"], int(cfg["max_clusters"])
     dims = ("n_particles", "seed", "time")
     amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
     dist = sweep["distance"].values
-    b = _breakdown(ts, amp, dist, cfg)
+    b = breakdown(ts, amp, dist, cfg)
     td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
                                                                             "fits", "ks", "k", "stable"))
     masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
@@ -337,12 +282,15 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
                                            + " (inf: not by t1; NaN: failed run or seed not run)",
                               "units": "1"}),
         "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
-                                                       "(inf: stable)", "units": "1"}),
+                                                       "(inf: stable; NaN: started above delta)", "units": "1"}),
         "t_delta_distance": (run, td_dist, {"long_name": "first time the distance to the mean field >= delta "
                                                          "(inf: not by t1)", "units": "1"}),
         "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
                                                        "(0: no breakdown)", "units": "1"}),
-        "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta)", "units": "1"}),
+        "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta) (NaN: started above delta)",
+                               "units": "1"}),
+        "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta = 0 "
+                                                               "is no breakdown: prediction and Z masked)", "units": "1"}),
         "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and cfg["uniform"] else np.nan,
                                {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
         "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "

@@ -93,9 +93,11 @@ def harmonic_multiplicity(l: int, d: int) -> int:
 
 @declare(l_max=Integer(1, hint="The highest degree recorded, e.g. 6."))
 def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
-    r"""Degree amplitudes :math:`A_l(\mu_n)`, l = 1..l_max, of the empirical measure of x (module docstring).
+    r"""Degree amplitudes :math:`A_l(\mu_n)`, l = 0..l_max, of the empirical measure of x (module docstring).
 
-    On :math:`S^1`: :math:`A_l = \sqrt2\,|\frac1n\sum_j e^{il\theta_j}|`. On :math:`S^2`:
+    Index l is degree l, as in :func:`meanfield.growth_rates` (``A[l]`` pairs with ``sigma[l]``);
+    :math:`A_0 = 1` (the constant part of a probability measure). On :math:`S^1`:
+    :math:`A_l = \sqrt2\,|\frac1n\sum_j e^{il\theta_j}|` for l >= 1. On :math:`S^2`:
     :math:`A_l^2 = 4\pi\sum_{m=-l}^{l}|\frac1n\sum_j Y_l^m(x_j)|^2` with the complex harmonics of
     ``scipy.special.sph_harm_y`` (orthonormal for the surface measure; the unitary change to the
     real basis keeps the norm over m). Cost O(n l_max) on S^1, O(n l_max²) on S^2.
@@ -107,23 +109,25 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
 
     Returns
     -------
-    ndarray of shape (l_max,)
+    ndarray of shape (l_max + 1,)
+        ``A[l]`` for degrees l = 0, 1, ..., l_max.
 
     Examples
     --------
     >>> theta = 2 * np.pi * np.arange(8) / 8            # equally spaced: a_l = 0 unless 8 | l
     >>> A = harmonic_amplitudes(np.stack([np.cos(theta), np.sin(theta)], 1), 8)
-    >>> bool(np.allclose(A[:7], 0, atol=1e-12)), bool(np.isclose(A[7], np.sqrt(2)))
-    (True, True)
+    >>> float(A[0]), bool(np.allclose(A[1:8], 0, atol=1e-12)), bool(np.isclose(A[8], np.sqrt(2)))
+    (1.0, True, True)
     """
     caller = "harmonic_amplitudes"
     x = check_points(x, "x", caller, atol=1e-8)
     n, d = x.shape
+    out = np.empty(l_max + 1)
     if d == 2:
         z = x[:, 0] + 1j * x[:, 1]
         # powers by repeated multiplication stay on the unit circle to round-off
-        out, zl = np.empty(l_max), np.ones(n, dtype=complex)
-        for l in range(l_max):
+        out[0], zl = 1.0, np.ones(n, dtype=complex)  # (degree 0 is one real function, not a cos/sin pair)
+        for l in range(1, l_max + 1):
             zl = zl * z
             out[l] = np.sqrt(2.0) * abs(zl.mean())
         return out
@@ -133,10 +137,9 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
             "higher spheres are not implemented.")
     polar = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
     azim = np.arctan2(x[:, 1], x[:, 0])
-    out = np.empty(l_max)
-    for l in range(1, l_max + 1):
+    for l in range(l_max + 1):
         s = sum(abs(sph_harm_y(l, m, polar, azim).mean()) ** 2 for m in range(-l, l + 1))
-        out[l - 1] = np.sqrt(4 * np.pi * s)
+        out[l] = np.sqrt(4 * np.pi * s)
     return out
 
 

@@ -227,7 +227,7 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
                   statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
                   init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
                   drop_settled: bool = True, merge: float = 0.0, seed: int | None = 0, engine="serial",
-                  max_workers: int | None = None, store=None, progress: bool = False) -> xr.Dataset:
+                  max_workers: int | None = None, store=None, progress: bool | None = None) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
@@ -311,7 +311,7 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
                       method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,
                       max_workers=max_workers, store=store, progress=progress, cell_fn=_phase_cell,
-                      cell_settings={**settings, "caller": "phase_diagram"})
+                      cell_settings={**settings, "caller": "phase_diagram", "progress_label": "phase diagram"})
     return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from particles.validation import InvalidParameterError
+from particles.validation import Instance, Interval, InvalidParameterError, declare
 
 from .dataset import time_index
+from .plotting import short_label
 
-__all__ = ["limit_study_table", "plot_limit_study", "study_rate_variables"]
+__all__ = ["limit_study_frame", "limit_study_table", "plot_limit_study", "study_rate_variables"]
 
 
 def study_rate_variables(ds: xr.Dataset) -> list[str]:
@@ -56,9 +57,63 @@ def _summary(ds: xr.Dataset, v: str, k: int):
     return mean, se, float(ds[f"rate_{v}"].isel(time=k)), lo, hi
 
 
+def _variables(ds: xr.Dataset, variables, caller: str) -> list:
+    names = study_rate_variables(ds)
+    if variables is not None and (isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))):
+        raise InvalidParameterError(f"variables of {caller} must be a list of the study's rated gaps {names}; "
+                                    f"got {variables!r}.")
+    variables = names if variables is None else list(variables)
+    for v in variables:
+        _check_var(ds, v, names)
+    return variables
+
+
+@declare(ds=Instance(xr.Dataset, what="an xarray.Dataset from metrics.mean_field_limit_study"), time=Interval())
+def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
+    r"""A limit study at one save time as a pandas DataFrame: rows n (then ``"rate"``), columns
+    (gap, statistic).
+
+    For each rated gap, the row of each n holds the seed mean (``value``) and its standard error
+    (``stderr``); the last row, ``"rate"``, holds the fitted exponent r of
+    :math:`\bar g\sim n^r` (``value``), its standard error when the study recorded it, and its
+    interval (``ci_low``, ``ci_high``). ``frame.attrs["time"]`` is the save time.
+    :func:`limit_study_table` prints the same numbers as text.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> n = np.array([100, 400])
+    >>> g = np.array([[[0.10], [0.12]], [[0.05], [0.06]]])  # (n, seed, time)
+    >>> ds = xr.Dataset({"w1": (("n_particles", "seed", "time"), g),
+    ...                  "w1_stderr": (("n_particles", "time"), [[0.01], [0.005]]),
+    ...                  "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
+    ...                 coords={"n_particles": n, "time": [0.0]})
+    >>> frame = limit_study_frame(ds)
+    >>> float(frame.loc[400, ("w1", "value")]), float(frame.loc["rate", ("w1", "ci_low")])
+    (0.055, -0.6)
+    """
+    import pandas as pd
+
+    variables = _variables(ds, variables, "limit_study_frame")
+    k = _time_index(ds, time)
+    index = pd.Index([int(n) for n in ds.n_particles.values] + ["rate"], name="n", dtype=object)
+    columns = pd.MultiIndex.from_product([variables, ["value", "stderr", "ci_low", "ci_high"]],
+                                         names=["gap", "statistic"])
+    frame = pd.DataFrame(np.nan, index=index, columns=columns)
+    for v in variables:
+        mean, se, r, lo, hi = _summary(ds, v, k)
+        r_se = float(ds[f"rate_{v}_stderr"].isel(time=k)) if f"rate_{v}_stderr" in ds else np.nan
+        frame[(v, "value")] = [*mean, r]
+        frame[(v, "stderr")] = [*se, r_se]
+        frame.loc["rate", [(v, "ci_low"), (v, "ci_high")]] = [lo, hi]
+    frame.attrs["time"] = float(ds.time[k])
+    return frame
+
+
 def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> str:
     r"""A plain-text table of a limit study at one save time: per n, the seed mean ± standard
-    error of each rated gap, and a last row with the fitted exponent and its interval.
+    error of each rated gap, and a last row with the fitted exponent and its interval (the
+    numbers of :func:`limit_study_frame`).
 
     Parameters
     ----------
@@ -84,23 +139,17 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     400   0.055 ± 0.005
     rate  -0.500 [-0.600, -0.400]
     """
-    names = study_rate_variables(ds)
-    if variables is not None and (isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))):
-        raise InvalidParameterError(f"variables of limit_study_table must be a list of the study's rated gaps "
-                                    f"{names}; got {variables!r}.")
-    variables = names if variables is None else list(variables)
-    for v in variables:
-        _check_var(ds, v, names)
-    k = _time_index(ds, time)
+    frame = limit_study_frame(ds, time=time, variables=_variables(ds, variables, "limit_study_table"))
     cols = []
-    for v in variables:
-        mean, se, r, lo, hi = _summary(ds, v, k)
-        cells = [f"{m:.4g} ± {s:.2g}" for m, s in zip(mean, se)]
+    for v in frame.columns.get_level_values("gap").unique():
+        f = frame[v]
+        cells = [f"{m:.4g} ± {s:.2g}" for m, s in zip(f["value"].iloc[:-1], f["stderr"].iloc[:-1])]
+        r, lo, hi = f.loc["rate", ["value", "ci_low", "ci_high"]]
         cols.append((v, cells, f"{r:.3f} [{lo:.3f}, {hi:.3f}]"))
-    ns = [str(int(n)) for n in ds.n_particles.values]
+    ns = [str(n) for n in frame.index[:-1]]
     w0 = max(len("rate"), *(len(n) for n in ns))
     widths = [max(len(name), len(rate), *(len(c) for c in cells)) for name, cells, rate in cols]
-    lines = [f"t = {float(ds.time[k]):g}",
+    lines = [f"t = {frame.attrs['time']:g}",
              f"{'n':<{w0}}  " + "  ".join(f"{name:>{w}}" for (name, _, _), w in zip(cols, widths))]
     for i, n in enumerate(ns):
         lines.append(f"{n:<{w0}}  " + "  ".join(f"{cells[i]:>{w}}" for (_, cells, _), w in zip(cols, widths)))
@@ -168,8 +217,7 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     ax.set_xscale("log")
     ax.set_yscale("log")
     long = ds[var].attrs.get("long_name", var)
-    units = ds[var].attrs.get("units", "1")
-    ax.set(xlabel="n (tokens)", ylabel=var + ("" if units == "1" else f" [{units}]"))
+    ax.set(xlabel="n (tokens)", ylabel=short_label(ds[var]))
     a = ds.attrs
     sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
     params = [f"{k} = {a[k]}" for k in ("kind", "beta", "kappa", "sampling") if k in a]

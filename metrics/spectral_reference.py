@@ -315,12 +315,12 @@ def _zonal_entropy(model, sol, k):
     r"""Head-averaged attention entropy of a zonal density (scalar heads :math:`M_h = \lambda_h I`): per
     head :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\,d\mu` with :math:`\log Z_a` from Funk–Hecke
     (``SpectralSolution.log_partition``) and :math:`\beta\langle x, M m(x)\rangle = a\,\partial_a\log Z_a`
-    by a central difference in a; Gauss–Gegenbauer quadrature in :math:`t = \langle x, e\rangle`."""
-    from scipy.special import roots_gegenbauer
+    by a central difference in a; the spectral solver's Gauss–Gegenbauer rule in :math:`t = \langle x, e\rangle`
+    (weights to relative round-off at any number of nodes, summing to 1)."""
+    from meanfield._spectral.zonal import _gauss_gegenbauer
 
     d, L = sol.d, sol.L
-    t, w = np.polynomial.legendre.leggauss(2 * L + 8) if d == 3 else roots_gegenbauer(2 * L + 8, (d - 2) / 2)
-    w = w / w.sum()
+    t, w = _gauss_gegenbauer(2 * L + 8, d)
     e = sol.axis
     perp = np.eye(d)[int(np.argmin(np.abs(e)))]
     perp = perp - (perp @ e) * e

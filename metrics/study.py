@@ -134,7 +134,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                            w2_max_n: int = 100_000, eps_cluster: float = 1e-3, max_clusters: int = 8,
                            sampling: str = "independent", interval: str = "t", n_boot: int = 2000,
                            store=None, engine="serial", max_workers: int | None = None,
-                           progress: bool = False, reference: str = "auto") -> xr.Dataset:
+                           progress: bool | None = None, reference: str = "auto") -> xr.Dataset:
     r"""Run the study and return a Dataset with dims (n_particles, seed, time).
 
     Parameters
@@ -186,12 +186,13 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     n_boot : bootstrap resamples when ``interval="bootstrap"``
     store, engine, max_workers, progress
         Passed to :func:`metrics.run_sweep`: a folder for one netCDF file per finished (n, seed)
-        cell (resumable), "serial"/"process"/dask client, and a tqdm bar over cells. The reference
-        (fv_circle on S^1, the two Lagrangian runs on d ≥ 3) is kept in ``store`` too
-        (``reference_<hash>.nc``, keyed by every setting it depends on, the density's values on
-        the grid included), so a rerun loads it; ``progress`` also shows a bar for each reference
-        run on d ≥ 3. The attrs ``reference_build_seconds``,
-        ``reference_cached`` and ``reference_file`` say what it cost and where it is.
+        cell (resumable), "serial"/"process"/dask client, and the progress bars ("reference",
+        then "S^{d-1} study" over the cells; ``None``: shown once a step has run 2 s, ``True``:
+        at once, ``False``: never). The spectral reference is rebuilt on every run (seconds,
+        ``reference_seconds`` in the attrs); a finite-volume or Lagrangian one is kept in
+        ``store`` (``reference_<hash>.nc``, keyed by every setting it depends on, the density's
+        values on the grid included), so a rerun loads it (attrs ``reference_build_seconds``,
+        ``reference_cached``, ``reference_file``).
     reference : {"auto", "spectral", "fv_circle", "lagrangian"}
         The mean-field solution the particles are measured against. ``"auto"`` (default): the
         spectral solution (:class:`metrics.spectral_reference.StudyReference`: exponentially
@@ -205,12 +206,12 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     counts = _seed_counts(n_seeds, n_values)
     from ._executors import FixedModel
 
-    d = model.d
-    t_start = _time.perf_counter()
+    d, t_start = model.d, _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
     # what a cell reads; the reference object (below) carries the transport settings
     settings = {"model": model, "ts": ts, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
-                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling}
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling,
+                "progress_label": f"S^{d - 1} study"}
     ref = setup_reference(model, density_fn, ts, dict(
         m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),

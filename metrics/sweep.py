@@ -60,6 +60,7 @@ from particles.validation import (
 from . import _params as P
 from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
 from ._failures import FailedCellWarning, failed_cells, warn_failed
+from ._progress import progress_bar
 from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
 from .dataset import netcdf_safe, provenance
 from .registry import METRICS
@@ -184,7 +185,7 @@ def run_sweep(
     engine="serial",
     max_workers: int | None = None,
     store: str | os.PathLike | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     max_pool_restarts: int = 2,
     cell_fn=None,
     cell_settings: dict | None = None,
@@ -209,8 +210,9 @@ def run_sweep(
     engine : "serial", "process" or a dask.distributed.Client
     store : path, optional
         Folder for one netCDF file per finished cell; enables resuming.
-    progress : bool
-        tqdm progress bar over cells.
+    progress : bool or None
+        tqdm progress bar over cells: ``None`` (default) shows it once the run has taken 2 s,
+        ``True`` at once, ``False`` never; a rerun with every cell in the store shows none.
     max_pool_restarts : int
         With ``engine="process"``: how many times a pool broken by a dead worker is
         restarted for the unfinished cells before giving up with :class:`particles.SolverError`.
@@ -258,11 +260,8 @@ def run_sweep(
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
     results = {} if store is None else _load_finished(store, caller, cells, keys, paths)
     todo = [idx for idx in range(len(cells)) if idx not in results]
-    bar = None
-    if opts["progress"]:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(cells), initial=len(results), desc="sweep", unit="cell")
+    bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
+                       desc=settings.get("progress_label", "sweep"))
 
     def done(idx, ds):
         results[idx] = ds

@@ -36,6 +36,18 @@ STUDY_DS = __import__("xarray").Dataset(
      "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
     coords={"n_particles": [100, 400], "time": [0.0]})
 
+TRAJ_DS = metrics.trajectory_to_dataset(particles.simulate(X, MODEL, t1=0.1, dt=0.05,
+                                                           save=particles.SaveAt(ts=[0.0, 0.1])), MODEL)
+TRAJ_DS2 = metrics.trajectory_to_dataset(particles.simulate(X[:, :2] / np.linalg.norm(X[:, :2], axis=1, keepdims=True),
+                                                            MODEL2, t1=0.1, dt=0.05), MODEL2)
+ANIMATION = __import__("pathlib").Path(__import__("tempfile").mkdtemp()) / "tokens.gif"
+PHASE_DS = metrics.phase_diagram([1.0, 2.0], n=4, d=2, t1=0.5, n_systems=2, n_saves=2)
+CHAOS_DS = __import__("xarray").Dataset(
+    {"distance": (("n_particles", "seed", "time"), np.array([[[0.1, 0.2]], [[0.05, 0.1]]])),
+     "t_delta": (("delta", "n_particles", "seed"), [[[1.0], [2.0]]]), "slope": (("delta",), [1.0]),
+     "slope_ci": (("delta", "bound"), [[0.5, 1.5]]), "sigma_star": 0.5},
+    coords={"n_particles": [100, 400], "time": [0.0, 1.0], "delta": [0.1]})
+
 
 def _RHO2(x):
     return 1 + 0.5 * x[:, 0]
@@ -309,8 +321,22 @@ CASES.update({
                                             {"x": "points", "y": "points", "n_projections": "int"}),
     "metrics.limit_study_table": (metrics.limit_study_table, dict(ds=STUDY_DS),
                                   {"ds": "model", "time": "real", "variables": "str"}),
+    "metrics.limit_study_frame": (metrics.limit_study_frame, dict(ds=STUDY_DS),
+                                  {"ds": "model", "time": "real", "variables": "str"}),
     "metrics.plot_limit_study": (metrics.plot_limit_study, dict(ds=STUDY_DS),
                                  {"ds": "model", "var": "str", "times": "times", "guide": "bool"}),
+    # figures and animations
+    "metrics.plot_curves": (metrics.plot_curves, dict(ds=TRAJ_DS), {"ds": "model", "names": "str", "log_time": "bool"}),
+    "metrics.plot_angles": (metrics.plot_angles, dict(ds=TRAJ_DS2), {"ds": "model", "log_time": "bool"}),
+    "metrics.plot_sphere": (metrics.plot_sphere, dict(ds=TRAJ_DS), {"ds": "model", "time": "real", "elev": "real",
+                                                                    "azim": "real"}),
+    "metrics.animate": (metrics.animate, dict(ds=TRAJ_DS, path=ANIMATION, dpi=20),
+                        {"ds": "model", "fps": "int", "stride": "int", "dpi": "int", "size": "pos",
+                         "elev": "real", "azim": "real"}),
+    "metrics.plot_phase_diagram": (metrics.plot_phase_diagram, dict(ds=PHASE_DS),
+                                   {"ds": "model", "statistic": "choice", "curve": "bool", "colorbar": "bool"}),
+    "metrics.plot_chaos_collapse": (metrics.plot_chaos_collapse, dict(ds=CHAOS_DS), {"ds": "model", "collapse": "bool"}),
+    "metrics.plot_chaos_horizon": (metrics.plot_chaos_horizon, dict(ds=CHAOS_DS), {"ds": "model", "delta": "pos"}),
     "metrics.density_of_angle": (metrics.density_of_angle, dict(f=np.cos), {"f": "callable"}),
     "metrics.check_density_fn": (metrics.check_density_fn, dict(density_fn=lambda y: 1 + y[:, 0], d=3),
                                  {"density_fn": "callable", "d": "int"}),

@@ -132,7 +132,16 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
 
 
 class _Sphere:
-    """Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2."""
+    r"""Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2.
+
+    The flow in weak form: :math:`\dot C_{lm} = -\langle\operatorname{div}F, Y_{lm}\rangle =
+    \langle F, \nabla Y_{lm}\rangle`, F = ρv, by the quadrature of the grid (exact for the product
+    when v = ∇Φ is band-limited). With :math:`\partial_\theta\bar P_{lm} = -(u_{lm}\bar P_{l-1,m} -
+    v_{lm}\bar P_{l+1,m})/\sin\theta` (:func:`_gradient_weights`) this is
+    :math:`\dot C_{lm} = -u_{lm}g^\theta_{l-1,m} + v_{lm}g^\theta_{l+1,m} - im\,g^\varphi_{lm}`, g the
+    coefficients of :math:`F_\theta/\sin\theta` and :math:`F_\varphi/\sin\theta`: one factor ~ l meets
+    the transform's round-off, where the strong form Δ(ρΦ) multiplied it by l(l+1).
+    """
 
     d = 3
     max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
@@ -140,15 +149,18 @@ class _Sphere:
     def __init__(self, model, L):
         self.model, self.L = model, L
         self.scalar = _scalar_heads(model) is not None
-        # general heads: F_i is analysed to degree L + 1 (x_i ΔF_i then has degree L + 2 ≥ L)
+        # transforms to degree L + 1 (the gradient of degree L, the flux against ∇Y_lm, l ≤ L); the grid
+        # integrates ρ ∇Φ·∇Y_lm (degree ≤ 3L + 1) exactly
         self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)
         l = np.arange(L + 1)
         self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], L + 1, 1)
         self.mask = np.tril(np.ones((L + 1, L + 1), bool))
         self.weight = np.where(np.arange(L + 1)[None, :] == 0, 1.0, 2.0) * self.mask
+        self.u, self.v = _gradient_weights(L + 1)
+        self.im = 1j * np.arange(L + 2)[None, :]  # ∂_φ on order m
+        self.inv_s2 = (1.0 / (1.0 - self.sht.z**2))[:, None]  # Gauss nodes avoid the poles
         if self.scalar:
             self.phi, self.zs = _potential_multipliers(model, l, 3)
-        self.xyz = self.sht.points.reshape(self.sht.nlat, self.sht.nlon, 3)
 
     def with_L(self, L):
         return _Sphere(self.model, L)
@@ -165,36 +177,51 @@ class _Sphere:
         out[: self.L + 1, : self.L + 1] = c
         return out
 
+    def _gradient(self, a):
+        """Coefficients (degree L + 1) of sinθ ∂_θ f and ∂_φ f for f of degree ≤ L (coefficients a at degree
+        L + 1): sinθ ∂_θ f = -(1-z²)∂_z f maps degree l to l ± 1 only."""
+        a = self._up(a)
+        D = np.zeros_like(a)
+        D[:-1] -= self.u[1:] * a[1:]
+        D[1:] += self.v[:-1] * a[:-1]
+        return D, self.im * a
+
     def rhs(self, c):
-        sht, lap = self.sht, self.laplacian
+        sht = self.sht
         if self.scalar:
-            if self.model.kind == "usa":
-                pc = self.phi[:, None] * c
-                rho, lrho, Phi, lPhi = sht.synthesis(np.stack([self._up(c), self._up(lap * c), self._up(pc),
-                                                               self._up(lap * pc)]))
-            else:
-                parts = [self._up(c), self._up(lap * c), self._up(self.phi[:, None] * c)]
-                parts += [self._up(zs[:, None] * c) for _, zs in self.zs]
-                vals = sht.synthesis(np.stack(parts))
-                rho, lrho, Phi = vals[0], vals[1], vals[2].copy()
-                for (amp, _), Z in zip(self.zs, vals[3:]):
-                    Phi += amp * np.log(np.maximum(Z, 1e-300))
-                Pc = sht.analysis(Phi)
-                lap1 = np.repeat(sht.laplacian[:, None], self.L + 2, 1)
-                lPhi = sht.synthesis(lap1 * Pc)
-            G = sht.analysis(np.stack([rho * Phi, rho * lPhi - Phi * lrho]), self.L)
-            return -0.5 * (lap * G[0] + G[1]) * self.mask
+            linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
+            parts = [self._up(c), *(self._gradient(self.phi[:, None] * c) if linear else ())]
+            for _, zs in self.zs:
+                parts += [self._up(zs[:, None] * c), *self._gradient(zs[:, None] * c)]
+            vals = sht.synthesis(np.stack(parts))
+            rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
+            for k, (amp, _) in enumerate(self.zs):
+                # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
+                Z, Zt, Zp = vals[1 + 2 * linear + 3 * k: 4 + 2 * linear + 3 * k]
+                s = amp / np.maximum(Z, 1e-300)
+                St, Sp = St + s * Zt, Sp + s * Zp
+            q = rho * self.inv_s2
+            return self._weak_divergence(q * St, q * Sp)
         rho = sht.synthesis(self._up(c))
         w = np.maximum(rho, 0.0).ravel() * np.repeat(sht.w, sht.nlon) / sht.nlon
         from ..field import _velocity
 
         v = _velocity(self.model, sht.points, w / w.sum(), sht.points).reshape(sht.nlat, sht.nlon, 3)
         F = rho[..., None] * v
-        Fc = sht.analysis(np.moveaxis(F, -1, 0))  # degree L + 1
-        lap1 = np.repeat(sht.laplacian[:, None], self.L + 2, 1)
-        lF = sht.synthesis(lap1[None] * Fc)
-        div = -0.5 * np.einsum("ijk,kij->ij", self.xyz, lF)
-        return -sht.analysis(div, self.L) * self.mask
+        x = sht.points.reshape(sht.nlat, sht.nlon, 3)
+        # F_θ sinθ = z (x F_x + y F_y) - (1 - z²) F_z and F_φ sinθ = x F_y - y F_x (e_θ, e_φ times sinθ)
+        Ft = x[..., 2] * (x[..., 0] * F[..., 0] + x[..., 1] * F[..., 1]) - (1 - x[..., 2] ** 2) * F[..., 2]
+        Fp = x[..., 0] * F[..., 1] - x[..., 1] * F[..., 0]
+        return self._weak_divergence(Ft * self.inv_s2, Fp * self.inv_s2)
+
+    def _weak_divergence(self, gt, gp):
+        r"""⟨F, ∇Y_lm⟩, l ≤ L, from grid values gt = F_θ/sinθ and gp = F_φ/sinθ (the class docstring)."""
+        L = self.L
+        Gt, Gp = self.sht.analysis(np.stack([gt, gp]))
+        down = np.zeros((L + 1, L + 2), complex)  # g_{l-1}
+        down[1:] = Gt[:L]
+        out = -self.u[: L + 1] * down + self.v[: L + 1] * Gt[1:] - self.im * Gp[: L + 1]
+        return out[:, : L + 1] * self.mask
 
     def norm(self, c):
         return float(np.sqrt(np.sum(self.weight * np.abs(c) ** 2)))
@@ -220,6 +247,17 @@ class _Sphere:
         rho = sht.synthesis(c).ravel()
         w = np.maximum(rho, 0) * np.repeat(sht.w, sht.nlon) / sht.nlon
         return measure_energy(self.model, sht.points, w / w.sum()) if self.model.beta > 0 else np.inf
+
+
+def _gradient_weights(n):
+    r"""(u_lm, v_lm), l, m = 0..n, of :math:`(1-z^2)\bar P_{lm}' = u_{lm}\bar P_{l-1,m} - v_{lm}\bar P_{l+1,m}`:
+    :math:`u_{lm} = (l+1)\alpha_{lm}`, :math:`v_{lm} = l\alpha_{l+1,m}` with :math:`\alpha_{lm} =
+    \sqrt{(l^2-m^2)/(4l^2-1)}` the coefficient of :math:`z\bar P_{lm} = \alpha_{l+1,m}\bar P_{l+1,m} +
+    \alpha_{lm}\bar P_{l-1,m}` (the orthonormal recurrence of :func:`_legendre_column`)."""
+    l = np.arange(n + 2, dtype=float)[:, None]
+    m = np.arange(n + 1, dtype=float)[None, :]
+    alpha = np.sqrt(np.clip(l * l - m * m, 0, None) / np.maximum(4 * l * l - 1, 1))
+    return (l[:-1] + 1) * alpha[:-1], l[:-1] * alpha[1:]
 
 
 def _sphere_projection(C, theta, x):

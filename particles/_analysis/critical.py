@@ -56,6 +56,7 @@ from .._core.params_data import Points
 from .._core.sphere import normalize, project_tangent
 from .._core.validation import check_param, check_points
 from .._model.checks import Model, check_model, fits_model
+from .._model.display import array_summary, fields_html, fields_repr
 from .._model.fields import STATE
 from .._model.multihead import MultiHead
 
@@ -213,6 +214,16 @@ class HessianSpectrum:
     tol: float
     grad_norm: float
 
+    def _fields(self) -> list:
+        return [("eigenvalues", array_summary(self.eigenvalues)), ("index", str(self.index)),
+                ("nullity", str(self.nullity)), ("tol", f"{self.tol:.3g}"), ("grad_norm", f"{self.grad_norm:.3g}")]
+
+    def __repr__(self) -> str:
+        return fields_repr("HessianSpectrum", self._fields())
+
+    def _repr_html_(self) -> str:
+        return fields_html("HessianSpectrum", self._fields())
+
 
 @declare(model=_GRAD, x=STATE, rtol=_POS, relations=[fits_model()])
 def hessian_spectrum(model: MultiHead, x, *, rtol: float = 1e-8) -> HessianSpectrum:
@@ -265,6 +276,20 @@ class CriticalPoint:
     n_iter: int
     spectrum: HessianSpectrum | None
     jacobian_eigenvalues: np.ndarray
+
+    def _fields(self) -> list:
+        unstable = int(np.sum(np.real(self.jacobian_eigenvalues) > 0))
+        return [("x", array_summary(self.x)), ("converged", str(bool(self.converged))), ("n_iter", str(self.n_iter)),
+                ("residual", f"{self.residuals[-1]:.3g}" if len(self.residuals) else "nan"),
+                ("unstable directions (Jacobian)", str(unstable)),
+                ("spectrum", "None" if self.spectrum is None else f"index {self.spectrum.index}, "
+                                                                  f"nullity {self.spectrum.nullity}")]
+
+    def __repr__(self) -> str:
+        return fields_repr("CriticalPoint", [(k.split(" ")[0], v) for k, v in self._fields()])
+
+    def _repr_html_(self) -> str:
+        return fields_html("CriticalPoint", self._fields())
 
 
 @declare(model=Model(geometries=("sphere",)), x0=STATE, tol=_POS, max_iter=Integer(1), damping=Interval(0, None), step=_POS,

@@ -36,6 +36,7 @@ from .._core.validation import InvalidParameterError, check_choice, check_param
 from .._dynamics.saving import SaveAt, Trajectory
 from .._dynamics.solve import simulate
 from .._model.checks import Model, check_model, fits_model
+from .._model.display import fields_html
 from .._model.fields import STATE
 from .._model.multihead import MultiHead
 from .shadows import radial_parts
@@ -106,6 +107,26 @@ class RDReport:
         """Fraction of (head, token) pairs where ``candidate`` holds, per saved time, shape (n_times,)."""
         check_choice(candidate, "candidate", RD_CANDIDATES, "RDReport.fraction")
         return self.holds[candidate].mean(axis=(1, 2))
+
+    def _rows(self) -> list:
+        """(candidate, holds throughout, first failure, least fraction holding) per candidate."""
+        return [(c, str(bool(self.holds_throughout.get(c, False))), f"{self.first_failure.get(c, np.inf):.4g}",
+                 f"{float(self.fraction(c).min()):.3g}" if self.holds[c].size else "nan")
+                for c in RD_CANDIDATES if c in self.holds]
+
+    def _shape(self) -> str:
+        n_times, n_heads, n = next(iter(self.holds.values())).shape if self.holds else (len(self.t), 0, 0)
+        span = f", t in [{self.t[0]:.4g}, {self.t[-1]:.4g}]" if len(self.t) else ""
+        return f"{n_times} saves{span}, {n_heads} heads, {n} tokens"
+
+    def __repr__(self) -> str:
+        parts = [f"{c}: " + ("holds throughout" if ok == "True" else f"fails first at t = {first}")
+                 for c, ok, first, _ in self._rows()]
+        return f"RDReport({self._shape()}; " + "; ".join(parts) + ")"
+
+    def _repr_html_(self) -> str:
+        return fields_html(f"RDReport: {self._shape()} (arrays: .margins, .holds)", self._rows(),
+                           header=("candidate", "holds throughout", "first failure (t)", "least fraction holding"))
 
 
 @declare(model=Model(geometries=("sphere",)), traj=AnyOf(Instance(Trajectory), States(on_sphere=False)), ts=AnyOf(NONE, Array(1)))

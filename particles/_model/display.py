@@ -1,8 +1,11 @@
-"""Short displays of a model: a one-paragraph ``repr`` and an HTML table for notebooks.
+"""Short displays of a model and of analysis results: a one-paragraph ``repr`` and an HTML table
+for notebooks.
 
 A model's matrices can hold d² H entries; the displays name what they are (scalar heads
 :math:`M_h = W_h = \\lambda_h I`, or their shapes, symmetry and value alignment) and never print
-the entries (``model.M`` and ``model.W`` hold them).
+the entries (``model.M`` and ``model.W`` hold them). Results holding arrays (radial-dominance
+reports, Hessian spectra, critical points) display a summary the same way (:func:`fields_repr`,
+:func:`fields_html`); their attributes hold the arrays.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import html
 
 import numpy as np
 
-__all__ = ["heads_summary", "model_repr", "model_html"]
+__all__ = ["heads_summary", "model_repr", "model_html", "fields_repr", "fields_html", "array_summary"]
 
 
 def _scalar_strengths(model) -> np.ndarray | None:
@@ -49,8 +52,31 @@ def model_repr(model) -> str:
             f"log_time_scale={f['log_time_scale']}, summation={model.summation!r}{extras})")
 
 
+def fields_repr(name: str, fields) -> str:
+    """``Name(key=value, ...)`` of (key, text) pairs."""
+    return f"{name}(" + ", ".join(f"{k}={v}" for k, v in fields) + ")"
+
+
+def fields_html(name: str, fields, *, header=None) -> str:
+    """An HTML table: a caption ``name``, one row per item; an item is (key, text) or, with a
+    ``header`` of column names, (key, text, text, ...)."""
+    cell = "<td style='text-align:left'>{}</td>"
+    head = ("<tr>" + "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in header) + "</tr>"
+            if header else "")
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+                   + "".join(cell.format(html.escape(str(v))) for v in vals) + "</tr>" for k, *vals in fields)
+    return f"<table><caption style='text-align:left'><b>{html.escape(name)}</b></caption>{head}{rows}</table>"
+
+
+def array_summary(a) -> str:
+    """``shape (n, d), range [lo, hi]`` of an array (real part range for complex arrays)."""
+    a = np.asarray(a)
+    if a.size == 0:
+        return f"shape {a.shape}, empty"
+    r = np.real(a)
+    return f"shape {a.shape}, range [{np.nanmin(r):.4g}, {np.nanmax(r):.4g}]"
+
+
 def model_html(model) -> str:
     """An HTML table of the model's fields (Jupyter's ``_repr_html_``)."""
-    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
-                   f"{html.escape(v)}</td></tr>" for k, v in _fields(model))
-    return f"<table><caption style='text-align:left'><b>{type(model).__name__}</b></caption>{rows}</table>"
+    return fields_html(type(model).__name__, _fields(model))

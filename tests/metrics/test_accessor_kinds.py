@@ -54,7 +54,13 @@ def test_accessor_on_a_study():
     ds = metrics.mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], n_values=(8, 32), n_seeds=3, t1=0.1,
                                         n_saves=2, m_grid=64, dt=0.05)
     assert ds.attn.kind == "study"
-    table = ds.attn.rate_table(0.1)
+    frame = ds.attn.rate_table(0.1)
+    assert frame.attrs["time"] == 0.1 and list(frame.index) == [8, 32, "rate"]
+    assert frame.loc["rate", ("w1", "value")] == float(ds.rate_w1.isel(time=1))
+    np.testing.assert_allclose(frame[("w1", "value")].iloc[:-1], ds.w1.isel(time=1).mean("seed"), rtol=1e-15)
+    ci = frame.loc["rate", [("w1", "ci_low"), ("w1", "ci_high")]].to_numpy(float)
+    np.testing.assert_array_equal(ci, ds.rate_w1_ci.isel(time=1))
+    table = metrics.limit_study_table(ds, time=0.1)  # the same numbers as text
     assert table.startswith("t = 0.1") and f"{float(ds.rate_w1.isel(time=1)):.3f}" in table
     with pytest.raises(InvalidParameterError, match="outside the saved times"):
         ds.attn.rate_table(5.0)

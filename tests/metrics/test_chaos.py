@@ -166,3 +166,26 @@ def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng)
     uniform = UniformReference(2, None).distances(500)(x, 0)["w1"]
     for k in range(3):
         assert ref.distances(500)(x, k)["w1"] == pytest.approx(uniform, abs=2 * np.pi / 2000)
+
+
+def test_runs_that_start_above_delta_are_flagged_and_masked():
+    """issue 37: a run whose A_{l*}(0) >= delta has t_delta = 0 but no breakdown to predict (the linearised
+    time would be <= 0): it is flagged, its prediction and Z are NaN (out of the KS test), and a warning says so."""
+    from metrics._chaos_breakdown import breakdown
+
+    s, ts = 0.5, np.linspace(0, 10, 101)
+    a0 = np.array([[0.01, 0.02, 0.2], [0.005, 0.01, 0.02]])  # (n, seed): one run of n = 10 starts above 0.1
+    amp = (a0[..., None] * np.exp(s * ts))[..., None]  # (n, seed, time, degree): exact linear growth, l* = 1
+    cfg = {"deltas": np.array([0.1]), "l_star": 1, "s_star": s, "n_values": [10, 40], "uniform": True, "d": 2,
+           "n_seeds": [3, 3], "n_boot": 20, "seed": 0, "t1": 10.0}
+    with pytest.warns(metrics.ResolutionWarning, match=r"1 of 6 .* start at or above delta .*at n = \[10\]"):
+        b = breakdown(ts, amp, amp[..., 0], cfg)
+    above = np.zeros((1, 2, 3), np.int8)
+    above[0, 0, 2] = 1
+    np.testing.assert_array_equal(b["above"], above)
+    assert b["td"][0, 0, 2] == 0.0 and np.isnan(b["pred"][0, 0, 2]) and np.isnan(b["z"][0, 0, 2])
+    keep = above == 0
+    # the other runs: measured = predicted (exact exponentials), log(delta / A0) / sigma
+    np.testing.assert_allclose(b["td"][keep], (np.log(0.1 / a0) / s)[keep[0]], rtol=1e-12)
+    np.testing.assert_allclose(b["pred"][keep], b["td"][keep], rtol=1e-12)
+    assert np.all(np.isfinite(b["z"][keep]))

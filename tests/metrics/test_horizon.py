@@ -28,19 +28,20 @@ def _uniform_sphere(rng, n):
 
 def test_amplitudes_are_fourier_and_harmonic_norms(rng):
     theta = rng.uniform(0, 2 * np.pi, 50)
-    A = harmonic_amplitudes(_circle(theta), 3)
-    assert np.allclose(A, [np.sqrt(2) * abs(np.exp(1j * l * theta).mean()) for l in (1, 2, 3)], rtol=1e-13)
+    A = harmonic_amplitudes(_circle(theta), 3)  # index = degree, l = 0..3
+    assert A.shape == (4,) and A[0] == 1.0
+    assert np.allclose(A[1:], [np.sqrt(2) * abs(np.exp(1j * l * theta).mean()) for l in (1, 2, 3)], rtol=1e-13)
     # S^2, degree 1: the real basis is sqrt(3) x, so A_1 = sqrt(3) |mean x|; rotation invariant
     x = _uniform_sphere(rng, 40)
     A = harmonic_amplitudes(x, 3)
-    assert np.isclose(A[0], np.sqrt(3) * np.linalg.norm(x.mean(axis=0)), rtol=1e-12)
+    assert np.isclose(A[0], 1.0, rtol=1e-13) and np.isclose(A[1], np.sqrt(3) * np.linalg.norm(x.mean(axis=0)), rtol=1e-12)
     R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
     assert np.allclose(harmonic_amplitudes(x @ R.T, 3), A, rtol=1e-10)
     # addition theorem: A_l^2 = (2l+1)/n^2 sum_ij P_l(<x_i, x_j>)
     from scipy.special import eval_legendre
     G = x @ x.T
     for l in (2, 3):
-        assert np.isclose(A[l - 1] ** 2, (2 * l + 1) * eval_legendre(l, G).mean(), rtol=1e-10)
+        assert np.isclose(A[l] ** 2, (2 * l + 1) * eval_legendre(l, G).mean(), rtol=1e-10)
 
 
 @pytest.mark.parametrize("d, l, k", [(2, 1, 2), (2, 3, 2), (3, 1, 3), (3, 2, 5)])
@@ -49,7 +50,7 @@ def test_initial_amplitudes_follow_chi_law(d, l, k):
     rng = np.random.default_rng(7)
     n = 400
     draws = [_circle(rng.uniform(0, 2 * np.pi, n)) if d == 2 else _uniform_sphere(rng, n) for _ in range(300)]
-    R = np.array([np.sqrt(n) * harmonic_amplitudes(x, l)[l - 1] for x in draws])
+    R = np.array([np.sqrt(n) * harmonic_amplitudes(x, l)[l] for x in draws])
     assert stats.kstest(R, stats.chi(k).cdf).pvalue > 0.01
     # the test can fail: the wrong multiplicity is rejected
     assert stats.kstest(R, stats.chi(k + 2).cdf).pvalue < 0.01
@@ -80,7 +81,7 @@ def test_detection_warns_on_coarse_grid_and_rejects_bad_delta():
 
 def _linearised_runs(rng, n, n_runs, sigma, t):
     """Exact linearised S^1 flow of the empirical Fourier coefficients: a_l(t) = a_l(0) e^{sigma_l t}."""
-    A0 = np.array([harmonic_amplitudes(_circle(rng.uniform(0, 2 * np.pi, n)), 1)[0] for _ in range(n_runs)])
+    A0 = np.array([harmonic_amplitudes(_circle(rng.uniform(0, 2 * np.pi, n)), 1)[1] for _ in range(n_runs)])
     return A0, A0[:, None] * np.exp(sigma * t)[None, :]
 
 
@@ -124,7 +125,7 @@ def test_particle_flow_breaks_down_at_linearised_time():
     x0 = _circle(rng.uniform(0, 2 * np.pi, 2000))
     ts = np.linspace(0, 6, 61)
     tr = simulate(x0, model, t1=6.0, dt=0.05, save=SaveAt(ts=ts, x=False, fn=lambda t, x: {"A": harmonic_amplitudes(x, 1)}))
-    A = np.asarray(tr.saved["A"])[:, 0]
+    A = np.asarray(tr.saved["A"])[:, 1]
     got = breakdown_time(ts, A, 0.1)
     want = predicted_breakdown_time(A[0], sigma, 0.1)
     assert abs(got / want - 1) < 0.02

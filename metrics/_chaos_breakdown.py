@@ -1,0 +1,102 @@
+r"""The chaos study's breakdown analysis: :math:`t_\delta` measured and predicted per run, the
+dominant degree, :math:`Z`, the slope over n and the KS test of :math:`Z` (:func:`breakdown`).
+
+A run that starts at or above δ (its :math:`A_{l^*}(0)`, or its distance to :math:`\mu(0)` from a
+density, is already :math:`\ge\delta`: δ is below the initial fluctuation, about :math:`n^{-1/2}`)
+has :math:`t_\delta = 0` by definition, but no breakdown to predict: the linearised time
+:math:`\log(\delta/A(0))/\sigma^*` would be :math:`\le 0` and :math:`Z` would not follow its law. Such
+runs are flagged (``started_above_delta``), their prediction and :math:`Z` are masked (NaN, left out
+of the KS test), and a :class:`metrics.ResolutionWarning` names how many there are and what to change.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import stats
+
+from .horizon import (
+    ResolutionWarning,
+    breakdown_law_cdf,
+    breakdown_time,
+    fit_horizon_slope,
+    harmonic_multiplicity,
+    predicted_breakdown_time,
+)
+
+__all__ = ["breakdown", "first_index"]
+
+
+def first_index(ts, t):
+    """Index of the first save time >= t (the last one if t is beyond the horizon)."""
+    return np.minimum(np.searchsorted(ts, t, side="left"), len(ts) - 1)
+
+
+def _started_above(start, ok, deltas, n_values, caller="chaos_horizon_study") -> np.ndarray:
+    """(D, N, S) flags of the runs whose breakdown quantity is >= delta at t = 0; warns when any is."""
+    above = ok[None] & (start[None] >= np.asarray(deltas)[:, None, None])
+    if above.any():
+        per_delta = ", ".join(f"delta = {d:g}: {int(a.sum())}" for d, a in zip(deltas, above) if a.any())
+        smallest = np.asarray(n_values)[above.any(axis=(0, 2))]
+        warnings.warn(f"{caller}: {int(above.sum())} of {int(ok.sum()) * len(deltas)} (delta, n, seed) runs start at "
+                      f"or above delta ({per_delta}; at n = {smallest.tolist()}): delta is below their initial "
+                      "fluctuation (~ n^-1/2), so t_delta = 0 is not a breakdown. Their t_delta_predicted and "
+                      "horizon_z are masked (NaN; started_above_delta = 1); raise delta or the smallest n.",
+                      ResolutionWarning, stacklevel=5)
+    return above
+
+
+def _times(ts, a_star, dist, ok, cfg):
+    """(t_delta, t_delta on the distance, prediction, stable) per (delta, n, seed)."""
+    deltas, s_star = cfg["deltas"], cfg["s_star"]
+    td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
+    td_dist = np.full_like(td, np.nan)
+    with warnings.catch_warnings():
+        # the grid was checked against sigma*; a non-linear overshoot at late times is not a resolution issue
+        warnings.simplefilter("ignore", ResolutionWarning)
+        td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
+        td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
+    stable, theory = s_star <= 0, cfg["uniform"]
+    pred = np.full_like(td, np.inf if stable else np.nan)
+    if not stable and theory:
+        pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
+    if not theory:  # a perturbed start: breakdown is the distance to mu(t) reaching delta
+        td = td_dist.copy()
+    n_inf = int(np.sum(np.isinf(td)))
+    if not stable and n_inf:
+        horizon = np.where(np.isfinite(pred), pred, np.nan)
+        hint = f" beyond about {float(np.nanmax(horizon)):.3g}" if np.isfinite(horizon).any() else ""
+        warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
+                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=5)
+    return td, td_dist, pred, stable
+
+
+def breakdown(ts, amp, dist, cfg) -> dict:
+    """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope, KS and the
+    runs that started above delta."""
+    deltas, l_star, s_star, n_values = cfg["deltas"], cfg["l_star"], cfg["s_star"], cfg["n_values"]
+    theory = cfg["uniform"]
+    a_star = amp[..., l_star - 1]
+    ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
+    td, td_dist, pred, stable = _times(ts, a_star, dist, ok, cfg)
+    above = _started_above((a_star if theory else dist)[..., 0], ok, deltas, n_values)
+    pred[above] = np.nan
+    k = harmonic_multiplicity(l_star, cfg["d"])
+    idx = first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
+    at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
+    dominant = (np.argmax(at, axis=-1) + 1).astype(float)
+    dominant[~np.isfinite(td)] = 0.0  # 0: no breakdown within the horizon (or a failed run)
+    dominant[np.isnan(amp[..., 0, 0])[None].repeat(len(deltas), 0)] = np.nan  # a seed not run at this n
+    if not theory:  # A_l of mu_n includes mu(t)'s own harmonics: no dominant fluctuation mode to read off
+        dominant[:] = np.nan
+    z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
+    z = np.where(above, np.nan, z) if theory else np.full_like(z, np.nan)
+    counts = np.asarray(cfg["n_seeds"])
+    ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
+    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
+                     if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
+    ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
+                   if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
+    return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
+            "k": k, "stable": stable, "above": above.astype(np.int8)}

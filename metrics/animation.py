@@ -1,0 +1,273 @@
+r"""The tokens themselves: angles over time on :math:`S^1`, a shaded sphere on :math:`S^2`, animations.
+
+The sphere is drawn in orthographic projection from the viewing direction
+:math:`v = (\cos e\cos a, \cos e\sin a, \sin e)` (elevation ``elev`` e, azimuth ``azim`` a, in
+degrees): a token :math:`x` lands at :math:`(\langle x, r\rangle, \langle x, u\rangle)` on the
+screen (``r``, ``u`` the screen's right and up vectors), in front when :math:`\langle x, v\rangle > 0`
+(full colour) and behind otherwise (faint). The disk is Lambert-shaded from a light above-left.
+Tokens keep one colour each (from their first saved azimuth), so an animation can be followed.
+
+matplotlib is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import numpy as np
+import xarray as xr
+
+from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, InvalidParameterError, declare
+
+from .dataset import time_index
+
+__all__ = ["plot_angles", "plot_sphere", "animate"]
+
+_DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
+               what="an xarray.Dataset with a 'positions' variable (time, particle, component)",
+               hint="Make one with metrics.trajectory_to_dataset(simulate(..., save=SaveAt(ts=...)), model) "
+                    "or `headflow simulate`.")
+_ANGLE = Interval(-360, 360, hint="An angle in degrees.")
+_LIGHT = np.array([-0.45, 0.6, 0.66])  # screen coordinates (right, up, towards the viewer)
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
+    pos = ds["positions"].transpose("time", "particle", "component").values
+    d = pos.shape[-1]
+    if d not in dims:
+        raise InvalidParameterError(
+            f"{caller} draws tokens on " + " or ".join(f"S^{k - 1}" for k in dims) + f"; the dataset's tokens are on "
+            f"S^{d - 1} (d = {d}). Project them first (e.g. onto two or three coordinates, normalised), or plot "
+            "metrics against time with metrics.plot_curves.")
+    return pos
+
+
+def token_colours(pos0: np.ndarray):
+    """One RGBA colour per token from its azimuth at the first save (a cyclic, saturated colour map)."""
+    from matplotlib import colormaps
+
+    phi = np.arctan2(pos0[:, 1], pos0[:, 0])
+    return colormaps["hsv"]((phi + np.pi) / (2 * np.pi))
+
+
+def _time_label(ds: xr.Dataset) -> str:
+    from .plotting import axis_label
+
+    return axis_label(ds["time"], "time")
+
+
+@declare(ds=_DS, log_time=Boolean())
+def plot_angles(ds: xr.Dataset, *, ax=None, log_time: bool = False):
+    r"""Tokens on :math:`S^1` as angles :math:`\theta_i(t) = \operatorname{atan2}(x_{i,2}, x_{i,1})`
+    against time: clusters are the horizontal bands, merges where bands join.
+
+    Parameters
+    ----------
+    ds : Dataset with ``positions`` (time, particle, component) on :math:`S^1`
+    ax : matplotlib Axes, optional
+    log_time : bool
+        Logarithmic time axis (saves at t <= 0 are left out), for metastable plateaus.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    pos = _positions(ds, "plot_angles", dims=(2,))
+    t = ds["time"].values
+    keep = t > 0 if log_time else np.ones(t.shape, bool)
+    if ax is None:
+        _, ax = _pyplot().subplots(figsize=(7, 4))
+    theta = np.arctan2(pos[keep, :, 1], pos[keep, :, 0])
+    colours = token_colours(pos[0])
+    n = pos.shape[1]
+    ax.scatter(np.repeat(t[keep], n), theta.ravel(), s=2, c=np.tile(colours, (int(keep.sum()), 1)), lw=0)
+    ax.set(xlabel=_time_label(ds), ylabel="token angle θ_i [rad]", ylim=(-np.pi, np.pi),
+           xscale="log" if log_time else "linear", title=f"{n} tokens on S^1")
+    return ax
+
+
+def _view(elev: float, azim: float) -> np.ndarray:
+    """Rows: the screen's right, up and towards-the-viewer unit vectors."""
+    e, a = np.radians(elev), np.radians(azim)
+    v = np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
+    right = np.array([-np.sin(a), np.cos(a), 0.0])
+    return np.stack([right, np.cross(v, right), v])
+
+
+def _shaded_disk(ax, resolution: int = 256) -> None:
+    """The unit sphere seen from anywhere: a Lambert-shaded disk (light above-left) with its rim."""
+    s = np.linspace(-1, 1, resolution)
+    u, w = np.meshgrid(s, s)
+    z2 = 1 - u**2 - w**2
+    normal = np.stack([u, w, np.sqrt(np.clip(z2, 0, None))], axis=-1)
+    light = _LIGHT / np.linalg.norm(_LIGHT)
+    shade = 0.35 + 0.6 * np.clip(normal @ light, 0, None)
+    ax.imshow(np.ma.masked_where(z2 < 0, shade), cmap="Greys_r", vmin=0, vmax=1.2, extent=(-1, 1, -1, 1),
+              origin="lower", interpolation="bilinear", zorder=0)
+    ax.add_patch(_pyplot().Circle((0, 0), 1, fill=False, lw=0.8, color="0.3"))
+
+
+def _great_circles(ax, frame: np.ndarray) -> None:
+    """The equator and the meridian facing the viewer, faint, dashed on the far side."""
+    s = np.linspace(0, 2 * np.pi, 241)
+    for curve in (np.stack([np.cos(s), np.sin(s), 0 * s], 1), np.stack([np.cos(s), 0 * s, np.sin(s)], 1)):
+        p = curve @ frame.T
+        front = np.where(p[:, 2] >= 0, p[:, 1], np.nan)
+        back = np.where(p[:, 2] < 0, p[:, 1], np.nan)
+        ax.plot(p[:, 0], front, lw=0.5, color="0.45", zorder=1)
+        ax.plot(p[:, 0], back, lw=0.4, ls=":", color="0.55", zorder=1)
+
+
+def _background(ax, d: int, frame) -> None:
+    if d == 3:
+        _shaded_disk(ax)
+        _great_circles(ax, frame)
+    else:
+        ax.add_patch(_pyplot().Circle((0, 0), 1, fill=False, lw=1.0, color="0.4"))
+    ax.set(xlim=(-1.08, 1.08), ylim=(-1.08, 1.08), aspect="equal")
+    ax.set_axis_off()
+
+
+def _screen(x: np.ndarray, colours: np.ndarray, frame) -> tuple:
+    """Screen positions, colours and sizes of tokens x (n, d), far ones first (drawn underneath)."""
+    if x.shape[1] == 2:
+        return x, colours, np.full(len(x), 16.0)
+    p = x @ frame.T
+    order = np.argsort(p[:, 2])
+    c = colours[order].copy()
+    front = p[order, 2] >= 0
+    c[:, 3] = np.where(front, 1.0, 0.25)
+    return p[order, :2], c, np.where(front, 18.0, 8.0)
+
+
+def _frame_title(ds, k: int) -> str:
+    n, d = ds.sizes["particle"], ds.sizes["component"]
+    return f"{n} tokens on S^{d - 1}, t = {float(ds['time'][k]):.4g}"
+
+
+@declare(ds=_DS, time=AnyOf(NONE, Interval(None, None)), elev=_ANGLE, azim=_ANGLE)
+def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: float = 25.0, azim: float = -60.0):
+    r"""The tokens at one saved time: on the unit circle (:math:`S^1`) or on a shaded sphere
+    (:math:`S^2`, orthographic view from elevation ``elev`` and azimuth ``azim`` in degrees;
+    tokens on the far side are faint).
+
+    Parameters
+    ----------
+    ds : Dataset with ``positions`` (time, particle, component), d = 2 or 3
+    time : float, optional
+        A saved time, selected by value (default: the last save).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    pos = _positions(ds, "plot_sphere")
+    k = pos.shape[0] - 1 if time is None else time_index(ds, time, "time")
+    if ax is None:
+        _, ax = _pyplot().subplots(figsize=(4.2, 4.2))
+    frame = _view(elev, azim)
+    _background(ax, pos.shape[-1], frame)
+    xy, c, s = _screen(pos[k], token_colours(pos[0]), frame)
+    ax.scatter(xy[:, 0], xy[:, 1], s=s, c=c, lw=0.3, edgecolors="k", zorder=2)
+    ax.set_title(_frame_title(ds, k), fontsize=9)
+    return ax
+
+
+def _writer(path: pathlib.Path, fps: int):
+    """Pillow for .gif; ffmpeg for .mp4 (an error naming the fix if it is not on PATH)."""
+    from matplotlib import animation
+
+    if path.suffix.lower() == ".gif":
+        return animation.PillowWriter(fps=fps)
+    if shutil.which("ffmpeg") is None or not animation.writers.is_available("ffmpeg"):
+        raise InvalidParameterError(
+            f"The 'path' parameter of animate asks for an MP4 ({path.name}), which needs ffmpeg on PATH, and there is "
+            "none: install ffmpeg (e.g. `apt install ffmpeg` or `conda install ffmpeg`), or write a GIF through Pillow "
+            "(a path ending in .gif).")
+    return animation.FFMpegWriter(fps=fps, codec="h264", extra_args=["-pix_fmt", "yuv420p"])
+
+
+def ffmpeg_available() -> bool:
+    """Whether :func:`animate` can write an MP4 (ffmpeg on PATH)."""
+    from matplotlib import animation
+
+    return shutil.which("ffmpeg") is not None and animation.writers.is_available("ffmpeg")
+
+
+_PATH = Instance((str, os.PathLike), test=lambda p: pathlib.Path(p).suffix.lower() in (".mp4", ".gif"),
+                 what="a file path ending in .mp4 (needs ffmpeg) or .gif (Pillow)", bad=("tokens.avi",),
+                 hint="Pick the suffix: '.mp4' if metrics.animation.ffmpeg_available(), else '.gif'.")
+
+
+@declare(ds=_DS, path=_PATH,
+         fps=Integer(1, 120), stride=Integer(1), dpi=Integer(20, 600), size=Interval(1, 20),
+         elev=_ANGLE, azim=_ANGLE)
+def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 80, size: float = 4.0,
+            elev: float = 25.0, azim: float = -60.0) -> pathlib.Path:
+    r"""Write an animation of the tokens, one frame per saved time (every ``stride``-th), as
+    :func:`plot_sphere` draws them: on the circle (:math:`S^1`) or on the shaded sphere (:math:`S^2`).
+
+    The format follows the suffix of ``path``: ``.mp4`` through ffmpeg (an error if ffmpeg is
+    not on PATH: :func:`ffmpeg_available` says), ``.gif`` through Pillow.
+
+    Parameters
+    ----------
+    ds : Dataset with ``positions`` (time, particle, component), d = 2 or 3
+    path : str or path-like
+    fps : int
+        Frames per second.
+    stride : int
+        Draw every ``stride``-th save.
+    dpi, size : int, float
+        Resolution and the figure's side in inches (the frame is ``size * dpi`` pixels square).
+    elev, azim : float
+        Viewing direction on :math:`S^2`, in degrees.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Examples
+    --------
+    >>> import numpy as np, particles, metrics, tempfile, pathlib
+    >>> model = particles.MultiHead.scalar([1.0], d=3, beta=2.0, kind="softmax")
+    >>> x0 = particles.sample_uniform(20, 3, np.random.default_rng(0))
+    >>> traj = particles.simulate(x0, model, t1=1.0, dt=0.1, save=particles.SaveAt(ts=np.linspace(0, 1, 4)))
+    >>> ds = metrics.trajectory_to_dataset(traj, model)
+    >>> out = metrics.animate(ds, pathlib.Path(tempfile.mkdtemp()) / "tokens.gif", dpi=40)
+    >>> out.suffix, out.stat().st_size > 0
+    ('.gif', True)
+    """
+    pos = _positions(ds, "animate")
+    path = pathlib.Path(path)
+    writer = _writer(path, fps)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(size, size))
+    frame = _view(elev, azim)
+    _background(ax, pos.shape[-1], frame)
+    colours = token_colours(pos[0])
+    dots = ax.scatter(np.zeros(pos.shape[1]), np.zeros(pos.shape[1]), lw=0.3, edgecolors="k", zorder=2)
+    title = ax.set_title("", fontsize=9)
+    fig.tight_layout()
+    try:
+        with writer.saving(fig, str(path), dpi):
+            for k in range(0, pos.shape[0], stride):
+                xy, c, s = _screen(pos[k], colours, frame)
+                dots.set_offsets(xy)
+                dots.set_facecolors(c)
+                dots.set_sizes(s)
+                title.set_text(_frame_title(ds, k))
+                writer.grab_frame()
+    finally:
+        plt.close(fig)
+    return path

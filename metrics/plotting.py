@@ -1,0 +1,298 @@
+r"""Figures of headflow's Datasets: metric curves against time, phase diagrams, the chaos study.
+
+Every function takes the Dataset a headflow function made and returns the matplotlib Axes it
+drew (a new figure unless ``ax`` is given); ``ds.attn`` has each as a method, and
+``ds.attn.plot()`` draws the figure of the Dataset's kind. Axis labels are built from the
+``long_name`` and ``units`` attrs (:func:`axis_label`: a dimensionless ``"1"`` is not printed).
+The tokens themselves are drawn by :mod:`metrics.animation`; the limit study by
+:func:`metrics.plot_limit_study`. matplotlib is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
+
+from .phase import PHASE_STATISTICS
+
+__all__ = ["axis_label", "plot_curves", "plot_phase_diagram", "plot_chaos_collapse", "plot_chaos_horizon"]
+
+#: units that mean "dimensionless": not printed in labels
+DIMENSIONLESS = ("1", "", "none", "dimensionless")
+#: variables plot_curves draws by default, in this order, when a Dataset has them (with a time dim)
+CURVES = ("energy_multi", "mean_entropy", "n_clusters", "distance_to_uniform", "largest_cluster", "distance", "sw2",
+          "w1", "clustered_pairs")
+_MAX_LINES = 16
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def axis_label(da, default: str = "") -> str:
+    """``"long_name [units]"`` from a DataArray's (or an attrs dict's) attrs; dimensionless units
+    (``"1"``) are left out.
+
+    >>> import xarray as xr
+    >>> axis_label(xr.DataArray([1.0], attrs={"long_name": "inverse temperature", "units": "1"}))
+    'inverse temperature'
+    >>> axis_label({"long_name": "W1 distance", "units": "rad"})
+    'W1 distance [rad]'
+    """
+    attrs = da if isinstance(da, dict) else da.attrs
+    name = attrs.get("long_name") or (None if isinstance(da, dict) else da.name) or default
+    units = attrs.get("units")
+    return str(name) if units is None or str(units).strip() in DIMENSIONLESS else f"{name} [{units}]"
+
+
+def short_label(da: xr.DataArray) -> str:
+    """``"name [units]"`` (a variable's name, its units unless dimensionless), for crowded axes."""
+    return axis_label({"long_name": da.name, "units": da.attrs.get("units")})
+
+
+def _dataset(needs: tuple, made_by: str):
+    return Instance(xr.Dataset, test=lambda ds: all(v in ds.variables for v in needs),
+                    what=f"an xarray.Dataset with {', '.join(repr(v) for v in needs)} (from {made_by})")
+
+
+def _new_axes(ax, figsize=(5.5, 4.0)):
+    if ax is None:
+        _, ax = _pyplot().subplots(figsize=figsize)
+    return ax
+
+
+def _line_label(da: xr.DataArray, sel: dict) -> str:
+    parts = []
+    for dim, i in sel.items():
+        v = da[dim].values[i] if dim in da.coords else i
+        parts.append(f"{dim} = {v:g}" if isinstance(v, (int, float, np.number)) else f"{dim} = {v}")
+    return ", ".join(parts)
+
+
+def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
+    """One line per combination of the non-time dims; a seed dim becomes mean ± sd (a band)."""
+    mean, sd = (da.mean("seed"), da.std("seed")) if "seed" in da.dims else (da, None)
+    others = [d for d in mean.dims if d != "time"]
+    shape = [mean.sizes[d] for d in others]
+    if int(np.prod(shape, dtype=int)) > _MAX_LINES:
+        raise InvalidParameterError(
+            f"{da.name!r} has {int(np.prod(shape))} curves over {others} (more than {_MAX_LINES}): select some first, "
+            f"e.g. plot_curves(ds.isel({others[0]}=[0, 1]), [{da.name!r}]).")
+    t = mean["time"].values
+    keep = t > 0 if log_time else np.ones(t.shape, bool)
+    for idx in np.ndindex(*shape):
+        sel = dict(zip(others, idx))
+        y = mean.isel(sel).transpose("time").values[keep]
+        (line,) = ax.plot(t[keep], y, label=_line_label(mean, sel) or None)
+        if sd is not None:
+            s = sd.isel(sel).transpose("time").values[keep]
+            ax.fill_between(t[keep], y - s, y + s, color=line.get_color(), alpha=0.25, lw=0)
+    ylabel = short_label(da) + (" (seed mean ± sd)" if sd is not None else "")
+    ax.set(xlabel=axis_label(da["time"], "time"), ylabel=ylabel, xscale="log" if log_time else "linear")
+    ax.set_title(axis_label({"long_name": da.attrs.get("long_name", da.name)}), fontsize=9)
+    if others:
+        ax.legend(fontsize=7)
+
+
+def _default_curves(ds: xr.Dataset) -> list:
+    names = [v for v in CURVES if v in ds.data_vars and "time" in ds[v].dims]
+    if "positions" in ds.data_vars:
+        softmax = ds.attrs.get("kind") == "softmax"  # (model_attrs records the heads' kind)
+        wanted = ("energy_multi", "mean_entropy", "n_clusters") if softmax else ("energy_multi", "n_clusters")
+        names = list(dict.fromkeys([*names, *wanted]))
+    if not names:
+        raise InvalidParameterError(
+            f"plot_curves found no curve to draw: the Dataset has no {list(CURVES)} over time and no positions. "
+            f"Name its variables: plot_curves(ds, names=[...]) (it has {sorted(ds.data_vars)}).")
+    return names
+
+
+def _curve(ds: xr.Dataset, name) -> xr.DataArray:
+    if isinstance(name, str) and name in ds.data_vars and "time" in ds[name].dims:
+        return ds[name]
+    from .registry import METRICS
+
+    if isinstance(name, str) and name in METRICS and "positions" in ds.data_vars:
+        return ds.attn.metric(name)
+    have = sorted(v for v in ds.data_vars if "time" in ds[v].dims)
+    raise InvalidParameterError(
+        f"The 'names' parameter of plot_curves lists {name!r}, which is neither a variable of the Dataset over time "
+        f"({have}) nor, with positions, a metric of metrics.METRICS ({sorted(METRICS)}).")
+
+
+@declare(ds=Instance(xr.Dataset, what="an xarray.Dataset with a time dim"),
+         names=AnyOf(NONE, Instance((list, tuple), what="a list of variable or metric names")),
+         log_time=Boolean())
+def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False):
+    r"""Metrics against time, one panel each: energy :math:`E_{\rm multi}(t)`, attention entropy,
+    cluster count, distances...
+
+    On a trajectory (``positions``) a metric of :data:`metrics.METRICS` that is not stored is
+    evaluated at each save (``ds.attn.metric``). A ``seed`` dim (sweeps, studies) is drawn as the
+    seed mean with a ± one standard deviation band; any other dim (a sweep's grid, ``n_particles``,
+    ``head``) gives one line per value.
+
+    Parameters
+    ----------
+    ds : Dataset with a ``time`` dim (trajectory, sweep, limit or chaos study)
+    names : list of str, optional
+        Variables or metrics (default: those of :data:`CURVES` the Dataset has; on a trajectory
+        also the energy, the entropy (softmax heads) and the cluster count).
+    axes : sequence of matplotlib Axes, optional
+        One per name (a new row of panels otherwise).
+    log_time : bool
+        Logarithmic time axis (saves at t <= 0 left out).
+
+    Returns
+    -------
+    numpy array of matplotlib Axes
+    """
+    if "time" not in ds.dims:
+        raise InvalidParameterError(f"The 'ds' parameter of plot_curves must have a time dim; its dims are "
+                                    f"{dict(ds.sizes)}.")
+    names = _default_curves(ds) if names is None else list(names)
+    curves = [_curve(ds, name) for name in names]  # all checked before anything is drawn
+    if axes is None:
+        _, axes = _pyplot().subplots(1, len(curves), figsize=(4.4 * len(curves), 3.6), squeeze=False)
+    axes = np.ravel(np.asarray(axes, dtype=object))
+    if len(axes) != len(curves):
+        raise InvalidParameterError(f"The 'axes' parameter of plot_curves must hold one Axes per name "
+                                    f"({len(curves)}: {names}); got {len(axes)}.")
+    for ax, da in zip(axes, curves):
+        _draw_curves(ax, da, log_time)
+    return axes
+
+
+@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
+         curve=Boolean(), colorbar=Boolean())
+def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax=None, curve: bool = True,
+                       colorbar: bool = True):
+    r"""A phase diagram: the statistic (fraction of clustered pairs, or mean cluster count) over
+    :math:`(\beta, t)`, with the equiangular hitting time :math:`t^*(\beta)` (``theory_time``,
+    drawn where it is inside the saved times).
+
+    Parameters
+    ----------
+    ds : Dataset of :func:`metrics.phase_diagram`
+    statistic : {"clustered_pairs", "n_clusters"}
+    ax : matplotlib Axes, optional
+    curve, colorbar : bool
+        Draw the :math:`t^*(\beta)` curve; add a colour bar.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    ax = _new_axes(ax)
+    da = ds[statistic].transpose("beta", "time")
+    fraction = statistic == "clustered_pairs"
+    mesh = ax.pcolormesh(ds["beta"].values, ds["time"].values, da.values.T, cmap="viridis", shading="nearest",
+                         vmin=0 if fraction else None, vmax=1 if fraction else None)
+    t_end = float(ds["time"][-1])
+    if curve:
+        tstar = ds["theory_time"].values
+        keep = tstar <= t_end
+        ax.plot(ds["beta"].values[keep], tstar[keep], "w--", marker=".", lw=1.5, label="equiangular t*(β)")
+        ax.legend(loc="upper left", fontsize=7)
+    a = ds.attrs
+    title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if k in a)
+    ax.set(xlabel=axis_label(ds["beta"], "beta"), ylabel=axis_label(ds["time"], "time"), ylim=(0, t_end),
+           title=f"{a.get('kind', '')} {title}".strip())
+    if colorbar:
+        bar = ax.figure.colorbar(mesh, ax=ax)
+        bar.set_label(axis_label(da).replace("mean over systems of the ", ""), fontsize=8)
+    return ax
+
+
+def chaos_parameters(ds: xr.Dataset) -> str:
+    """One line of a chaos study's parameters (those it records), for titles."""
+    a = ds.attrs
+    parts = [f"{a['kind']} H={a.get('n_heads', '?')} beta={a['beta']:g} on S^{int(a['d']) - 1}"] if (
+        {"kind", "beta", "d"} <= set(a)) else []
+    if "kappa" in a:
+        parts.append("kappa=" + ("inf" if np.isinf(a["kappa"]) else f"{a['kappa']:.3g}"))
+    parts.append(f"sigma*={float(ds['sigma_star']):.3f}")
+    if "l_star" in ds:
+        parts.append(f"l*={int(ds['l_star'])}")
+    return ", ".join(parts + [f"seeds={ds.sizes.get('seed', 1)}"])
+
+
+@declare(ds=_dataset(("distance", "sigma_star", "n_particles"), "metrics.chaos_horizon_study"), collapse=Boolean())
+def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
+    r"""The chaos study's distance to the mean field, seed mean per n, against
+    :math:`t - \log n/(2\sigma^*)`: the fluctuation :math:`W\sim n^{-1/2}e^{\sigma^* t}
+    = e^{\sigma^*(t - \log n/(2\sigma^*))}` makes the curves of every n collapse until breakdown.
+
+    Parameters
+    ----------
+    ds : Dataset of :func:`metrics.chaos_horizon_study`
+    ax : matplotlib Axes, optional
+    collapse : bool
+        Shift each curve by :math:`\log n/(2\sigma^*)` (needs :math:`\sigma^* > 0`); ``False``
+        draws them against t.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    s = float(ds["sigma_star"])
+    if collapse and not s > 0:
+        raise InvalidParameterError(
+            f"plot_chaos_collapse(collapse=True) shifts time by log(n) / (2 sigma*), which needs an unstable uniform "
+            f"state; this study has sigma* = {s:.3g}. Pass collapse=False (stable regime: the distance stays "
+            f"O(n^-1/2); see ds.sup_scaled_distance).")
+    ax = _new_axes(ax)
+    for i, n in enumerate(ds["n_particles"].values):
+        w = ds["distance"].isel(n_particles=i).mean("seed")
+        t = ds["time"].values - (np.log(n) / (2 * s) if collapse else 0.0)
+        ax.semilogy(t, w.values, label=f"n = {n:.0e}")
+    xlabel = "t - log(n) / (2 σ*)" if collapse else axis_label(ds["time"], "time")
+    ax.set(xlabel=xlabel, ylabel=short_label(ds["distance"]) + ", seed mean", title=chaos_parameters(ds))
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=7)
+    return ax
+
+
+@declare(ds=_dataset(("t_delta", "sigma_star", "slope", "slope_ci"), "metrics.chaos_horizon_study"),
+         delta=AnyOf(NONE, Interval(0, None, closed="neither")))
+def plot_chaos_horizon(ds: xr.Dataset, delta: float | None = None, *, ax=None):
+    r"""Breakdown time :math:`t_\delta` against :math:`\log n` (seed mean ± standard error), with
+    the predicted line :math:`(\tfrac12\log n + \log\delta + E[Z])/\sigma^*` and the fitted slope
+    against :math:`1/(2\sigma^*)` in the title.
+
+    Parameters
+    ----------
+    ds : Dataset of :func:`metrics.chaos_horizon_study`
+    delta : float, optional
+        One of the study's thresholds (default: the largest).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    deltas = ds["delta"].values
+    delta = float(deltas[-1]) if delta is None else delta
+    if not np.any(np.isclose(deltas, delta, rtol=1e-12, atol=0)):
+        raise InvalidParameterError(f"The 'delta' parameter of plot_chaos_horizon must be one of the study's "
+                                    f"thresholds {deltas.tolist()}; got {delta!r}.")
+    ax = _new_axes(ax)
+    td = ds["t_delta"].sel(delta=delta, method="nearest")
+    log_n = np.log(ds["n_particles"].values.astype(float))
+    err = td.std("seed") / np.sqrt(td.count("seed"))
+    ax.errorbar(log_n, td.mean("seed"), yerr=err, fmt="o", capsize=3, label="measured (seed mean)")
+    z_mean = float(ds["horizon_z_law_mean"]) if "horizon_z_law_mean" in ds else float("nan")
+    if np.isfinite(z_mean) and float(ds["sigma_star"]) > 0:
+        line = (0.5 * log_n + np.log(delta) + z_mean) / float(ds["sigma_star"])
+        ax.plot(log_n, line, "k--", label="theory (log n / 2 + log δ + E Z) / σ*")
+    lo, hi = ds["slope_ci"].sel(delta=delta, method="nearest").values
+    slope = float(ds["slope"].sel(delta=delta, method="nearest"))
+    predicted = f" vs 1/(2σ*) = {float(ds['slope_predicted']):.3f}" if "slope_predicted" in ds else ""
+    ax.set(xlabel="log n", ylabel=f"t_δ (δ = {delta:g})", title=f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}]{predicted}")
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=7)
+    return ax

@@ -1,0 +1,184 @@
+"""Figures and animations of every Dataset kind (metrics.plotting, metrics.animation, ds.attn.plot*):
+each is rendered to a file and the file is checked (size, frames, non-blank pixels), and what is
+drawn is checked against the data (angles, projections, the t*(beta) curve, the collapse shift)."""
+
+import pathlib
+
+import matplotlib
+import numpy as np
+import pytest
+
+import metrics
+import particles
+from metrics import animation
+from metrics.plotting import axis_label
+from particles.validation import InvalidParameterError
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
+
+
+def _trajectory(n, d, n_saves, t1=3.0):
+    model = particles.MultiHead.scalar([1.0], d=d, beta=4.0, kind="softmax")
+    x0 = particles.sample_uniform(n, d, np.random.default_rng(1))
+    traj = particles.simulate(x0, model, t1=t1, dt=0.05, save=particles.SaveAt(ts=np.linspace(0, t1, n_saves)))
+    return metrics.trajectory_to_dataset(traj, model)
+
+
+@pytest.fixture(scope="module")
+def s1():
+    return _trajectory(24, 2, 7)
+
+
+@pytest.fixture(scope="module")
+def s2():
+    return _trajectory(30, 3, 6)
+
+
+@pytest.fixture(scope="module")
+def phase():
+    return metrics.phase_diagram(np.linspace(0.5, 8.0, 4), n=8, d=8, kind="softmax", t1=6.0, n_systems=4, chunk=4,
+                                 n_saves=7, method="rk4", dt=0.5, seed=0)
+
+
+@pytest.fixture(scope="module")
+def chaos():
+    model = particles.MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")
+    return metrics.chaos_horizon_study(model, n_values=[64, 256], n_seeds=2, t1=8.0, n_saves=41, delta=(0.3,),
+                                       l_max=3, dt=0.1, n_boot=20)
+
+
+def _save(ax, path: pathlib.Path) -> pathlib.Path:
+    fig = np.ravel(ax)[0].figure
+    fig.savefig(path, dpi=60)
+    plt.close(fig)
+    return path
+
+
+def _ink(path: pathlib.Path) -> float:
+    """Fraction of pixels that are not (near) white."""
+    img = np.asarray(Image.open(path).convert("L"), dtype=float)
+    return float((img < 240).mean())
+
+
+def _check_png(path: pathlib.Path) -> None:
+    assert path.stat().st_size > 5_000
+    assert _ink(path) > 0.02  # something was drawn, not a blank canvas
+
+
+def _labels(ax) -> list[str]:
+    return [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+
+
+def test_angles_on_the_circle_are_the_tokens_angles(s1, tmp_path):
+    ax = s1.attn.plot_angles()
+    xy = ax.collections[0].get_offsets()
+    pos = s1.positions.values
+    np.testing.assert_allclose(np.asarray(xy)[:, 1], np.arctan2(pos[..., 1], pos[..., 0]).ravel(), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(xy)[:, 0], np.repeat(s1.time.values, 24))
+    assert ax.get_xlabel() == "time"  # units "1" are not printed
+    _check_png(_save(ax, tmp_path / "angles.png"))
+    assert s1.attn.plot().collections  # the default figure of an S^1 trajectory is the angles
+    plt.close("all")
+
+
+def test_sphere_projection_and_far_side(s2, tmp_path):
+    frame = animation._view(25.0, -60.0)
+    np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-12)  # right, up, viewer: orthonormal
+    assert np.linalg.det(frame) == pytest.approx(1.0)  # right-handed: the view is not mirrored
+    x = s2.positions.values[-1]
+    xy, colours, sizes = animation._screen(x, animation.token_colours(s2.positions.values[0]), frame)
+    depth = np.sort(x @ frame[2])
+    np.testing.assert_allclose(np.sort(np.hypot(*xy.T) ** 2 + depth**2), np.sort(np.ones(len(x))), atol=1e-12)
+    assert np.all(np.diff(np.asarray(sizes)[np.argsort(depth)]) >= 0)  # far tokens first and smaller
+    assert np.all((colours[:, 3] == 1.0) == (depth >= 0))  # far side faint
+    ax = s2.attn.plot_sphere(1.8)
+    assert ax.get_title().endswith("t = 1.8")
+    _check_png(_save(ax, tmp_path / "sphere.png"))
+    with pytest.raises(InvalidParameterError, match="not a saved time"):
+        s2.attn.plot_sphere(1.7)
+
+
+def test_curves_of_a_trajectory_and_a_sweep(s2, tmp_path):
+    axes = s2.attn.plot_curves()
+    assert [ax.get_ylabel() for ax in axes] == ["energy_multi", "mean_entropy", "n_clusters"]
+    np.testing.assert_allclose(axes[0].lines[0].get_ydata(), s2.attn.energy().values)
+    assert not any("[1]" in label for ax in axes for label in _labels(ax))
+    _check_png(_save(axes, tmp_path / "curves.png"))
+    sweep = metrics.run_sweep({"n_particles": [4, 6]}, n_seeds=3, t1=0.2, dt=0.05, n_saves=3,
+                              metrics=("n_clusters", "energy_multi"))
+    axes = sweep.attn.plot()
+    ax = axes[0]
+    assert len(ax.lines) == 2 and len(ax.collections) == 2  # one line and one ± sd band per n_particles
+    np.testing.assert_allclose(ax.lines[1].get_ydata(), sweep.energy_multi.isel(n_particles=1).mean("seed"))
+    assert "seed mean ± sd" in ax.get_ylabel()
+    _check_png(_save(axes, tmp_path / "sweep.png"))
+    with pytest.raises(InvalidParameterError, match="neither a variable"):
+        metrics.plot_curves(sweep, ["w1"])
+
+
+def test_phase_diagram_with_the_equiangular_curve(phase, tmp_path):
+    ax = phase.attn.plot()
+    curve = ax.lines[0]
+    keep = phase.theory_time.values <= float(phase.time[-1])
+    assert 0 < keep.sum() < keep.size  # the curve leaves the saved times at large beta: only the inside is drawn
+    np.testing.assert_allclose(curve.get_xdata(), phase.beta.values[keep])
+    np.testing.assert_allclose(curve.get_ydata(), phase.theory_time.values[keep])
+    assert ax.get_xlabel() == "inverse temperature" and ax.get_ylabel() == "time"
+    _check_png(_save(ax, tmp_path / "phase.png"))
+    with pytest.raises(InvalidParameterError, match="'statistic'"):
+        metrics.plot_phase_diagram(phase, "w1")
+    with pytest.raises(InvalidParameterError, match="'ds'.*theory_time"):
+        metrics.plot_phase_diagram(phase.drop_vars("theory_time"))
+
+
+def test_chaos_collapse_and_horizon(chaos, tmp_path):
+    ax = chaos.attn.plot()
+    s = float(chaos.sigma_star)
+    for line, n in zip(ax.lines, chaos.n_particles.values):
+        np.testing.assert_allclose(line.get_xdata(), chaos.time.values - np.log(n) / (2 * s))
+    _check_png(_save(ax, tmp_path / "collapse.png"))
+    ax = chaos.attn.plot_chaos_horizon()
+    assert f"{float(chaos.slope.isel(delta=0)):.3f}" in ax.get_title()
+    _check_png(_save(ax, tmp_path / "horizon.png"))
+    with pytest.raises(InvalidParameterError, match="thresholds"):
+        chaos.attn.plot_chaos_horizon(0.05)
+    stable = chaos.assign(sigma_star=-0.1)
+    with pytest.raises(InvalidParameterError, match="collapse=False"):
+        metrics.plot_chaos_collapse(stable)
+    plt.close(metrics.plot_chaos_collapse(stable, collapse=False).figure)
+
+
+@pytest.mark.parametrize("fixture, stride, frames", [("s1", 1, 7), ("s2", 2, 3)])
+def test_animation_gif_has_one_frame_per_save(fixture, stride, frames, request, tmp_path):
+    ds = request.getfixturevalue(fixture)
+    out = ds.attn.animate(tmp_path / "tokens.gif", stride=stride, dpi=40)
+    assert out == tmp_path / "tokens.gif" and out.stat().st_size > 2_000
+    with Image.open(out) as gif:
+        assert gif.n_frames == frames and gif.size == (160, 160)
+        gif.seek(frames - 1)
+        assert (np.asarray(gif.convert("L")) < 240).mean() > 0.02
+
+
+def test_animation_format_by_suffix(s2, tmp_path, monkeypatch):
+    monkeypatch.setattr(animation.shutil, "which", lambda name: None)  # no ffmpeg on PATH
+    with pytest.raises(InvalidParameterError, match="needs ffmpeg on PATH"):
+        metrics.animate(s2, tmp_path / "tokens.mp4")
+    assert not animation.ffmpeg_available()
+    with pytest.raises(InvalidParameterError, match="'path'.*ending in .mp4 .* or .gif"):
+        metrics.animate(s2, tmp_path / "tokens.avi")
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_tokens_need_a_circle_or_a_sphere():
+    ds = _trajectory(5, 4, 2, t1=0.2)
+    with pytest.raises(InvalidParameterError, match="S\\^3 \\(d = 4\\)"):
+        metrics.plot_sphere(ds)
+    with pytest.raises(InvalidParameterError, match="'ds'.*positions"):
+        metrics.animate(ds.drop_vars("positions"), "x.gif")
+
+
+def test_axis_labels_leave_out_dimensionless_units():
+    assert axis_label({"long_name": "inverse temperature", "units": "1"}) == "inverse temperature"
+    assert axis_label({"long_name": "distance", "units": "rad"}) == "distance [rad]"
