@@ -396,7 +396,7 @@ CASES.update({
                                         {"x": "points", "directions": "points"}),
     "metrics.chaos_horizon_study": (metrics.chaos_horizon_study,
                                     dict(model=particles.MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax"),
-                                         n_values=[10, 20], n_seeds=1, t1=8.0, n_saves=33, delta=0.3, dt=0.25,
+                                         n_values=[10, 20], n_seeds=1, t1=8.0, n_saves=33, delta=0.4, dt=0.25,
                                          l_max=2, n_boot=10),
                                     {"model": "model", "n_seeds": "int", "t1": "pos", "n_saves": "int",
                                      "delta": "array", "dt": "pos", "kappa": "kappa", "l_max": "int"}),
