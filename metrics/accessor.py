@@ -26,10 +26,13 @@ never snapped to the nearest save.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import xarray as xr
 
 from particles import MultiHead
+from particles.validation import Instance, declare
 
 from .dataset import time_index
 from .registry import METRICS, evaluate
@@ -38,6 +41,7 @@ from .transport import wasserstein
 __all__ = ["AttnAccessor", "model_from_attrs", "time_index"]
 
 
+@declare(attrs=Instance(Mapping, what="a mapping of attrs written by metrics.model_attrs (e.g. ds.attrs)"))
 def model_from_attrs(attrs: dict) -> MultiHead:
     """Rebuild the :class:`particles.MultiHead` recorded by :func:`metrics.model_attrs`
     (:meth:`particles.MultiHead.from_attrs`)."""

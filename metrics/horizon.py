@@ -66,6 +66,7 @@ from particles.validation import (
     Integer,
     Interval,
     InvalidParameterError,
+    Points,
     check_real_array,
     declare,
 )
@@ -344,6 +345,7 @@ def fit_horizon_slope(n_values, t_delta, *, counts=None, n_boot: int = 1000, lev
     return float(fit(np.array([r.mean() for r in runs]))), float(lo), float(hi)
 
 
+@declare(x=Points(atol=1e-8, d=3, hint="Tokens on S^2."), directions=Points(atol=1e-8, d=3, hint="Directions on S^2."))
 def sliced_w2_to_uniform_s2(x, directions) -> float:
     r"""Sliced :math:`SW_2(\mu_n, \sigma)` on :math:`S^2` over the given unit directions, exact per direction.
 
@@ -363,12 +365,6 @@ def sliced_w2_to_uniform_s2(x, directions) -> float:
     >>> bool(sliced_w2_to_uniform_s2(u, e) < 0.02), bool(sliced_w2_to_uniform_s2(e[[2]], e[[2]]) > 1.1)
     (True, True)
     """
-    caller = "sliced_w2_to_uniform_s2"
-    x = check_points(x, "x", caller, atol=1e-8)
-    directions = check_points(directions, "directions", caller, atol=1e-8)
-    if x.shape[1] != 3 or directions.shape[1] != 3:
-        raise InvalidParameterError(f"x and directions of {caller} must be points of S^2 (d = 3); got d = "
-                                    f"{x.shape[1]} and {directions.shape[1]}.")
     n = len(x)
     p = np.sort(x @ directions.T, axis=0)  # (n, L)
     mid = (2 * np.arange(n) + 1) / n - 1.0

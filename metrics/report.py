@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from particles.validation import Instance, Interval, InvalidParameterError, declare
+from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, SequenceOf, declare
 
 from .dataset import time_index
 from .plotting import short_label
@@ -59,16 +59,18 @@ def _summary(ds: xr.Dataset, v: str, k: int):
 
 def _variables(ds: xr.Dataset, variables, caller: str) -> list:
     names = study_rate_variables(ds)
-    if variables is not None and (isinstance(variables, (str, bytes)) or not isinstance(variables, (list, tuple))):
-        raise InvalidParameterError(f"variables of {caller} must be a list of the study's rated gaps {names}; "
-                                    f"got {variables!r}.")
     variables = names if variables is None else list(variables)
     for v in variables:
         _check_var(ds, v, names)
     return variables
 
 
-@declare(ds=Instance(xr.Dataset, what="an xarray.Dataset from metrics.mean_field_limit_study"), time=Interval())
+_STUDY = Instance(xr.Dataset, what="an xarray.Dataset from metrics.mean_field_limit_study")
+_GAPS = AnyOf(NONE, SequenceOf(Instance(str, what="a gap name"), hint="Pass a list of the study's rated gaps, "
+                                                                     "e.g. ['w1']."))
+
+
+@declare(ds=_STUDY, time=Interval(), variables=_GAPS)
 def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
     r"""A limit study at one save time as a pandas DataFrame: rows n (then ``"rate"``), columns
     (gap, statistic).
@@ -110,6 +112,7 @@ def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
     return frame
 
 
+@declare(ds=_STUDY, time=Interval(), variables=_GAPS)
 def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> str:
     r"""A plain-text table of a limit study at one save time: per n, the seed mean ± standard
     error of each rated gap, and a last row with the fitted exponent and its interval (the
@@ -157,6 +160,9 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     return "\n".join(line.rstrip() for line in lines)
 
 
+@declare(ds=_STUDY, var=AnyOf(NONE, Instance(str, what="a gap name")),
+         ax=AnyOf(NONE, Instance(object, test=lambda a: hasattr(a, "errorbar"), what="a matplotlib Axes")),
+         times=AnyOf(NONE, SequenceOf(Interval(), hint="Pass a list of saved times.")), guide=Boolean())
 def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=None, guide: bool = True):
     r"""Log-log panel of a limit study: :math:`\bar g_n` against n with standard-error bars for
     each save time, the fitted slope and its interval in the legend, the :math:`n^{-1/2}` guide
@@ -196,11 +202,6 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     names = study_rate_variables(ds)
     var = ds.attrs.get("rate_metric", names[0]) if var is None else var
     _check_var(ds, var, names)
-    if times is not None and (isinstance(times, (str, bytes)) or not hasattr(times, "__iter__")):
-        raise InvalidParameterError(f"times of plot_limit_study must be a list of saved times; got {times!r}.")
-    from particles.validation import check_bool
-
-    guide = check_bool(guide, "guide", "plot_limit_study")
     ks = range(ds.sizes["time"]) if times is None else [_time_index(ds, t) for t in times]
     if ax is None:
         import matplotlib.pyplot as plt

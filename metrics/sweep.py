@@ -51,9 +51,9 @@ from particles.validation import (
     Integer,
     InvalidParameterError,
     Options,
+    Relation,
     check_instance,
     check_names,
-    check_param,
     declare,
 )
 
@@ -84,18 +84,22 @@ SWEEP_PARAMS = {
 _DEFAULTS = {"n_particles": 32, "beta": 1.0, "n_heads": 1, "kind": "softmax", "d": 3}
 
 
+_MODEL_PARAMS = ("n_heads", "d", "beta", "kind")
+
+
+def _heads_and_d_ok(p) -> bool:
+    return Integer(1).accepts(p["n_heads"]) and Integer(2).accepts(p["d"])
+
+
+@declare(params=Instance(dict, test=lambda p: set(_MODEL_PARAMS) <= set(p), what="a dict of sweep parameters with "
+                         f"keys {list(_MODEL_PARAMS)}", bad=({"d": 3}, [("d", 3)], None)),
+         rng=Instance(np.random.Generator, hint="Use np.random.default_rng(seed)."),
+         relations=[Relation(("params",), lambda p: _heads_and_d_ok(p), "must hold n_heads >= 1 and d >= 2 (integers)",
+                             breaks={"params": {"n_heads": 0, "d": 3, "beta": 1.0, "kind": "usa"}})])
 def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
     r"""Heads :math:`M_h = W_h = Q_h\,\mathrm{diag}(u_h)\,Q_h^\top/H` with random rotations
     :math:`Q_h` and :math:`u_h \sim U(0.5, 1.5)^d` (symmetric, value-aligned, positive definite)."""
-    caller = "default_model"
-    if not isinstance(params, dict):
-        raise InvalidParameterError(f"params of {caller} must be a dict of sweep parameters; got {type(params).__name__}.")
-    missing = {"n_heads", "d", "beta", "kind"} - set(params)
-    if missing:
-        raise InvalidParameterError(f"params of {caller} lacks {sorted(missing)}; pass all of {sorted(_DEFAULTS)}.")
-    check_instance(rng, np.random.Generator, "rng", caller, hint="Use np.random.default_rng(seed).")
-    H = check_param(params["n_heads"], "params['n_heads']", caller, low=1, integer=True)
-    d = check_param(params["d"], "params['d']", caller, low=2, integer=True)
+    H, d = int(params["n_heads"]), int(params["d"])
     M = np.empty((H, d, d))
     for h in range(H):
         q, r = np.linalg.qr(rng.standard_normal((d, d)))

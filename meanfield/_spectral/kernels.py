@@ -8,14 +8,26 @@ import numpy as np
 from scipy.special import gammaln, ive
 
 from particles.validation import (
+    Checked,
+    Integer,
+    Interval,
     InvalidParameterError,
-    check_param,
     check_real_array,
+    declare,
 )
 
 # ------------------------------------------------------------------ Funk–Hecke coefficients at any d
 
 
+def _degrees(l, name, caller):
+    l = np.atleast_1d(check_real_array(l, name, caller, ndim=(0, 1), expected="degrees l >= 0"))
+    if np.any(l < 0) or np.any(l != np.round(l)):
+        raise InvalidParameterError(f"{name} must hold non-negative integers; got {l}.")
+    return l
+
+
+@declare(a=Interval(), l=Checked(_degrees, "non-negative integer degrees (a scalar or a 1-D array)",
+                                 [-1, [0.5], [[1]], None, "l", [np.nan]]), d=Integer(2))
 def funk_hecke_log(a: float, l, d: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Sign and log of the Funk–Hecke coefficients :math:`\hat g_a(l)` of :math:`e^{a t}` on
     :math:`S^{d-1}`, without overflow or underflow at any d.
@@ -33,12 +45,6 @@ def funk_hecke_log(a: float, l, d: int) -> tuple[np.ndarray, np.ndarray]:
     >>> bool(np.allclose(s * np.exp(g), [np.sinh(1.0), np.cosh(1.0) - np.sinh(1.0)]))
     True
     """
-    caller = "funk_hecke_log"
-    a = check_param(a, "a", caller)
-    l = np.atleast_1d(check_real_array(l, "l", caller, ndim=(0, 1), expected="degrees l >= 0"))
-    if np.any(l < 0) or np.any(l != np.round(l)):
-        raise InvalidParameterError(f"The 'l' parameter of {caller} must hold non-negative integers; got {l}.")
-    d = check_param(d, "d", caller, low=2, integer=True)
     return _fh_log(a, l, d)
 
 

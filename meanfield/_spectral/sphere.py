@@ -9,8 +9,11 @@ from scipy import fft as sfft
 from scipy.special import gammaln
 
 from particles.validation import (
+    Integer,
     InvalidParameterError,
+    Relation,
     check_param,
+    declare,
 )
 
 from .circle import _tail
@@ -21,6 +24,9 @@ from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _gegenbauer_orthonorma
 # ------------------------------------------------------------------ S^2 transforms
 
 
+@declare(L=Integer(0), nlat=Integer(2), relations=[Relation(
+    ("nlat", "L"), lambda nlat, L: nlat > L, "must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1): "
+    "use nlat >= L + 1, or ceil((3L+1)/2) to project products exactly", breaks={"nlat": 3, "L": 5})])
 class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, named like a function
     r"""Spherical-harmonic transforms to degree L on the Gauss–Legendre grid of ``nlat`` latitudes.
 
@@ -47,14 +53,6 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
     """
 
     def __init__(self, L: int, nlat: int):
-        caller = "sphere_harmonic_transform"
-        L = check_param(L, "L", caller, low=0, integer=True)
-        nlat = check_param(nlat, "nlat", caller, low=2, integer=True)
-        if nlat <= L:
-            raise InvalidParameterError(
-                f"nlat of {caller} must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1); "
-                f"got L={L}, nlat={nlat}: use nlat >= {L + 1}, or ceil((3L+1)/2) to project products exactly."
-            )
         self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
         # the Gauss-Legendre rule to relative round-off (numpy's leggauss weights drift by 1e-10 at 1600 nodes)
         z, w = _gauss_gegenbauer(self.nlat, 3)

@@ -9,11 +9,16 @@ import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
 from particles.validation import (
+    NONE,
+    AnyOf,
+    Array,
+    Function,
+    Integer,
     InvalidParameterError,
-    check_callable,
-    check_param,
+    Relation,
     check_real_array,
     check_returned,
+    declare,
 )
 
 from .circle import _tail
@@ -199,6 +204,14 @@ def _funk_hecke_energy(model, l, d, energy_by_degree):
 # ------------------------------------------------------------------ zonal measures
 
 
+def _axis_ok(axis, d) -> bool:
+    return axis is None or (axis.shape == (d,) and np.linalg.norm(axis) > 0)
+
+
+@declare(density_fn=Function("a callable density_fn(points (m, d)) -> (m,)"), d=Integer(3, hint="On S^1 and S^2 "
+         "use a GridMeasure (any density)."), axis=AnyOf(NONE, Array(1, what="a vector of shape (d,)")),
+         relations=[Relation(("axis", "d"), _axis_ok, "must be a non-zero vector of shape (d,)",
+                             breaks=[{"axis": np.zeros(3)}, {"axis": np.ones(11)}])])
 @dataclass(frozen=True, eq=False)
 class ZonalMeasure:
     r"""A measure on :math:`S^{d-1}` whose density with respect to σ depends on
@@ -225,13 +238,8 @@ class ZonalMeasure:
     axis: np.ndarray | None = None
 
     def __post_init__(self):
-        caller = "ZonalMeasure"
-        check_callable(self.density_fn, "density_fn", caller, signature="density_fn(points (m, d)) -> (m,)")
-        d = check_param(self.d, "d", caller, low=3, integer=True)
-        e = np.eye(d)[-1] if self.axis is None else check_real_array(self.axis, "axis", caller, ndim=1)
-        if e.shape != (d,) or np.linalg.norm(e) == 0:
-            raise InvalidParameterError(f"axis of {caller} must be a non-zero vector of shape ({d},); got {e.shape}.")
-        e = e / np.linalg.norm(e)
+        caller, d = "ZonalMeasure", self.d
+        e = np.eye(d)[-1] if self.axis is None else self.axis / np.linalg.norm(self.axis)
         object.__setattr__(self, "d", d)
         object.__setattr__(self, "axis", e)
         # zonality: the density at x and at a rotation of x about e (same <x, e>) must agree

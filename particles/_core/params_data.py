@@ -55,15 +55,17 @@ class Checked(Constraint):
         return [v for v in self.bad if not self.accepts(v)]
 
 
-def Points(*, on_sphere: bool = True, min_d: int = 2, min_n: int = 1, atol: float = 1e-10, hint: str = "") -> Checked:
-    """Points of shape (n, d), n >= min_n, d >= min_d, finite, on the unit sphere when ``on_sphere``
-    (rows within ``atol``)."""
+def Points(*, on_sphere: bool = True, min_d: int = 2, min_n: int = 1, atol: float = 1e-10, d: int | None = None,
+           hint: str = "") -> Checked:
+    """Points of shape (n, d), n >= min_n, d >= min_d (exactly ``d`` columns when given), finite, on
+    the unit sphere when ``on_sphere`` (rows within ``atol``)."""
     where = " on the unit sphere" if on_sphere else ""
     bad = [None, "abc", 3, np.ones(3), np.ones((2, 3, 3)), np.zeros((0, 3)), _RAGGED, np.array([[1j, 0.0]]),
            np.full((2, 3), np.nan), np.array([[np.inf, 0.0, 0.0]]), np.eye(3)[:, :1] if min_d > 1 else "",
-           2.0 * np.eye(3), np.eye(3)[:1]]
-    return Checked(check_points, f"points of shape (n, d){where}", bad, hint=hint, on_sphere=on_sphere,
-                   min_d=min_d, min_n=min_n, atol=atol)
+           2.0 * np.eye(3), np.eye(3)[:1]] + ([np.eye(d + 1)] if d is not None else [])
+    shape = f"(n, {d})" if d is not None else "(n, d)"
+    return Checked(check_points, f"points of shape {shape}{where}", bad, hint=hint, on_sphere=on_sphere,
+                   min_d=min_d, min_n=min_n, atol=atol, d=d)
 
 
 def States(*, on_sphere: bool = True, min_times: int = 1, hint: str = "") -> Checked:

@@ -151,11 +151,11 @@ def test_meanfield_bad_input(rng):
         mf.wasserstein_ascent(mf.GridMeasure(pts, areas, np.full(16, 1 / 16)), model, t1=1.0, scheme="jko", dt=0.1)
     with pytest.raises(ValueError, match="'scheme' parameter of wasserstein_ascent must be one of"):
         mf.wasserstein_ascent(mf.EmpiricalMeasure(pts), model, t1=1.0, scheme="pseudo_spectral")
-    with pytest.raises(ValueError, match="mass of GridMeasure must sum to 1"):
+    with pytest.raises(ValueError, match="'mass' parameter of GridMeasure must sum to 1"):
         mf.GridMeasure(pts, areas, np.ones(16))
     with pytest.raises(ValueError, match="needs an EmpiricalMeasure"):
         mf.wasserstein_ascent(mf.GridMeasure(pts, areas, np.full(16, 1 / 16)), model, t1=1.0, dt=0.1)
-    with pytest.raises(ValueError, match="supports kinds 'usa' and 'softmax'"):
+    with pytest.raises(ValueError, match=r"'model' parameter of measure_velocity must have kind in \['softmax', 'usa'\]"):
         mf.measure_velocity(MultiHead(np.eye(2), kind="relu"), pts)
 
 

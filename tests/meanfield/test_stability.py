@@ -120,13 +120,13 @@ def test_bad_input():
         mf.growth_rates(MultiHead(np.diag([1.0, 2.0, 3.0]), beta=1.0))
     with pytest.raises(ValueError, match="'model' parameter of growth_rates must have kind in"):
         mf.growth_rates(MultiHead.scalar([1.0], d=3, kind="relu"))
-    with pytest.raises(ValueError, match="lam and mu of uniform_growth_rate must be scalars or 1-D arrays"):
+    with pytest.raises(ValueError, match="'mu' parameter of uniform_growth_rate: must have one strength per head"):
         mf.uniform_growth_rate(1.0, [1.0, 2.0], [1.0], d=3)
     with pytest.raises(ValueError, match="'d' parameter of uniform_growth_rate must be an integer"):
         mf.uniform_growth_rate(1.0, 1.0, d=1)
-    with pytest.raises(ValueError, match="'d' parameter of sphere_quadrature must be 2, 3 or 4"):
+    with pytest.raises(ValueError, match=r"'d' parameter of sphere_quadrature must be an integer in \[2, 4\]"):
         mf.sphere_quadrature(5, 4)
-    with pytest.raises(ValueError, match="harmonic_growth runs on S\\^2"):
+    with pytest.raises(ValueError, match="must have d = 3 \\(harmonic_growth runs on S\\^2\\)"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=2), lambda y: y[:, 0], m=50, t1=0.1)
     with pytest.raises(ValueError, match="harmonic_fn of harmonic_growth must return finite values of shape"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=3), lambda y: y, m=50, t1=0.1)
