@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from examples import reproductions as ex
 from examples import _reproductions_rows as R
+from examples import reproductions as ex
 from particles import theory as th
 
 
