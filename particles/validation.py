@@ -46,13 +46,14 @@ from ._model.checks import POSITIVE_BETA, Model, check_model, fits_model
 _TEXT = dict(name=Instance(str, what="a str (the name the message gives the value)"),
              caller=Instance(str, what="a str (the caller the message names, or '')"))
 _BOUND = AnyOf(NONE, Interval())
+_ANY = Instance(object, what="any value (the one checked)")
 check_param = declare(
-    **_TEXT, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(), allow_inf=Boolean(),
+    **_TEXT, value=_ANY, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(), allow_inf=Boolean(),
     relations=[Relation(("high", "low"), lambda hi, lo: hi is None or lo is None or hi >= lo, "must be >= low",
                         breaks={"low": 1.0, "high": 0.0})])(_v.check_param)
-check_points = declare(**_TEXT, on_sphere=Boolean(), atol=Interval(0, None), min_d=Integer(1), min_n=Integer(0),
+check_points = declare(**_TEXT, x=_ANY, on_sphere=Boolean(), atol=Interval(0, None), min_d=Integer(1), min_n=Integer(0),
                        d=AnyOf(NONE, Integer(1)))(_v.check_points)
-check_weights = declare(**_TEXT, n=Integer(1))(_v.check_weights)
+check_weights = declare(**_TEXT, weights=_ANY, n=Integer(1))(_v.check_weights)
 
 __all__ = [
     "InvalidParameterError",

@@ -35,6 +35,7 @@ from .._core.states import check_states, check_times
 from .._core.validation import InvalidParameterError, check_choice, check_param
 from .._dynamics.saving import SaveAt, Trajectory
 from .._dynamics.solve import simulate
+from .._dynamics.steppers import STEPPERS
 from .._model.checks import Model, check_model, fits_model
 from .._model.display import fields_html
 from .._model.fields import STATE
@@ -208,7 +209,7 @@ class RDThreshold:
 @declare(make_model=Function("a callable p -> MultiHead"), x0=Points(), t1=Interval(0, None), bracket=SequenceOf(
     Interval(), min_len=2, increasing=True), candidate=Options(*RD_CANDIDATES), n_grid=Integer(2),
     xtol=Interval(0, None, closed="neither"), n_saves=Integer(2), dt=AnyOf(NONE, Interval(0, None, closed="neither")),
-    relations=[Relation(("bracket",), lambda b: len(b) == 2, "must be a pair (lower, upper)",
+    method=Options(*STEPPERS), relations=[Relation(("bracket",), lambda b: len(b) == 2, "must be a pair (lower, upper)",
                         breaks={"bracket": [0.0, 1.0, 2.0]})])
 def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointwise", n_grid: int = 9,
                  xtol: float = 1e-6, n_saves: int = 41, dt: float | None = None, method: str = "rk4") -> RDThreshold:

@@ -54,7 +54,9 @@ def declare(*, _caller: str | None = None, relations=(), **constraints):
 
     A class is declared through its ``__init__`` (the class then carries the declaration); a name
     that is not a parameter is allowed when the callable takes ``**kwargs``, and checked when given
-    there (``MultiHead.replace(**changes)`` declares the constructor's fields).
+    there (``MultiHead.replace(**changes)`` declares the constructor's fields). A callable with a
+    keyword ``check`` parameter called with ``check=False`` skips the validation: the caller
+    vouches for arguments it validated itself (the solve loop's stages, a study's inner loops).
     """
 
     def wrap(fn):
@@ -72,8 +74,12 @@ def declare(*, _caller: str | None = None, relations=(), **constraints):
         qualname = fn.__qualname__.rsplit("<locals>.", 1)[-1].removesuffix(".__init__")
         decl = Declaration(_caller or qualname, constraints, list(relations))
 
+        trusted = "check" in sig.parameters
+
         @functools.wraps(fn)
         def checked(*args, **kwargs):
+            if trusted and kwargs.get("check", True) is False:
+                return fn(*args, **kwargs)
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:

@@ -28,6 +28,9 @@ def check_states(xs, name: str = "xs", caller: str = "", *, d: int | None = None
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} must have shape (n_times, n, d); got shape {arr.shape}."
         )
+    if arr.shape[1] < 1 or arr.shape[2] < 1:
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must hold at least one point with one coordinate; got "
+                                    f"shape {arr.shape}.")
     if arr.shape[0] < min_times:
         raise InvalidParameterError(
             f"{name}{_fmt(caller)} needs at least {min_times} saved times; got {arr.shape[0]}. "

@@ -69,6 +69,8 @@ _SIMULATE_RELATIONS = [
          "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
          rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
+         controller=AnyOf(NONE, Instance(object, test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")),
+                                         what="a step-size controller (first, propose, decide)", bad=(3, "pid"))),
          relations=_SIMULATE_RELATIONS)
 def simulate(
     x0,

@@ -45,7 +45,7 @@ from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
 from .._core.params import NONE, AnyOf, Array, Boolean, Instance, Integer
-from .._core.sphere import GEOMETRIES, normalize
+from .._core.sphere import GEOMETRIES, _normalize
 from .._core.validation import check_points, check_source_weights
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import DEFAULT_TOL, exp_sums
@@ -330,7 +330,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
 
     def _head_outputs(self, x: np.ndarray, sums: list[HeadSums] | None = None) -> np.ndarray:
         if self.update == "pre_ln":
-            x = normalize(x)  # attention reads the normalised tokens; the stream itself is not
+            x = _normalize(x)  # attention reads the normalised tokens; the stream itself is not
         if self.causal:
             return np.einsum("hij,jd,hed->hie", self._dense_weights(x), x, self.W)
         sums = self.sums(x, check=False) if sums is None else sums
