@@ -149,6 +149,7 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     Examples
     --------
     >>> from meanfield import EmpiricalMeasure
+    >>> from particles import MultiHead
     >>> model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
     >>> res = wasserstein_ascent(EmpiricalMeasure(np.eye(3)), model, t1=1.0, dt=0.1, n_saves=3)
     >>> res.points.shape

@@ -22,6 +22,7 @@ import xarray as xr
 from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, InvalidParameterError, declare
 
 from .dataset import time_index
+from .plotting import AX
 
 __all__ = ["plot_angles", "plot_sphere", "animate"]
 
@@ -64,7 +65,7 @@ def _time_label(ds: xr.Dataset) -> str:
     return axis_label(ds["time"], "time")
 
 
-@declare(ds=_DS, log_time=Boolean())
+@declare(ds=_DS, ax=AX, log_time=Boolean())
 def plot_angles(ds: xr.Dataset, *, ax=None, log_time: bool = False):
     r"""Tokens on :math:`S^1` as angles :math:`\theta_i(t) = \operatorname{atan2}(x_{i,2}, x_{i,1})`
     against time: clusters are the horizontal bands, merges where bands join.
@@ -153,7 +154,7 @@ def _frame_title(ds, k: int) -> str:
     return f"{n} tokens on S^{d - 1}, t = {float(ds['time'][k]):.4g}"
 
 
-@declare(ds=_DS, time=AnyOf(NONE, Interval(None, None)), elev=_ANGLE, azim=_ANGLE)
+@declare(ds=_DS, time=AnyOf(NONE, Interval(None, None)), ax=AX, elev=_ANGLE, azim=_ANGLE)
 def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: float = 25.0, azim: float = -60.0):
     r"""The tokens at one saved time: on the unit circle (:math:`S^1`) or on a shaded sphere
     (:math:`S^2`, orthographic view from elevation ``elev`` and azimuth ``azim`` in degrees;

@@ -162,7 +162,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     Examples
     --------
     >>> m = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
-    >>> ds = chaos_horizon_study(m, n_values=[50, 100], n_seeds=2, t1=10.0, n_saves=41, delta=0.3,
+    >>> ds = chaos_horizon_study(m, n_values=[50, 100], n_seeds=2, t1=10.0, n_saves=41, delta=0.4,
     ...                          dt=0.1, n_boot=50)
     >>> ds.distance.dims, int(ds.l_star), bool(np.all(np.isfinite(ds.t_delta)))
     (('n_particles', 'seed', 'time'), 1, True)

@@ -26,9 +26,8 @@ from particles.validation import (
     Interval,
     InvalidParameterError,
     Points,
-    check_points,
-    check_real_array,
-    check_weights,
+    States,
+    Weights,
     declare,
     one_per,
 )
@@ -138,9 +137,11 @@ def _by_first_appearance(labels: np.ndarray) -> np.ndarray:
 
 #: the geodesic linking distance of every clustering function (one rule)
 EPS = Interval(0, np.pi, closed="right", hint="eps is a geodesic distance in radians, e.g. 1e-2.")
+_X = Points(atol=1e-8)
+_WEIGHTS = AnyOf(NONE, Weights(probability=True))
 
 
-@declare(eps=EPS)
+@declare(x=_X, eps=EPS)
 def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
     r"""Labels 0..k−1 of the ε-connected components (geodesic ε) of ``x``, by first appearance.
 
@@ -166,24 +167,20 @@ def cluster_labels(x, *, eps: float = 1e-2) -> np.ndarray:
     >>> cluster_labels(x).tolist()
     [0, 0, 1]
     """
-    x = check_points(x, "x", "cluster_labels", atol=1e-8)
     return _by_first_appearance(_components(x, _chord(eps)))
 
 
-@declare(eps=EPS)
+@declare(x=_X, weights=_WEIGHTS, eps=EPS, relations=[one_per("weights", "x")])
 def n_clusters(x, weights=None, *, eps: float = 1e-2) -> int:
     r"""Number of ε-connected components :math:`k` (weights are validated but do not change
     the count: components are a property of the support)."""
-    x = check_points(x, "x", "n_clusters", atol=1e-8)
-    check_weights(weights, len(x), caller="n_clusters")
     return int(np.unique(_components(x, _chord(eps))).size)
 
 
-@declare(eps=EPS)
+@declare(x=_X, weights=_WEIGHTS, eps=EPS, relations=[one_per("weights", "x")])
 def cluster_sizes(x, weights=None, *, eps: float = 1e-2) -> np.ndarray:
     r"""Mass of each cluster, :math:`\sum_{i\in C_k} w_i`, sorted decreasingly (sums to 1); O(n d) memory."""
-    x = check_points(x, "x", "cluster_sizes", atol=1e-8)
-    w = check_weights(weights, len(x), caller="cluster_sizes")
+    w = np.full(len(x), 1.0 / len(x)) if weights is None else weights
     labels = _components(x, _chord(eps))
     return np.sort(np.bincount(labels, weights=w))[::-1]
 
@@ -194,7 +191,7 @@ def _component_masses(x: np.ndarray, eps: float) -> np.ndarray:
     return np.sort(np.bincount(_components(x, _chord(eps))) / len(x))[::-1]
 
 
-@declare(x=Points(atol=1e-8), labels=AnyOf(NONE, Array(1, what="one label per point, shape (n,)")), eps=EPS,
+@declare(x=_X, labels=AnyOf(NONE, Array(1, what="one label per point, shape (n,)")), eps=EPS,
          relations=[one_per("labels", "x")])
 def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     r"""Mean silhouette coefficient with the geodesic metric.
@@ -245,7 +242,7 @@ def silhouette(x, labels=None, *, eps: float = 1e-2) -> float:
     return total / n
 
 
-@declare(eps=EPS)
+@declare(x=States(hint="Pass a stack of systems of shape (S, n, d), unit rows."), eps=EPS)
 def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     r"""Cluster counts of a stack of systems ``x`` of shape (S, n, d), shape (S,).
 
@@ -256,11 +253,6 @@ def n_clusters_batch(x, *, eps: float = 1e-2) -> np.ndarray:
     :math:`c = 2\sin(\varepsilon/2)` of :func:`n_clusters`) and the components of that one graph
     counted per system; for larger n it loops over :func:`n_clusters`.
     """
-    caller = "n_clusters_batch"
-    x = check_real_array(x, "x", caller, ndim=3, min_size=0, expected="an array of shape (S, n, d)")
-    if x.shape[0] < 1 or x.shape[1] < 1 or x.shape[2] < 2:
-        raise InvalidParameterError(f"x of {caller} must have shape (S, n, d) with S, n >= 1, d >= 2; got {x.shape}.")
-    check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
     if x.shape[2] != 2:
         if x.shape[1] <= _DENSE_MAX_N:
             return _dense_counts(x, _chord(eps))

@@ -59,6 +59,11 @@ def _dataset(needs: tuple, made_by: str):
                     what=f"an xarray.Dataset with {', '.join(repr(v) for v in needs)} (from {made_by})")
 
 
+#: where a figure is drawn: None (a new figure) or a matplotlib Axes
+AX = AnyOf(NONE, Instance(object, test=lambda a: hasattr(a, "plot") and hasattr(a, "figure"), what="a matplotlib Axes",
+                          bad=(3, "ax", [1, 2])))
+
+
 def _new_axes(ax, figsize=(5.5, 4.0)):
     if ax is None:
         _, ax = _pyplot().subplots(figsize=figsize)
@@ -126,6 +131,8 @@ def _curve(ds: xr.Dataset, name) -> xr.DataArray:
 
 @declare(ds=Instance(xr.Dataset, what="an xarray.Dataset with a time dim"),
          names=AnyOf(NONE, Instance((list, tuple), what="a list of variable or metric names")),
+         axes=AnyOf(NONE, Instance(object, test=lambda a: all(hasattr(x, "plot") for x in np.ravel(np.asarray(
+             a, dtype=object))), what="a sequence of matplotlib Axes", bad=(3, "axes", [1, 2]))),
          log_time=Boolean())
 def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False):
     r"""Metrics against time, one panel each: energy :math:`E_{\rm multi}(t)`, attention entropy,
@@ -167,7 +174,7 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     return axes
 
 
-@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
+@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS), ax=AX,
          curve=Boolean(), colorbar=Boolean())
 def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax=None, curve: bool = True,
                        colorbar: bool = True):
@@ -221,7 +228,7 @@ def chaos_parameters(ds: xr.Dataset) -> str:
     return ", ".join(parts + [f"seeds={ds.sizes.get('seed', 1)}"])
 
 
-@declare(ds=_dataset(("distance", "sigma_star", "n_particles"), "metrics.chaos_horizon_study"), collapse=Boolean())
+@declare(ds=_dataset(("distance", "sigma_star", "n_particles"), "metrics.chaos_horizon_study"), collapse=Boolean(), ax=AX)
 def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
     r"""The chaos study's distance to the mean field, seed mean per n, against
     :math:`t - \log n/(2\sigma^*)`: the fluctuation :math:`W\sim n^{-1/2}e^{\sigma^* t}
@@ -258,7 +265,7 @@ def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
 
 
 @declare(ds=_dataset(("t_delta", "sigma_star", "slope", "slope_ci"), "metrics.chaos_horizon_study"),
-         delta=AnyOf(NONE, Interval(0, None, closed="neither")))
+         delta=AnyOf(NONE, Interval(0, None, closed="neither")), ax=AX)
 def plot_chaos_horizon(ds: xr.Dataset, delta: float | None = None, *, ax=None):
     r"""Breakdown time :math:`t_\delta` against :math:`\log n` (seed mean ± standard error), with
     the predicted line :math:`(\tfrac12\log n + \log\delta + E[Z])/\sigma^*` and the fitted slope

@@ -35,9 +35,11 @@ from particles.validation import (
     Integer,
     Interval,
     InvalidParameterError,
-    check_points,
-    check_weights,
+    Points,
+    Relation,
+    Weights,
     declare,
+    one_per,
 )
 
 __all__ = [
@@ -69,26 +71,26 @@ def _check_dense(sizes, caller):
         )
 
 
-def _clouds(x, y, a, b, caller):
-    x = check_points(x, "x", caller, atol=1e-8)
-    y = check_points(y, "y", caller, atol=1e-8)
-    if x.shape[1] != y.shape[1]:
-        raise InvalidParameterError(
-            f"x and y of {caller} must live in the same R^d; got d = {x.shape[1]} and {y.shape[1]}."
-        )
-    return x, y, check_weights(a, len(x), "a", caller), check_weights(b, len(y), "b", caller)
+def _uniform(w, n):
+    return np.full(n, 1.0 / n) if w is None else w
 
 
-#: the rules the transport functions share
+#: the rules the transport functions share: two clouds on one sphere, each with optional probability weights
+_CLOUD = Points(atol=1e-8)
+_PROB = AnyOf(NONE, Weights(probability=True))
+_SAME_D = Relation(("y", "x"), lambda y, x: y.shape[1] == x.shape[1], "must live in the same R^d as x",
+                   breaks={"y": np.eye(5)})  # (no valid call is on S^4)
+_TWO = dict(x=_CLOUD, y=_CLOUD)
+_TWO_WEIGHTED = dict(_TWO, a=_PROB, b=_PROB)
+_TWO_RELATIONS = [_SAME_D, one_per("a", "x"), one_per("b", "y")]
 _P = Interval(1, hint="p is the order of the Wasserstein distance, e.g. 2.")
 _N_PROJECTIONS = Integer(1, hint="The number of random directions, e.g. 200.")
 _SEED = AnyOf(NONE, Integer(0, 2**32 - 1), hint="Pass a seed in [0, 2**32) or None.")
 
 
-@declare(p=Interval(0, None, closed="neither"))
+@declare(**_TWO, p=Interval(0, None, closed="neither"), relations=[_SAME_D])
 def geodesic_cost(x, y, p: float = 1.0) -> np.ndarray:
     r"""Cost matrix :math:`C_{ij} = d(x_i, y_j)^p`, shape (n, m); refuses n·m > :data:`MAX_DENSE_PAIRS`."""
-    x, y, _, _ = _clouds(x, y, None, None, "geodesic_cost")
     _check_dense([(len(x), len(y))], "geodesic_cost")
     return _cost(x, y, p)
 
@@ -97,7 +99,7 @@ def _cost(x, y, p):
     return _geodesic_distance(x[:, None, :], y[None, :, :]) ** p
 
 
-@declare(p=_P)
+@declare(**_TWO_WEIGHTED, p=_P, relations=_TWO_RELATIONS)
 def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     r"""Exact Wasserstein distance :math:`W_p` with geodesic ground cost (radians).
 
@@ -110,7 +112,7 @@ def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     """
     import ot
 
-    x, y, a, b = _clouds(x, y, a, b, "wasserstein")
+    a, b = _uniform(a, len(x)), _uniform(b, len(y))
     _check_dense([(len(x), len(y))], "wasserstein")
     cost = ot.emd2(a, b, _cost(x, y, p), numItermax=10_000_000)
     return float(max(cost, 0.0) ** (1.0 / p))
@@ -178,7 +180,8 @@ def _entropic_self(a, C, reg, max_iter, tol):
     return float(2 * a @ f), err
 
 
-@declare(reg=Interval(0, None, closed="neither"), max_iter=Integer(1), tol=Interval(0, None, closed="neither"))
+@declare(**_TWO_WEIGHTED, reg=Interval(0, None, closed="neither"), max_iter=Integer(1),
+         tol=Interval(0, None, closed="neither"), relations=_TWO_RELATIONS)
 def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int = 10000, tol: float = 1e-9) -> float:
     r"""Debiased Sinkhorn divergence with cost :math:`d(x, y)^2` (rad²); ≥ 0, zero iff μ = ν.
 
@@ -186,9 +189,8 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     log-domain Sinkhorn, the symmetric terms from the averaged symmetric fixed point.
     Warns :class:`~particles.ConvergenceWarning` if a loop stops above ``tol``.
     """
-    caller = "sinkhorn_divergence"
-    x, y, a, b = _clouds(x, y, a, b, caller)
-    _check_dense([(len(x), len(y)), (len(x), len(x)), (len(y), len(y))], caller)
+    a, b = _uniform(a, len(x)), _uniform(b, len(y))
+    _check_dense([(len(x), len(y)), (len(x), len(x)), (len(y), len(y))], "sinkhorn_divergence")
     if x.shape == y.shape and np.array_equal(x, y) and np.array_equal(a, b):
         return 0.0  # S_ε(μ, μ) = 0 exactly; alternating Sinkhorn would crawl towards it
     xy, e1 = _entropic_dual(a, b, _cost(x, y, 2), reg, max_iter, tol)
@@ -214,7 +216,7 @@ def _chunked_projected(fn, d, n_points, n_projections, seed):
     return np.concatenate([np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in vals])
 
 
-@declare(n_projections=_N_PROJECTIONS, p=_P, seed=_SEED)
+@declare(**_TWO_WEIGHTED, n_projections=_N_PROJECTIONS, p=_P, seed=_SEED, relations=_TWO_RELATIONS)
 def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200, p: float = 2.0, seed: int = 0) -> float:
     r"""Spherical sliced Wasserstein :math:`SSW_p` (POT); the same ``seed`` gives the same projections.
 
@@ -231,8 +233,7 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
     """
     import ot
 
-    caller = "sliced_wasserstein_sphere"
-    x, y, a, b = _clouds(x, y, a, b, caller)
+    a, b = _uniform(a, len(x)), _uniform(b, len(y))
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]["projected_emds"]
@@ -241,14 +242,12 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
     return float(np.mean(vals) ** (1.0 / p))
 
 
-@declare(n_projections=_N_PROJECTIONS, seed=_SEED)
+@declare(x=_CLOUD, weights=_PROB, n_projections=_N_PROJECTIONS, seed=_SEED, relations=[one_per("weights", "x")])
 def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int = 0) -> float:
     r""":math:`SSW_2(\mu, \sigma)` to the uniform measure σ on :math:`S^{d-1}` (POT), projections chunked."""
     import ot
 
-    caller = "distance_to_uniform"
-    x = check_points(x, "x", caller, atol=1e-8)
-    w = check_weights(weights, len(x), caller=caller)
+    w = _uniform(weights, len(x))
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]["projected_emds"]
@@ -257,7 +256,7 @@ def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int 
     return float(np.mean(vals) ** 0.5)
 
 
-@declare(n_projections=_N_PROJECTIONS, seed=_SEED)
+@declare(x=Points(), y=Points(), n_projections=_N_PROJECTIONS, seed=_SEED, relations=[_SAME_D])
 def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0) -> tuple[float, float]:
     r"""Sliced :math:`SW_2` between two point clouds of :math:`S^{d-1}` **embedded in**
     :math:`\mathbb R^d` (uniform weights): the distance the limit study uses on :math:`S^{d-1}`.
@@ -285,14 +284,6 @@ def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0
     >>> round(sliced_wasserstein_embedded(x[:1], x[1:], n_projections=4000)[0] ** 2, 1)  # E <theta, 2 e3>^2 = 4/3
     1.3
     """
-    from particles.validation import check_points
-
-    caller = "sliced_wasserstein_embedded"
-    x = check_points(x, "x", caller)
-    y = check_points(y, "y", caller)
-    if x.shape[1] != y.shape[1]:
-        raise InvalidParameterError(f"x and y of {caller} must live in the same dimension; got {x.shape[1]} and "
-                                    f"{y.shape[1]}.")
     from .limit import SlicedReference
 
     ref = SlicedReference(y[None], n_projections=n_projections, n_quantiles=len(y), seed=seed)

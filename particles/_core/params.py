@@ -369,8 +369,8 @@ class AnyOf(Constraint):
 
     def check(self, value, name: str, caller: str):
         rest = [c for c in self.options if c is not NONE]
-        if value is not None and len(rest) == 1 and not self.accepts(value):
-            return rest[0].check(value, name, caller)  # "None or X" refusing a non-None value: X says why
+        if value is not None and len(rest) == 1 and getattr(rest[0], "explains", False) and not self.accepts(value):
+            return rest[0].check(value, name, caller)  # "None or X" refusing a non-None value: X's checker says why
         return super().check(value, name, caller)
 
     def invalid(self) -> list:

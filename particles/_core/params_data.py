@@ -25,6 +25,8 @@ class Checked(Constraint):
     (``The 'x' parameter of f must ...``).
     """
 
+    explains = True  # its checker's message says what is wrong (AnyOf(NONE, Checked) passes it on)
+
     def __init__(self, checker, what: str, bad, *, hint: str = "", **options):
         self.checker, self.what, self.bad, self.hint, self.options = checker, what, list(bad), hint, options
 

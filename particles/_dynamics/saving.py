@@ -75,7 +75,7 @@ class SaveAt:
 
 @declare(t=Array((0, 1), min_size=0, what="a 1-D array of times"),
          x=AnyOf(NONE, Array(finite=False, min_size=0, what="an array of shape (n_times, n, d)")),
-         x_final=AnyOf(NONE, Array(finite=False, min_size=0, what="the final state, an array of shape (n, d)")),
+         x_final=AnyOf(NONE, Instance(np.ndarray, what="the final state (an array: tokens, or a scheme's own state)")),
          saved=Instance(dict), status=Options("finished", "failed"), message=Instance(str), n_steps=Integer(0),
          n_rejected=Integer(0), method=Instance(str))
 @dataclass(frozen=True)

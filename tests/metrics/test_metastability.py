@@ -74,5 +74,5 @@ def test_bad_input(rng):
         staircase(model, np.stack([np.eye(2)] * 2), [1.0, 2.0])
     with pytest.raises(ValueError, match="staircase needs the save times ts"):
         staircase(model, np.stack([np.eye(2)] * 3))
-    with pytest.raises(ValueError, match="masses of cluster_energy must have shape \\(2,\\)"):
+    with pytest.raises(ValueError, match="'masses' parameter of cluster_energy: must have one entry per row of centres"):
         cluster_energy(model, np.eye(2), [1.0])

@@ -69,7 +69,7 @@ def test_bad_matrices(M, match):
     [
         (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of 'euler', .*'euler_maruyama' or a Stepper; got 'rk5'"),
         (dict(method="rk4"), r"'dt' parameter of simulate: must be given for a fixed-step method"),
-        (dict(dt=-0.1), r"'dt' parameter of simulate must be a real number in \(0, inf\)"),
+        (dict(dt=-0.1), r"'dt' parameter of simulate must be None or a real number in \(0, inf\)"),
         (dict(dt=0.1, kappa=1.0), r"'kappa' parameter of simulate: must be inf unless method='euler_maruyama'"),
         (dict(dt=0.1, t0=2.0), r"'t1' parameter of simulate: must be greater than t0"),
         (dict(dt=0.1, on_failure="ignore"), r"'on_failure' parameter"),
