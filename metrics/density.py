@@ -29,12 +29,15 @@ import numpy as np
 from particles.validation import (
     NONE,
     AnyOf,
+    Checked,
     Function,
     Instance,
     Integer,
     Interval,
     InvalidParameterError,
     Points,
+    Seed,
+    check_real_array,
     declare,
 )
 
@@ -146,7 +149,18 @@ def _circle_table(density_fn, m: int):
 _M_GRID = Integer(8, hint="The number of grid cells, e.g. 4096.")
 
 
-@declare(m=_M_GRID)
+_DENSITY_FN = Function("a callable density_fn(points) -> (m,)")
+
+
+def _probabilities(u, name, caller):
+    u = check_real_array(u, name, caller)
+    if not np.all((u >= 0) & (u <= 1)):
+        raise InvalidParameterError(f"{name} must be probabilities in [0, 1]; got min {u.min():.3g}, max {u.max():.3g}.")
+    return u
+
+
+@declare(density_fn=_DENSITY_FN, u=Checked(_probabilities, "probabilities in [0, 1]", [-0.1, [1.5], None, "u",
+                                                                                         [np.nan]]), m=_M_GRID)
 def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     r"""Angles :math:`F^{-1}(u) \in [0, 2\pi)` of a density on :math:`S^1` (``density_fn(points)``).
 
@@ -170,11 +184,6 @@ def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     >>> np.allclose(q, [np.pi / 2, np.pi])
     True
     """
-    from particles.validation import check_real_array
-
-    u = check_real_array(u, "u", "circle_density_quantile")
-    if not np.all((u >= 0) & (u <= 1)):
-        raise InvalidParameterError("u of circle_density_quantile must be probabilities in [0, 1].")
     f0, f1, h, cdf = _circle_table(density_fn, m)
     target = u * cdf[-1]
     k = np.clip(np.searchsorted(cdf, target, side="right") - 1, 0, m - 1)
@@ -186,7 +195,7 @@ def circle_density_quantile(density_fn, u, *, m: int = 4096) -> np.ndarray:
     return np.mod((k + np.clip(s, 0.0, 1.0)) * h, _TWO_PI)
 
 
-@declare(n=Integer(1), m=_M_GRID)
+@declare(density_fn=_DENSITY_FN, n=Integer(1), rng=Seed(), m=_M_GRID)
 def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, 2) on :math:`S^1` from ``density_fn(points)`` by the inverse CDF
     (:func:`circle_density_quantile`).
@@ -196,14 +205,12 @@ def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.
     >>> x.shape, bool(np.allclose(np.linalg.norm(x, axis=1), 1.0))
     ((5, 2), True)
     """
-    from particles.validation import check_rng
-
-    rng = check_rng(rng, "rng", "sample_circle_density")
+    rng = np.random.default_rng(rng)
     theta = circle_density_quantile(density_fn, rng.uniform(size=n), m=m)
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
-@declare(n=Integer(1), d=Integer(2), bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
+@declare(density_fn=_DENSITY_FN, n=Integer(1), d=Integer(2), rng=Seed(), bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
 def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
                           m_grid: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, d) on :math:`S^{d-1}` from ``density_fn(points)``.
@@ -230,9 +237,7 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
     ((1000, 3), True)
     """
     caller = "sample_sphere_density"
-    from particles.validation import check_rng
-
-    rng = check_rng(rng, "rng", caller)
+    rng = np.random.default_rng(rng)
     if d == 2:
         return sample_circle_density(density_fn, n, rng, m=m_grid)
     if bound is None:

@@ -71,9 +71,9 @@ def test_transport_bad_input(rng):
         wasserstein(x, sample_uniform(5, 4, rng))
     with pytest.raises(InvalidParameterError, match="must lie on the unit sphere"):
         wasserstein(2 * x, x)
-    with pytest.raises(InvalidParameterError, match=r"a of wasserstein must sum to 1"):
+    with pytest.raises(InvalidParameterError, match=r"'a' parameter of wasserstein must sum to 1"):
         wasserstein(x, x, np.ones(5))
-    with pytest.raises(InvalidParameterError, match=r"b of wasserstein must have shape \(5,\)"):
+    with pytest.raises(InvalidParameterError, match=r"'b' parameter of wasserstein: must have one entry per row of y"):
         wasserstein(x, x, None, np.ones(4) / 4)
 
 
