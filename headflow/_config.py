@@ -30,7 +30,7 @@ class ConfigError(ValueError):
 MODEL_FIELDS = ("beta", "kind", "geometry", "log_time_scale", "block_elements", "summation", "tol", "causal",
                 "update")
 _MODEL = {"kind": "usa", "geometry": "sphere", "d": 3, "beta": 2.0, "lambdas": [1.0, 0.4], "M": None, "W": None,
-          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10, "block_elements": 2**18, "causal": False,
+          "log_time_scale": 0.0, "summation": "auto", "tol": 1e-10, "block_elements": 2**18, "causal": False,
           "update": "standard"}
 _OUTPUT = {"path": None, "format": "netcdf"}
 
@@ -148,7 +148,8 @@ geometry = "sphere"       # or "flat"
 d = 3                     # ambient dimension: tokens on S^{d-1}
 beta = 2.0                # inverse temperature
 lambdas = [1.0, 0.4]      # scalar heads M_h = W_h = lambda_h I; or give M (and W) as nested lists
-log_time_scale = "auto"   # USA heads: integrate in rescaled time (no overflow)
+log_time_scale = 0.0      # 0: the physical time t (as particles.MultiHead); "auto": the rescaled time
+                          # t' = e^c t, c = beta max_h ||M_h|| (USA heads at large beta: no overflow)
 summation = "auto"        # "exact", "fast" (NUFFT, needs finufft) or "auto"
 tol = 1e-10               # bound on the relative error of every partition function (fast/auto)
 block_elements = 262144   # entries of one logit tile (memory per head pass)

@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
+from particles import STEPPERS, MultiHead, SaveAt, SolverError, diagnose, sample_uniform, simulate
 from particles.validation import (
     NONE,
     AnyOf,
@@ -62,7 +62,8 @@ from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_
 from ._failures import FailedCellWarning, failed_cells, warn_failed
 from ._progress import progress_bar
 from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
-from .dataset import netcdf_safe, provenance
+from ._sweep_assemble import assemble as _assemble
+from .dataset import model_attrs, provenance
 from .registry import METRICS
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
@@ -133,8 +134,10 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         v = np.asarray(saved.get(k, []), dtype=float)
         data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
     data["status"] = ((), int(success))
+    # the model that ran: the assembled sweep records it per cell, and what its time coordinate means
     ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                    attrs={"failure_message": "" if success else message})
+                    attrs={"failure_message": "" if success else message, "model": json.dumps(model_attrs(model)),
+                           "log_time_scale": float(model.log_time_scale)})
     return stamp_cell(ds, key, path)
 
 
@@ -282,7 +285,8 @@ def run_sweep(
     if bar is not None:
         bar.close()
     ts = settings["ts"]
-    ds = _assemble(axes, n_seeds, cells, results, ts, settings["metrics"], settings["entropy"], settings)
+    ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
+                   {k: v for k, v in _DEFAULTS.items() if k not in axes})
     # the engine is left out: serial, process and dask runs of one config give identical datasets
     config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": len(ts),
               **key_settings}
@@ -328,47 +332,3 @@ def _load_finished(store, caller, cells, keys, paths) -> dict:
         else:
             results[idx] = ds
     return results
-
-
-def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:
-    shape = tuple(len(v) for v in axes.values()) + (n_seeds, len(ts))
-    var_names = [v for v in results[0].data_vars if v != "status"]
-    arrays = {v: np.full(shape, np.nan) for v in var_names}
-    status = np.zeros(shape[:-1], dtype=np.int8)
-    messages = np.full(shape[:-1], "", dtype=object)
-    index = {k: {val: i for i, val in enumerate(v)} for k, v in axes.items()}
-    for idx, (values, s, _) in enumerate(cells):
-        pos = tuple(index[k][val] for k, val in zip(axes, values)) + (s,)
-        for v in var_names:
-            arrays[v][pos] = results[idx][v].values
-        status[pos] = int(results[idx]["status"])
-        messages[pos] = str(results[idx].attrs.get("failure_message", ""))
-    dims = tuple(axes) + ("seed", "time")
-    coords = {k: (k, np.asarray(v), {"long_name": SWEEP_PARAMS[k], "units": "1"}) for k, v in axes.items()}
-    coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
-    coords["time"] = ("time", ts, {"long_name": "time", "units": "1"})
-    from .dataset import VARIABLES
-
-    data_vars = {}
-    for v in var_names:
-        if v in METRICS:
-            attrs = {"long_name": METRICS[v].long_name, "units": METRICS[v].units}
-        else:
-            long_name, units, _ = VARIABLES.get(v, (v, "1", ()))
-            attrs = {"long_name": long_name, "units": units}
-        data_vars[v] = (dims, arrays[v], attrs)
-    data_vars["success"] = (dims[:-1], status, {"long_name": "1 if the run reached t1", "units": "1"})
-    data_vars["failure_message"] = (dims[:-1], messages,  # object dtype: variable-length strings (netCDF, zarr v3)
-                                    {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)",
-                                     "units": "1"})
-    fixed = {k: v for k, v in _DEFAULTS.items() if k not in axes}
-    attrs = netcdf_safe({
-        "title": "headflow sweep",
-        "source": f"headflow {__version__}",
-        "history": "created by metrics.run_sweep",
-        "seed_entropy": str(entropy),
-        "t1": settings["t1"], "dt": settings["dt"], "method": settings["method"], "kappa": settings["kappa"],
-        "model_fn": f"{settings['model_fn'].__module__}.{settings['model_fn'].__qualname__}",
-        **{f"fixed_{k}": v for k, v in fixed.items()},
-    })
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
