@@ -9,6 +9,7 @@ import xarray as xr
 
 from particles import __version__
 
+from ._sweep_models import describe_model_fn
 from .dataset import VARIABLES, netcdf_safe, time_coord
 from .registry import METRICS
 
@@ -58,14 +59,13 @@ def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dic
     data_vars["failure_message"] = (dims[:-1], messages,
                                     {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)",
                                      "units": "1"})
-    model_fn = settings["model_fn"]
     attrs = netcdf_safe({
         "title": "headflow sweep",
         "source": f"headflow {__version__}",
         "history": "created by metrics.run_sweep",
         "seed_entropy": str(settings["entropy"]),
         "t1": settings["t1"], "dt": settings["dt"], "method": settings["method"], "kappa": settings["kappa"],
-        "model_fn": f"{model_fn.__module__}.{model_fn.__qualname__}",
+        "model_fn": describe_model_fn(settings["model_fn"]),
         **{f"fixed_{k}": v for k, v in fixed.items()},
     })
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
