@@ -30,7 +30,7 @@ class ConfigError(ValueError):
 MODEL_FIELDS = ("beta", "kind", "geometry", "log_time_scale", "block_elements", "summation", "tol", "causal",
                 "update")
 _MODEL = {"kind": "usa", "geometry": "sphere", "d": 3, "beta": 2.0, "lambdas": [1.0, 0.4], "M": None, "W": None,
-          "log_time_scale": "auto", "summation": "auto", "tol": 1e-10, "block_elements": 2**18, "causal": False,
+          "log_time_scale": 0.0, "summation": "auto", "tol": 1e-10, "block_elements": 2**18, "causal": False,
           "update": "standard"}
 _OUTPUT = {"path": None, "format": "netcdf"}
 
@@ -43,6 +43,7 @@ SCHEMAS = {
         "output": _OUTPUT,
     },
     "sweep": {
+        "model": dict.fromkeys(_MODEL),  # None: not set (the sweep's defaults, metrics.default_model's heads)
         "sweep": {"grid": {"n_particles": [16, 32], "beta": [1.0, 4.0]}, "n_seeds": 2, "seed": 0, "t1": 10.0,
                   "dt": 0.05, "n_saves": 11, "method": "rk4", "kappa": float("inf"),
                   "metrics": ["n_clusters", "energy_multi", "mean_entropy"], "engine": "serial",
@@ -67,11 +68,8 @@ _DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy",
                 "summation_fast")
 _METRIC_NAMES = ("distance_to_uniform", "energy_multi", "largest_cluster", "log_energy_multi", "mean_entropy",
                  "n_clusters")
-_T_MODEL = {"kind": S.Str(_KINDS), "geometry": S.Str(("sphere", "flat")), "d": S.Int(2), "beta": S.Float(0.0),
-            "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix(),
-            "log_time_scale": S.Either(S.Str(("auto",)), S.Float()),
-            "summation": S.Str(("auto", "exact", "fast")), "tol": S.Float(0.0, open_low=True, high=1.0),
-            "block_elements": S.Int(1), "causal": S.Bool(), "update": S.Str(_UPDATES)}
+#: the [model] keys that are not MultiHead fields (the MODEL_FIELDS are typed by MultiHead's declaration)
+_T_MODEL = {"d": S.Int(2), "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix()}
 _T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
 
 #: the types of the keys no library parameter declares (the CLI's own: the model's lists, paths, the grid)
@@ -83,6 +81,7 @@ _OWN_TYPES = {
         "output": _T_OUTPUT,
     },
     "sweep": {
+        "model": _T_MODEL,
         "sweep": {"metrics": S.ListOf(S.Str(_METRIC_NAMES)), "store": S.Str()},
         "output": _T_OUTPUT,
     },
@@ -100,6 +99,7 @@ _OWN_TYPES = {
 #: parameter of that name (particles.validation.declare), so the CLI and the function check one rule;
 #: [run] takes the constraints the studies share (metrics/_params.py) for the same quantities
 _DECLARED = {
+    **{(command, "model"): ("particles", "MultiHead", MODEL_FIELDS) for command in ("simulate", "sweep", "study")},
     ("simulate", "run"): ("metrics._params", None, {"t1": "T1", "dt": "DT", "n_saves": "N_SAVES", "seed": "SEED",
                                                     "kappa": "KAPPA"}),
     ("sweep", "sweep"): ("metrics.sweep", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
@@ -148,7 +148,8 @@ geometry = "sphere"       # or "flat"
 d = 3                     # ambient dimension: tokens on S^{d-1}
 beta = 2.0                # inverse temperature
 lambdas = [1.0, 0.4]      # scalar heads M_h = W_h = lambda_h I; or give M (and W) as nested lists
-log_time_scale = "auto"   # USA heads: integrate in rescaled time (no overflow)
+log_time_scale = 0.0      # 0: the physical time t (as particles.MultiHead); "auto": the rescaled time
+                          # t' = e^c t, c = beta max_h ||M_h|| (USA heads at large beta: no overflow)
 summation = "auto"        # "exact", "fast" (NUFFT, needs finufft) or "auto"
 tol = 1e-10               # bound on the relative error of every partition function (fast/auto)
 block_elements = 262144   # entries of one logit tile (memory per head pass)
@@ -173,7 +174,8 @@ format = "netcdf"         # or "zarr"
     "sweep": """\
 # headflow sweep: grid x seeds, one stored file per finished cell (resumable)
 [sweep]
-grid = { n_particles = [16, 32], beta = [1.0, 4.0] }   # any of n_particles, beta, n_heads, kind, d
+grid = { n_particles = [16, 32], beta = [1.0, 4.0] }   # any of n_particles, beta, n_heads, kind, d, lambdas
+# grid = { lambdas = [[1.0], [1.0, 0.5]], kind = ["usa", "softmax"] }   # scalar heads M_h = W_h = lambda_h I
 n_seeds = 2
 seed = 0
 t1 = 10.0
@@ -185,6 +187,15 @@ metrics = ["n_clusters", "energy_multi", "mean_entropy"]
 engine = "serial"         # or "process"
 # max_workers = 2
 # store = "sweep.cells"   # default: <output path>.cells
+
+[model]                   # the keys of `headflow simulate`'s [model]; each one set fixes it for every cell
+# beta = 2.0              # beta, kind, d, lambdas: fixed values of what the grid does not sweep
+# kind = "usa"            #   (default beta = 1, kind = "softmax", d = 3, n_particles = 32)
+# d = 3
+# lambdas = [1.0, 0.5]    # scalar heads M_h = W_h = lambda_h I; or M (and W) as nested lists
+# log_time_scale = 0.0    # and the MultiHead options: geometry, summation, tol, block_elements, causal, update
+# With no heads here or in the grid: random symmetric heads (metrics.default_model), recorded in the
+# output's model_source attr; every cell's model is in its `model` variable.
 
 [output]
 path = "sweep.nc"

@@ -48,12 +48,12 @@ class Int:
 
 
 class Float:
-    def __init__(self, low=None, *, open_low=False, high=None, inf=False):
-        self.low, self.open_low, self.high, self.inf = low, open_low, high, inf
+    def __init__(self, low=None, *, open_low=False, high=None, open_high=False, inf=False):
+        self.low, self.open_low, self.high, self.open_high, self.inf = low, open_low, high, open_high, inf
 
     def describe(self):
         rng = "" if self.low is None else f" {'>' if self.open_low else '>='} {self.low:g}"
-        rng += "" if self.high is None else f" and <= {self.high:g}"
+        rng += "" if self.high is None else f" and {'<' if self.open_high else '<='} {self.high:g}"
         return f"a number{rng}" + (" (or inf)" if self.inf else "")
 
     def check(self, value):
@@ -65,7 +65,7 @@ class Float:
         if self.low is not None and (value < self.low or (self.open_low and value == self.low)) and \
                 not (self.inf and math.isinf(value)):
             raise Bad(f"must be {self.describe()}")
-        if self.high is not None and value > self.high:
+        if self.high is not None and (value > self.high or (self.open_high and value == self.high)):
             raise Bad(f"must be {self.describe()}")
         return value
 
@@ -217,7 +217,8 @@ def from_constraint(constraint):
         if constraint.integer:
             return Int(constraint.low, constraint.high)
         low_open = constraint.low is not None and constraint.closed not in ("both", "left")
-        return Float(constraint.low, open_low=low_open, high=constraint.high, inf=constraint.inf)
+        high_open = constraint.high is not None and constraint.closed not in ("both", "right")
+        return Float(constraint.low, open_low=low_open, high=constraint.high, open_high=high_open, inf=constraint.inf)
     if isinstance(constraint, Options):
         return Str(constraint.choices)
     if isinstance(constraint, Boolean):

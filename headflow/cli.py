@@ -74,6 +74,40 @@ def _model(section: dict):
     return model
 
 
+def _sweep_model(section: dict, grid: dict):
+    """(model_fn, fixed parameters) of a sweep from its [model] section (a key left out is None):
+    beta, kind, d and lambdas fix what the grid does not sweep; M, W and the MultiHead options make
+    a :class:`metrics.SweepModel`; nothing about the heads keeps :func:`metrics.default_model`."""
+    import numpy as np
+
+    import metrics
+
+    given = {k: v for k, v in section.items() if v is not None}
+    fixed = {k: given.pop(k) for k in ("beta", "kind", "d", "lambdas") if k in given}
+    for key in fixed:
+        if key in grid:
+            raise ConfigError(f"[model] {key} = {fixed[key]!r} and [sweep] grid.{key} both give {key}: keep one "
+                              "(the grid to sweep it, [model] to fix it).")
+    if "n_heads" in grid and ("lambdas" in fixed or "lambdas" in grid or "M" in given):
+        raise ConfigError("[sweep] grid.n_heads: the heads are given (lambdas or M), so their number is fixed; "
+                          "sweep lambdas instead (e.g. grid.lambdas = [[1.0], [1.0, 0.5]]).")
+    M, W = (np.asarray(given.pop(k), dtype=float) if k in given else None for k in ("M", "W"))
+    if W is not None and M is None:
+        raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
+    if M is not None:
+        M = M[None] if M.ndim == 2 else M
+        if "lambdas" in fixed or "lambdas" in grid:
+            where = "[model] lambdas" if "lambdas" in fixed else "[sweep] grid.lambdas"
+            raise ConfigError(f"[model] M and {where} both give the heads; keep one.")
+        if "d" in grid or fixed.get("d", M.shape[-1]) != M.shape[-1]:
+            raise ConfigError(f"[model] M is {M.shape[-1]} x {M.shape[-1]}: it fixes d; remove d from the grid "
+                              "and [model], or make them agree.")
+        fixed.update(d=M.shape[-1], n_heads=len(M))
+    if M is None and not given:
+        return metrics.default_model, fixed
+    return metrics.SweepModel(M=M, W=W, **given), fixed
+
+
 def _public(cfg: dict) -> dict:
     """The config recorded in a dataset: everything but where the output goes."""
     return {k: v for k, v in cfg.items() if k != "output"}
@@ -166,6 +200,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
+    model_fn, fixed = _sweep_model(cfg["model"], sw["grid"])
     n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
     if n_done:
         print(f"resuming: {n_done} finished cell file(s) in {store}")
@@ -174,6 +209,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
             n_saves=int(sw["n_saves"]), method=sw["method"], kappa=float(sw["kappa"]), metrics=tuple(sw["metrics"]),
             engine=sw["engine"], max_workers=sw["max_workers"], store=store, progress=progress,
+            model_fn=model_fn, fixed=fixed or None,
         )
     except KeyboardInterrupt:
         n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0

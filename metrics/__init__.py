@@ -4,6 +4,7 @@ The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 """
 
 from . import accessor  # noqa: F401  (registers ds.attn)
+from ._sweep_models import SweepModel
 from .accessor import model_from_attrs
 from .animation import animate, plot_angles, plot_sphere
 from .chaos import chaos_horizon_study
@@ -69,6 +70,7 @@ __all__ = [
     "Metric",
     "evaluate",
     "SWEEP_PARAMS",
+    "SweepModel",
     "default_model",
     "run_sweep",
     "phase_diagram",

@@ -53,7 +53,18 @@ SEEDS_PER_N = Relation(("n_seeds", "n_values"), lambda s, nv: isinstance(s, int)
 
 #: a sweep's grid: each swept parameter of metrics.SWEEP_PARAMS with the rule of its values
 GRID = MappingOf({"n_particles": Integer(1), "beta": Interval(0), "n_heads": Integer(1), "kind": Options(*KINDS),
-                  "d": Integer(2)})
+                  "d": Integer(2),
+                  "lambdas": SequenceOf(Interval(), hint="Each value is a list of head strengths, e.g. [1.0, 0.5].")})
+#: a sweep's fixed parameters: one value of each (names and rules as in GRID)
+FIXED = Instance(dict, test=lambda f: not f or GRID.accepts({k: [v] for k, v in f.items()}),
+                 what=f"a dict of parameter name -> one value (names among {sorted(GRID.items)}, values as in grid), "
+                      "e.g. {'beta': 2.0, 'lambdas': [1.0, 0.5]}")
+HEADS_ONCE = Relation(("grid", "fixed"), lambda g, f: not {"lambdas", "n_heads"} <= set(g) | set(f or {}),
+                      "gives n_heads and lambdas; the number of heads is the number of head strengths: give lambdas "
+                      "only", breaks={"grid": {"n_heads": [1, 2]}, "fixed": {"lambdas": [1.0]}})
+FIXED_OR_SWEPT = Relation(("grid", "fixed"), lambda g, f: not set(g) & set(f or {}),
+                          "sweeps a parameter that fixed also sets: give each parameter once, in grid or in fixed",
+                          breaks={"grid": {"beta": [1.0, 2.0]}, "fixed": {"beta": 2.0}})
 
 #: what every study and sweep takes for its cells' store and engine
 RUN_OPTIONS = {"store": STORE, "engine": ENGINE, "max_workers": MAX_WORKERS, "progress": PROGRESS}

@@ -47,7 +47,7 @@ from particles.validation import (
 from . import _params as P
 from ._chaos_breakdown import breakdown
 from ._study_reference import UniformReference, _method
-from .dataset import model_attrs, netcdf_safe, provenance
+from .dataset import model_attrs, netcdf_safe, provenance, time_coord
 from .horizon import (
     breakdown_law_mean,
     harmonic_amplitudes,
@@ -308,18 +308,18 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "n_seeds_run": (("n_particles",), np.asarray(cfg["n_seeds"]),
                         {"long_name": "seeds run at this n (the others are NaN)", "units": "1"}),
     }
-    ds = xr.Dataset(data, coords=_coords(cfg), attrs=_attrs(model, cfg))
+    ds = xr.Dataset(data, coords=_coords(cfg, model.log_time_scale), attrs=_attrs(model, cfg))
     ds.attrs["failed_cells"] = sweep.attrs["failed_cells"]  # runs that stopped, with the solver's reason
     return ds
 
 
-def _coords(cfg) -> dict:
+def _coords(cfg, log_time_scale: float) -> dict:
     K = int(cfg["max_clusters"])
     return {
         "n_particles": ("n_particles", np.asarray(cfg["n_values"]), {"long_name": "number of tokens", "units": "1"}),
         "seed": ("seed", np.arange(max(cfg["n_seeds"])), {"long_name": "seed index (SeedSequence spawn key)",
                                                           "units": "1"}),
-        "time": ("time", cfg["ts"], {"long_name": "time", "units": "1"}),
+        "time": time_coord(cfg["ts"], log_time_scale),
         "degree": ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"}),
         "delta": ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"}),
         "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),

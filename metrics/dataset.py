@@ -10,6 +10,13 @@ dimensionless unit and not a UDUNITS symbol; ``"nat"`` would parse as nano-techn
 ``standard_name`` is set only where the CF table has one: none of the quantities here has one
 (model time is dimensionless, so it is not CF ``time``).
 
+Time convention: the ``time`` coordinate is the physical time t of the dynamics when the model's
+``log_time_scale`` c is 0 (the default of ``particles.MultiHead`` and of the command line). A model
+with c != 0 (``log_time_scale="auto"``: c = beta max_h ||M_h||, USA heads at large beta) is
+integrated in the rescaled time t' = e^c t; the coordinate then says so in its ``long_name``
+(``"rescaled time t' = e^c t, c = ..."``) and a ``comment``, and every time coordinate whose model
+is known carries the ``log_time_scale`` attr (:func:`time_coord`).
+
 Provenance (:func:`provenance`): every dataset also carries the full configuration of the run
 (``config``, JSON), the library and dependency versions (``headflow_version``, ``versions``),
 the seeds (``seeds``, JSON) and how the attention sums were evaluated (``summation``,
@@ -45,7 +52,7 @@ DEPENDENCIES = ("numpy", "scipy", "pot", "scikit-learn", "xarray", "netCDF4", "m
                 "dask", "distributed", "zarr", "finufft")
 
 COORDS = {
-    "time": {"long_name": "time", "units": "1"},
+    "time": {"long_name": "time", "units": "1"},  # the physical time; time_coord() adds the model's scale
     "particle": {"long_name": "token index", "units": "1"},
     "component": {"long_name": "ambient coordinate index", "units": "1"},
     "head": {"long_name": "attention head index", "units": "1"},
@@ -239,7 +246,7 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
         if len(dims) != arr.ndim - 1:
             dims = tuple(f"{name}_dim{k}" for k in range(arr.ndim - 1))
         data_vars[name] = (("time",) + tuple(dims), arr, {"long_name": long_name, "units": units})
-    ds = xr.Dataset(data_vars, coords={"time": ("time", np.asarray(traj.t, dtype=float), COORDS["time"])})
+    ds = xr.Dataset(data_vars, coords={"time": time_coord(traj.t, None if model is None else model.log_time_scale)})
     for dim in ("particle", "component", "head"):
         if dim in ds.dims:
             ds = ds.assign_coords({dim: (dim, np.arange(ds.sizes[dim]), COORDS[dim])})
@@ -265,6 +272,37 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
+
+
+def time_coord(ts, log_time_scale=None) -> tuple:
+    """The ``time`` coordinate ``("time", ts, attrs)`` of runs whose model has ``log_time_scale`` c.
+
+    The solver integrates :math:`dx/dt' = e^{-c} v(x)`, i.e. in the rescaled time :math:`t' = e^{c} t`
+    of the physical time t. ``c = 0``: ``long_name`` "time" (the physical time); ``c != 0``:
+    ``long_name`` "rescaled time t' = e^c t, c = <c>" and a ``comment`` giving t = e^{-c} t'. The
+    ``log_time_scale`` attr records c (a float); ``None`` (model unknown) records nothing, and an
+    array of per-cell values that differ (a sweep over beta with ``"auto"``) records ``"per cell"``:
+    the dataset's ``log_time_scale`` variable holds them.
+
+    >>> time_coord([0.0, 1.0], 0.0)[2]
+    {'units': '1', 'long_name': 'time', 'log_time_scale': 0.0}
+    >>> time_coord([0.0, 1.0], 2.0)[2]["long_name"]
+    "rescaled time t' = e^c t, c = 2"
+    """
+    attrs = {"units": "1", "long_name": "time"}
+    if log_time_scale is not None:
+        c = np.unique(np.asarray(log_time_scale, dtype=float).ravel())
+        if c.size > 1:
+            attrs["long_name"] = "rescaled time t' = e^c t, c per cell (variable log_time_scale)"
+            attrs["log_time_scale"] = "per cell"
+        elif c.size == 1:
+            c = float(c[0])
+            if c != 0.0:
+                attrs["long_name"] = f"rescaled time t' = e^c t, c = {c:.6g}"
+                attrs["comment"] = ("integrated as dx/dt' = e^-c v(x) (log_time_scale = c); the physical time of "
+                                    "the dynamics is t = e^-c t'")
+            attrs["log_time_scale"] = c
+    return ("time", np.asarray(ts, dtype=float), attrs)
 
 
 def time_index(ds: xr.Dataset, t, caller: str = "ds.attn", dim: str = "time") -> int:

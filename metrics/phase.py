@@ -47,7 +47,7 @@ from particles.validation import (
 
 from . import _params as P
 from .clustering import _component_counts
-from .dataset import netcdf_safe, provenance
+from .dataset import netcdf_safe, provenance, time_coord
 from .limit import saved_to_dataset
 
 __all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
@@ -335,7 +335,7 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
                        {"long_name": "1 if the chunk's run reached t1", "units": "1"})
     coords = {
         "beta": ("beta", betas, {"long_name": "inverse temperature", "units": "1"}),
-        "time": ("time", sweep["time"].values, {"long_name": "time", "units": "1"}),
+        "time": time_coord(sweep["time"].values, 0.0),  # Ensemble heads M = W = I: the physical time
         "chunk": ("chunk", np.arange(sweep.sizes["seed"]),
                   {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
     }

@@ -48,7 +48,7 @@ from particles.validation import (
 
 from . import _params as P
 from ._study_reference import _method, measure_entropy, sample_grid_measure, setup_reference
-from .dataset import model_attrs, netcdf_safe, provenance
+from .dataset import model_attrs, netcdf_safe, provenance, time_coord
 from .density import _check_density_fn
 from .limit import (
     cluster_row,
@@ -239,7 +239,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     coords = {
         "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
         "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
-        "time": ("time", ts, {"long_name": "time", "units": "1"}),
+        "time": time_coord(ts, model.log_time_scale),
         "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
         "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "probability level of the interval bound",
                                                       "units": "1"}),

@@ -42,17 +42,15 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, MultiHead, SaveAt, SolverError, __version__, diagnose, sample_uniform, simulate
+from particles import STEPPERS, MultiHead, SaveAt, SolverError, diagnose, sample_uniform, simulate
 from particles.validation import (
     NONE,
     AnyOf,
     Function,
     Instance,
     Integer,
-    InvalidParameterError,
     Options,
     Relation,
-    check_instance,
     check_names,
     declare,
 )
@@ -62,7 +60,9 @@ from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_
 from ._failures import FailedCellWarning, failed_cells, warn_failed
 from ._progress import progress_bar
 from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
-from .dataset import netcdf_safe, provenance
+from ._sweep_assemble import assemble as _assemble
+from ._sweep_models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
+from .dataset import model_attrs, provenance
 from .registry import METRICS
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
@@ -80,6 +80,7 @@ SWEEP_PARAMS = {
     "n_heads": "number of heads",
     "kind": "attention kind",
     "d": "ambient dimension",
+    "lambdas": "head strengths lambda_h (scalar heads M_h = W_h = lambda_h I), as JSON",
 }
 _DEFAULTS = {"n_particles": 32, "beta": 1.0, "n_heads": 1, "kind": "softmax", "d": 3}
 
@@ -98,13 +99,10 @@ def _heads_and_d_ok(p) -> bool:
                              breaks={"params": {"n_heads": 0, "d": 3, "beta": 1.0, "kind": "usa"}})])
 def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
     r"""Heads :math:`M_h = W_h = Q_h\,\mathrm{diag}(u_h)\,Q_h^\top/H` with random rotations
-    :math:`Q_h` and :math:`u_h \sim U(0.5, 1.5)^d` (symmetric, value-aligned, positive definite)."""
+    :math:`Q_h` and :math:`u_h \sim U(0.5, 1.5)^d` (symmetric, value-aligned, positive definite);
+    scalar heads :math:`M_h = W_h = \lambda_h I` when ``params`` has head strengths ``lambdas``."""
     H, d = int(params["n_heads"]), int(params["d"])
-    M = np.empty((H, d, d))
-    for h in range(H):
-        q, r = np.linalg.qr(rng.standard_normal((d, d)))
-        q = q * np.sign(np.diag(r))
-        M[h] = (q * rng.uniform(0.5, 1.5, d)) @ q.T / H
+    M = scalar_heads(params["lambdas"], d) if "lambdas" in params else random_heads(H, d, rng)
     return MultiHead(M, M.copy(), beta=float(params["beta"]), kind=str(params["kind"]))
 
 
@@ -113,7 +111,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     (with its ``cell_key`` and ``content_sha256`` attrs)."""
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
-    model = _check_cell_model(settings["model_fn"](params, rng_model), params)
+    model = check_cell_model(settings["model_fn"](params, rng_model), params)
     x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
     names = settings["metrics"]
 
@@ -137,27 +135,11 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         v = np.asarray(saved.get(k, []), dtype=float)
         data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
     data["status"] = ((), int(success))
+    # the model that ran: the assembled sweep records it per cell, and what its time coordinate means
     ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                    attrs={"failure_message": "" if success else message})
+                    attrs={"failure_message": "" if success else message, "model": json.dumps(model_attrs(model)),
+                           "log_time_scale": float(model.log_time_scale)})
     return stamp_cell(ds, key, path)
-
-
-def _check_cell_model(model, params: dict) -> MultiHead:
-    """The model of a cell must be the one its parameters describe: the dataset labels the cell
-    (coordinates, or ``fixed_*`` attrs) by ``params``, not by what ``model_fn`` built."""
-    check_instance(model, MultiHead, "model_fn(params, rng)", "run_sweep",
-                   hint="model_fn must return a particles.MultiHead.")
-    built = {"d": model.d, "n_heads": model.n_heads, "kind": model.kind, "beta": model.beta}
-    for name, value in built.items():
-        want = params[name]
-        same = np.isclose(value, float(want), rtol=1e-12, atol=0) if name == "beta" else value == want
-        if not same:
-            raise InvalidParameterError(
-                f"model_fn(params, rng) of run_sweep built a model with {name}={value!r} for a cell whose "
-                f"params[{name!r}] is {want!r}; the dataset labels each cell by its params, so model_fn must "
-                f"build the model they describe (read params[{name!r}]), or sweep {name!r} to the value it uses."
-            )
-    return model
 
 
 def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, key: str = "") -> xr.Dataset:
@@ -173,7 +155,8 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     grid=P.GRID, n_seeds=Integer(1), seed=AnyOf(NONE, P.SEED), t1=P.T1, dt=P.DT, n_saves=P.N_SAVES,
     method=Options(*STEPPERS), kappa=P.KAPPA, model_fn=Function("a callable model_fn(params, rng) -> MultiHead"),
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
-    cell_settings=AnyOf(NONE, Instance(dict)), **P.RUN_OPTIONS, relations=[P.DT_LE_T1])
+    cell_settings=AnyOf(NONE, Instance(dict)), fixed=AnyOf(NONE, P.FIXED), **P.RUN_OPTIONS,
+    relations=[P.DT_LE_T1, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
 def run_sweep(
     grid: dict,
     *,
@@ -193,14 +176,17 @@ def run_sweep(
     max_pool_restarts: int = 2,
     cell_fn=None,
     cell_settings: dict | None = None,
+    fixed: dict | None = None,
 ) -> xr.Dataset:
-    """Run the grid × seeds and return one labelled Dataset.
+    r"""Run the grid × seeds and return one labelled Dataset.
 
     Parameters
     ----------
     grid : dict of parameter name to list of values
-        Swept parameters, any of :data:`SWEEP_PARAMS`; the others take their defaults
-        (n_particles=32, beta=1, n_heads=1, kind="softmax", d=3).
+        Swept parameters, any of :data:`SWEEP_PARAMS`; the others take their ``fixed`` values.
+        ``lambdas`` sweeps head strengths: each value a list, e.g. ``[[1.0], [1.0, 0.5]]``, for
+        scalar heads :math:`M_h = W_h = \lambda_h I` (``n_heads`` is then each list's length; its
+        coordinate holds the lists as JSON text, ``ds.sel(lambdas="[1.0, 0.5]")``).
     n_seeds : int
         Independent initial conditions per cell (dim ``seed``).
     seed : int or None
@@ -225,6 +211,10 @@ def run_sweep(
         Replaces the default cell (a particle run from uniform tokens); it must honour the same
         contract (load ``path`` if it exists, else compute, write atomically, return dims ``time``).
         Used by :func:`metrics.mean_field_limit_study`.
+    fixed : dict, optional
+        Values of the parameters the grid does not sweep (each one value, names as in ``grid``);
+        the rest take the defaults n_particles=32, beta=1, n_heads=1, kind="softmax", d=3
+        (recorded as ``fixed_<name>`` attrs).
     cell_settings : dict, optional
         Extra entries of ``settings`` for ``cell_fn``; its ``"key"`` entry (a string) enters the
         cell file names, so two studies with different settings never share cells.
@@ -248,17 +238,18 @@ def run_sweep(
     settings, opts = _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
                                  max_pool_restarts, engine)
     key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
-    key_settings["model_fn"] = f"{model_fn.__module__}.{model_fn.__qualname__}"
+    key_settings["model_fn"] = describe_model_fn(model_fn)
     if cell_settings is not None:
         settings.update(cell_settings)
         key_settings["cell_key"] = str(cell_settings.get("key", ""))
     run_cell = _run_cell if cell_fn is None else functools.partial(_custom_cell, cell_fn)
-    cells = [(values, s, {**_DEFAULTS, **dict(zip(axes, values))})
+    fixed = _merge_fixed(fixed, axes)
+    cells = [(values, s, _cell_params(fixed, dict(zip(axes, values))))
              for values in itertools.product(*axes.values()) for s in range(n_seeds)]
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
     paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
     if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
-        _check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
+        check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
@@ -286,17 +277,50 @@ def run_sweep(
     if bar is not None:
         bar.close()
     ts = settings["ts"]
-    ds = _assemble(axes, n_seeds, cells, results, ts, settings["metrics"], settings["entropy"], settings)
+    ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
+                   {k: v for k, v in fixed.items() if k not in axes})
     # the engine is left out: serial, process and dask runs of one config give identical datasets
-    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": _DEFAULTS, "n_saves": len(ts),
+    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": {k: v for k, v in fixed.items() if k not in axes}, "n_saves": len(ts),
               **key_settings}
     failed = failed_cells(cells, results, SWEEP_PARAMS)
     ds.attrs["failed_cells"] = json.dumps(failed, default=str)
     warn_failed(failed, len(cells), settings.get("caller", caller))
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
+    ds.attrs["model_source"] = _model_source(model_fn, cells[0][2])
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(settings["entropy"]),
                                                      "spawn_key": "(seed index,)"}, model=probe))
     return ds
+
+
+def _merge_fixed(fixed, axes) -> dict:
+    """The values of the parameters ``axes`` does not sweep: ``fixed`` over the defaults; with head
+    strengths, ``n_heads`` is their number (each cell's when they are swept)."""
+    if fixed:
+        fixed = {k: vals[0] for k, vals in P.GRID.convert({k: [v] for k, v in fixed.items()}).items()}
+    out = {**_DEFAULTS, **(fixed or {})}
+    if "lambdas" in out:
+        out["n_heads"] = len(out["lambdas"])
+    if "lambdas" in axes:
+        out.pop("n_heads")
+    return out
+
+
+def _cell_params(fixed: dict, swept: dict) -> dict:
+    """The parameters of one cell (what ``model_fn`` receives)."""
+    params = {**fixed, **swept}
+    if "lambdas" in swept:
+        params["n_heads"] = len(swept["lambdas"])
+    return params
+
+
+def _model_source(model_fn, params: dict) -> str:
+    """What built the cells' heads, in words (the ``model_source`` attr)."""
+    if model_fn is default_model:
+        heads = "scalar heads M_h = W_h = lambda_h I from lambdas" if "lambdas" in params else "random symmetric heads"
+        return f"metrics.default_model ({heads})"
+    if isinstance(model_fn, SweepModel):
+        return f"metrics.SweepModel ({model_fn.source(params)}): {model_fn!r}"
+    return describe_model_fn(model_fn)
 
 
 def _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
@@ -332,47 +356,3 @@ def _load_finished(store, caller, cells, keys, paths) -> dict:
         else:
             results[idx] = ds
     return results
-
-
-def _assemble(axes, n_seeds, cells, results, ts, metrics, entropy, settings) -> xr.Dataset:
-    shape = tuple(len(v) for v in axes.values()) + (n_seeds, len(ts))
-    var_names = [v for v in results[0].data_vars if v != "status"]
-    arrays = {v: np.full(shape, np.nan) for v in var_names}
-    status = np.zeros(shape[:-1], dtype=np.int8)
-    messages = np.full(shape[:-1], "", dtype=object)
-    index = {k: {val: i for i, val in enumerate(v)} for k, v in axes.items()}
-    for idx, (values, s, _) in enumerate(cells):
-        pos = tuple(index[k][val] for k, val in zip(axes, values)) + (s,)
-        for v in var_names:
-            arrays[v][pos] = results[idx][v].values
-        status[pos] = int(results[idx]["status"])
-        messages[pos] = str(results[idx].attrs.get("failure_message", ""))
-    dims = tuple(axes) + ("seed", "time")
-    coords = {k: (k, np.asarray(v), {"long_name": SWEEP_PARAMS[k], "units": "1"}) for k, v in axes.items()}
-    coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
-    coords["time"] = ("time", ts, {"long_name": "time", "units": "1"})
-    from .dataset import VARIABLES
-
-    data_vars = {}
-    for v in var_names:
-        if v in METRICS:
-            attrs = {"long_name": METRICS[v].long_name, "units": METRICS[v].units}
-        else:
-            long_name, units, _ = VARIABLES.get(v, (v, "1", ()))
-            attrs = {"long_name": long_name, "units": units}
-        data_vars[v] = (dims, arrays[v], attrs)
-    data_vars["success"] = (dims[:-1], status, {"long_name": "1 if the run reached t1", "units": "1"})
-    data_vars["failure_message"] = (dims[:-1], messages,  # object dtype: variable-length strings (netCDF, zarr v3)
-                                    {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)",
-                                     "units": "1"})
-    fixed = {k: v for k, v in _DEFAULTS.items() if k not in axes}
-    attrs = netcdf_safe({
-        "title": "headflow sweep",
-        "source": f"headflow {__version__}",
-        "history": "created by metrics.run_sweep",
-        "seed_entropy": str(entropy),
-        "t1": settings["t1"], "dt": settings["dt"], "method": settings["method"], "kappa": settings["kappa"],
-        "model_fn": f"{settings['model_fn'].__module__}.{settings['model_fn'].__qualname__}",
-        **{f"fixed_{k}": v for k, v in fixed.items()},
-    })
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)

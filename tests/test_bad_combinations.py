@@ -70,6 +70,10 @@ COMBINATIONS = {
         (("M", "W"), particles.MultiHead, dict(M=EYE2, W=EYE3)),
         (("M", "W"), particles.MultiHead, dict(M=np.eye(3), W=np.eye(2))),
     ],
+    "metrics.SweepModel": [
+        (("M", "W"), metrics.SweepModel, dict(M=EYE2, W=EYE3)),
+        (("M", "W"), metrics.SweepModel, dict(M=np.stack([np.eye(3)] * 2), W=np.eye(3))),
+    ],
     "particles.MultiHead.from_qk": [
         (("Q", "K"), particles.MultiHead.from_qk, dict(Q=EYE2, K=np.eye(3), W=np.eye(3))),
         (("Q", "K"), particles.MultiHead.from_qk, dict(Q=np.eye(3), K=np.eye(2), W=np.eye(3))),

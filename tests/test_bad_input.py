@@ -228,6 +228,8 @@ CASES = {
     "metrics.default_model": (metrics.default_model, dict(params=dict(n_heads=1, d=3, beta=1.0, kind="softmax"),
                                                           rng=np.random.default_rng(0)),
                               {"params": "model", "rng": "rng"}),
+    "metrics.SweepModel": (metrics.SweepModel, dict(M=np.eye(3), log_time_scale="auto"),
+                           {"M": "matrix_nn", "W": "matrix_nn", "geometry": "choice", "summation": "choice", "tol": "pos"}),
     "metrics.run_sweep": (metrics.run_sweep, dict(grid={"beta": [1.0]}, t1=0.1, dt=0.05, n_saves=2),
                           {"grid": "model", "n_seeds": "int", "t1": "pos", "dt": "pos", "n_saves": "int",
                            "method": "choice", "metrics": "choice", "model_fn": "callable", "engine": "choice",

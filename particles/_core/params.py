@@ -276,10 +276,13 @@ class MappingOf(Constraint):
             return name, f"has unknown key(s) {unknown}; valid: {sorted(self.items)}"
         for key, vals in value.items():
             entry = f"{name}[{key!r}]"
+            nested = isinstance(self.items[key], SequenceOf)  # each value a list itself (head strengths)
             if isinstance(vals, (str, bytes, dict)) or not isinstance(vals, (list, tuple, np.ndarray)) \
-                    or np.ndim(vals) != 1:
+                    or (not nested and np.ndim(vals) != 1):
                 return entry, f"must be a list of values; got {_show(vals)}. Use [{vals!r}]"
             vals = list(vals)
+            if nested and vals and not all(isinstance(v, (list, tuple, np.ndarray)) for v in vals):
+                return entry, f"must be a list of lists (one per grid point); got {_show(vals)}. Use [{vals!r}]"
             if not vals:
                 return entry, "is empty; give at least one value"
             if len(set(map(repr, vals))) != len(vals):

@@ -1,0 +1,83 @@
+"""The Dataset of a finished sweep (:func:`metrics.run_sweep`): its cells' columns on the grid × seed × time."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from particles import __version__
+
+from ._sweep_models import describe_model_fn
+from .dataset import VARIABLES, netcdf_safe, time_coord
+from .registry import METRICS
+
+#: the per-cell record of a default cell (its attrs): long name of each
+CELL_RECORD = {
+    "log_time_scale": "log_time_scale c of the cell's model (its time coordinate is t' = e^c t)",
+    "model": "the cell's model: metrics.model_attrs as JSON (metrics.model_from_attrs(json.loads(.)) rebuilds it)",
+}
+
+
+def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dict, long_names: dict,
+             fixed: dict) -> xr.Dataset:
+    """One Dataset (dims: *grid keys, seed, time) from the finished cells; ``long_names`` names each
+    swept parameter, ``fixed`` holds the values of those the grid does not sweep."""
+    ts = settings["ts"]
+    shape = tuple(len(v) for v in axes.values()) + (n_seeds, len(ts))
+    var_names = [v for v in results[0].data_vars if v != "status"]
+    arrays = {v: np.full(shape, np.nan) for v in var_names}
+    status = np.zeros(shape[:-1], dtype=np.int8)
+    messages = np.full(shape[:-1], "", dtype=object)
+    record = {k: np.full(shape[:-1], np.nan if k == "log_time_scale" else "", dtype=float if k == "log_time_scale"
+                         else object) for k in CELL_RECORD if all(k in r.attrs for r in results.values())}
+    index = {k: {_hashable(val): i for i, val in enumerate(v)} for k, v in axes.items()}
+    for idx, (values, s, _) in enumerate(cells):
+        pos = tuple(index[k][_hashable(val)] for k, val in zip(axes, values)) + (s,)
+        for v in var_names:
+            arrays[v][pos] = results[idx][v].values
+        status[pos] = int(results[idx]["status"])
+        messages[pos] = str(results[idx].attrs.get("failure_message", ""))
+        for k, arr in record.items():
+            arr[pos] = results[idx].attrs[k]
+    dims = tuple(axes) + ("seed", "time")
+    coords = {k: (k, axis_values(k, v), {"long_name": long_names[k], "units": "1"}) for k, v in axes.items()}
+    coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
+    coords["time"] = time_coord(ts, record.get("log_time_scale"))
+    data_vars = {}
+    for v in var_names:
+        if v in METRICS:
+            attrs = {"long_name": METRICS[v].long_name, "units": METRICS[v].units}
+        else:
+            long_name, units, _ = VARIABLES.get(v, (v, "1", ()))
+            attrs = {"long_name": long_name, "units": units}
+        data_vars[v] = (dims, arrays[v], attrs)
+    for k, arr in record.items():  # object dtype: variable-length strings (netCDF, zarr v3)
+        data_vars[k] = (dims[:-1], arr, {"long_name": CELL_RECORD[k], "units": "1"})
+    data_vars["success"] = (dims[:-1], status, {"long_name": "1 if the run reached t1", "units": "1"})
+    data_vars["failure_message"] = (dims[:-1], messages,
+                                    {"long_name": "the solver's reason a run stopped before t1 (empty: it reached t1)",
+                                     "units": "1"})
+    attrs = netcdf_safe({
+        "title": "headflow sweep",
+        "source": f"headflow {__version__}",
+        "history": "created by metrics.run_sweep",
+        "seed_entropy": str(settings["entropy"]),
+        "t1": settings["t1"], "dt": settings["dt"], "method": settings["method"], "kappa": settings["kappa"],
+        "model_fn": describe_model_fn(settings["model_fn"]),
+        **{f"fixed_{k}": v for k, v in fixed.items()},
+    })
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def axis_values(name: str, values) -> np.ndarray:
+    """A grid axis as coordinate values: numbers and strings as they are; lists (head strengths)
+    as their JSON text, ``"[1.0, 0.5]"``, so the coordinate stays one-dimensional and selectable."""
+    if any(isinstance(v, (list, tuple)) for v in values):
+        return np.array([json.dumps([float(x) for x in v]) for v in values], dtype=object)
+    return np.asarray(values)

@@ -1,0 +1,115 @@
+r"""The models of a sweep's cells (:func:`metrics.run_sweep`): the heads :func:`metrics.default_model`
+draws, :class:`SweepModel` (a ``model_fn`` with fixed :class:`particles.MultiHead` options, what the
+``[model]`` section of ``headflow sweep`` builds) and the check that a cell's model is the one its
+parameters describe."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from particles import MultiHead
+from particles._model.fields import MODEL_FIELDS, OPTION_FIELDS
+from particles.validation import NONE, AnyOf, InvalidParameterError, check_instance, declare
+
+__all__ = ["SweepModel", "random_heads", "scalar_heads", "check_cell_model", "describe_model_fn"]
+
+#: the MultiHead options a SweepModel fixes (beta and kind are each cell's parameters)
+SWEEP_OPTIONS = {k: v for k, v in OPTION_FIELDS.items() if k not in ("beta", "kind")}
+
+
+def random_heads(n_heads: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    r""":math:`M_h = Q_h\,\mathrm{diag}(u_h)\,Q_h^\top/H` with random rotations :math:`Q_h` and
+    :math:`u_h \sim U(0.5, 1.5)^d` (symmetric, positive definite), shape (H, d, d)."""
+    M = np.empty((n_heads, d, d))
+    for h in range(n_heads):
+        q, r = np.linalg.qr(rng.standard_normal((d, d)))
+        q = q * np.sign(np.diag(r))
+        M[h] = (q * rng.uniform(0.5, 1.5, d)) @ q.T / n_heads
+    return M
+
+
+def scalar_heads(lambdas, d: int) -> np.ndarray:
+    r"""Scalar heads :math:`M_h = \lambda_h I_d`, shape (H, d, d) (as :meth:`particles.MultiHead.scalar`)."""
+    return np.asarray(lambdas, dtype=float)[:, None, None] * np.eye(d)[None]
+
+
+@declare(M=AnyOf(NONE, MODEL_FIELDS["M"]), W=MODEL_FIELDS["W"], **SWEEP_OPTIONS)
+class SweepModel:
+    r"""A ``model_fn`` for :func:`metrics.run_sweep`: each cell's heads with fixed
+    :class:`particles.MultiHead` options (``geometry``, ``log_time_scale``, ``summation``, ``tol``,
+    ``block_elements``, ``causal``, ``update``).
+
+    The heads of a cell are, in this order: its head strengths when the sweep has a ``lambdas``
+    parameter (scalar heads :math:`M_h = W_h = \lambda_h I_d`); else ``M`` (and ``W``, default
+    ``W = M``) when given; else random symmetric heads, as :func:`metrics.default_model`. ``beta``,
+    ``kind`` and ``d`` are the cell's parameters. Picklable (a process pool takes it), and its
+    ``repr`` names every option, so the cells' keys change with them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fn = SweepModel(log_time_scale="auto")
+    >>> params = {"lambdas": [1.0, 0.5], "n_heads": 2, "d": 3, "beta": 2.0, "kind": "usa"}
+    >>> model = fn(params, np.random.default_rng(0))
+    >>> model.n_heads, model.log_time_scale
+    (2, 2.0)
+    """
+
+    def __init__(self, M=None, W=None, **options):
+        self.M = None if M is None else (M[None] if M.ndim == 2 else M)
+        self.W = None if W is None else (W[None] if W.ndim == 2 else W)
+        if self.W is not None and (self.M is None or self.W.shape != self.M.shape):
+            raise InvalidParameterError("The 'W' parameter of SweepModel must come with M, of its shape "
+                                        f"{None if self.M is None else self.M.shape}; got shape {self.W.shape}.")
+        self.options = options
+
+    def __call__(self, params: dict, rng: np.random.Generator) -> MultiHead:
+        d, beta, kind = int(params["d"]), float(params["beta"]), str(params["kind"])
+        if "lambdas" in params:
+            M, W = scalar_heads(params["lambdas"], d), None
+        elif self.M is not None:
+            M, W = self.M, self.W
+        else:
+            M, W = random_heads(int(params["n_heads"]), d, rng), None
+        return MultiHead(M, W, beta=beta, kind=kind, **self.options)
+
+    def __repr__(self) -> str:
+        mats = {k: getattr(self, k).tolist() for k in ("M", "W") if getattr(self, k) is not None}
+        fields = {**mats, **{k: self.options[k] for k in sorted(self.options)}}
+        return "SweepModel(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in fields.items()) + ")"
+
+    def source(self, params: dict) -> str:
+        """What the heads of a cell with these parameters are (the sweep's ``model_source`` attr)."""
+        if "lambdas" in params:
+            return "scalar heads M_h = W_h = lambda_h I (the lambdas parameter)"
+        return "the given M and W" if self.M is not None else "random symmetric heads (as metrics.default_model)"
+
+
+def check_cell_model(model, params: dict) -> MultiHead:
+    """The model of a cell must be the one its parameters describe: the dataset labels the cell
+    (coordinates, or ``fixed_*`` attrs) by ``params``, not by what ``model_fn`` built."""
+    check_instance(model, MultiHead, "model_fn(params, rng)", "run_sweep",
+                   hint="model_fn must return a particles.MultiHead.")
+    built = {"d": model.d, "n_heads": model.n_heads, "kind": model.kind, "beta": model.beta}
+    if "lambdas" in params:  # scalar heads: M_h = W_h = lambda_h I exactly
+        same = model.M.shape == (len(params["lambdas"]), model.d, model.d) and model.aligned and \
+            np.array_equal(model.M, scalar_heads(params["lambdas"], model.d))
+        built["lambdas"] = params["lambdas"] if same else "heads other than lambda_h I"
+    for name, value in built.items():
+        want = params[name]
+        same = np.isclose(value, float(want), rtol=1e-12, atol=0) if name == "beta" else value == want
+        if not same:
+            raise InvalidParameterError(
+                f"model_fn(params, rng) of run_sweep built a model with {name}={value!r} for a cell whose "
+                f"params[{name!r}] is {want!r}; the dataset labels each cell by its params, so model_fn must "
+                f"build the model they describe (read params[{name!r}]), or sweep {name!r} to the value it uses."
+            )
+    return model
+
+
+def describe_model_fn(model_fn) -> str:
+    """``module.qualname`` of a function; ``module.repr`` of a callable object (its options)."""
+    name = getattr(model_fn, "__qualname__", None) or repr(model_fn)
+    return f"{getattr(model_fn, '__module__', '?')}.{name}"
