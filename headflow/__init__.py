@@ -58,6 +58,46 @@ def __dir__():
     return sorted(set(globals()) | set(_LAYERS) | {"__version__"})
 
 
+# ---------------------------------------------------------------- from headflow.particles import ...
+
+
+class _LayerLoader(importlib.abc.Loader):
+    """Hands out the layer's own module object (already imported and checked), never a copy."""
+
+    def __init__(self, module):
+        self._module, self._spec = module, module.__spec__
+
+    def create_module(self, spec):
+        return self._module
+
+    def exec_module(self, module):
+        # the layer module ran when it was imported under its own name; importlib has just set
+        # its __spec__ to the alias's: give it back its own (reload, pickling by name, -m use it)
+        module.__spec__ = self._spec
+
+
+class _LayerAlias(importlib.abc.MetaPathFinder):
+    """``headflow.particles`` (and ``headflow.particles.validation``, ...) as import names: the
+    modules of ``particles`` (etc.) themselves, so ``from headflow.particles import MultiHead`` is
+    ``from particles import MultiHead``, with the shadowing check of the umbrella import."""
+
+    def find_spec(self, fullname, path, target=None):
+        head, _, rest = fullname.partition(".")
+        layer, _, sub = rest.partition(".")
+        if head != __name__ or layer not in _LAYERS:
+            return None
+        module = _layer(layer) if not sub else importlib.import_module(f"{layer}.{sub}")
+        from importlib.machinery import ModuleSpec
+
+        return ModuleSpec(fullname, _LayerLoader(module), is_package=hasattr(module, "__path__"))
+
+
+if not any(isinstance(f, _LayerAlias) for f in sys.meta_path):
+    # first: the path finder would otherwise find headflow.particles.validation in the layer's
+    # folder (the alias's __path__) and run a second copy of the module under the alias name
+    sys.meta_path.insert(0, _LayerAlias())
+
+
 # ---------------------------------------------------------------- ds.attn without importing xarray
 
 

@@ -69,6 +69,28 @@ def test_umbrella_detects_a_shadowing_package(tmp_path):
     assert "is not headflow's" in out.stdout and "pip uninstall metrics" in out.stdout, out.stdout + out.stderr
 
 
+def test_umbrella_import_names_are_the_layers_own_modules():
+    # from headflow.particles import X is from particles import X: the same objects, and the layer
+    # keeps its own __spec__ (reload and pickling go by the layer's name)
+    code = ("import sys, json\nfrom headflow.particles.validation import declare\nfrom headflow.particles import MultiHead\n"
+            "from headflow import meanfield as mf\nimport particles, particles.validation, meanfield, headflow.metrics\n"
+            "copies = [m for m in sys.modules if m.startswith('headflow.particles._')]\n"
+            "print(json.dumps([not copies, MultiHead is particles.MultiHead, declare is particles.validation.declare, "
+            "mf is meanfield, sys.modules['headflow.metrics'] is sys.modules['metrics'], particles.__spec__.name]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == [True, True, True, True, True, "particles"], out.stdout
+
+
+def test_umbrella_import_names_keep_the_shadowing_check(tmp_path):
+    fake = tmp_path / "metrics"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('"""code metrics, not headflow"""\n')
+    code = (f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(ROOT)!r}]\n"
+            "try:\n    from headflow.metrics import n_clusters\nexcept ImportError as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "is not headflow's" in out.stdout, out.stdout + out.stderr
+
+
 def test_umbrella_unknown_attribute():
     import headflow
 
