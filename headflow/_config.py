@@ -89,7 +89,6 @@ _OWN_TYPES = {
         "model": _T_MODEL,
         "study": {"store": S.Str()},
         "density": {"family": S.Str(("uniform", "cosine", "von_mises", "expression")),
-                    "amplitude": S.Float(0.0, high=1.0), "mode": S.Int(0), "concentration": S.Float(0.0, high=700.0),
                     "expression": S.Str()},
         "output": _T_OUTPUT,
     },
@@ -107,6 +106,7 @@ _DECLARED = {
     ("study", "study"): ("metrics.study", "mean_field_limit_study",
                          ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
                           "n_projections", "sampling", "engine", "max_workers")),
+    ("study", "density"): ("metrics.density_families", "FamilyDensity", ("amplitude", "mode", "concentration")),
 }
 _TYPES_CACHE: dict = {}
 
