@@ -140,7 +140,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
         W = M.copy() if self.W is None else self.W
         c = self.log_time_scale
         if c == "auto":
-            c = beta * max(np.linalg.norm(m, 2) for m in M) if self.kind == "usa" else 0.0
+            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) if self.kind == "usa" else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
         scale = max(1.0, float(np.max(np.abs(M))))
