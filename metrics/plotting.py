@@ -256,7 +256,7 @@ def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
     for i, n in enumerate(ds["n_particles"].values):
         w = ds["distance"].isel(n_particles=i).mean("seed")
         t = ds["time"].values - (np.log(n) / (2 * s) if collapse else 0.0)
-        ax.semilogy(t, w.values, label=f"n = {n:.0e}")
+        ax.semilogy(t, w.values, label=f"n = {int(n)}")
     xlabel = "t - log(n) / (2 σ*)" if collapse else axis_label(ds["time"], "time")
     ax.set(xlabel=xlabel, ylabel=short_label(ds["distance"]) + ", seed mean", title=chaos_parameters(ds))
     ax.title.set_fontsize(8)
