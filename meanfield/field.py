@@ -30,6 +30,7 @@ from particles.validation import (
     declare,
     fits_model,
     one_per,
+    weights_or_uniform,
 )
 
 __all__ = ["measure_velocity", "measure_energy", "first_variation"]
@@ -38,10 +39,6 @@ __all__ = ["measure_velocity", "measure_energy", "first_variation"]
 _MEASURE = dict(model=Model(kinds=("usa", "softmax")), points=Points(on_sphere=False, min_d=1),
                 weights=AnyOf(NONE, Weights(probability=True)))
 _RELATIONS = [fits_model("points"), one_per("weights")]
-
-
-def _weights(w, n):
-    return np.full(n, 1.0 / n) if w is None else w
 
 
 @declare(**_MEASURE, at=AnyOf(NONE, Points(on_sphere=False, min_d=1)), relations=[*_RELATIONS, fits_model("at")])
@@ -54,7 +51,7 @@ def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndar
     >>> measure_velocity(model, np.eye(2)).shape
     (2, 2)
     """
-    return _velocity(model, points, _weights(weights, len(points)), points if at is None else at)
+    return _velocity(model, points, weights_or_uniform(weights, len(points)), points if at is None else at)
 
 
 def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -69,7 +66,7 @@ def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False)
     r""":math:`E_{multi}[\mu] = \sum_h \frac{1}{2\beta}\sum_{kl} w_k w_l e^{\beta s^h_{kl}}`
     (or its log with ``log=True``). Needs β > 0. +inf past the float64 range (β‖M‖ ≳ 700):
     ``log=True`` stays finite there."""
-    y, w = points, _weights(weights, len(points))
+    y, w = points, weights_or_uniform(weights, len(points))
     keep = w > 0  # empty cells carry no energy; log 0 would be -inf on purpose, but skip them
     logs = [logsumexp(p.logz[keep] + np.log(w[keep])) for p in model.sums(y, sources=y, weights=w, check=False)]
     logE = logsumexp(logs) - np.log(2 * model.beta)
@@ -84,7 +81,7 @@ def first_variation(model: MultiHead, points, weights=None) -> np.ndarray:
     r""":math:`\delta E/\delta p_k = \frac1\beta\sum_h\sum_l e^{\beta\langle y_k, M_h y_l\rangle}p_l` (symmetric M_h),
     times :math:`e^{-c}`; shape (m,). The JKO step uses :math:`w = -\delta E/\delta p`. Entries past
     the float64 range are +inf (use ``log_time_scale="auto"`` to rescale)."""
-    y, w = points, _weights(weights, len(points))
+    y, w = points, weights_or_uniform(weights, len(points))
     out = np.zeros(len(y))
     with np.errstate(over="ignore"):  # +inf past the float64 range, as documented
         for p in model.sums(y, sources=y, weights=w, check=False):

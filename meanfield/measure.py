@@ -24,6 +24,7 @@ from particles.validation import (
     check_returned,
     declare,
     one_per,
+    weights_or_uniform,
 )
 
 __all__ = ["EmpiricalMeasure", "GridMeasure", "circle_grid", "fibonacci_sphere"]
@@ -60,8 +61,7 @@ class EmpiricalMeasure:
     weights: np.ndarray | None = None
 
     def __post_init__(self):
-        if self.weights is None:
-            object.__setattr__(self, "weights", np.full(len(self.points), 1.0 / len(self.points)))
+        object.__setattr__(self, "weights", weights_or_uniform(self.weights, len(self.points)))
 
     @property
     def n(self) -> int:

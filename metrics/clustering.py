@@ -30,6 +30,7 @@ from particles.validation import (
     Weights,
     declare,
     one_per,
+    weights_or_uniform,
 )
 
 __all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
@@ -180,7 +181,7 @@ def n_clusters(x, weights=None, *, eps: float = 1e-2) -> int:
 @declare(x=_X, weights=_WEIGHTS, eps=EPS, relations=[one_per("weights", "x")])
 def cluster_sizes(x, weights=None, *, eps: float = 1e-2) -> np.ndarray:
     r"""Mass of each cluster, :math:`\sum_{i\in C_k} w_i`, sorted decreasingly (sums to 1); O(n d) memory."""
-    w = np.full(len(x), 1.0 / len(x)) if weights is None else weights
+    w = weights_or_uniform(weights, len(x))
     labels = _components(x, _chord(eps))
     return np.sort(np.bincount(labels, weights=w))[::-1]
 

@@ -29,6 +29,7 @@ from particles.validation import (
     Weights,
     declare,
     one_per,
+    weights_or_uniform,
 )
 
 from .clustering import cluster_sizes, n_clusters
@@ -88,5 +89,5 @@ def evaluate(names, x, weights=None, model=None) -> dict:
     model : particles.MultiHead, optional
         Required by the model-dependent metrics (``needs_model``).
     """
-    weights = np.full(len(x), 1.0 / len(x)) if weights is None else weights
+    weights = weights_or_uniform(weights, len(x))
     return {name: float(METRICS[name].fn(x, weights, model)) for name in names}

@@ -40,6 +40,7 @@ from particles.validation import (
     Weights,
     declare,
     one_per,
+    weights_or_uniform,
 )
 
 __all__ = [
@@ -69,10 +70,6 @@ def _check_dense(sizes, caller):
             "which would exhaust memory. Use the scalable sliced_wasserstein_sphere(x, y) (or distance_to_uniform(x)), "
             "or subsample the clouds."
         )
-
-
-def _uniform(w, n):
-    return np.full(n, 1.0 / n) if w is None else w
 
 
 #: the rules the transport functions share: two clouds on one sphere, each with optional probability weights
@@ -112,7 +109,7 @@ def wasserstein(x, y, a=None, b=None, *, p: float = 2.0) -> float:
     """
     import ot
 
-    a, b = _uniform(a, len(x)), _uniform(b, len(y))
+    a, b = weights_or_uniform(a, len(x)), weights_or_uniform(b, len(y))
     _check_dense([(len(x), len(y))], "wasserstein")
     cost = ot.emd2(a, b, _cost(x, y, p), numItermax=10_000_000)
     return float(max(cost, 0.0) ** (1.0 / p))
@@ -189,7 +186,7 @@ def sinkhorn_divergence(x, y, a=None, b=None, *, reg: float = 0.1, max_iter: int
     log-domain Sinkhorn, the symmetric terms from the averaged symmetric fixed point.
     Warns :class:`~particles.ConvergenceWarning` if a loop stops above ``tol``.
     """
-    a, b = _uniform(a, len(x)), _uniform(b, len(y))
+    a, b = weights_or_uniform(a, len(x)), weights_or_uniform(b, len(y))
     _check_dense([(len(x), len(y)), (len(x), len(x)), (len(y), len(y))], "sinkhorn_divergence")
     if x.shape == y.shape and np.array_equal(x, y) and np.array_equal(a, b):
         return 0.0  # S_ε(μ, μ) = 0 exactly; alternating Sinkhorn would crawl towards it
@@ -233,7 +230,7 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
     """
     import ot
 
-    a, b = _uniform(a, len(x)), _uniform(b, len(y))
+    a, b = weights_or_uniform(a, len(x)), weights_or_uniform(b, len(y))
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]["projected_emds"]
@@ -247,7 +244,7 @@ def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int 
     r""":math:`SSW_2(\mu, \sigma)` to the uniform measure σ on :math:`S^{d-1}` (POT), projections chunked."""
     import ot
 
-    w = _uniform(weights, len(x))
+    w = weights_or_uniform(weights, len(x))
 
     def chunk(proj):
         return ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]["projected_emds"]

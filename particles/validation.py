@@ -26,7 +26,7 @@ from ._core.params import (
     Options,
     SequenceOf,
 )
-from ._core.params_data import Checked, Points, Seed, SquareStack, States, Weights, one_per
+from ._core.params_data import Checked, Points, Seed, SquareStack, States, Weights, one_per, weights_or_uniform
 from ._core.states import check_states, check_times
 from ._core.validation import (
     check_bool,
@@ -101,5 +101,6 @@ __all__ = [
     "Model",
     "fits_model",
     "one_per",
+    "weights_or_uniform",
     "POSITIVE_BETA",
 ]

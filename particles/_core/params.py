@@ -313,7 +313,22 @@ class MappingOf(Constraint):
         return [v for v in bad if not self.accepts(v)]
 
 
-class Array(Constraint):
+class CheckedBy(Constraint):
+    """A constraint whose :meth:`check` does the work (a checker that converts or raises): it
+    accepts what ``check`` lets through and converts as ``check`` does."""
+
+    def accepts(self, value) -> bool:
+        try:
+            self.check(value, "value", "")
+        except InvalidParameterError:
+            return False
+        return True
+
+    def convert(self, value):
+        return self.check(value, "value", "")
+
+
+class Array(CheckedBy):
     """A real array (:func:`~particles._core.validation.check_real_array`: float64, no ragged,
     complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
     ``min_size`` entries at least and finite entries unless ``finite=False``."""
@@ -335,15 +350,6 @@ class Array(Constraint):
             fix = f" {self.hint}" if self.hint else ""
             raise InvalidParameterError(f"The {exc}{fix}") from None
 
-    def accepts(self, value) -> bool:
-        try:
-            self.check(value, "value", "")
-        except InvalidParameterError:
-            return False
-        return True
-
-    def convert(self, value):
-        return self.check(value, "value", "")
 
     def invalid(self) -> list:
         bad = [None, "abc", {"a": 1}, 1j, [1.0, 2j], [[1.0], [1.0, 2.0]], np.array([True, False]),

@@ -9,16 +9,16 @@ import numpy as np
 
 from .declarations import Relation
 from .errors import InvalidParameterError
-from .params import Constraint
+from .params import CheckedBy
 from .states import check_states
 from .validation import check_points, check_real_array, check_rng, check_square_stack
 
-__all__ = ["Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per"]
+__all__ = ["Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per", "weights_or_uniform"]
 
 _RAGGED = [[1.0, 0.0], [1.0]]
 
 
-class Checked(Constraint):
+class Checked(CheckedBy):
     """A value that ``checker(value, name, "", **options)`` validates and converts.
 
     The checker's message is re-worded to name the parameter and the caller
@@ -43,15 +43,6 @@ class Checked(Constraint):
                     raise InvalidParameterError(f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
             raise InvalidParameterError(f"The {name!r} parameter of {caller}: {msg}{fix}") from None
 
-    def accepts(self, value) -> bool:
-        try:
-            self.check(value, "value", "")
-        except InvalidParameterError:
-            return False
-        return True
-
-    def convert(self, value):
-        return self.check(value, "value", "")
 
     def invalid(self) -> list:
         return [v for v in self.bad if not self.accepts(v)]
@@ -120,3 +111,8 @@ def one_per(name: str, of: str = "points") -> Relation:
     """The relation "``name`` has one entry per row of ``of``" (an absent ``name``, None, passes)."""
     return Relation((name, of), lambda v, x: v is None or len(v) == len(x), f"must have one entry per row of {of}",
                     breaks={name: np.full(7, 1 / 7)})  # (the valid calls never have 7 rows)
+
+
+def weights_or_uniform(weights, n: int) -> np.ndarray:
+    """Checked weights as they are, or 1/n each for ``None`` (an optional declared ``Weights``)."""
+    return np.full(n, 1.0 / n) if weights is None else weights
