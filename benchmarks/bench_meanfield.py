@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 
 import meanfield as mf
 import particles
-from metrics.limit import circle_quantile_atoms, circle_wasserstein
+from metrics import circle_quantile_atoms, circle_wasserstein
 from metrics.spectral_reference import circle_spectral_quantiles
 
 M_ATOMS = 2**16

@@ -102,17 +102,17 @@ if not any(isinstance(f, _LayerAlias) for f in sys.meta_path):
 
 
 class _LazyAttn:
-    """Stand-in for ``metrics.accessor.AttnAccessor``: builds the real accessor on first use."""
+    """Stand-in for ``metrics.AttnAccessor``: builds the real accessor on first use."""
 
     _headflow_attn = True
 
     def __new__(cls, ds):
-        return importlib.import_module("metrics.accessor").AttnAccessor(ds)
+        return importlib.import_module("metrics").AttnAccessor(ds)
 
 
 def _register_attn(xr) -> None:
     if getattr(getattr(xr.Dataset, "attn", None), "_headflow_attn", False):
-        return  # metrics.accessor (or an earlier import headflow) registered it
+        return  # metrics (or an earlier import headflow) registered it
     xr.register_dataset_accessor("attn")(_LazyAttn)
 
 

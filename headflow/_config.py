@@ -96,17 +96,16 @@ _OWN_TYPES = {
 
 #: (command, section) -> (module, callable, keys): each key is typed by the declaration of the
 #: parameter of that name (particles.validation.declare), so the CLI and the function check one rule;
-#: [run] takes the constraints the studies share (metrics/_params.py) for the same quantities
+#: [run] takes the constraints the studies share for the same quantities (as the limit study declares them)
 _DECLARED = {
     **{(command, "model"): ("particles", "MultiHead", MODEL_FIELDS) for command in ("simulate", "sweep", "study")},
-    ("simulate", "run"): ("metrics._params", None, {"t1": "T1", "dt": "DT", "n_saves": "N_SAVES", "seed": "SEED",
-                                                    "kappa": "KAPPA"}),
-    ("sweep", "sweep"): ("metrics.sweep", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
+    ("simulate", "run"): ("metrics", "mean_field_limit_study", ("t1", "dt", "n_saves", "seed", "kappa")),
+    ("sweep", "sweep"): ("metrics", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
                                                         "engine", "max_workers")),
-    ("study", "study"): ("metrics.study", "mean_field_limit_study",
+    ("study", "study"): ("metrics", "mean_field_limit_study",
                          ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
                           "n_projections", "sampling", "engine", "max_workers")),
-    ("study", "density"): ("metrics.density_families", "FamilyDensity", ("amplitude", "mode", "concentration")),
+    ("study", "density"): ("metrics", "FamilyDensity", ("amplitude", "mode", "concentration")),
 }
 _TYPES_CACHE: dict = {}
 
@@ -122,11 +121,8 @@ def _types() -> dict:
         types = copy.deepcopy(_OWN_TYPES)
         for (command, section), (module, fn, keys) in _DECLARED.items():
             mod = importlib.import_module(module)
-            if fn is None:
-                found = {key: getattr(mod, const) for key, const in keys.items()}
-            else:
-                constraints = declaration(getattr(mod, fn)).constraints
-                found = {key: constraints[key] for key in keys}
+            constraints = declaration(getattr(mod, fn)).constraints
+            found = {key: constraints[key] for key in keys}
             types[command][section].update({key: S.from_constraint(c) for key, c in found.items()})
         _TYPES_CACHE.update(types)
     return _TYPES_CACHE

@@ -132,7 +132,7 @@ def _output_path(cfg: dict, out, fmt) -> tuple[pathlib.Path, str]:
 def _start(cfg: dict, out, fmt, force: bool):
     """Output path, format and public config of a run; ``path`` is None when an output with
     the same config already exists (nothing to do)."""
-    from metrics.dataset import to_json
+    from metrics.io import to_json
 
     path, fmt = _output_path(cfg, out, fmt)
     config = _public(cfg)
@@ -187,7 +187,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
 def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
     """``headflow sweep``: :func:`metrics.run_sweep` with a store folder (resumable)."""
     import metrics
-    from metrics.dataset import to_json
+    from metrics.io import to_json
 
     path, fmt = _output_path(cfg, out, fmt)
     sw = cfg["sweep"]
@@ -226,6 +226,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
 def _study_density(dens: dict, d: int):
     """The [density] table as a picklable density_fn(points) on S^{d-1}; errors name the key."""
     import metrics
+    from particles.validation import InvalidParameterError
 
     family = dens["family"]
     try:
@@ -241,7 +242,7 @@ def _study_density(dens: dict, d: int):
                 raise ConfigError(f"[density] family = {family!r} needs {', '.join(missing)}.")
             rho = metrics.FamilyDensity(family, d, **{k: dens[k] for k in names})
         metrics.check_density_fn(rho, d, "the [density] table")
-    except metrics.density.InvalidParameterError as exc:
+    except InvalidParameterError as exc:
         key = "expression" if family == "expression" else "family/parameters"
         raise ConfigError(f"[density] {key}: {exc}") from None
     return rho
@@ -255,7 +256,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     """``headflow study``: :func:`metrics.mean_field_limit_study` on S^{d-1} with the [density]
     table's initial density; finished cells are kept in ``store`` (a rerun resumes)."""
     import metrics
-    from metrics.dataset import to_json
+    from metrics.io import to_json
 
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
@@ -295,7 +296,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
 
 def info() -> dict:
     """``headflow info``: versions, thread counts and the available summation paths."""
-    from metrics.dataset import dependency_versions, summation_paths
+    from metrics import dependency_versions, summation_paths
 
     threads = {"cpu_count": os.cpu_count()}
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -3,15 +3,10 @@
 The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 """
 
-from . import accessor  # noqa: F401  (registers ds.attn)
-from ._sweep_models import SweepModel
-from .accessor import model_from_attrs
-from .animation import animate, plot_angles, plot_sphere
-from .chaos import chaos_horizon_study
-from .clustering import cluster_labels, cluster_sizes, n_clusters, n_clusters_batch, silhouette
-from .dataset import (
+from ._data.dataset import (
     CONVENTIONS,
     COORDS,
+    VARIABLES,
     dependency_versions,
     model_attrs,
     netcdf_safe,
@@ -19,17 +14,55 @@ from .dataset import (
     summation_paths,
     trajectory_to_dataset,
 )
-from .density import (
+from ._data.heads import head_geometry
+from ._figures import accessor  # noqa: F401  (registers ds.attn)
+from ._figures.accessor import AttnAccessor, model_from_attrs
+from ._figures.animation import animate, plot_angles, plot_sphere
+from ._figures.plotting import (
+    CURVES,
+    plot_chaos_collapse,
+    plot_chaos_horizon,
+    plot_curves,
+    plot_phase_diagram,
+)
+from ._figures.report import limit_study_frame, limit_study_table, plot_limit_study
+from ._observables.clustering import (
+    cluster_labels,
+    cluster_sizes,
+    n_clusters,
+    n_clusters_batch,
+    silhouette,
+)
+from ._observables.density import (
     check_density_fn,
     circle_density_quantile,
     density_of_angle,
     sample_circle_density,
     sample_sphere_density,
 )
-from .density_families import ExpressionDensity, FamilyDensity
-from .energy import energy, head_energies, leaders, log_head_energies, mean_entropy
-from .heads import head_geometry
-from .horizon import (
+from ._observables.density_families import ExpressionDensity, FamilyDensity
+from ._observables.energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from ._observables.metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
+from ._observables.reference_transport import (
+    EMD_MAX_ELEMENTS,
+    SlicedReference,
+    circle_quantile_atoms,
+    circle_wasserstein,
+)
+from ._observables.registry import METRICS, Metric, evaluate
+from ._observables.transport import (
+    MAX_DENSE_PAIRS,
+    distance_to_uniform,
+    geodesic_cost,
+    sinkhorn_divergence,
+    sliced_wasserstein_embedded,
+    sliced_wasserstein_sphere,
+    wasserstein,
+)
+from ._runs.failures import FailedCellWarning
+from ._runs.models import SweepModel
+from ._runs.sweep import SWEEP_PARAMS, CellWarning, default_model, run_sweep
+from ._statistics.horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
     breakdown_law_mean,
@@ -40,29 +73,11 @@ from .horizon import (
     predicted_breakdown_time,
     sliced_w2_to_uniform_s2,
 )
-from .limit import (
-    RateFit,
-    SlicedReference,
-    circle_quantile_atoms,
-    circle_wasserstein,
-    fit_rate,
-)
-from .metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
-from .phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
-from .plotting import plot_chaos_collapse, plot_chaos_horizon, plot_curves, plot_phase_diagram
-from .registry import METRICS, Metric, evaluate
-from .report import limit_study_frame, limit_study_table, plot_limit_study
-from .sentences import sentence_flow
-from .study import mean_field_limit_study, sample_grid_measure
-from .sweep import SWEEP_PARAMS, default_model, run_sweep
-from .transport import (
-    distance_to_uniform,
-    geodesic_cost,
-    sinkhorn_divergence,
-    sliced_wasserstein_embedded,
-    sliced_wasserstein_sphere,
-    wasserstein,
-)
+from ._statistics.rates import RateFit, fit_rate
+from ._studies.chaos import chaos_horizon_study
+from ._studies.limit import mean_field_limit_study, sample_grid_measure
+from ._studies.phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
+from ._studies.sentences import sentence_flow
 
 __all__ = [
     "model_from_attrs",
@@ -141,4 +156,11 @@ __all__ = [
     "breakdown_law_mean",
     "fit_horizon_slope",
     "ResolutionWarning",
+    "CellWarning",
+    "FailedCellWarning",
+    "AttnAccessor",
+    "VARIABLES",
+    "CURVES",
+    "MAX_DENSE_PAIRS",
+    "EMD_MAX_ELEMENTS",
 ]

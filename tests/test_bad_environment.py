@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from metrics import default_model, mean_field_limit_study, run_sweep
-from metrics.sweep import CellWarning
+from metrics import CellWarning, default_model, mean_field_limit_study, run_sweep
 from particles import MultiHead, SolverError
 from particles.validation import InvalidParameterError
 

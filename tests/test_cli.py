@@ -91,13 +91,13 @@ def test_simulate_zarr(tmp_path):
 
 
 def test_sweep_resumes_only_missing_cells(tmp_path, monkeypatch):
-    import metrics.sweep
+    import metrics._runs.sweep
 
     cfg = _write(tmp_path, "sweep.toml", SWEEP)
     out = tmp_path / "sweep.nc"
     calls = []
-    real = metrics.sweep.simulate
-    monkeypatch.setattr(metrics.sweep, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = metrics._runs.sweep.simulate
+    monkeypatch.setattr(metrics._runs.sweep, "simulate", lambda *a, **k: calls.append(1) or real(*a, **k))
     assert cli.main(["sweep", cfg, "--out", str(out), "--no-progress"]) == 0
     assert len(calls) == 8  # 2 x 2 grid x 2 seeds
     with xr.open_dataset(out) as ds:

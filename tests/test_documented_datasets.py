@@ -93,7 +93,7 @@ def _rows(body: str) -> list[tuple[str, list[str]]]:
 
 def _expand(name: str, ds) -> list[str]:
     if "<g>" in name:
-        from metrics.report import study_rate_variables
+        from metrics._figures.report import study_rate_variables
 
         return [name.replace("<g>", g) for g in study_rate_variables(ds)]
     if "<statistic>" in name:

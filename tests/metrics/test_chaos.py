@@ -7,7 +7,7 @@ import xarray as xr
 import meanfield as mf
 import metrics
 import particles
-from metrics.horizon import sliced_w2_to_uniform_s2
+from metrics import sliced_w2_to_uniform_s2
 from particles import InvalidParameterError, MultiHead
 
 SOFTMAX_S1 = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")  # sigma_1 = 0.485 ~ 2 sigma_2
@@ -68,7 +68,7 @@ def test_resume_from_store(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a stored cell was recomputed")
 
-    monkeypatch.setattr("metrics.chaos.simulate", boom)
+    monkeypatch.setattr("metrics._studies.chaos.simulate", boom)
     again = metrics.chaos_horizon_study(SOFTMAX_S1, store=tmp_path, **kw)
     for v in ("distance", "amplitude", "t_delta", "slope"):
         xr.testing.assert_identical(again[v], first[v])
@@ -135,7 +135,7 @@ def _bump(x):
     return 1 + 0.2 * x[:, 0]
 
 
-@pytest.mark.filterwarnings("ignore::metrics.horizon.ResolutionWarning")  # a run may not reach delta by t1
+@pytest.mark.filterwarnings("ignore::metrics.ResolutionWarning")  # a run may not reach delta by t1
 def test_perturbed_start_against_the_spectral_mean_field():
     """A density start: tokens from it, distances to the spectral mu(t) (W1 ~ n^-1/2 at t = 0), breakdown on
     the distance, no uniform-state predictions; the reference is recorded with its error."""
@@ -155,7 +155,7 @@ def test_perturbed_start_against_the_spectral_mean_field():
 def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng):
     """The two reference objects agree where they describe the same measure: a constant density's
     spectral mu(t) is sigma at every save, so its W1 equals the closed form against sigma."""
-    from metrics._study_reference import UniformReference, setup_reference
+    from metrics._studies.reference import UniformReference, setup_reference
 
     ts = np.linspace(0, 1.0, 3)
     ref = setup_reference(SOFTMAX_S1, lambda x: 1 + 0 * x[:, 0], ts, dict(
@@ -171,7 +171,7 @@ def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng)
 def test_runs_that_start_above_delta_are_flagged_and_masked():
     """issue 37: a run whose A_{l*}(0) >= delta has t_delta = 0 but no breakdown to predict (the linearised
     time would be <= 0): it is flagged, its prediction and Z are NaN (out of the KS test), and a warning says so."""
-    from metrics._chaos_breakdown import breakdown
+    from metrics._studies.chaos_breakdown import breakdown
 
     s, ts = 0.5, np.linspace(0, 10, 101)
     a0 = np.array([[0.01, 0.02, 0.2], [0.005, 0.01, 0.02]])  # (n, seed): one run of n = 10 starts above 0.1

@@ -60,7 +60,7 @@ def test_components_match_dbscan(rng):
     """The bounded-memory components equal scikit-learn's DBSCAN(min_samples=1) partition."""
     from sklearn.cluster import DBSCAN
 
-    from metrics.clustering import _by_first_appearance
+    from metrics._observables.clustering import _by_first_appearance
 
     for _ in range(40):
         d = int(rng.integers(2, 6))
@@ -78,7 +78,7 @@ def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
 
     from particles import geodesic_distance
 
-    clustering = importlib.import_module("metrics.clustering")
+    clustering = importlib.import_module("metrics._observables.clustering")
 
     x = normalize(np.repeat(sample_uniform(4, 3, rng), 15, 0) + 0.05 * rng.standard_normal((60, 3)))
     labels = rng.integers(0, 4, 60)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import metrics
-from metrics.density import check_density_fn, circle_density_quantile, sample_circle_density, sample_sphere_density
+from metrics import check_density_fn, circle_density_quantile, sample_circle_density, sample_sphere_density
 from particles.validation import InvalidParameterError
 
 A = 0.5

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 import meanfield as mf
-from metrics.horizon import (
+from metrics import (
     ResolutionWarning,
     breakdown_law_cdf,
     breakdown_law_mean,
@@ -134,7 +134,7 @@ def test_particle_flow_breaks_down_at_linearised_time():
 def test_slope_interval_with_seeds_per_n_is_calibrated():
     """t = c + s log n + Z/sigma with Z of the breakdown law (chi_2, the S^1 case) and unequal seeds per n:
     the count-weighted slope is unbiased and its 95 % bootstrap interval covers s in 88-99 % of 300 studies."""
-    from metrics.horizon import fit_horizon_slope
+    from metrics import fit_horizon_slope
 
     rng = np.random.default_rng(7)
     n, counts, s_true, sigma = np.array([1e3, 1e4, 1e5, 1e6]), np.array([40, 24, 12, 4]), 1.03, 0.485

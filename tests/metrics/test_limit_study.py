@@ -6,8 +6,8 @@ import pytest
 import xarray as xr
 
 import metrics
-from metrics import limit
-from metrics.study import mean_field_limit_study
+from metrics import mean_field_limit_study
+from metrics._observables.clustering import bounded_clusters
 from particles import MultiHead
 from particles.validation import InvalidParameterError
 
@@ -52,12 +52,12 @@ def test_rate_minus_half_on_iid_samples_of_the_reference():
     rng = np.random.default_rng(1)
     g = np.empty((len(ns), 16))
     for a, n in enumerate(ns):
-        atoms = limit.circle_quantile_atoms(mass, 4 * n)
+        atoms = metrics.circle_quantile_atoms(mass, 4 * n)
         for s in range(g.shape[1]):
             k = rng.choice(64, size=n, p=mass)
             theta = (k + rng.uniform(size=n)) * 2 * np.pi / 64
-            g[a, s] = limit.circle_wasserstein(theta, atoms, p=1, method="circle")[0]
-    r, lo, hi = limit.fit_rate(ns, g)[:3]
+            g[a, s] = metrics.circle_wasserstein(theta, atoms, p=1, method="circle")[0]
+    r, lo, hi = metrics.fit_rate(ns, g)[:3]
     # the issue's target: the slope within 0.05 of -1/2, the interval around it and near -1/2
     assert abs(r + 0.5) < 0.05 and lo <= r <= hi and lo - 0.05 < -0.5 < hi + 0.05
 
@@ -67,10 +67,10 @@ def test_transport_methods_agree(p):
     rng = np.random.default_rng(2)
     mass = rng.uniform(0.2, 1.0, 32)
     mass /= mass.sum()
-    atoms = limit.circle_quantile_atoms(mass, 500)
+    atoms = metrics.circle_quantile_atoms(mass, 500)
     theta = rng.uniform(-np.pi, np.pi, 200)
-    a, na = limit.circle_wasserstein(theta, atoms, p=p, method="emd2")
-    b, nb = limit.circle_wasserstein(theta, atoms, p=p, method="circle")
+    a, na = metrics.circle_wasserstein(theta, atoms, p=p, method="emd2")
+    b, nb = metrics.circle_wasserstein(theta, atoms, p=p, method="circle")
     assert na == "ot.emd2" and nb != na
     assert a == pytest.approx(b, rel=1e-7, abs=1e-10)
 
@@ -81,24 +81,24 @@ def test_weighted_circle_wasserstein_matches_the_network_simplex(p):
     rng = np.random.default_rng(p)
     th, ph = rng.uniform(0, 2 * np.pi, 40), rng.uniform(-4, 4, 55)
     a, b = rng.uniform(0.1, 1, 40), rng.uniform(0.1, 1, 55)
-    fast = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b)[0]
-    slow = limit.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b, method="emd2")[0]
+    fast = metrics.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b)[0]
+    slow = metrics.circle_wasserstein(th, ph, p=p, weights=a, atom_weights=b, method="emd2")[0]
     assert fast == pytest.approx(slow, rel=1e-8)
     # a metric: symmetric, zero on the diagonal, invariant under a common rotation
-    assert limit.circle_wasserstein(ph, th, p=p, weights=b, atom_weights=a)[0] == pytest.approx(fast, rel=1e-8)
-    assert limit.circle_wasserstein(th, th, p=p, weights=a, atom_weights=a)[0] == pytest.approx(0, abs=1e-6)
-    assert limit.circle_wasserstein(th + 1.3, ph + 1.3, p=p, weights=a, atom_weights=b)[0] == \
+    assert metrics.circle_wasserstein(ph, th, p=p, weights=b, atom_weights=a)[0] == pytest.approx(fast, rel=1e-8)
+    assert metrics.circle_wasserstein(th, th, p=p, weights=a, atom_weights=a)[0] == pytest.approx(0, abs=1e-6)
+    assert metrics.circle_wasserstein(th + 1.3, ph + 1.3, p=p, weights=a, atom_weights=b)[0] == \
         pytest.approx(fast, rel=1e-8)
     with pytest.raises(InvalidParameterError, match="atom_weights"):
-        limit.circle_wasserstein(th, ph, p=p, atom_weights=b[:3])
+        metrics.circle_wasserstein(th, ph, p=p, atom_weights=b[:3])
 
 
 def test_quantile_atoms_approximate_the_grid_measure():
     """W1 between M quantile atoms of a piecewise-uniform law and fine samples of it is O(1/M)."""
     mass = np.array([0.1, 0.4, 0.2, 0.3])
-    coarse = limit.circle_quantile_atoms(mass, 50)
-    fine = limit.circle_quantile_atoms(mass, 5000)
-    assert limit.circle_wasserstein(coarse, fine, p=1, method="circle")[0] < 2 * np.pi / 50
+    coarse = metrics.circle_quantile_atoms(mass, 50)
+    fine = metrics.circle_quantile_atoms(mass, 5000)
+    assert metrics.circle_wasserstein(coarse, fine, p=1, method="circle")[0] < 2 * np.pi / 50
 
 
 def test_bounded_clusters_circle_and_sphere():
@@ -106,10 +106,10 @@ def test_bounded_clusters_circle_and_sphere():
     centres = np.array([0.0, 2.0, 4.0])
     theta = np.concatenate([c + 1e-4 * rng.standard_normal(k) for c, k in zip(centres, [500, 300, 200])])
     x = np.stack([np.cos(theta), np.sin(theta)], axis=1)
-    np.testing.assert_allclose(limit.bounded_clusters(x, eps=1e-2), [0.5, 0.3, 0.2])
+    np.testing.assert_allclose(bounded_clusters(x, eps=1e-2), [0.5, 0.3, 0.2])
     # the same three clusters on the equator of S^2
     y = np.concatenate([x, np.zeros((len(x), 1))], axis=1)
-    np.testing.assert_allclose(limit.bounded_clusters(y, eps=1e-2), [0.5, 0.3, 0.2])
+    np.testing.assert_allclose(bounded_clusters(y, eps=1e-2), [0.5, 0.3, 0.2])
     # agrees with the DBSCAN clustering count of metrics.clustering
     assert metrics.n_clusters(y, eps=1e-2) == 3
 
@@ -134,7 +134,7 @@ def test_noisy_sphere_reference_is_brownian_motion(monkeypatch):
     ~2%); ignoring κ would give rate 0, and a generator 2κ⁻¹Δ twice the rate."""
 
     captured = []
-    from metrics import _study_reference as ref_mod
+    from metrics._studies import reference as ref_mod
 
     real = ref_mod.SlicedReference
 
@@ -168,14 +168,14 @@ def test_sliced_reference_is_exact_and_has_the_iid_rate():
         return x / np.linalg.norm(x, axis=1, keepdims=True)
 
     y, x = unif(500), unif(300)
-    R = limit.SlicedReference(y[None], n_projections=40, n_quantiles=500, seed=3)
+    R = metrics.SlicedReference(y[None], n_projections=40, n_quantiles=500, seed=3)
     _, log = ot.sliced_wasserstein_distance(x, y, projections=R.theta.T, p=2, log=True)
     np.testing.assert_allclose(R.per_projection(x, 0), log["projected_emds"], rtol=1e-10, atol=1e-14)
     # i.i.d. samples of the reference's law: SW_2 ~ n^{-1/2}
-    R = limit.SlicedReference(unif(200_000)[None], n_projections=64, seed=1)
+    R = metrics.SlicedReference(unif(200_000)[None], n_projections=64, seed=1)
     ns = np.array([100, 400, 1600, 6400])
     g = np.array([[R(unif(n), 0)[0] for _ in range(6)] for n in ns])
-    r, lo, hi = limit.fit_rate(ns, g)[:3]
+    r, lo, hi = metrics.fit_rate(ns, g)[:3]
     assert abs(r + 0.5) < 0.08 and lo <= r <= hi
 
 
@@ -186,7 +186,7 @@ def test_resume_after_a_crash(tmp_path, monkeypatch):
     assert len(files) == 4
     files[0].unlink()  # a crash before the last cell was written
     stamps = {f: f.stat().st_mtime_ns for f in files[1:]}
-    from metrics import study as study_mod
+    from metrics._studies import limit as study_mod
 
     calls = []
     real = study_mod.simulate
@@ -256,7 +256,7 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
     """Independent: the samples of n = 16 and n = 32 for one seed are separate draws; nested: they
     come from one stream, so the first 16 draws pick the same grid cells (the paired interval is
     then used)."""
-    import metrics._study_reference as ref_mod
+    import metrics._studies.reference as ref_mod
 
     drawn = {}
     real = ref_mod.sample_grid_measure
@@ -282,13 +282,13 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
 def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
     """With a store, the S^2 reference runs are saved with the cells and loaded on a rerun (no
     particle run at all the second time); a changed setting builds a new one."""
-    import metrics.study as study_mod
+    import metrics._studies.limit as study_mod
 
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, n_reference=256,
               n_projections=16, store=tmp_path, reference="lagrangian")
     calls = []
-    from metrics import _study_reference as ref_mod
+    from metrics._studies import reference as ref_mod
 
     real = study_mod.simulate
     for module in (study_mod, ref_mod):  # the cells' runs and the reference's runs
@@ -319,7 +319,7 @@ def test_embedded_sliced_distance_matches_pot():
 
 
 def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
-    import metrics.study as study_mod
+    import metrics._studies.limit as study_mod
 
     kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path, reference="fv_circle")
     first = mean_field_limit_study(MODEL, _density, **kw)
@@ -362,7 +362,7 @@ def test_spectral_reference_by_default_where_it_applies():
 def test_seeds_per_n_run_only_the_new_cells_and_pad_with_nan(tmp_path, monkeypatch):
     """n_seeds=(4, 2): four seeds at n = 16, two at n = 32 (NaN beyond), n_seeds_run records it; with a
     store, raising the seeds of one n runs only the new cells (the cell keys do not depend on n_seeds)."""
-    import metrics.study as study_mod
+    import metrics._studies.limit as study_mod
 
     calls = []
     real = study_mod.simulate

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from metrics.metastability import cluster_energy, plateaus, staircase
+from metrics import cluster_energy, plateaus, staircase
 from particles import MultiHead, SaveAt, sample_uniform, simulate
 
 

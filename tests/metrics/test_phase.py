@@ -128,7 +128,7 @@ def test_bad_input(kw, match):
 
 
 def test_cluster_counts_equal_n_clusters_batch(rng):
-    from metrics.phase import _cluster_counts
+    from metrics._studies.phase import _cluster_counts
 
     for d in (2, 5):
         centres = rng.standard_normal((4, 3, d))
@@ -147,7 +147,7 @@ def test_cluster_counts_equal_n_clusters_batch(rng):
 @pytest.mark.parametrize("d", [9, 64])
 def test_reduced_coordinates_have_the_law_of_uniform_tokens(d):
     # Bartlett coordinates of n < d uniform tokens: <x_i, x_j> has mean 0 and variance 1/d
-    from metrics.phase import _initial
+    from metrics._studies.phase import _initial
 
     n = 8
     x = _initial(2000, n, d, "uniform", np.random.default_rng(0))

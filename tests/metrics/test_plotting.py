@@ -10,8 +10,8 @@ import pytest
 
 import metrics
 import particles
-from metrics import animation
-from metrics.plotting import axis_label
+from metrics._figures import animation
+from metrics._figures.plotting import axis_label
 from particles.validation import InvalidParameterError
 
 matplotlib.use("Agg")

@@ -4,7 +4,7 @@ progress=False, at once with True, after 2 s of work by default; labels name the
 import pytest
 
 import metrics
-from metrics._progress import AUTO_DELAY, progress_bar, progress_step
+from metrics._runs.progress import AUTO_DELAY, progress_bar, progress_step
 from particles import MultiHead
 
 
@@ -47,6 +47,6 @@ def test_studies_name_their_bars_and_quick_runs_stay_silent(capsys, monkeypatch)
     metrics.mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], progress=True, **study)
     err = capsys.readouterr().err
     assert "reference: 100%" in err and "S^1 study: 100%" in err
-    monkeypatch.setattr("metrics._progress.AUTO_DELAY", 3600.0)  # (a loaded machine may take 2 s)
+    monkeypatch.setattr("metrics._runs.progress.AUTO_DELAY", 3600.0)  # (a loaded machine may take 2 s)
     metrics.mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], **study)  # default: a short run, no bar
     assert capsys.readouterr().err == ""

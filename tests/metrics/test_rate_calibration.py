@@ -1,4 +1,4 @@
-"""Calibration of the limit study's rate intervals (metrics.limit.fit_rate).
+"""Calibration of the limit study's rate intervals (metrics.fit_rate).
 
 Synthetic studies with a known exponent: the gaps are the study's own transport distances
 between n i.i.d. samples of a known density and that density (exact quantiles, no reference
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from ot.sliced import get_random_projections
 
-from metrics import limit
+import metrics
+from metrics._observables import reference_transport
 
 NS = np.array([32, 64, 128, 256])
 B, S = 1000, 4  # studies, seeds per n
@@ -26,7 +27,7 @@ def _circle_quantile(u):
 
 
 def _coverage(g, paired=False):
-    fits = np.array([limit.fit_rate(NS, g[b], paired=paired) for b in range(len(g))])
+    fits = np.array([metrics.fit_rate(NS, g[b], paired=paired) for b in range(len(g))])
     return np.mean((fits[:, 1] <= -0.5) & (-0.5 <= fits[:, 2])), fits
 
 
@@ -38,7 +39,7 @@ def _circle_gaps(nested: bool):
     for a, n in enumerate(NS):
         atoms = _circle_quantile((np.arange(4 * n) + 0.5) / (4 * n)) / (2 * np.pi)
         u = big[:, :n] if nested else _circle_quantile(rng.uniform(size=(B * S, n))) / (2 * np.pi)
-        g[:, a, :] = (2 * np.pi * limit._circle_w1(u, atoms)).reshape(B, S)
+        g[:, a, :] = (2 * np.pi * reference_transport._circle_w1(u, atoms)).reshape(B, S)
     return g
 
 
@@ -55,9 +56,9 @@ def test_circle_closed_form_batch_matches_emd2():
     rng = np.random.default_rng(1)
     u = rng.uniform(size=(3, 40))
     v = np.sort(rng.uniform(size=90))
-    batch = 2 * np.pi * limit._circle_w1(u, v)
+    batch = 2 * np.pi * reference_transport._circle_w1(u, v)
     for row, val in zip(u, batch):
-        assert val == pytest.approx(limit.circle_wasserstein(2 * np.pi * row, 2 * np.pi * v, p=1,
+        assert val == pytest.approx(metrics.circle_wasserstein(2 * np.pi * row, 2 * np.pi * v, p=1,
                                                              method="emd2")[0], rel=1e-10, abs=1e-13)
 
 
@@ -72,12 +73,12 @@ def _sphere_projected_quantile(u, c):
 
 def test_sphere_rate_intervals_are_calibrated():
     """S^2: the study's sliced SW2 (SlicedReference) against the exact projected quantiles."""
-    from metrics.density import sample_sphere_density
+    from metrics import sample_sphere_density
 
     theta = get_random_projections(3, 16, seed=0).T
     M = 2048
     atoms = _sphere_projected_quantile(((np.arange(M) + 0.5) / M)[:, None], theta[None, :, 2])[None]
-    ref = limit.SlicedReference.from_atoms(theta, atoms)
+    ref = metrics.SlicedReference.from_atoms(theta, atoms)
     rng = np.random.default_rng(21)
     g = np.empty((B, len(NS), S))
     for a, n in enumerate(NS):
@@ -94,7 +95,7 @@ def test_fit_rate_paired_interval_is_a_seed_level_t_interval():
     rng = np.random.default_rng(3)
     n = np.array([100.0, 400.0])
     g = np.exp(rng.normal(size=(2, 6)) * 0.05) / np.sqrt(n)[:, None]
-    fit = limit.fit_rate(n, g, paired=True)
+    fit = metrics.fit_rate(n, g, paired=True)
     assert fit.dof == 5 and fit.lo < fit.rate < fit.hi
     assert fit.rate == pytest.approx(np.polyfit(np.log(n), np.log(g.mean(1)), 1)[0], rel=1e-12)
     from scipy import stats
@@ -111,8 +112,8 @@ def test_rate_intervals_with_seeds_per_n_are_calibrated():
     for a, n in enumerate(NS):
         atoms = _circle_quantile((np.arange(4 * n) + 0.5) / (4 * n)) / (2 * np.pi)
         u = _circle_quantile(rng.uniform(size=(B * counts[a], n))) / (2 * np.pi)
-        g[:, a, :counts[a]] = (2 * np.pi * limit._circle_w1(u, atoms)).reshape(B, counts[a])
-    fits = np.array([limit.fit_rate(NS, g[b], counts=counts) for b in range(B)])
+        g[:, a, :counts[a]] = (2 * np.pi * reference_transport._circle_w1(u, atoms)).reshape(B, counts[a])
+    fits = np.array([metrics.fit_rate(NS, g[b], counts=counts) for b in range(B)])
     cov = np.mean((fits[:, 1] <= -0.5) & (-0.5 <= fits[:, 2]))
     assert 0.93 <= cov <= 0.97, cov
     assert abs(fits[:, 0].mean() + 0.5) < 0.01
@@ -127,15 +128,15 @@ def test_fit_rate_ignores_what_lies_beyond_the_seeds_of_each_n():
     for i, c in enumerate(counts):
         junk[i, c:] = [np.nan, np.inf, -1.0][i % 3]
     for interval in ("t", "bootstrap"):
-        a = limit.fit_rate(n, g, counts=counts, interval=interval, rng=1)
-        b = limit.fit_rate(n, junk, counts=counts, interval=interval, rng=1)
+        a = metrics.fit_rate(n, g, counts=counts, interval=interval, rng=1)
+        b = metrics.fit_rate(n, junk, counts=counts, interval=interval, rng=1)
         np.testing.assert_array_equal(np.array(a), np.array(b))  # NaN dof of the bootstrap compares equal
         assert np.isfinite(a.lo)
     means = np.array([g[i, :c].mean() for i, c in enumerate(counts)])
     assert a.rate == pytest.approx(np.polyfit(np.log(n), np.log(means), 1)[0], rel=1e-12)
     # equal counts are the plain fit
-    assert limit.fit_rate(n, g[:, :2], counts=[2, 2, 2]) == limit.fit_rate(n, g[:, :2])
+    assert metrics.fit_rate(n, g[:, :2], counts=[2, 2, 2]) == metrics.fit_rate(n, g[:, :2])
     with pytest.raises(ValueError, match="counts of fit_rate must be equal for paired=True"):
-        limit.fit_rate(n, g, counts=counts, paired=True)
+        metrics.fit_rate(n, g, counts=counts, paired=True)
     with pytest.raises(ValueError, match=r"counts of fit_rate must be integers in \[1, 5\]"):
-        limit.fit_rate(n, g, counts=[6, 3, 2])
+        metrics.fit_rate(n, g, counts=[6, 3, 2])

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import meanfield as mf
 import particles
-from metrics.limit import circle_quantile_atoms, circle_wasserstein
+from metrics import circle_quantile_atoms, circle_wasserstein
 from metrics.spectral_reference import (
     SpectralSlicedReference,
     circle_spectral_quantiles,
@@ -100,8 +100,8 @@ def test_bad_input():
 def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
     """The Funk–Hecke entropy of a zonal solution (d = 3) against the study's quadrature entropy of
     the S^2 solution of the same problem (a repulsive head included)."""
-    from metrics.spectral_reference import _zonal_entropy
-    from metrics.study import measure_entropy
+    from metrics._studies.reference import measure_entropy
+    from metrics._studies.spectral_reference import _zonal_entropy
 
     model = particles.MultiHead.scalar([1.0, -0.5], d=3, beta=2.0, kind="softmax", summation="exact")
     fn = lambda x: np.exp(x[:, 2])  # noqa: E731
@@ -117,7 +117,7 @@ def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
 
 def test_study_falls_back_when_the_flow_outgrows_the_band_limit():
     """Clusters sharpen past max_L = m_grid / 2: the study keeps the finite-volume reference and says why."""
-    from metrics.study import mean_field_limit_study
+    from metrics import mean_field_limit_study
 
     model = particles.MultiHead.scalar([1.0], d=2, beta=8.0, kind="softmax")
     ds = mean_field_limit_study(model, lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32), n_seeds=1, t1=4.0,
@@ -131,7 +131,7 @@ def test_study_falls_back_when_the_flow_outgrows_the_band_limit():
 def test_linear_quantile_nodes_exact_w2(n, M, seed, graded):
     """W2^2 of n sorted tokens against a piecewise-linear quantile function (nodes at uniform or random
     levels) is the integral int_0^1 (F_n^{-1}(s) - Q(s))^2 ds: checked against a fine midpoint rule."""
-    from metrics.limit import SlicedReference
+    from metrics import SlicedReference
 
     rng = np.random.default_rng(seed)
     nodes = np.sort(rng.uniform(-1, 1, M + 1))

@@ -29,7 +29,7 @@ def test_sweep_dataset_and_reproducibility(tmp_path):
 
 
 def test_resume_after_kill(tmp_path, monkeypatch):
-    from metrics import sweep
+    from metrics._runs import sweep
 
     store = tmp_path / "cells"
     calls = {"n": 0}
@@ -74,7 +74,7 @@ def test_sweep_bad_input():
 
 def test_overflowing_cell_is_recorded_not_fatal():
     # USA at beta = 100 without log-time rescaling overflows: that cell fails, the sweep goes on
-    from metrics.sweep import FailedCellWarning
+    from metrics import FailedCellWarning
 
     with pytest.warns(FailedCellWarning, match=r"1 of 2 cells did not reach t1.*'beta': 100.0.*overflows float64"):
         ds = run_sweep({"kind": ["usa"], "beta": [0.5, 100.0]}, n_seeds=1, t1=0.5, dt=0.05, n_saves=3,

@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from metrics import run_sweep
-from metrics.sweep import CellWarning
+from metrics import CellWarning, run_sweep
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
 
@@ -170,7 +169,7 @@ def _payload_sum(shared, i):
 def test_pool_sends_the_shared_argument_once_per_worker():
     """Twelve jobs on two workers: the shared object is pickled at most once per worker start (not per
     job), and each job still sees it."""
-    from metrics._executors import run_pool
+    from metrics._runs.executors import run_pool
 
     shared = _CountsPickles(np.arange(1000.0))
     out = {}
@@ -198,10 +197,10 @@ def _faults_of_freed_arrays(job=None) -> int:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "confstr"), reason="glibc's mallopt")
 def test_pool_workers_reuse_the_memory_they_free():
-    """A pool worker keeps the memory it frees (metrics._executors.keep_freed_memory): state-sized arrays
+    """A pool worker keeps the memory it frees (metrics._runs.executors.keep_freed_memory): state-sized arrays
     freed and allocated again cost a fresh process a page fault per page (glibc gives its heap top back
     to the kernel), and a worker almost none."""
-    from metrics._executors import _MALLOC_ENV, run_pool
+    from metrics._runs.executors import _MALLOC_ENV, run_pool
 
     try:
         if not os.confstr("CS_GNU_LIBC_VERSION") or any(k in os.environ for k in _MALLOC_ENV):

@@ -78,7 +78,7 @@ def test_transport_bad_input(rng):
 
 
 def test_dense_distances_refuse_large_clouds(monkeypatch):
-    from metrics import transport
+    from metrics._observables import transport
 
     monkeypatch.setattr(transport, "MAX_DENSE_PAIRS", 100)
     x = sample_uniform(11, 3, 0)
@@ -91,7 +91,7 @@ def test_dense_distances_refuse_large_clouds(monkeypatch):
 def test_sliced_chunks_equal_pot(monkeypatch):
     import ot
 
-    from metrics import transport
+    from metrics._observables import transport
 
     monkeypatch.setattr(transport, "_SLICED_CHUNK_ENTRIES", 50)  # one or two projections per chunk
     x, y = sample_uniform(30, 3, 1), sample_uniform(20, 3, 2)
@@ -104,7 +104,7 @@ def test_sliced_chunks_equal_pot(monkeypatch):
 def test_over_relaxed_sinkhorn_solves_the_same_problem():
     """The over-relaxed cross term (omega = 1.8) and plain Sinkhorn (omega = 1) reach the same dual
     value, both with marginal errors below tol."""
-    from metrics import transport
+    from metrics._observables import transport
 
     rng = np.random.default_rng(8)
     x, y = sample_uniform(60, 3, rng), sample_uniform(90, 3, rng)

@@ -1,4 +1,4 @@
-r"""Scalable pieces of the mean-field limit study: transport to a reference, clustering, rates.
+r"""Transport to a reference measure: the scalable distances of the mean-field limit and chaos studies.
 
 Transport (all through POT; the method used is returned so the study can record it):
 
@@ -23,29 +23,16 @@ Transport (all through POT; the method used is returned so the study can record 
   (``ot.sliced_wasserstein_sphere``) estimates the same rate but re-sorts the reference and runs a
   binary search per call: more than 15 minutes for one call against a 4·10^5-point reference
   with 200 projections, against seconds here.
-
-Clustering in bounded memory (no n×n matrix): :func:`bounded_clusters` is the one clustering of
-:mod:`metrics.clustering` (ε-connected components at geodesic distance ≤ ε: sorted angles on S^1,
-exact linking over a spatial grid for d ≥ 3), returned as sorted masses; :func:`cluster_row` turns
-them into the per-save columns both studies store.
-
-Rates: :func:`metrics.rates.fit_rate` (re-exported here) fits :math:`\log \bar g(n) = a + r \log n`
-to seed-averaged gaps with a calibrated interval.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
 from particles._core.blocking import WORKING_MEMORY_ELEMENTS, row_blocks
 from particles.validation import Integer, InvalidParameterError, Options, States, declare
 
-from .clustering import _component_masses
-from .rates import RateFit, fit_rate
-
-__all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "bounded_clusters",
-           "fit_rate", "RateFit", "EMD_MAX_ELEMENTS"]
+__all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "EMD_MAX_ELEMENTS"]
 
 #: largest n·M accepted by ``circle_wasserstein(method="emd2")`` (its dense cost matrix)
 EMD_MAX_ELEMENTS = 4_000_000
@@ -328,33 +315,3 @@ class SlicedReference:
 def _chunks(rows: int, L: int):
     """Slices of the L directions with rows x (slice length) within the working-memory budget."""
     return row_blocks(L, rows, WORKING_MEMORY_ELEMENTS)
-
-
-def bounded_clusters(x: np.ndarray, *, eps: float) -> np.ndarray:
-    r"""Cluster masses (sorted decreasingly, summing to 1) of the ε-connected components of ``x``
-    (geodesic ε): the one definition of :func:`metrics.cluster_sizes`, in O(n d) memory."""
-    return _component_masses(np.asarray(x, dtype=np.float64), eps)
-
-
-def cluster_row(x: np.ndarray, *, eps: float, max_clusters: int) -> dict:
-    """The cluster columns of one save of a study cell: ``n_clusters`` (the number of ε-components of
-    ``x``) and ``cluster_mass_0 .. cluster_mass_{K-1}``, the K largest masses (zero-padded)."""
-    masses = bounded_clusters(x, eps=eps)
-    top = np.zeros(max_clusters)
-    top[:min(max_clusters, len(masses))] = masses[:max_clusters]
-    row = {"n_clusters": float(len(masses))}
-    row.update({f"cluster_mass_{j}": top[j] for j in range(max_clusters)})
-    return row
-
-
-def saved_to_dataset(traj, ts) -> xr.Dataset:
-    """A study cell's Dataset (dim ``time`` = ``ts``) from the ``SaveAt(fn=...)`` columns of ``traj``;
-    a failed run is cut at its last finite save, so its columns are NaN-padded and ``status`` = 0."""
-    ts = np.asarray(ts)
-    data = {}
-    for k, v in traj.saved.items():
-        v = np.asarray(v, dtype=float)
-        data[k] = ("time", np.concatenate([v, np.full(len(ts) - len(v), np.nan)]))
-    data["status"] = ((), int(traj.success))
-    return xr.Dataset(data, coords={"time": ("time", ts)},
-                      attrs={"failure_message": "" if traj.success else str(traj.message)})

@@ -55,15 +55,15 @@ from particles.validation import (
     declare,
 )
 
-from . import _params as P
-from ._executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
-from ._failures import FailedCellWarning, failed_cells, warn_failed
-from ._progress import progress_bar
-from ._store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
-from ._sweep_assemble import assemble as _assemble
-from ._sweep_models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
-from .dataset import model_attrs, provenance
-from .registry import METRICS
+from .._data.dataset import model_attrs, provenance
+from .._observables.registry import METRICS
+from . import params as P
+from .assemble import assemble as _assemble
+from .executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
+from .failures import FailedCellWarning, failed_cells, warn_failed
+from .models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
+from .progress import progress_bar
+from .store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
 

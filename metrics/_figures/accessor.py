@@ -34,9 +34,9 @@ import xarray as xr
 from particles import MultiHead
 from particles.validation import Instance, declare
 
-from .dataset import time_index
-from .registry import METRICS, evaluate
-from .transport import wasserstein
+from .._data.dataset import DATASET_KINDS, KIND_ATTR, time_index
+from .._observables.registry import METRICS, evaluate
+from .._observables.transport import wasserstein
 
 __all__ = ["AttnAccessor", "model_from_attrs", "time_index"]
 
@@ -71,20 +71,15 @@ class AttnAccessor:
 
     @property
     def kind(self) -> str:
-        """``"trajectory"`` (has positions), ``"study"`` (fitted rates), ``"phase"`` (a phase diagram),
-        ``"chaos"`` (a chaos study), ``"sweep"`` (a seed dim) or ``"other"``."""
+        """What the Dataset is: its ``headflow_kind`` attr, written where it was made (one of
+        :data:`metrics._data.dataset.DATASET_KINDS`: ``"trajectory"``, ``"sweep"``, ``"study"``,
+        ``"chaos"``, ``"phase"``, ``"head_geometry"``, ``"sentence_flow"``), or ``"other"``. A file
+        written before datasets said so is recognised by its variables."""
         ds = self._ds
-        if "positions" in ds:
-            return "trajectory"
-        if any(v.startswith("rate_") and v.endswith("_ci") for v in ds.data_vars):
-            return "study"
-        if "theory_time" in ds and "beta" in ds.dims:
-            return "phase"
-        if "sigma_star" in ds and "t_delta" in ds:
-            return "chaos"
-        if "seed" in ds.dims and "time" in ds.dims:
-            return "sweep"
-        return "other"
+        kind = ds.attrs.get(KIND_ATTR)
+        if kind in DATASET_KINDS:
+            return "trajectory" if kind == "sentence_flow" else kind  # a sentence flow is a trajectory of tokens
+        return _kind_from_variables(ds)
 
     def _positions(self, method: str) -> xr.DataArray:
         if "positions" not in self._ds:
@@ -221,6 +216,21 @@ class AttnAccessor:
             return {2: self.plot_angles, 3: self.plot_sphere}.get(d, self.plot_curves)(**kwargs)
         return {"study": self.plot_limit_study, "phase": self.plot_phase_diagram, "chaos": self.plot_chaos_collapse,
                 }.get(kind, self.plot_curves)(**kwargs)
+
+
+def _kind_from_variables(ds: xr.Dataset) -> str:
+    """The kind of a Dataset without a ``headflow_kind`` attr (written before datasets said what they are)."""
+    if "positions" in ds:
+        return "trajectory"
+    if "sigma_star" in ds and "t_delta" in ds:
+        return "chaos"
+    if any(v.startswith("rate_") and v.endswith("_ci") for v in ds.data_vars):
+        return "study"
+    if "theory_time" in ds and "beta" in ds.dims:
+        return "phase"
+    if "seed" in ds.dims and "time" in ds.dims:
+        return "sweep"
+    return "other"
 
 
 def _register() -> None:

@@ -281,7 +281,7 @@ def sliced_wasserstein_embedded(x, y, *, n_projections: int = 256, seed: int = 0
     >>> round(sliced_wasserstein_embedded(x[:1], x[1:], n_projections=4000)[0] ** 2, 1)  # E <theta, 2 e3>^2 = 4/3
     1.3
     """
-    from .limit import SlicedReference
+    from .reference_transport import SlicedReference
 
     ref = SlicedReference(y[None], n_projections=n_projections, n_quantiles=len(y), seed=seed)
     return ref(x, 0)

@@ -109,7 +109,15 @@ def check_cell_model(model, params: dict) -> MultiHead:
     return model
 
 
+#: the modules the library's model functions were defined in when cell keys took their format (1): the
+#: name enters every stored cell's file name, so it stays when the code moves (tests/metrics/test_store_keys.py)
+KEY_MODULES = {"metrics._runs.sweep": "metrics.sweep", "metrics._runs.executors": "metrics._executors",
+               "metrics._studies.phase": "metrics.phase", "metrics._runs.models": "metrics._sweep_models"}
+
+
 def describe_model_fn(model_fn) -> str:
-    """``module.qualname`` of a function; ``module.repr`` of a callable object (its options)."""
+    """``module.qualname`` of a function; ``module.repr`` of a callable object (its options); the
+    library's own modules under their key-format names (:data:`KEY_MODULES`)."""
     name = getattr(model_fn, "__qualname__", None) or repr(model_fn)
-    return f"{getattr(model_fn, '__module__', '?')}.{name}"
+    module = getattr(model_fn, "__module__", "?")
+    return f"{KEY_MODULES.get(module, module)}.{name}"

@@ -33,7 +33,8 @@ from particles.validation import (
     weights_or_uniform,
 )
 
-__all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette"]
+__all__ = ["cluster_labels", "n_clusters", "n_clusters_batch", "cluster_sizes", "silhouette", "bounded_clusters",
+           "cluster_row"]
 
 #: entries of one (block x n) distance tile of :func:`silhouette`: the library's working-memory budget
 SILHOUETTE_BLOCK_ELEMENTS = WORKING_MEMORY_ELEMENTS
@@ -271,19 +272,19 @@ _DENSE_MAX_N = 128
 
 def _dense_counts(x: np.ndarray, chord: float) -> np.ndarray:
     """Components per system of the graph joining pairs at chord distance <= ``chord``, from Gram
-    tiles of about WORKING_MEMORY_ELEMENTS entries (:func:`_component_counts` per tile)."""
+    tiles of about WORKING_MEMORY_ELEMENTS entries (:func:`component_counts` per tile)."""
     S, n, _ = x.shape
     sq = np.einsum("snd,snd->sn", x, x)
     step = max(1, WORKING_MEMORY_ELEMENTS // (n * n))
     counts = []
     for s0 in range(0, S, step):
         xs, q = x[s0:s0 + step], sq[s0:s0 + step]
-        counts.append(_component_counts(q[:, :, None] + q[:, None, :] - 2.0 * (xs @ xs.transpose(0, 2, 1))
+        counts.append(component_counts(q[:, :, None] + q[:, None, :] - 2.0 * (xs @ xs.transpose(0, 2, 1))
                                         <= chord * chord))
     return np.concatenate(counts)
 
 
-def _component_counts(linked: np.ndarray) -> np.ndarray:
+def component_counts(linked: np.ndarray) -> np.ndarray:
     """Connected components per system of the graphs ``linked`` (S, n, n) (bool; the diagonal
     does not count, the links are undirected): 1 where every pair is linked, n where none is,
     else the components of one sparse graph holding those systems (components never join two
@@ -302,3 +303,20 @@ def _component_counts(linked: np.ndarray) -> np.ndarray:
         labels = np.sort(connected_components(graph, directed=False)[1].reshape(rest.size, n), axis=1)
         counts[rest] = 1 + np.count_nonzero(np.diff(labels, axis=1), axis=1)
     return counts
+
+
+def bounded_clusters(x: np.ndarray, *, eps: float) -> np.ndarray:
+    r"""Cluster masses (sorted decreasingly, summing to 1) of the ε-connected components of ``x``
+    (geodesic ε): the one definition of :func:`metrics.cluster_sizes`, in O(n d) memory."""
+    return _component_masses(np.asarray(x, dtype=np.float64), eps)
+
+
+def cluster_row(x: np.ndarray, *, eps: float, max_clusters: int) -> dict:
+    """The cluster columns of one save of a study cell: ``n_clusters`` (the number of ε-components of
+    ``x``) and ``cluster_mass_0 .. cluster_mass_{K-1}``, the K largest masses (zero-padded)."""
+    masses = bounded_clusters(x, eps=eps)
+    top = np.zeros(max_clusters)
+    top[:min(max_clusters, len(masses))] = masses[:max_clusters]
+    row = {"n_clusters": float(len(masses))}
+    row.update({f"cluster_mass_{j}": top[j] for j in range(max_clusters)})
+    return row

@@ -23,8 +23,6 @@ sampling noise).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import xarray as xr
 
@@ -45,10 +43,11 @@ from particles.validation import (
     declare,
 )
 
-from . import _params as P
-from .clustering import _component_counts
-from .dataset import netcdf_safe, provenance, time_coord
-from .limit import saved_to_dataset
+from .._data.dataset import KIND_ATTR, netcdf_safe, provenance, time_coord
+from .._observables.clustering import component_counts
+from .._runs import params as P
+from .._runs.cells import saved_to_dataset
+from .spec import Study
 
 __all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
 
@@ -124,7 +123,7 @@ def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.
 def _cluster_counts(x: np.ndarray, eps: float, G: np.ndarray | None = None) -> np.ndarray:
     """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), from
     the Gram matrices G if given."""
-    return _component_counts((_gram(x) if G is None else G) >= np.cos(eps)).astype(float)
+    return component_counts((_gram(x) if G is None else G) >= np.cos(eps)).astype(float)
 
 
 def _stats(x, settings) -> dict:
@@ -155,7 +154,7 @@ def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     if settings["drop_settled"]:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
         field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6),
-                               merge=settings.get("merge", 0.0))
+                               merge=settings["merge"])
 
     def save_fn(t, x):
         row = {}
@@ -193,6 +192,24 @@ class _PhaseModel:
         from particles import MultiHead
 
         return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
+
+
+#: systems per batched field evaluation inside a cell (Ensemble's chunk)
+_BATCH = 256
+
+
+def _phase_key(settings: dict) -> dict:
+    """Key format 1 of a phase-diagram cell: the settings of its systems, the field's batch among them,
+    and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
+    key = {k: settings[k] for k in ("n", "d", "kind", "statistics", "rho_c", "eps", "init", "chunks", "rtol",
+                                    "drop_settled")}
+    key["batch"] = settings["batch"]
+    if settings["merge"]:
+        key["merge"] = settings["merge"]
+    return key
+
+
+PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
 
 
 def _betas_ok(betas) -> bool:
@@ -296,22 +313,17 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
     (('beta', 'time'), 0.0)
     """
-    from .sweep import run_sweep
-
     betas = np.asarray(betas, dtype=float)
     statistic = (statistic,) if isinstance(statistic, str) else tuple(statistic)
     eps = float(np.arccos(rho_c)) if eps is None else eps
     chunk = min(chunk, n_systems)
     chunks = _chunks(n_systems, chunk)
     settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
-                "init": init, "chunks": chunks, "rtol": rtol, "batch": 256, "drop_settled": drop_settled}
-    if merge:  # (absent when 0: the cells of stores written before the option keep their keys)
-        settings["merge"] = merge
-    settings["key"] = json.dumps({k: v for k, v in settings.items()}, sort_keys=True)
-    sweep = run_sweep({"beta": betas.tolist()}, n_seeds=len(chunks), seed=seed, t1=t1, dt=dt, n_saves=n_saves,
-                      method=method, metrics=(), model_fn=_PhaseModel(d, kind), engine=engine,
-                      max_workers=max_workers, store=store, progress=progress, cell_fn=_phase_cell,
-                      cell_settings={**settings, "caller": "phase_diagram", "progress_label": "phase diagram"})
+                "init": init, "chunks": chunks, "rtol": rtol, "batch": _BATCH, "drop_settled": drop_settled,
+                "merge": merge}
+    sweep = PHASE.cells({"beta": betas.tolist()}, len(chunks), settings, _PhaseModel(d, kind), seed=seed, t1=t1, dt=dt,
+                        n_saves=n_saves, method=method, engine=engine, max_workers=max_workers, store=store,
+                        progress=progress)
     return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
 
 
@@ -340,9 +352,10 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
                   {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
     }
     ds = xr.Dataset(data, coords=coords)
-    config = {k: v for k, v in settings.items() if k not in ("key", "chunks", "batch")}
+    config = {k: v for k, v in settings.items() if k not in ("chunks", "batch") and (k != "merge" or v)}
     config.update({"n_systems": n_systems, "chunk": chunk, "t1": t1, "dt": dt, "method": method, "seed": seed})
     ds.attrs = netcdf_safe({
+        KIND_ATTR: PHASE.kind,
         "title": f"headflow phase diagram ({settings['kind']}, n = {settings['n']}, d = {settings['d']})",
         "history": "created by metrics.phase_diagram (cells by metrics.run_sweep)",
         **{k: v for k, v in config.items() if not isinstance(v, list)},

@@ -24,14 +24,13 @@ seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the 
 
 from __future__ import annotations
 
-import json
 import time as _time
 
 import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, __version__, simulate
+from particles import MultiHead, SaveAt, simulate
 from particles.validation import (
     AnyOf,
     Function,
@@ -44,16 +43,18 @@ from particles.validation import (
     declare,
 )
 
-from . import _params as P
-from ._chaos_breakdown import breakdown
-from ._study_reference import UniformReference, _method
-from .dataset import model_attrs, netcdf_safe, provenance, time_coord
-from .horizon import (
+from .._data.dataset import model_attrs
+from .._observables.clustering import cluster_row
+from .._runs import params as P
+from .._runs.cells import saved_to_dataset
+from .._statistics.horizon import (
     breakdown_law_mean,
     harmonic_amplitudes,
     largest_breakdown_value,
 )
-from .limit import cluster_row, saved_to_dataset
+from .chaos_breakdown import breakdown
+from .reference import UniformReference, _method
+from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coords
 
 __all__ = ["chaos_horizon_study"]
 
@@ -84,6 +85,18 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
                     kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
     return saved_to_dataset(traj, ts)
 
+
+def _chaos_key(settings: dict) -> dict:
+    """Key format 1 of a chaos cell (a perturbed start's cells depend on the density: through the
+    reference's energies, as in the limit study)."""
+    ref = settings["reference"]
+    density = {} if isinstance(ref, UniformReference) else {"density": np.asarray(ref.energy).tolist()}
+    return {"study": "chaos_horizon_study", "model": model_attrs(settings["model"]), "l_max": settings["l_max"],
+            "L": settings["n_projections"], "eps": settings["eps_cluster"], "K": settings["max_clusters"],
+            "spawn_key": "(seed index, n)", **density}
+
+
+CHAOS = Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key)
 
 _POSITIVE_DELTA = Interval(0, None, closed="neither")
 
@@ -168,9 +181,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     (('n_particles', 'seed', 'time'), 1, True)
     """
     caller = "chaos_horizon_study"
-    from .study import _seed_counts
-
-    n_seeds = _seed_counts(n_seeds, n_values)
+    n_seeds = seed_counts(n_seeds, n_values)
     deltas = np.atleast_1d(np.asarray(delta, dtype=float))
     sigma = mf.growth_rates(model, l_max=l_max, kappa=kappa)
     l_star = int(np.argmax(sigma[1:]) + 1)
@@ -193,29 +204,19 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
             f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
             f"{s_star * (ts[1] - ts[0]):.3g} > {MAX_LOG_STEP} (sigma* = {s_star:.4g}, t1 = {t1}, n_saves = "
             f"{n_saves}). Use n_saves >= {need}.")
-    d = model.d
-    from ._executors import FixedModel
-    from .study import _run_cells
-
-    t_start = _time.perf_counter()
+    d, t_start = model.d, _time.perf_counter()
     reference, ref_attrs = _reference(model, density, ts, kappa=kappa, dt=dt, n_values=n_values, seed=seed,
                                       n_projections=n_projections, store=store, progress=progress)
     settings = {"model": model, "ts": ts, "dim": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
-                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "reference": reference}
-    # a perturbed start's cells depend on the density: through the reference's energies, as in the limit study
-    energies = None if isinstance(reference, UniformReference) else np.asarray(reference.energy).tolist()
-    settings["key"] = json.dumps({"study": caller, "model": model_attrs(model), "l_max": l_max, "L": n_projections,
-                                  "eps": eps_cluster, "K": max_clusters, "spawn_key": "(seed index, n)",
-                                  **({} if energies is None else {"density": energies})},
-                                 sort_keys=True, default=str)
-    sweep = _run_cells(n_values, n_seeds, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa, metrics=(),
-                       model_fn=FixedModel(model, "chaos_horizon_study.model"), engine=engine, max_workers=max_workers,
-                       store=store, progress=progress, cell_fn=_chaos_cell,
-                       cell_settings={**settings, "caller": "chaos_horizon_study", "progress_label": "chaos study"})
+                "eps_cluster": eps_cluster, "max_clusters": max_clusters, "n_projections": n_projections,
+                "reference": reference}
+    sweep = CHAOS.run(model, n_values, n_seeds, settings, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa,
+                      engine=engine, max_workers=max_workers, store=store, progress=progress)
     cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
            "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
            "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
-           "n_boot": n_boot, "t_start": t_start, "uniform": energies is None, "ref_attrs": ref_attrs}
+           "n_boot": n_boot, "t_start": t_start, "uniform": isinstance(reference, UniformReference),
+           "ref_attrs": ref_attrs}
     return _assemble(sweep, model, cfg)
 
 
@@ -231,7 +232,7 @@ def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, 
             "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
                                 "(error 2 pi / (16 n))" if model.d == 2
                                 else f"sliced SW_2 over {n_projections} directions, exact per direction")}
-    from ._study_reference import setup_reference
+    from .reference import setup_reference
 
     try:
         ref = setup_reference(model, density, ts, dict(
@@ -252,14 +253,13 @@ def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, 
 
 def _assemble(sweep, model, cfg) -> xr.Dataset:
     ts, l_max, l_star, s_star = cfg["ts"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
-    n_values, d, K = cfg["n_values"], cfg["d"], int(cfg["max_clusters"])
+    n_values, d = cfg["n_values"], cfg["d"]
     dims = ("n_particles", "seed", "time")
     amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
     dist = sweep["distance"].values
     b = breakdown(ts, amp, dist, cfg)
     td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
                                                                             "fits", "ks", "k", "stable"))
-    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
     sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
     dunits = "rad" if d == 2 else "1"
     target = "uniform" if cfg["uniform"] else "mu(t)"  # mu(t): the spectral mean-field solution
@@ -270,11 +270,7 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
         "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
                                                 "units": "1"}),
-        "n_clusters": (dims, sweep["n_clusters"].values,
-                       {"long_name": f"number of clusters (geodesic eps = {cfg['eps_cluster']:g})", "units": "1"}),
-        "cluster_mass": (dims + ("cluster_rank",), masses,
-                         {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"}),
-        "success": (dims[:-1], sweep["success"].values, {"long_name": "1 if the run reached t1", "units": "1"}),
+        **cluster_variables(sweep, int(cfg["max_clusters"]), cfg["eps_cluster"], cfg["n_seeds"]),
         "growth_rate": (("degree",), np.asarray(cfg["sigma"][1:], float),
                         {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)", "units": "1/time"}),
         "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if cfg["uniform"] else
@@ -305,43 +301,15 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": "1/time"}),
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
-        "n_seeds_run": (("n_particles",), np.asarray(cfg["n_seeds"]),
-                        {"long_name": "seeds run at this n (the others are NaN)", "units": "1"}),
     }
-    ds = xr.Dataset(data, coords=_coords(cfg, model.log_time_scale), attrs=_attrs(model, cfg))
-    ds.attrs["failed_cells"] = sweep.attrs["failed_cells"]  # runs that stopped, with the solver's reason
-    return ds
-
-
-def _coords(cfg, log_time_scale: float) -> dict:
-    K = int(cfg["max_clusters"])
-    return {
-        "n_particles": ("n_particles", np.asarray(cfg["n_values"]), {"long_name": "number of tokens", "units": "1"}),
-        "seed": ("seed", np.arange(max(cfg["n_seeds"])), {"long_name": "seed index (SeedSequence spawn key)",
-                                                          "units": "1"}),
-        "time": time_coord(cfg["ts"], log_time_scale),
-        "degree": ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"}),
-        "delta": ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"}),
-        "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
-        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "bootstrap quantile of the interval bound",
-                                                      "units": "1"}),
-    }
-
-
-def _attrs(model, cfg) -> dict:
-    d = cfg["d"]
+    coords = study_coords(n_values, cfg["n_seeds"], ts, model.log_time_scale, int(cfg["max_clusters"]),
+                          "bootstrap quantile of the interval bound")
+    coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
+    coords["delta"] = ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"})
     config = {k_: cfg[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
                                      "n_projections", "eps_cluster", "max_clusters", "n_boot")}
     config["delta"] = cfg["deltas"].tolist()
-    attrs = {
-        "title": f"headflow chaos horizon study on S^{d - 1}",
-        "source": f"headflow {__version__}",
-        "history": "created by metrics.chaos_horizon_study (cells by metrics.run_sweep)",
-        "t1": cfg["t1"], "dt": cfg["dt"], "kappa": cfg["kappa"], "n_saves": cfg["n_saves"],
-        **cfg["ref_attrs"],
-        "study_seconds": float(_time.perf_counter() - cfg["t_start"]),
-        **model_attrs(model),
-        **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(cfg["seed"]).entropy),
-                                           "spawn_key": "(seed index, n)"}, model=model),
-    }
-    return netcdf_safe(attrs)
+    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=model, sweep=sweep,
+                        config=config, seed=cfg["seed"], spawn_key="(seed index, n)", t_start=cfg["t_start"],
+                        t1=cfg["t1"], dt=cfg["dt"], kappa=cfg["kappa"], n_saves=cfg["n_saves"], **cfg["ref_attrs"])
+    return xr.Dataset(data, coords=coords, attrs=attrs)

@@ -21,7 +21,7 @@ import xarray as xr
 
 from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, InvalidParameterError, declare
 
-from .dataset import time_index
+from .._data.dataset import time_index
 from .plotting import AX
 
 __all__ = ["plot_angles", "plot_sphere", "animate"]

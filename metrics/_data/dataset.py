@@ -47,6 +47,20 @@ __all__ = ["trajectory_to_dataset", "model_attrs", "time_index", "netcdf_safe", 
 
 CONVENTIONS = "CF-1.10"
 
+#: the attr in which every Dataset of the library says what it is (written where it is made; ``ds.attn``
+#: reads it): one of :data:`DATASET_KINDS`
+KIND_ATTR = "headflow_kind"
+#: Dataset kind -> the function that makes it
+DATASET_KINDS = {
+    "trajectory": "metrics.trajectory_to_dataset (headflow simulate)",
+    "sweep": "metrics.run_sweep (headflow sweep)",
+    "study": "metrics.mean_field_limit_study (headflow study)",
+    "chaos": "metrics.chaos_horizon_study",
+    "phase": "metrics.phase_diagram",
+    "head_geometry": "metrics.head_geometry",
+    "sentence_flow": "metrics.sentence_flow",
+}
+
 #: distributions whose versions every dataset records (PyPI names)
 DEPENDENCIES = ("numpy", "scipy", "pot", "scikit-learn", "xarray", "netCDF4", "matplotlib", "tqdm",
                 "dask", "distributed", "zarr", "finufft")
@@ -255,6 +269,7 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
                   "n_steps": traj.n_steps, "model": None if model is None else model_attrs(model)}
     base = {
         "title": title,
+        KIND_ATTR: "trajectory",
         "source": f"headflow {__version__}",
         "history": f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} created by headflow",
         **provenance(config=config, seeds=seeds, model=model),

@@ -19,12 +19,12 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate
 from particles.validation import InvalidParameterError, check_param
 
-from ._progress import progress_step
-from ._store import atomic_to_netcdf
-from .dataset import model_attrs
-from .density import _check_density_fn, sample_sphere_density
-from .horizon import sliced_w2_to_uniform_s2
-from .limit import SlicedReference, circle_quantile_atoms, circle_wasserstein
+from .._data.dataset import model_attrs
+from .._observables.density import probe_density, sample_sphere_density
+from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
+from .._runs.progress import progress_step
+from .._runs.store import atomic_to_netcdf
+from .._statistics.horizon import sliced_w2_to_uniform_s2
 
 __all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
            "UniformReference"]
@@ -163,7 +163,7 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
             transport, w2_max_n, reference, store, **_):
     """The S^1 reference: spectral when it applies, else finite volumes on m_grid cells (cached)."""
     pts, areas = mf.circle_grid(int(m_grid))
-    rho_grid = _check_density_fn(density_fn, 2, "mean_field_limit_study", points=pts)
+    rho_grid = probe_density(density_fn, 2, "mean_field_limit_study", points=pts)
     mu0 = mf.GridMeasure.from_density(pts, areas, density_fn)
     spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
                                      seed)
@@ -204,7 +204,7 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
             n_quantiles, reference, store, progress, **_):
     d = model.d
     grid, _ = mf.fibonacci_sphere(int(m_grid))
-    rho_grid = _check_density_fn(density_fn, d, "mean_field_limit_study", points=grid)
+    rho_grid = probe_density(density_fn, d, "mean_field_limit_study", points=grid)
     bound = 1.5 * float(rho_grid.max())
     spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
                                      seed)

@@ -3,7 +3,7 @@ r"""Reading a limit study: the rate table and the log-log figure.
 Both take the Dataset of :func:`metrics.mean_field_limit_study` and show, for each n, the seed
 mean of a gap :math:`\bar g_n` with its standard error :math:`s_n/\sqrt S` (the ``{var}_stderr``
 data variable), and the fitted exponent r of :math:`\bar g \sim n^r` with its interval
-(``rate_{var}``, ``rate_{var}_ci``, :func:`metrics.limit.fit_rate`).
+(``rate_{var}``, ``rate_{var}_ci``, :func:`metrics.fit_rate`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import xarray as xr
 
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, SequenceOf, declare
 
-from .dataset import time_index
+from .._data.dataset import time_index
 from .plotting import short_label
 
 __all__ = ["limit_study_frame", "limit_study_table", "plot_limit_study", "study_rate_variables"]

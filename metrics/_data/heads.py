@@ -54,7 +54,7 @@ from threadpoolctl import threadpool_limits
 from particles import AttentionWeights, __version__, theory
 from particles.validation import NONE, AnyOf, Instance, Integer, Interval, InvalidParameterError, check_param, declare
 
-from .dataset import netcdf_safe, provenance
+from .dataset import KIND_ATTR, netcdf_safe, provenance
 
 __all__ = ["head_geometry"]
 
@@ -256,7 +256,7 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
               "architecture": layers[0].architecture, "norm": layers[0].norm, "n_layers": len(layers)}
     ds = xr.Dataset(data, coords=coords)
     ds.attrs = netcdf_safe({
-        "title": title, "source": f"headflow {__version__}",
+        "title": title, "source": f"headflow {__version__}", KIND_ATTR: "head_geometry",
         "history": f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} created by headflow",
         **provenance(config=config), **config,
         "scale": "M_h = W_Q,h^T W_K,h / sqrt(d_head), W_h = W_O,h W_V,h (beta = 1 on the layer's own tokens)",

@@ -9,7 +9,7 @@ large n uses the O(n log n) sums), and measures at each save time
   atoms of the finite-volume reference (``fv_circle``): W1 by the circle closed form, W2 by
   ``ot.binary_search_circle`` (:func:`metrics.circle_wasserstein`);
 - on S^{d-1}, d ≥ 3: the sliced :math:`SW_2` of the embedded measures (with its Monte-Carlo
-  standard error ``sw2_mc_error``, :class:`metrics.limit.SlicedReference`) against a large-n
+  standard error ``sw2_mc_error``, :class:`metrics.SlicedReference`) against a large-n
   Lagrangian reference run; a second, independent reference run gives its own error at every
   save time (``reference_error``, SW_2 between the two runs / √2);
 - the energy gap :math:`|E[\mu_n] - E[\mu]|`, the attention-entropy gap
@@ -17,7 +17,7 @@ large n uses the O(n log n) sums), and measures at each save time
   \beta\langle x, M m_\mu(x)\rangle)\,d\mu(x)` (the particle entropy minus log n), the cluster
   count and the cluster masses (bounded memory);
 
-and fits the rates :math:`g \sim n^{r}` with calibrated intervals (:func:`metrics.limit.fit_rate`;
+and fits the rates :math:`g \sim n^{r}` with calibrated intervals (:func:`metrics.fit_rate`;
 ``rate_*``, ``rate_*_ci``, ``rate_*_stderr`` data variables, per-n standard errors ``*_stderr``).
 Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the gap grows at most like :math:`e^{Lt}` after.
 """
@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, __version__, simulate
+from particles import MultiHead, SaveAt, simulate
 from particles.validation import (
     NONE,
     AnyOf,
@@ -46,15 +46,14 @@ from particles.validation import (
     declare,
 )
 
-from . import _params as P
-from ._study_reference import _method, measure_entropy, sample_grid_measure, setup_reference
-from .dataset import model_attrs, netcdf_safe, provenance, time_coord
-from .density import _check_density_fn
-from .limit import (
-    cluster_row,
-    fit_rate,
-    saved_to_dataset,
-)
+from .._data.dataset import model_attrs
+from .._observables.clustering import cluster_row
+from .._observables.density import probe_density
+from .._runs import params as P
+from .._runs.cells import saved_to_dataset
+from .._statistics.rates import fit_rate
+from .reference import _method, measure_entropy, sample_grid_measure, setup_reference
+from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coords
 
 __all__ = ["mean_field_limit_study", "sample_grid_measure", "measure_entropy"]
 
@@ -86,23 +85,20 @@ def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Datas
     return saved_to_dataset(traj, ts)
 
 
-def _seed_counts(n_seeds, n_values) -> list[int]:
-    """Seeds of each n (declared: one integer for all, or one per n)."""
-    return list(n_seeds) if isinstance(n_seeds, list) else [n_seeds] * len(n_values)
+def _limit_key(settings: dict) -> dict:
+    """Key format 1 of a limit-study cell: every setting a cell depends on (the density through the
+    reference's energies, the sliced directions on d >= 3)."""
+    ref = settings["reference"]
+    return {"model": model_attrs(settings["model"]), "t1": settings["t1"], "dt": settings["dt"],
+            "n_saves": settings["n_saves"], "m_grid": settings["m_grid"], "kappa": settings["kappa"],
+            "transport": settings["transport"], "n_reference": settings["n_reference"],
+            "eps": settings["eps_cluster"], "K": settings["max_clusters"], "w2_max_n": settings["w2_max_n"],
+            "sampling": settings["sampling"], "L": settings["n_projections"], "Q": settings["n_quantiles"],
+            "reference": settings["reference_name"], "density": np.asarray(ref.energy).tolist(),
+            **({"sliced": ref.sliced.representation} if settings["model"].d >= 3 else {})}
 
 
-def _run_cells(n_values, counts, **kw) -> xr.Dataset:
-    """The cells of every (n, seed < counts[n]) through run_sweep, one call per seed count; seeds an n
-    does not run are NaN (float variables) in the merged Dataset."""
-    from .sweep import run_sweep
-
-    parts = [run_sweep({"n_particles": [n for n, c in zip(n_values, counts) if c == k]}, n_seeds=k, **kw)
-             for k in sorted(set(counts))]
-    if len(parts) == 1:
-        return parts[0]
-    parts = [p.assign(success=p.success.astype(float)) for p in parts]
-    return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
-
+LIMIT = Study(name="mean_field_limit_study", kind="study", label="S^{sphere} study", cell=_study_cell, key=_limit_key)
 
 def _seed_counts_ok(n_seeds, sampling) -> bool:
     return sampling == "independent" or isinstance(n_seeds, int) or len(set(n_seeds)) == 1
@@ -169,7 +165,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         call at n = 10^5); beyond it ``w2`` is NaN and only W1 is reported.
     n_projections, n_quantiles : directions of the sliced SW_2 and quantile atoms (nodes of the
         piecewise-linear quantile function for a spectral reference) kept per projected
-        reference (d ≥ 3, :class:`metrics.limit.SlicedReference`)
+        reference (d ≥ 3, :class:`metrics.SlicedReference`)
     eps_cluster, max_clusters : geodesic linking distance (rad; the default 1e-3 resolves collapsed
         states: a sample of a smooth density, with spacing ≫ ε, has ``n_clusters`` ≈ n and top masses
         ≈ 1/n until the flow concentrates it); number of largest cluster masses kept
@@ -180,7 +176,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         samples of different n overlap and their errors are correlated; the rate intervals are
         then paired (whole seeds across n). Recorded in the ``sampling`` attr.
     interval : {"t", "bootstrap"}
-        Rate intervals of :func:`metrics.limit.fit_rate`: the delta-method t interval (default,
+        Rate intervals of :func:`metrics.fit_rate`: the delta-method t interval (default,
         calibrated: 95 % intervals cover a known exponent in 95 % of synthetic studies) or the
         percentile bootstrap over seeds (too narrow with few seeds).
     n_boot : bootstrap resamples when ``interval="bootstrap"``
@@ -201,80 +197,48 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
         a problem it does not cover.
     """
-    _check_density_fn(density_fn, model.d, "mean_field_limit_study")
+    probe_density(density_fn, model.d, "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
-    counts = _seed_counts(n_seeds, n_values)
-    from ._executors import FixedModel
-
+    counts = seed_counts(n_seeds, n_values)
     d, t_start = model.d, _time.perf_counter()
     ts = np.linspace(0.0, float(t1), int(n_saves))
-    # what a cell reads; the reference object (below) carries the transport settings
-    settings = {"model": model, "ts": ts, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
-                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling,
-                "progress_label": f"S^{d - 1} study"}
     ref = setup_reference(model, density_fn, ts, dict(
         m_grid=int(m_grid), kappa=kappa, dt=float(dt), t1=float(t1), n_saves=int(n_saves), n_values=n_values,
         n_reference=n_reference, seed=seed, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
         transport=transport, w2_max_n=int(w2_max_n), reference=reference, store=store, progress=progress))
-    settings["reference"] = ref["reference"]
     ref_attrs, metrics_rated, transports = ref["attrs"], list(ref["reference"].rated), ref["transports"]
     ref_attrs.update({"reference_note": ref["note"]} if ref["note"] else {})  # why the spectral one was not used
     t_ref = _time.perf_counter() - t_start
-    # every setting a cell depends on enters its file name (the density through the reference's energies)
-    settings["key"] = json.dumps({"model": model_attrs(model), "t1": t1, "dt": dt, "n_saves": n_saves, "m_grid": m_grid,
-                                  "kappa": kappa, "transport": transport, "n_reference": n_reference,
-                                  "eps": eps_cluster, "K": max_clusters, "w2_max_n": w2_max_n, "sampling": sampling,
-                                  "L": n_projections, "Q": n_quantiles, "reference": ref_attrs["reference"],
-                                  "density": np.asarray(ref["reference"].energy).tolist(),
-                                  **({"sliced": ref["reference"].sliced.representation} if d >= 3 else {})},
-                                 sort_keys=True,
-                                 default=str)
-    sweep = _run_cells(n_values, counts, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
-                       kappa=float(kappa), model_fn=FixedModel(model, "mean_field_limit_study.model"), engine=engine,
-                       max_workers=max_workers, store=store, progress=progress, cell_fn=_study_cell,
-                       cell_settings={**settings, "caller": "mean_field_limit_study"}, metrics=())
+    # what a cell reads (the reference object carries the transport settings) and what its key holds
+    settings = {"model": model, "ts": ts, "t1": float(t1), "dt": float(dt), "kappa": float(kappa),
+                "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling,
+                "reference": ref["reference"], "reference_name": ref_attrs["reference"], "n_saves": n_saves,
+                "m_grid": m_grid, "transport": transport, "n_reference": n_reference, "w2_max_n": w2_max_n,
+                "n_projections": n_projections, "n_quantiles": n_quantiles}
+    sweep = LIMIT.run(model, n_values, counts, settings, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
+                      kappa=float(kappa), engine=engine, max_workers=max_workers, store=store, progress=progress)
     K, paired = int(max_clusters), sampling == "nested"
     data = _study_data(sweep, ref, settings, metrics_rated, n_values, ts, d=d, K=K, eps_cluster=eps_cluster,
                        paired=paired, interval=interval, n_boot=n_boot, seed=seed, counts=np.asarray(counts))
-    coords = {
-        "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", "units": "1"}),
-        "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"}),
-        "time": time_coord(ts, model.log_time_scale),
-        "cluster_rank": ("cluster_rank", np.arange(K), {"long_name": "rank of the cluster by mass", "units": "1"}),
-        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": "probability level of the interval bound",
-                                                      "units": "1"}),
-    }
+    coords = study_coords(n_values, counts, ts, model.log_time_scale, K, "probability level of the interval bound")
     ds = xr.Dataset(data, coords=coords)
     main_w = "w1" if d == 2 else "sw2"
-    ds.attrs = netcdf_safe({
-        "title": f"headflow mean-field limit study on S^{d - 1}",
-        "source": f"headflow {__version__}",
-        "history": "created by metrics.mean_field_limit_study (cells by metrics.run_sweep)",
-        "m_grid": int(m_grid), "dt": float(dt), "t1": float(t1), "kappa": float(kappa),
-        "seed_entropy": str(np.random.SeedSequence(seed).entropy),
-        "rate_metric": main_w,
-        "rate_at_t0": float(ds[f"rate_{main_w}"].isel(time=0)),
-        "rate_at_t0_ci": ds[f"rate_{main_w}_ci"].isel(time=0).values.tolist(),
-        "sampling": sampling,
-        "failed_cells": sweep.attrs["failed_cells"],
-        "rate_interval": ("delta-method t interval (metrics.limit.fit_rate)" if interval == "t"
-                          else "percentile bootstrap over seeds (metrics.limit.fit_rate)")
-                         + (", paired: whole seeds across n" if paired else ", independent samples per n"),
-        "transport_method": json.dumps(transports),
-        **_METHOD_NOTES[min(d, 3)],
-        "reference_seconds": float(t_ref), "study_seconds": float(_time.perf_counter() - t_start),
-        **ref_attrs,
-        **model_attrs(model),
-        **provenance(
-            config={"n_values": list(n_values), "n_seeds": counts, "t1": t1, "n_saves": n_saves,
-                    "m_grid": m_grid, "dt": dt, "seed": seed, "kappa": kappa, "density_fn": density_fn,
-                    "sampling": sampling, "interval": interval,
-                    "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
-                    "reference": ref_attrs["reference"]},
-            seeds={"entropy": str(np.random.SeedSequence(seed).entropy),
-                   "spawn_key": "(seed index,)" if paired else "(seed index, n)"},
-            model=model),
-    })
+    config = {"n_values": list(n_values), "n_seeds": counts, "t1": t1, "n_saves": n_saves, "m_grid": m_grid, "dt": dt,
+              "seed": seed, "kappa": kappa, "density_fn": density_fn, "sampling": sampling, "interval": interval,
+              "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
+              "reference": ref_attrs["reference"]}
+    ds.attrs = study_attrs(
+        LIMIT, title=f"headflow mean-field limit study on S^{d - 1}", model=model, sweep=sweep, config=config, seed=seed,
+        spawn_key="(seed index,)" if paired else "(seed index, n)", t_start=t_start,
+        m_grid=int(m_grid), dt=float(dt), t1=float(t1), kappa=float(kappa),
+        seed_entropy=str(np.random.SeedSequence(seed).entropy), rate_metric=main_w,
+        rate_at_t0=float(ds[f"rate_{main_w}"].isel(time=0)),
+        rate_at_t0_ci=ds[f"rate_{main_w}_ci"].isel(time=0).values.tolist(), sampling=sampling,
+        rate_interval=("delta-method t interval (metrics.fit_rate)" if interval == "t"
+                       else "percentile bootstrap over seeds (metrics.fit_rate)")
+        + (", paired: whole seeds across n" if paired else ", independent samples per n"),
+        transport_method=json.dumps(transports), **_METHOD_NOTES[min(d, 3)], reference_seconds=float(t_ref),
+        **ref_attrs)
     return ds
 
 
@@ -293,7 +257,6 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
                 seed, counts) -> dict:
     """The study's data variables: the gaps per (n, seed, time), cluster masses, the mean-field
     energy and entropy, per-n standard errors and the fitted rates with their intervals."""
-    masses = np.stack([sweep[f"cluster_mass_{j}"].values for j in range(K)], axis=-1)
     units = {"w1": "rad", "w2": "rad", "sw2": "1"}
     long = {
         "w1": "W1(mu_n(t), mu(t)), geodesic cost",
@@ -302,16 +265,11 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
         "sw2_mc_error": "Monte-Carlo standard error of sw2 (over directions, delta method)",
         "energy_gap": "|E_multi[mu_n(t)] - E_multi[mu(t)]|",
         "entropy_gap": "|H[mu_n(t)] - H[mu(t)]|, head-averaged attention entropy (nats)",
-        "n_clusters": f"number of clusters (geodesic eps = {eps_cluster:g})",
     }
     dims = ("n_particles", "seed", "time")
     data = {v: (dims, sweep[v].values, {"long_name": long[v], "units": units.get(v, "1")})
             for v in long if v in sweep}
-    data["cluster_mass"] = (dims + ("cluster_rank",), masses,
-                            {"long_name": f"mass of the k-th largest cluster (first {K}; 0 if fewer)", "units": "1"})
-    data["success"] = (dims[:-1], sweep["success"].values,
-                       {"long_name": "1 if the run reached t1 (NaN: a seed this n does not run)", "units": "1"})
-    data["n_seeds_run"] = (("n_particles",), counts, {"long_name": "seeds run for this n", "units": "1"})
+    data.update(cluster_variables(sweep, K, eps_cluster, counts))
     present = np.arange(max(counts))[None, :, None] < counts[:, None, None]
     if d >= 3:
         data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
@@ -352,7 +310,7 @@ def _check_run(model, density_fn, n_values, n_reference, engine, reference):
         low = max(n_values) if reference == "lagrangian" else 2
         n_reference = check_param(n_reference, "n_reference", "mean_field_limit_study", low=low, integer=True)
     if engine == "process":
-        from ._executors import check_not_bootstrapping
+        from .._runs.executors import check_not_bootstrapping
 
         # before the reference run: in a worker re-importing an unguarded script it would be wasted
         check_not_bootstrapping("mean_field_limit_study")

@@ -15,7 +15,7 @@ import xarray as xr
 
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
-from .phase import PHASE_STATISTICS
+from .._studies.phase import PHASE_STATISTICS
 
 __all__ = ["axis_label", "plot_curves", "plot_phase_diagram", "plot_chaos_collapse", "plot_chaos_horizon"]
 
@@ -119,7 +119,7 @@ def _default_curves(ds: xr.Dataset) -> list:
 def _curve(ds: xr.Dataset, name) -> xr.DataArray:
     if isinstance(name, str) and name in ds.data_vars and "time" in ds[name].dims:
         return ds[name]
-    from .registry import METRICS
+    from .._observables.registry import METRICS
 
     if isinstance(name, str) and name in METRICS and "positions" in ds.data_vars:
         return ds.attn.metric(name)

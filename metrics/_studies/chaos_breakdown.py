@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from .horizon import (
+from .._statistics.horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
     breakdown_time,

@@ -9,9 +9,9 @@ import xarray as xr
 
 from particles import __version__
 
-from ._sweep_models import describe_model_fn
-from .dataset import VARIABLES, netcdf_safe, time_coord
-from .registry import METRICS
+from .._data.dataset import KIND_ATTR, VARIABLES, netcdf_safe, time_coord
+from .._observables.registry import METRICS
+from .models import describe_model_fn
 
 #: the per-cell record of a default cell (its attrs): long name of each
 CELL_RECORD = {
@@ -61,6 +61,7 @@ def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dic
                                      "units": "1"})
     attrs = netcdf_safe({
         "title": "headflow sweep",
+        KIND_ATTR: "sweep",
         "source": f"headflow {__version__}",
         "history": "created by metrics.run_sweep",
         "seed_entropy": str(settings["entropy"]),

@@ -74,7 +74,7 @@ def density_of_angle(f):
     return _AngleDensity(f)
 
 
-def _check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> np.ndarray:
+def probe_density(density_fn, d: int, caller: str = "", *, points=None) -> np.ndarray:
     """Call ``density_fn`` on probe points of S^{d-1} and check the convention; returns the values.
 
     Errors say which rule failed: not callable, a call that raises on an (m, d) array, a result
@@ -123,7 +123,7 @@ def _check_density_fn(density_fn, d: int, caller: str = "", *, points=None) -> n
 # public: declared (the studies call the undecorated checker with their own caller's name)
 check_density_fn = declare(_caller="check_density_fn", density_fn=Function("a callable density_fn(points) -> (m,)"), d=Integer(2),
                            caller=Instance(str, what="a str (the caller the message names, or '')"),
-                           points=AnyOf(NONE, Points()))(_check_density_fn)
+                           points=AnyOf(NONE, Points()))(probe_density)
 check_density_fn.__name__ = check_density_fn.__qualname__ = "check_density_fn"
 
 

@@ -1,0 +1,1 @@
+"""The dataset schema: conventions, provenance, time coordinates, trajectories and head geometry."""

@@ -1,0 +1,1 @@
+"""Figures, animations, reports and the ds.attn accessor."""

@@ -1,0 +1,1 @@
+"""Observables of token states: clustering, transport, energies, metastability, densities."""

