@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, __version__, simulate
+from particles import MultiHead, SaveAt, __version__, simulate, tqdm_class
 from particles.validation import InvalidParameterError, check_param
 
 from ._progress import progress_step
@@ -284,9 +284,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
         runs = []
         for r in range(2):  # run 0 is the reference, run 1 measures its error
             if progress:  # (True: asked for; the default None leaves it to the "reference" bar)
-                from tqdm.auto import tqdm
-
-                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+                tqdm_class().write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
             ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
             rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
             y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
