@@ -228,13 +228,22 @@ def _note_curve_off_chart(ax, beta, tstar, t_end: float) -> None:
                 arrowprops={"arrowstyle": "->", "color": "w"})
 
 
+def noise_label(kappa) -> str:
+    """The noise of a run for titles: kappa is the inverse temperature of the Brownian part, inf none.
+
+    >>> noise_label(float("inf")), noise_label(20.0)
+    ('noiseless (kappa = inf)', 'noise kappa = 20')
+    """
+    return "noiseless (kappa = inf)" if np.isinf(float(kappa)) else f"noise kappa = {float(kappa):.3g}"
+
+
 def chaos_parameters(ds: xr.Dataset) -> str:
     """One line of a chaos study's parameters (those it records), for titles."""
     a = ds.attrs
     parts = [f"{a['kind']} H={a.get('n_heads', '?')} beta={a['beta']:g} on S^{int(a['d']) - 1}"] if (
         {"kind", "beta", "d"} <= set(a)) else []
     if "kappa" in a:
-        parts.append("kappa=" + ("inf" if np.isinf(a["kappa"]) else f"{a['kappa']:.3g}"))
+        parts.append(noise_label(a["kappa"]))
     parts.append(f"sigma*={float(ds['sigma_star']):.3f}")
     if "l_star" in ds:
         parts.append(f"l*={int(ds['l_star'])}")
