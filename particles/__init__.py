@@ -61,7 +61,7 @@ from ._dynamics import solve as _solve
 from ._dynamics import steppers as _steppers
 from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
-from ._dynamics.solve import simulate
+from ._dynamics.solve import simulate, tqdm_class
 from ._dynamics.steppers import STEPPERS
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
@@ -105,6 +105,7 @@ __all__ = [
     "DEFAULT_BLOCK_ELEMENTS",
     "STEPPERS",
     "simulate",
+    "tqdm_class",
     "SaveAt",
     "Trajectory",
     "diagnose",

@@ -122,6 +122,7 @@ CASES = {
                                   {"keep": "str"}),
     "particles.Ensemble.settling": (particles.Ensemble(np.eye(3), beta=[1.0]).settling, dict(diameter=0.1),
                                     {"diameter": "pos", "check_every": "int"}),
+    "particles.tqdm_class": (particles.tqdm_class, dict(), {}),
     "particles.simulate": (particles.simulate, dict(x0=X, field=MODEL, t1=0.1, dt=0.05),
                            {"x0": "points", "field": "callable", "t1": "real", "dt": "pos", "method": "choice",
                             "kappa": "kappa", "rng": "rng", "rtol": "pos", "max_steps": "int", "check_every": "int",

@@ -205,6 +205,7 @@ def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax
         keep = tstar <= t_end
         ax.plot(ds["beta"].values[keep], tstar[keep], "w--", marker=".", lw=1.5, label="equiangular t*(β)")
         ax.legend(loc="upper left", fontsize=7)
+        _note_curve_off_chart(ax, ds["beta"].values, tstar, t_end)
     a = ds.attrs
     title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if k in a)
     ax.set(xlabel=axis_label(ds["beta"], "beta"), ylabel=axis_label(ds["time"], "time"), ylim=(0, t_end),
@@ -215,13 +216,34 @@ def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax
     return ax
 
 
+def _note_curve_off_chart(ax, beta, tstar, t_end: float) -> None:
+    """Say where t*(beta) leaves the chart (above T, or infinite), with an arrow to the top edge."""
+    off = ~(tstar <= t_end)
+    if not off.any():
+        return
+    b0 = float(beta[off].min())
+    where = f"β ≥ {b0:g}" if np.all(off[beta >= b0]) else "β = " + ", ".join(f"{b:g}" for b in beta[off])
+    ax.annotate(f"t*(β) > T = {t_end:g} for {where}", xy=(b0, t_end), xycoords="data", xytext=(0.97, 0.9),
+                textcoords="axes fraction", ha="right", va="top", color="w", fontsize=7,
+                arrowprops={"arrowstyle": "->", "color": "w"})
+
+
+def noise_label(kappa) -> str:
+    """The noise of a run for titles: kappa is the inverse temperature of the Brownian part, inf none.
+
+    >>> noise_label(float("inf")), noise_label(20.0)
+    ('noiseless (kappa = inf)', 'noise kappa = 20')
+    """
+    return "noiseless (kappa = inf)" if np.isinf(float(kappa)) else f"noise kappa = {float(kappa):.3g}"
+
+
 def chaos_parameters(ds: xr.Dataset) -> str:
     """One line of a chaos study's parameters (those it records), for titles."""
     a = ds.attrs
     parts = [f"{a['kind']} H={a.get('n_heads', '?')} beta={a['beta']:g} on S^{int(a['d']) - 1}"] if (
         {"kind", "beta", "d"} <= set(a)) else []
     if "kappa" in a:
-        parts.append("kappa=" + ("inf" if np.isinf(a["kappa"]) else f"{a['kappa']:.3g}"))
+        parts.append(noise_label(a["kappa"]))
     parts.append(f"sigma*={float(ds['sigma_star']):.3f}")
     if "l_star" in ds:
         parts.append(f"l*={int(ds['l_star'])}")
@@ -257,6 +279,11 @@ def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
         w = ds["distance"].isel(n_particles=i).mean("seed")
         t = ds["time"].values - (np.log(n) / (2 * s) if collapse else 0.0)
         ax.semilogy(t, w.values, label=f"n = {int(n)}")
+    if collapse:  # the linear theory's growth e^{σ* s}, through the largest n's first save
+        w0 = float(ds["distance"].isel(n_particles=-1, time=0).mean("seed"))
+        s0 = float(ds["time"][0]) - np.log(float(ds["n_particles"][-1])) / (2 * s)
+        grid = np.array([s0, s0 + np.log(1.0 / w0) / s]) if w0 < 1 else np.array([s0, s0])
+        ax.semilogy(grid, w0 * np.exp(s * (grid - s0)), "k:", lw=1, label="∝ exp(σ* (t - log(n) / (2 σ*)))")
     xlabel = "t - log(n) / (2 σ*)" if collapse else axis_label(ds["time"], "time")
     ax.set(xlabel=xlabel, ylabel=short_label(ds["distance"]) + ", seed mean", title=chaos_parameters(ds))
     ax.title.set_fontsize(8)
@@ -298,6 +325,10 @@ def plot_chaos_horizon(ds: xr.Dataset, delta: float | None = None, *, ax=None):
         ax.plot(log_n, line, "k--", label="theory (log n / 2 + log δ + E Z) / σ*")
     lo, hi = ds["slope_ci"].sel(delta=delta, method="nearest").values
     slope = float(ds["slope"].sel(delta=delta, method="nearest"))
+    if np.isfinite(slope):  # the fitted line passes through the count-weighted centroid (metrics.fit_horizon_slope)
+        w = td.count("seed").values / float(td.count("seed").sum())
+        centre = float(w @ td.mean("seed").values)
+        ax.plot(log_n, centre + slope * (log_n - w @ log_n), "C1-", label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
     predicted = f" vs 1/(2σ*) = {float(ds['slope_predicted']):.3f}" if "slope_predicted" in ds else ""
     ax.set(xlabel="log n", ylabel=f"t_δ (δ = {delta:g})", title=f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}]{predicted}")
     ax.title.set_fontsize(9)

@@ -14,7 +14,7 @@ import xarray as xr
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, SequenceOf, declare
 
 from .._data.dataset import time_index
-from .plotting import short_label
+from .plotting import noise_label, short_label
 
 __all__ = ["limit_study_frame", "limit_study_table", "plot_limit_study", "study_rate_variables"]
 
@@ -57,6 +57,16 @@ def _summary(ds: xr.Dataset, v: str, k: int):
     return mean, se, float(ds[f"rate_{v}"].isel(time=k)), lo, hi
 
 
+def _mean_interval(ds: xr.Dataset, v: str, k: int, mean, se, level: float = 0.95):
+    """Per n, the t interval of the seed mean: mean ± t_{(1+level)/2, s-1} se over its s seeds (NaN if s < 2)."""
+    from scipy import stats
+
+    s = ds[v].isel(time=k).count("seed").values.astype(float)
+    with np.errstate(invalid="ignore"):
+        half = np.where(s > 1, stats.t.ppf((1 + level) / 2, np.maximum(s - 1, 1)) * se, np.nan)
+    return mean - half, mean + half
+
+
 def _variables(ds: xr.Dataset, variables, caller: str) -> list:
     names = study_rate_variables(ds)
     variables = names if variables is None else list(variables)
@@ -75,10 +85,12 @@ def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
     r"""A limit study at one save time as a pandas DataFrame: rows n (then ``"rate"``), columns
     (gap, statistic).
 
-    For each rated gap, the row of each n holds the seed mean (``value``) and its standard error
-    (``stderr``); the last row, ``"rate"``, holds the fitted exponent r of
-    :math:`\bar g\sim n^r` (``value``), its standard error when the study recorded it, and its
-    interval (``ci_low``, ``ci_high``). ``frame.attrs["time"]`` is the save time.
+    For each rated gap, the row of each n holds the seed mean (``value``), its standard error
+    (``stderr``) and its 95% t interval over the s seeds run at that n (``ci_low``, ``ci_high``:
+    :math:`\bar g \pm t_{0.975,\,s-1}\,\mathrm{se}`, NaN only with a single seed); the last row,
+    ``"rate"``, holds the fitted exponent r of :math:`\bar g\sim n^r` (``value``), its standard error
+    when the study recorded it, and its interval (``ci_low``, ``ci_high``, as ``rate_<g>_ci``).
+    ``frame.attrs["time"]`` is the save time.
     :func:`limit_study_table` prints the same numbers as text.
 
     Examples
@@ -93,6 +105,8 @@ def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
     >>> frame = limit_study_frame(ds)
     >>> float(frame.loc[400, ("w1", "value")]), float(frame.loc["rate", ("w1", "ci_low")])
     (0.055, -0.6)
+    >>> round(float(frame.loc[400, ("w1", "ci_high")]), 4)  # 0.055 + t_{0.975, 1} 0.005
+    0.1185
     """
     import pandas as pd
 
@@ -105,9 +119,11 @@ def limit_study_frame(ds: xr.Dataset, *, time: float = 0.0, variables=None):
     for v in variables:
         mean, se, r, lo, hi = _summary(ds, v, k)
         r_se = float(ds[f"rate_{v}_stderr"].isel(time=k)) if f"rate_{v}_stderr" in ds else np.nan
+        m_lo, m_hi = _mean_interval(ds, v, k, mean, se)
         frame[(v, "value")] = [*mean, r]
         frame[(v, "stderr")] = [*se, r_se]
-        frame.loc["rate", [(v, "ci_low"), (v, "ci_high")]] = [lo, hi]
+        frame[(v, "ci_low")] = [*m_lo, lo]
+        frame[(v, "ci_high")] = [*m_hi, hi]
     frame.attrs["time"] = float(ds.time[k])
     return frame
 
@@ -221,7 +237,8 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     ax.set(xlabel="n (tokens)", ylabel=short_label(ds[var]))
     a = ds.attrs
     sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
-    params = [f"{k} = {a[k]}" for k in ("kind", "beta", "kappa", "sampling") if k in a]
+    params = [f"{k} = {a[k]}" if k != "kappa" else noise_label(a[k]) for k in ("kind", "beta", "kappa", "sampling")
+              if k in a]
     if "n_heads" in a:
         params.insert(1, f"H = {a['n_heads']}")
     params.append(f"{ds.sizes.get('seed', 1)} seeds")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 
+from particles import tqdm_class
+
 __all__ = ["AUTO_DELAY", "progress_bar", "progress_step"]
 
 #: seconds of work after which a bar appears when ``progress=None``
@@ -24,9 +26,7 @@ def progress_bar(progress: bool | None, *, total: int, done: int = 0, desc: str,
     """A tqdm bar over ``total`` units of which ``done`` are finished already, or None (module rule)."""
     if progress is False or total - done <= 0:
         return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=done, desc=desc, unit=unit, delay=0.0 if progress else AUTO_DELAY)
+    return tqdm_class()(total=total, initial=done, desc=desc, unit=unit, delay=0.0 if progress else AUTO_DELAY)
 
 
 @contextlib.contextmanager

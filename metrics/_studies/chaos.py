@@ -60,6 +60,9 @@ __all__ = ["chaos_horizon_study"]
 
 #: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
 MAX_LOG_STEP = 0.25
+#: units of the study's times (t_delta, its prediction, the slope d t_delta / d log n) and, inverted, of its
+#: rates: the time of the dynamics, which the time coordinate counts (dimensionless, so that coordinate says "1")
+TIME_UNITS = "time"
 
 
 def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
@@ -272,15 +275,16 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
                                                 "units": "1"}),
         **cluster_variables(sweep, int(cfg["max_clusters"]), cfg["eps_cluster"], cfg["n_seeds"]),
         "growth_rate": (("degree",), np.asarray(cfg["sigma"][1:], float),
-                        {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)", "units": "1/time"}),
+                        {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)",
+                         "units": f"1/{TIME_UNITS}"}),
         "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if cfg["uniform"] else
                                             "first time the distance to mu(t) >= delta")
                                            + " (inf: not by t1; NaN: failed run or seed not run)",
-                              "units": "1"}),
+                              "units": TIME_UNITS}),
         "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
-                                                       "(inf: stable; NaN: started above delta)", "units": "1"}),
+                                                       "(inf: stable; NaN: started above delta)", "units": TIME_UNITS}),
         "t_delta_distance": (run, td_dist, {"long_name": "first time the distance to the mean field >= delta "
-                                                         "(inf: not by t1)", "units": "1"}),
+                                                         "(inf: not by t1)", "units": TIME_UNITS}),
         "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
                                                        "(0: no breakdown)", "units": "1"}),
         "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta) (NaN: started above delta)",
@@ -292,13 +296,13 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
                                                         "(NaN: stable)", "units": "1"}),
         "slope": (("delta",), fits[:, 0], {"long_name": "fitted d mean(t_delta) / d log n (NaN if a run did not "
-                                                        "break down)", "units": "1"}),
+                                                        "break down)", "units": TIME_UNITS}),
         "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
-                                                       "units": "1"}),
+                                                       "units": TIME_UNITS}),
         "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if cfg["uniform"] else np.nan,
-                            {"long_name": "1 / (2 sigma*) (inf: stable)", "units": "1"}),
+                            {"long_name": "1 / (2 sigma*) (inf: stable)", "units": TIME_UNITS}),
         "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
-        "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": "1/time"}),
+        "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": f"1/{TIME_UNITS}"}),
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }

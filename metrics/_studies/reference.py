@@ -16,10 +16,10 @@ import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, __version__, simulate
+from particles import MultiHead, SaveAt, __version__, simulate, tqdm_class
 from particles.validation import InvalidParameterError, check_param
 
-from .._data.dataset import model_attrs
+from .._data.dataset import model_attrs, time_coord
 from .._observables.density import probe_density, sample_sphere_density
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
 from .._runs.progress import progress_step
@@ -115,7 +115,7 @@ def _uniform_tokens(n, d, rng):
 @dataclass(frozen=True, eq=False)
 class UniformReference:
     """The uniform measure σ on S^1 or S^2 as a study cell uses a reference (the interface of
-    :class:`metrics._study_reference.CircleReference`): ``sample(n, rng)`` draws σ, ``distances(n)``
+    :class:`metrics._studies.reference.CircleReference`): ``sample(n, rng)`` draws σ, ``distances(n)``
     returns ``fn(x, k) -> {"w1"}`` (exact circle W1 against 4n quantile atoms of σ, error 2π/(16n))
     or ``{"sw2"}`` (sliced SW2 over ``directions``, exact per direction); σ is stationary, so k is unused."""
 
@@ -182,7 +182,7 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
             return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
                     "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
 
-        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")})
+        ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")}, model.log_time_scale)
         reference = CircleReference(partial(sample_grid_measure, mu0), partial(_grid_atoms, ref["mass"]), int(m_grid),
                                     ref["energy"], ref["entropy"], transport, w2_max_n)
         ref_err = 2 * np.pi / (4 * int(m_grid))  # quantile-atom error; the FV error is O(1/m_grid) on top
@@ -244,10 +244,12 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
                              "SW_2 between two independent reference runs / sqrt(2)")}
 
 
-def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
+def _cached_reference(key: dict, ts, store, build, dims: dict, log_time_scale: float) -> dict:
     """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
-    ``reference_<hash of key>.nc`` and loaded instead of rebuilt when the key matches; adds
-    ``seconds`` (the build's cost), ``cached`` and ``file``."""
+    ``reference_<hash of key>.nc`` (time coordinate as every dataset's, :func:`metrics.dataset.time_coord`)
+    and loaded instead of rebuilt when the key matches: only the key attr and the data variables are
+    read, so a file written before the time coordinate had its attrs loads as well; adds ``seconds``
+    (the build's cost), ``cached`` and ``file``."""
     text = json.dumps(key, sort_keys=True, default=str)
     path = None
     if store is not None:
@@ -268,7 +270,7 @@ def _cached_reference(key: dict, ts, store, build, dims: dict) -> dict:
             arr = np.asarray(arr)
             names = dims.get(v, ("time",) + tuple(f"{v}_dim{i}" for i in range(1, arr.ndim)))
             data[v] = (names, arr, {"long_name": f"reference {v}", "units": "1"})
-        ds = xr.Dataset(data, coords={"time": ("time", np.asarray(ts), {"long_name": "time", "units": "1"})},
+        ds = xr.Dataset(data, coords={"time": time_coord(ts, log_time_scale)},
                         attrs={"title": "headflow mean-field limit study: cached reference",
                                "reference_key": text, "build_seconds": float(seconds)})
         atomic_to_netcdf(ds, path)
@@ -284,9 +286,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
         runs = []
         for r in range(2):  # run 0 is the reference, run 1 measures its error
             if progress:  # (True: asked for; the default None leaves it to the "reference" bar)
-                from tqdm.auto import tqdm
-
-                tqdm.write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
+                tqdm_class().write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
             ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
             rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
             y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
@@ -299,7 +299,8 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
                 "energy": np.array([mf.measure_energy(model, y) for y in runs[0]]),
                 "entropy": np.array([measure_entropy(model, y) for y in runs[0]])}
 
-    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")})
+    return _cached_reference(key, ts, store, build, {"positions": ("time", "particle", "component")},
+                             model.log_time_scale)
 
 def _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles, seed):
     """(the spectral StudyReference or None, why not) for reference "auto" or "spectral"."""

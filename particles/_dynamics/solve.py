@@ -22,7 +22,7 @@ from .field import CallableField, as_field
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "tqdm_class"]
 
 
 _POS = Interval(0, None, closed="neither")
@@ -270,11 +270,30 @@ def _check_controller(controller):
         )
 
 
+@declare()
+def tqdm_class() -> type:
+    """The tqdm bar class every headflow progress bar uses: ``tqdm.auto``'s (a widget in Jupyter)
+    when ipywidgets imports, else ``tqdm.std``'s (text), so that a kernel without ipywidgets
+    shows a text bar instead of tqdm.auto's "IProgress not found" warning.
+
+    Returns
+    -------
+    type
+        ``tqdm.auto.tqdm`` or ``tqdm.std.tqdm``.
+    """
+    try:
+        import ipywidgets  # noqa: F401  (only whether it imports matters)
+    except ImportError:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm
+
+
 def _progress_bar(progress: bool, total: float, method: str):
     if not progress:
         return None
-    from tqdm.auto import tqdm
-
+    tqdm = tqdm_class()
     # time advances by float steps: show n and total rounded (not 9.299999999999999/10.0)
     return tqdm(total=total, unit="time", desc=f"simulate[{method}]",
                 bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")

@@ -60,6 +60,15 @@ def test_accessor_on_a_study():
     np.testing.assert_allclose(frame[("w1", "value")].iloc[:-1], ds.w1.isel(time=1).mean("seed"), rtol=1e-15)
     ci = frame.loc["rate", [("w1", "ci_low"), ("w1", "ci_high")]].to_numpy(float)
     np.testing.assert_array_equal(ci, ds.rate_w1_ci.isel(time=1))
+    # each row n carries the 95% t interval of its seed mean: no NaN left unexplained
+    from scipy import stats
+
+    g = ds.w1.isel(time=1).values
+    want = stats.t.interval(0.95, g.shape[1] - 1, loc=g.mean(axis=1), scale=stats.sem(g, axis=1))
+    rows = frame.iloc[:-1]
+    np.testing.assert_allclose(rows[("w1", "ci_low")], want[0], rtol=1e-12)
+    np.testing.assert_allclose(rows[("w1", "ci_high")], want[1], rtol=1e-12)
+    assert not frame.isna().to_numpy().any()
     table = metrics.limit_study_table(ds, time=0.1)  # the same numbers as text
     assert table.startswith("t = 0.1") and f"{float(ds.rate_w1.isel(time=1)):.3f}" in table
     with pytest.raises(InvalidParameterError, match="outside the saved times"):
@@ -73,6 +82,7 @@ def test_accessor_on_a_study():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert sum("slope" in lab for lab in labels) == 2 and any("n^{-1/2}" in lab for lab in labels)
     assert "on S^1" in ax.get_title() and ax.get_ylabel() == "w1 [rad]" and "beta = 1.0" in ax.get_title() and "3 seeds" in ax.get_title()
+    assert "noiseless (kappa = inf)" in ax.get_title()  # not a bare "kappa = inf"
     with pytest.raises(InvalidParameterError, match="rated gaps"):
         ds.attn.plot_limit_study("n_clusters")
 

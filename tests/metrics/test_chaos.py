@@ -26,6 +26,10 @@ def test_schema_and_round_trip(s1_study, tmp_path):
     assert ds.t_delta.dims == ds.t_delta_predicted.dims == ("delta", "n_particles", "seed")
     for name in list(ds.data_vars) + list(ds.coords):
         assert {"long_name", "units"} <= set(ds[name].attrs), name
+    # times are times and rates their inverse (t_delta = 0 is "at the start", not a pure number)
+    times = ("t_delta", "t_delta_predicted", "t_delta_distance", "slope", "slope_ci", "slope_predicted")
+    assert {ds[v].attrs["units"] for v in times} == {"time"}
+    assert {ds[v].attrs["units"] for v in ("growth_rate", "sigma_star")} == {"1/time"}
     assert ds.attrs["t1"] == QUICK["t1"] and ds.attrs["kind"] == "softmax"
     ds.to_netcdf(tmp_path / "c.nc")
     with xr.open_dataset(tmp_path / "c.nc") as back:

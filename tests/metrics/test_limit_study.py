@@ -324,6 +324,14 @@ def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
     kw = dict(n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, store=tmp_path, reference="fv_circle")
     first = mean_field_limit_study(MODEL, _density, **kw)
     assert first.attrs["reference_cached"] == 0 and len(list(tmp_path.glob("reference_*.nc"))) == 1
+    # the cached file's time coordinate is every dataset's (long_name, units, log_time_scale) ...
+    (path,) = tmp_path.glob("reference_*.nc")
+    with xr.open_dataset(path) as cached:
+        cached = cached.load()
+    assert cached.time.attrs == first.time.attrs == metrics.dataset.time_coord([0.0], MODEL.log_time_scale)[2]
+    # ... and a file written before it had those attrs (a plain time coordinate) still loads
+    cached.time.attrs = {"long_name": "time", "units": "1"}
+    cached.to_netcdf(path)
 
     def forbidden(*a, **k):
         raise AssertionError("the fv_circle reference was recomputed")

@@ -126,7 +126,12 @@ def test_phase_diagram_with_the_equiangular_curve(phase, tmp_path):
     np.testing.assert_allclose(curve.get_xdata(), phase.beta.values[keep])
     np.testing.assert_allclose(curve.get_ydata(), phase.theory_time.values[keep])
     assert ax.get_xlabel() == "inverse temperature" and ax.get_ylabel() == "time"
+    # the figure says where the curve runs off the chart: from the first beta whose t* exceeds T
+    b0, t_end = phase.beta.values[~keep].min(), float(phase.time[-1])
+    assert np.all(phase.theory_time.values[phase.beta.values >= b0] > t_end)
     _check_png(_save(ax, tmp_path / "phase.png"))
+    assert [t.get_text() for t in ax.texts] == [f"t*(β) > T = {t_end:g} for β ≥ {b0:g}"]
+    assert not metrics.plot_phase_diagram(phase.sel(beta=phase.beta[keep])).texts  # all inside: no note
     with pytest.raises(InvalidParameterError, match="'statistic'"):
         metrics.plot_phase_diagram(phase, "w1")
     with pytest.raises(InvalidParameterError, match="'ds'.*theory_time"):
@@ -139,8 +144,16 @@ def test_chaos_collapse_and_horizon(chaos, tmp_path):
     for line, n in zip(ax.lines, chaos.n_particles.values):
         np.testing.assert_allclose(line.get_xdata(), chaos.time.values - np.log(n) / (2 * s))
     _check_png(_save(ax, tmp_path / "collapse.png"))
+    growth = ax.lines[-1]  # the linear theory's e^{sigma* s}: slope sigma* on the log axis
+    np.testing.assert_allclose(np.diff(np.log(growth.get_ydata())) / np.diff(growth.get_xdata()), s)
     ax = chaos.attn.plot_chaos_horizon()
-    assert f"{float(chaos.slope.isel(delta=0)):.3f}" in ax.get_title()
+    slope = float(chaos.slope.isel(delta=0))
+    assert f"{slope:.3f}" in ax.get_title()
+    fit = next(line for line in ax.lines if line.get_label().startswith("fit: slope"))
+    np.testing.assert_allclose(np.diff(fit.get_ydata()) / np.diff(fit.get_xdata()), slope)
+    td = chaos.t_delta.isel(delta=0)  # equal seed counts: the line passes through the mean of the seed means
+    np.testing.assert_allclose(fit.get_ydata().mean(), float(td.mean("seed").mean()))
+    np.testing.assert_allclose(fit.get_xdata(), np.log(chaos.n_particles.values))
     _check_png(_save(ax, tmp_path / "horizon.png"))
     with pytest.raises(InvalidParameterError, match="thresholds"):
         chaos.attn.plot_chaos_horizon(0.05)

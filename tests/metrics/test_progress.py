@@ -1,11 +1,17 @@
-"""One rule for progress bars (metrics._progress): none when nothing is left to do, none with
+"""One rule for progress bars (metrics._runs.progress): none when nothing is left to do, none with
 progress=False, at once with True, after 2 s of work by default; labels name the work."""
 
+import sys
+import types
+import warnings
+
 import pytest
+import tqdm.auto
+import tqdm.std
 
 import metrics
 from metrics._runs.progress import AUTO_DELAY, progress_bar, progress_step
-from particles import MultiHead
+from particles import MultiHead, tqdm_class
 
 
 @pytest.mark.parametrize("progress, total, done, shown, delay", [
@@ -50,3 +56,19 @@ def test_studies_name_their_bars_and_quick_runs_stay_silent(capsys, monkeypatch)
     monkeypatch.setattr("metrics._runs.progress.AUTO_DELAY", 3600.0)  # (a loaded machine may take 2 s)
     metrics.mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], **study)  # default: a short run, no bar
     assert capsys.readouterr().err == ""
+
+
+def test_without_ipywidgets_the_bar_is_tqdm_std_and_silent(monkeypatch):
+    # a Jupyter kernel without ipywidgets: tqdm.auto would warn "IProgress not found"; the text bar does not
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # (import ipywidgets raises ImportError)
+    assert tqdm_class() is tqdm.std.tqdm
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        bar = progress_bar(True, total=2, desc="work")
+        assert type(bar) is tqdm.std.tqdm
+        bar.close()
+
+
+def test_with_ipywidgets_the_bar_is_tqdm_auto(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ipywidgets", types.ModuleType("ipywidgets"))
+    assert tqdm_class() is tqdm.auto.tqdm
