@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import _timing  # noqa: E402
 
-from metrics._studies.phase import _initial, _pair_fraction  # noqa: E402
+from metrics._observables.pairs import pair_fraction as _pair_fraction  # noqa: E402
+from metrics._studies.phase import _initial  # noqa: E402
 from particles import Ensemble, SaveAt, simulate  # noqa: E402
 
 RHO_C = 0.999

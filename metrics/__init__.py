@@ -42,7 +42,9 @@ from ._observables.density import (
 )
 from ._observables.density_families import ExpressionDensity, FamilyDensity
 from ._observables.energy import energy, head_energies, leaders, log_head_energies, mean_entropy
+from ._observables.harmonics import harmonic_amplitudes, harmonic_multiplicity, sliced_w2_to_uniform_s2
 from ._observables.metastability import Plateau, StaircaseStep, cluster_energy, plateaus, staircase
+from ._observables.pairs import clustered_pair_fraction
 from ._observables.reference_transport import (
     EMD_MAX_ELEMENTS,
     SlicedReference,
@@ -68,15 +70,12 @@ from ._statistics.horizon import (
     breakdown_law_mean,
     breakdown_time,
     fit_horizon_slope,
-    harmonic_amplitudes,
-    harmonic_multiplicity,
     predicted_breakdown_time,
-    sliced_w2_to_uniform_s2,
 )
 from ._statistics.rates import RateFit, fit_rate
 from ._studies.chaos import chaos_horizon_study
 from ._studies.limit import mean_field_limit_study, sample_grid_measure
-from ._studies.phase import PHASE_STATISTICS, clustered_pair_fraction, phase_diagram
+from ._studies.phase import PHASE_STATISTICS, phase_diagram
 from ._studies.sentences import sentence_flow
 
 __all__ = [

@@ -6,14 +6,19 @@ import numpy as np
 import xarray as xr
 
 
-def saved_to_dataset(traj, ts) -> xr.Dataset:
-    """A study cell's Dataset (dim ``time`` = ``ts``) from the ``SaveAt(fn=...)`` columns of ``traj``;
-    a failed run is cut at its last finite save, so its columns are NaN-padded and ``status`` = 0."""
+def columns_dataset(saved: dict, ts, success: bool, message: str, names=None) -> xr.Dataset:
+    """A cell's Dataset (dim ``time`` = ``ts``) from the ``SaveAt(fn=...)`` columns ``saved`` (``names``:
+    the columns it must have, default those saved): a failed run is cut at its last finite save, so its
+    columns are NaN-padded (a column never saved is all NaN), ``status`` = 0 and ``failure_message`` says why."""
     ts = np.asarray(ts)
     data = {}
-    for k, v in traj.saved.items():
-        v = np.asarray(v, dtype=float)
+    for k in (saved if names is None else names):
+        v = np.asarray(saved.get(k, []), dtype=float)
         data[k] = ("time", np.concatenate([v, np.full(len(ts) - len(v), np.nan)]))
-    data["status"] = ((), int(traj.success))
-    return xr.Dataset(data, coords={"time": ("time", ts)},
-                      attrs={"failure_message": "" if traj.success else str(traj.message)})
+    data["status"] = ((), int(success))
+    return xr.Dataset(data, coords={"time": ("time", ts)}, attrs={"failure_message": "" if success else str(message)})
+
+
+def saved_to_dataset(traj, ts) -> xr.Dataset:
+    """:func:`columns_dataset` of a :class:`particles.Trajectory`'s saved columns."""
+    return columns_dataset(traj.saved, ts, traj.success, traj.message)

@@ -59,6 +59,7 @@ from .._data.dataset import model_attrs, provenance
 from .._observables.registry import METRICS
 from . import params as P
 from .assemble import assemble as _assemble
+from .cells import columns_dataset
 from .executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
 from .failures import FailedCellWarning, failed_cells, warn_failed
 from .models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
@@ -121,7 +122,6 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         row.update(diag)
         return row
 
-    n_t = len(settings["ts"])
     try:
         traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
                         save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
@@ -129,23 +129,16 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         saved, success, message = traj.saved, traj.success, traj.message
     except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
         saved, success, message = {}, False, str(exc)
-    names = list(names) + ["kinetic", "rate_residual"]
-    data = {}
-    for k in names:  # a failed run: NaN after the last finite save, and say so in status
-        v = np.asarray(saved.get(k, []), dtype=float)
-        data[k] = ("time", np.concatenate([v, np.full(n_t - len(v), np.nan)]))
-    data["status"] = ((), int(success))
+    ds = columns_dataset(saved, settings["ts"], success, message, names=list(names) + ["kinetic", "rate_residual"])
     # the model that ran: the assembled sweep records it per cell, and what its time coordinate means
-    ds = xr.Dataset(data, coords={"time": ("time", np.asarray(settings["ts"]))},
-                    attrs={"failure_message": "" if success else message, "model": json.dumps(model_attrs(model)),
-                           "log_time_scale": float(model.log_time_scale)})
+    ds.attrs.update({"model": json.dumps(model_attrs(model)), "log_time_scale": float(model.log_time_scale)})
     return stamp_cell(ds, key, path)
 
 
 def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, key: str = "") -> xr.Dataset:
     """A caller's cell (``run_sweep(cell_fn=...)``) under the same contract as :func:`_run_cell`:
     computed in memory, stamped with its ``cell_key`` and ``content_sha256``, written atomically."""
-    ds = cell_fn(params, seed_index, settings, None)
+    ds = cell_fn(params, seed_index, settings)
     if "status" not in ds:
         ds["status"] = ((), 1)
     return stamp_cell(ds, key, path)
@@ -207,10 +200,11 @@ def run_sweep(
         With ``engine="process"``: how many times a pool broken by a dead worker is
         restarted for the unfinished cells before giving up with :class:`particles.SolverError`.
 
-    cell_fn : callable ``(params, seed_index, settings, path) -> xr.Dataset``, optional
-        Replaces the default cell (a particle run from uniform tokens); it must honour the same
-        contract (load ``path`` if it exists, else compute, write atomically, return dims ``time``).
-        Used by :func:`metrics.mean_field_limit_study`.
+    cell_fn : callable ``(params, seed_index, settings) -> xr.Dataset``, optional
+        Replaces the default cell (a particle run from uniform tokens): it computes one cell in memory
+        and returns its columns with dim ``time`` (``status`` 0/1 and a ``failure_message`` attr when a
+        run stops; :func:`metrics._runs.cells.columns_dataset` builds that); the sweep loads, verifies,
+        stamps and writes the cells. The studies are built on it (:class:`metrics._studies.spec.Study`).
     fixed : dict, optional
         Values of the parameters the grid does not sweep (each one value, names as in ``grid``);
         the rest take the defaults n_particles=32, beta=1, n_heads=1, kind="softmax", d=3

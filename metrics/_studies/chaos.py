@@ -45,13 +45,10 @@ from particles.validation import (
 
 from .._data.dataset import model_attrs
 from .._observables.clustering import cluster_row
+from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
-from .._statistics.horizon import (
-    breakdown_law_mean,
-    harmonic_amplitudes,
-    largest_breakdown_value,
-)
+from .._statistics.horizon import breakdown_law_mean, largest_breakdown_value
 from .chaos_breakdown import breakdown
 from .reference import UniformReference, _method
 from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coords
@@ -65,7 +62,7 @@ MAX_LOG_STEP = 0.25
 TIME_UNITS = "time"
 
 
-def _chaos_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+def _chaos_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     """One (n, seed) run from i.i.d. tokens of the reference's initial law, with run_sweep's cell
     contract (dims ``time``); the distance is to the reference's μ(t_k) at each save."""
     n = int(params["n_particles"])

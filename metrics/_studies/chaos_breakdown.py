@@ -16,12 +16,12 @@ import warnings
 import numpy as np
 from scipy import stats
 
+from .._observables.harmonics import harmonic_multiplicity
 from .._statistics.horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
     breakdown_time,
     fit_horizon_slope,
-    harmonic_multiplicity,
     predicted_breakdown_time,
 )
 

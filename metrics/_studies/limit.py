@@ -58,9 +58,9 @@ from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coor
 __all__ = ["mean_field_limit_study", "sample_grid_measure", "measure_entropy"]
 
 
-def _study_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+def _study_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     """One (n, seed) particle run of the study (``run_sweep(cell_fn=...)``: the sweep loads, stamps
-    and writes cells; ``path`` is unused)."""
+    and writes cells)."""
     n = int(params["n_particles"])
     model, ts = settings["model"], settings["ts"]
     # independent: every (n, seed) cell has its own stream; nested: seed s of every n shares one

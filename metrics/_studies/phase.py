@@ -34,22 +34,19 @@ from particles.validation import (
     Instance,
     Integer,
     Interval,
-    InvalidParameterError,
     Options,
     Relation,
     SequenceOf,
-    check_points,
-    check_real_array,
     declare,
 )
 
 from .._data.dataset import KIND_ATTR, netcdf_safe, provenance, time_coord
-from .._observables.clustering import component_counts
+from .._observables.pairs import cluster_counts, gram, pair_fraction
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
 from .spec import Study
 
-__all__ = ["phase_diagram", "PHASE_STATISTICS", "clustered_pair_fraction"]
+__all__ = ["phase_diagram", "PHASE_STATISTICS"]
 
 #: statistic name -> (long name, units)
 PHASE_STATISTICS = {
@@ -58,42 +55,6 @@ PHASE_STATISTICS = {
 }
 _PHASE_KINDS = ("softmax", "usa")
 _INITS = ("uniform", "equiangular")
-
-
-@declare(rho_c=Interval(-1, 1, hint="rho_c is a cosine threshold, e.g. 0.999."))
-def clustered_pair_fraction(x, *, rho_c: float = 0.999) -> np.ndarray:
-    r"""Fraction of clustered pairs of each system of a stack ``x`` (S, n, d), shape (S,):
-
-    .. math:: \frac{2}{n(n-1)}\,\#\{i<j : \langle x_i, x_j\rangle \ge \rho_c\}.
-
-    Examples
-    --------
-    >>> x = np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]])
-    >>> clustered_pair_fraction(x).round(4).tolist()
-    [0.3333]
-    """
-    caller = "clustered_pair_fraction"
-    x = check_real_array(x, "x", caller, ndim=3, expected="an array of shape (S, n, d)")
-    if x.shape[0] < 1 or x.shape[1] < 2 or x.shape[2] < 1:
-        raise InvalidParameterError(
-            f"x of {caller} must have shape (S, n, d) with S >= 1 systems of n >= 2 tokens (pairs); got {x.shape}."
-        )
-    check_points(x.reshape(-1, x.shape[2]), "x", caller, atol=1e-8)
-    return _pair_fraction(x, rho_c)
-
-
-def _pair_fraction(x: np.ndarray, rho_c: float, G: np.ndarray | None = None) -> np.ndarray:
-    """Clustered-pair fraction per system over the pairs i < j (from the Gram matrices G if given)."""
-    n = x.shape[1]
-    G = _gram(x) if G is None else G
-    upper = np.triu(np.ones((n, n), dtype=bool), 1)
-    return np.count_nonzero((G >= rho_c) & upper, axis=(1, 2)) / (n * (n - 1) / 2)
-
-
-def _gram(x: np.ndarray) -> np.ndarray:
-    """Gram matrices of a stack (S, n, d) (the transposed operand copied: a strided one costs the
-    small batched GEMMs about twice as much)."""
-    return np.matmul(x, np.ascontiguousarray(x.transpose(0, 2, 1)))
 
 
 def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
@@ -120,24 +81,18 @@ def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def _cluster_counts(x: np.ndarray, eps: float, G: np.ndarray | None = None) -> np.ndarray:
-    """ε-connected components per system (geodesic distance <= ε ⇔ ⟨x_i, x_j⟩ >= cos ε), from
-    the Gram matrices G if given."""
-    return component_counts((_gram(x) if G is None else G) >= np.cos(eps)).astype(float)
-
-
 def _stats(x, settings) -> dict:
-    G = _gram(x)  # one Gram matrix per system for every statistic
+    G = gram(x)  # one Gram matrix per system for every statistic
     out = {}
     for name in settings["statistics"]:
         if name == "clustered_pairs":
-            out[name] = _pair_fraction(x, settings["rho_c"], G)
+            out[name] = pair_fraction(x, settings["rho_c"], G)
         else:
-            out[name] = _cluster_counts(x, settings["eps"], G)
+            out[name] = cluster_counts(x, settings["eps"], G)
     return out
 
 
-def _phase_cell(params: dict, seed_index: int, settings: dict, path) -> xr.Dataset:
+def _phase_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated in one
     :func:`particles.simulate` call whose save function records the statistics at each save time
     (an adaptive step carries over from one save interval to the next); with ``drop_settled`` the

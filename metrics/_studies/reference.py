@@ -21,10 +21,10 @@ from particles.validation import InvalidParameterError, check_param
 
 from .._data.dataset import model_attrs, time_coord
 from .._observables.density import probe_density, sample_sphere_density
+from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
 from .._runs.progress import progress_step
 from .._runs.store import atomic_to_netcdf
-from .._statistics.horizon import sliced_w2_to_uniform_s2
 
 __all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
            "UniformReference"]

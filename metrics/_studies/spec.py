@@ -1,6 +1,6 @@
 r"""A study as a declared object: its cells, the fields of their keys, and what every study shares.
 
-A :class:`Study` names what one cell computes (``cell(params, seed_index, settings, path)``, run
+A :class:`Study` names what one cell computes (``cell(params, seed_index, settings)``, run
 by :func:`metrics.run_sweep`'s verified-cell machinery), which settings enter the cells' keys
 (``key(settings)``: explicit fields under a numbered format, so a store written by one version
 is found by the next) and what kind of Dataset it makes. :meth:`Study.run` runs the cells of
@@ -40,7 +40,8 @@ class Study:
     name : the public function (error messages, the model's key name, the ``history`` attr)
     kind : the Dataset kind it makes (the ``headflow_kind`` attr the ``ds.attn`` accessor reads)
     label : the progress bar's label (``{sphere}`` is replaced by d - 1)
-    cell : ``cell(params, seed_index, settings, path) -> xr.Dataset`` with dim ``time``
+    cell : ``cell(params, seed_index, settings) -> xr.Dataset`` with dim ``time`` (the cell contract of
+        :func:`metrics.run_sweep`)
     key : ``key(settings) -> dict`` of every setting a cell depends on beyond run_sweep's own
         (t1, dt, n_saves, kappa, seed, the parameters of the cell)
     key_version : the key format; 1 writes the fields as they are, a later one adds ``key_version``

@@ -128,7 +128,7 @@ def test_bad_input(kw, match):
 
 
 def test_cluster_counts_equal_n_clusters_batch(rng):
-    from metrics._studies.phase import _cluster_counts
+    from metrics._observables.pairs import cluster_counts as _cluster_counts
 
     for d in (2, 5):
         centres = rng.standard_normal((4, 3, d))
