@@ -3,18 +3,9 @@
 The top layer: imports particles and meanfield, POT, scikit-learn and xarray.
 """
 
-from ._data.dataset import (
-    CONVENTIONS,
-    COORDS,
-    VARIABLES,
-    dependency_versions,
-    model_attrs,
-    netcdf_safe,
-    provenance,
-    summation_paths,
-    trajectory_to_dataset,
-)
+from ._data.dataset import COORDS, VARIABLES, trajectory_to_dataset
 from ._data.heads import head_geometry
+from ._data.provenance import CONVENTIONS, dependency_versions, model_attrs, netcdf_safe, provenance, summation_paths
 from ._figures import accessor  # noqa: F401  (registers ds.attn)
 from ._figures.accessor import AttnAccessor, model_from_attrs
 from ._figures.animation import animate, plot_angles, plot_sphere

@@ -4,7 +4,7 @@ Used by the command line and by every runner of the package: a reader sees an ol
 new one, never a partial file that looks complete.
 """
 
-from ._data.dataset import to_json
+from ._data.provenance import to_json
 from ._runs.store import atomic_to_netcdf, unwritable
 
 __all__ = ["atomic_to_netcdf", "to_json", "unwritable"]

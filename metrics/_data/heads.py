@@ -54,7 +54,8 @@ from threadpoolctl import threadpool_limits
 from particles import AttentionWeights, __version__, theory
 from particles.validation import NONE, AnyOf, Instance, Integer, Interval, InvalidParameterError, check_param, declare
 
-from .dataset import KIND_ATTR, netcdf_safe, provenance
+from .dataset import KIND_ATTR
+from .provenance import netcdf_safe, provenance
 
 __all__ = ["head_geometry"]
 

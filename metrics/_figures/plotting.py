@@ -174,7 +174,8 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     return axes
 
 
-@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS), ax=AX,
+@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
+         ax=AX,
          curve=Boolean(), colorbar=Boolean())
 def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax=None, curve: bool = True,
                        colorbar: bool = True):
@@ -250,7 +251,8 @@ def chaos_parameters(ds: xr.Dataset) -> str:
     return ", ".join(parts + [f"seeds={ds.sizes.get('seed', 1)}"])
 
 
-@declare(ds=_dataset(("distance", "sigma_star", "n_particles"), "metrics.chaos_horizon_study"), collapse=Boolean(), ax=AX)
+@declare(ds=_dataset(("distance", "sigma_star", "n_particles"), "metrics.chaos_horizon_study"), collapse=Boolean(),
+         ax=AX)
 def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
     r"""The chaos study's distance to the mean field, seed mean per n, against
     :math:`t - \log n/(2\sigma^*)`: the fluctuation :math:`W\sim n^{-1/2}e^{\sigma^* t}
@@ -328,7 +330,8 @@ def plot_chaos_horizon(ds: xr.Dataset, delta: float | None = None, *, ax=None):
     if np.isfinite(slope):  # the fitted line passes through the count-weighted centroid (metrics.fit_horizon_slope)
         w = td.count("seed").values / float(td.count("seed").sum())
         centre = float(w @ td.mean("seed").values)
-        ax.plot(log_n, centre + slope * (log_n - w @ log_n), "C1-", label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
+        ax.plot(log_n, centre + slope * (log_n - w @ log_n), "C1-",
+                label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
     predicted = f" vs 1/(2σ*) = {float(ds['slope_predicted']):.3f}" if "slope_predicted" in ds else ""
     ax.set(xlabel="log n", ylabel=f"t_δ (δ = {delta:g})", title=f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}]{predicted}")
     ax.title.set_fontsize(9)

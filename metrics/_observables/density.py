@@ -121,7 +121,8 @@ def probe_density(density_fn, d: int, caller: str = "", *, points=None) -> np.nd
 
 
 # public: declared (the studies call the undecorated checker with their own caller's name)
-check_density_fn = declare(_caller="check_density_fn", density_fn=Function("a callable density_fn(points) -> (m,)"), d=Integer(2),
+check_density_fn = declare(_caller="check_density_fn", density_fn=Function("a callable density_fn(points) -> (m,)"),
+                           d=Integer(2),
                            caller=Instance(str, what="a str (the caller the message names, or '')"),
                            points=AnyOf(NONE, Points()))(probe_density)
 check_density_fn.__name__ = check_density_fn.__qualname__ = "check_density_fn"
@@ -155,7 +156,8 @@ _DENSITY_FN = Function("a callable density_fn(points) -> (m,)")
 def _probabilities(u, name, caller):
     u = check_real_array(u, name, caller)
     if not np.all((u >= 0) & (u <= 1)):
-        raise InvalidParameterError(f"{name} must be probabilities in [0, 1]; got min {u.min():.3g}, max {u.max():.3g}.")
+        raise InvalidParameterError(
+            f"{name} must be probabilities in [0, 1]; got min {u.min():.3g}, max {u.max():.3g}.")
     return u
 
 
@@ -210,7 +212,8 @@ def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
-@declare(density_fn=_DENSITY_FN, n=Integer(1), d=Integer(2), rng=Seed(), bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
+@declare(density_fn=_DENSITY_FN, n=Integer(1), d=Integer(2), rng=Seed(),
+         bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
 def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
                           m_grid: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, d) on :math:`S^{d-1}` from ``density_fn(points)``.

@@ -214,7 +214,8 @@ def _chunked_projected(fn, d, n_points, n_projections, seed):
 
 
 @declare(**_TWO_WEIGHTED, n_projections=_N_PROJECTIONS, p=_P, seed=_SEED, relations=_TWO_RELATIONS)
-def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200, p: float = 2.0, seed: int = 0) -> float:
+def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200, p: float = 2.0,
+                              seed: int = 0) -> float:
     r"""Spherical sliced Wasserstein :math:`SSW_p` (POT); the same ``seed`` gives the same projections.
 
     :math:`SSW_p^p` is the mean over projections of the circle :math:`W_p^p`; the projections
@@ -233,7 +234,8 @@ def sliced_wasserstein_sphere(x, y, a=None, b=None, *, n_projections: int = 200,
     a, b = weights_or_uniform(a, len(x)), weights_or_uniform(b, len(y))
 
     def chunk(proj):
-        return ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]["projected_emds"]
+        log = ot.sliced_wasserstein_sphere(x, y, a, b, n_projections=len(proj), p=p, projections=proj, log=True)[1]
+        return log["projected_emds"]
 
     vals = _chunked_projected(chunk, x.shape[1], len(x) + len(y), n_projections, seed)
     return float(np.mean(vals) ** (1.0 / p))
@@ -247,7 +249,8 @@ def distance_to_uniform(x, weights=None, *, n_projections: int = 200, seed: int 
     w = weights_or_uniform(weights, len(x))
 
     def chunk(proj):
-        return ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]["projected_emds"]
+        log = ot.sliced_wasserstein_sphere_unif(x, w, n_projections=len(proj), projections=proj, log=True)[1]
+        return log["projected_emds"]
 
     vals = _chunked_projected(chunk, x.shape[1], len(x), n_projections, seed)
     return float(np.mean(vals) ** 0.5)

@@ -9,7 +9,8 @@ import xarray as xr
 
 from particles import __version__
 
-from .._data.dataset import KIND_ATTR, VARIABLES, netcdf_safe, time_coord
+from .._data.dataset import KIND_ATTR, VARIABLES, time_coord
+from .._data.provenance import netcdf_safe
 from .._observables.registry import METRICS
 from .models import describe_model_fn
 

@@ -20,7 +20,7 @@ import time
 from particles import SolverError
 from particles.validation import InvalidParameterError
 
-__all__ = ["FixedModel", "run_serial", "run_pool", "run_dask", "check_not_bootstrapping", "check_picklable",
+__all__ = ["FixedModel", "run_jobs", "run_serial", "run_pool", "run_dask", "check_not_bootstrapping", "check_picklable",
            "keep_freed_memory"]
 
 #: glibc's mallopt parameters (malloc.h) and the environment variables that set them by hand
@@ -39,6 +39,18 @@ class FixedModel:
     def __call__(self, params, rng):
         return self.model
 
+
+
+def run_jobs(engine, todo, job, done, *, describe, resumable: bool, shared, max_workers, max_pool_restarts) -> None:
+    """Run the jobs ``job(idx) -> (fn, *args)`` of ``todo`` on ``engine`` ("serial", "process" or a dask
+    client), calling ``done(idx, result)`` as each finishes (``shared``: the argument every job has,
+    sent to each worker once)."""
+    if engine == "serial":
+        run_serial(todo, job, done)
+    elif engine == "process":
+        run_pool(todo, job, done, max_workers, max_pool_restarts, shared=shared)
+    else:
+        run_dask(engine, todo, job, done, describe, resumable, shared=shared)
 
 
 def run_serial(todo, job, done) -> None:

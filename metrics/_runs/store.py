@@ -15,6 +15,7 @@ import os
 import pathlib
 import re
 import tempfile
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -22,7 +23,11 @@ import xarray as xr
 from particles import __version__
 from particles.validation import InvalidParameterError
 
-__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store"]
+__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "CellWarning"]
+
+
+class CellWarning(UserWarning):
+    """A stored sweep cell failed verification (or could not be read) and is recomputed."""
 
 
 def atomic_to_netcdf(ds: xr.Dataset, path) -> None:
@@ -164,3 +169,23 @@ def open_store(store, caller: str) -> pathlib.Path:
     return folder
 
 
+def load_finished(store, caller, cells, keys, paths) -> dict:
+    """The cells already in the store that pass verification; the others are removed (a warning
+    names each) and recomputed."""
+    folder = open_store(store, caller)
+    _clean_stale_parts(folder)
+    results = {}
+    for idx, path in enumerate(paths):
+        if not os.path.exists(path):
+            continue
+        ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx])
+        if ds is None:
+            # headflow's own stale cell is replaced; anything else keeps its bytes under another name
+            kept = "" if ours else f" (the file was kept as {set_aside(pathlib.Path(path)).name})"
+            warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
+                          f"{reason}; recomputing it{kept}.", CellWarning, stacklevel=3)
+            if ours:
+                os.unlink(path)
+        else:
+            results[idx] = ds
+    return results

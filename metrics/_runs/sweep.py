@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import pathlib
-import warnings
 
 import numpy as np
 import xarray as xr
@@ -55,23 +54,19 @@ from particles.validation import (
     declare,
 )
 
-from .._data.dataset import model_attrs, provenance
+from .._data.provenance import model_attrs, provenance
 from .._observables.registry import METRICS
 from . import params as P
 from .assemble import assemble as _assemble
 from .cells import columns_dataset
-from .executors import check_not_bootstrapping, check_picklable, run_dask, run_pool, run_serial
+from .executors import check_not_bootstrapping, check_picklable, run_jobs
 from .failures import FailedCellWarning, failed_cells, warn_failed
 from .models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
 from .progress import progress_bar
-from .store import _cell_key, _clean_stale_parts, _verified_cell, open_store, set_aside, stamp_cell
+from .store import CellWarning, _cell_key, load_finished, stamp_cell
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
 
-
-
-class CellWarning(UserWarning):
-    """A stored sweep cell failed verification (or could not be read) and is recomputed."""
 
 
 #: parameters a grid may sweep, with their long names
@@ -227,15 +222,11 @@ def run_sweep(
     FailedCellWarning
         When cells did not reach t1; it names them and the solver's reason.
     """
-    caller = "run_sweep"
-    axes = grid
+    caller, axes = "run_sweep", grid
     settings, opts = _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
                                  max_pool_restarts, engine)
-    key_settings = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
-    key_settings["model_fn"] = describe_model_fn(model_fn)
-    if cell_settings is not None:
-        settings.update(cell_settings)
-        key_settings["cell_key"] = str(cell_settings.get("key", ""))
+    key_settings = _key_settings(settings, model_fn, cell_settings)
+    settings.update(cell_settings or {})
     run_cell = _run_cell if cell_fn is None else functools.partial(_custom_cell, cell_fn)
     fixed = _merge_fixed(fixed, axes)
     cells = [(values, s, _cell_params(fixed, dict(zip(axes, values))))
@@ -247,7 +238,7 @@ def run_sweep(
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else _load_finished(store, caller, cells, keys, paths)
+    results = {} if store is None else load_finished(store, caller, cells, keys, paths)
     todo = [idx for idx in range(len(cells)) if idx not in results]
     bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
                        desc=settings.get("progress_label", "sweep"))
@@ -261,29 +252,40 @@ def run_sweep(
         _, s, params = cells[idx]
         return (run_cell, params, s, settings, paths[idx], keys[idx])
 
-    if engine == "serial":
-        run_serial(todo, job, done)
-    elif engine == "process":
-        run_pool(todo, job, done, opts["max_workers"], opts["max_pool_restarts"], shared=settings)
-    else:
-        run_dask(engine, todo, job, done, lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})", store is not None,
-                 shared=settings)
+    run_jobs(engine, todo, job, done, describe=lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})",
+             resumable=store is not None, shared=settings, max_workers=opts["max_workers"],
+             max_pool_restarts=opts["max_pool_restarts"])
     if bar is not None:
         bar.close()
-    ts = settings["ts"]
     ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
                    {k: v for k, v in fixed.items() if k not in axes})
+    return _record(ds, cells, results, settings, key_settings, model_fn,
+                   config={"grid": axes, "n_seeds": n_seeds, "seed": seed,
+                           "defaults": {k: v for k, v in fixed.items() if k not in axes}})
+
+
+def _record(ds, cells, results, settings, key_settings, model_fn, config) -> xr.Dataset:
+    """The sweep's failed cells (and their warning), the source of its heads and its provenance."""
     # the engine is left out: serial, process and dask runs of one config give identical datasets
-    config = {"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": {k: v for k, v in fixed.items() if k not in axes}, "n_saves": len(ts),
-              **key_settings}
+    config = {**config, "n_saves": len(settings["ts"]), **key_settings}
     failed = failed_cells(cells, results, SWEEP_PARAMS)
     ds.attrs["failed_cells"] = json.dumps(failed, default=str)
-    warn_failed(failed, len(cells), settings.get("caller", caller))
+    warn_failed(failed, len(cells), settings.get("caller", "run_sweep"))
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read
     ds.attrs["model_source"] = _model_source(model_fn, cells[0][2])
     ds.attrs.update(provenance(config=config, seeds={"entropy": str(settings["entropy"]),
                                                      "spawn_key": "(seed index,)"}, model=probe))
     return ds
+
+
+def _key_settings(settings: dict, model_fn, cell_settings: dict | None) -> dict:
+    """What enters every cell key besides its parameters and seed: the run's settings, the model
+    function's name and a caller's ``cell_settings["key"]`` (a study's key fields)."""
+    out = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in settings.items() if k != "model_fn"}
+    out["model_fn"] = describe_model_fn(model_fn)
+    if cell_settings is not None:
+        out["cell_key"] = str(cell_settings.get("key", ""))
+    return out
 
 
 def _merge_fixed(fixed, axes) -> dict:
@@ -328,25 +330,3 @@ def _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn,
                 "kappa": float(kappa), "ts": np.linspace(0.0, t1, n_saves), "metrics": list(metrics),
                 "model_fn": model_fn}
     return settings, opts
-
-
-def _load_finished(store, caller, cells, keys, paths) -> dict:
-    """The cells already in the store that pass verification; the others are removed (a warning
-    names each) and recomputed."""
-    folder = open_store(store, caller)
-    _clean_stale_parts(folder)
-    results = {}
-    for idx, path in enumerate(paths):
-        if not os.path.exists(path):
-            continue
-        ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx])
-        if ds is None:
-            # headflow's own stale cell is replaced; anything else keeps its bytes under another name
-            kept = "" if ours else f" (the file was kept as {set_aside(pathlib.Path(path)).name})"
-            warnings.warn(f"sweep cell {os.path.basename(path)} (params {cells[idx][2]}, seed {cells[idx][1]}) "
-                          f"{reason}; recomputing it{kept}.", CellWarning, stacklevel=3)
-            if ours:
-                os.unlink(path)
-        else:
-            results[idx] = ds
-    return results

@@ -43,7 +43,7 @@ from particles.validation import (
     declare,
 )
 
-from .._data.dataset import model_attrs
+from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
@@ -286,8 +286,9 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
                                                        "(0: no breakdown)", "units": "1"}),
         "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta) (NaN: started above delta)",
                                "units": "1"}),
-        "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta = 0 "
-                                                               "is no breakdown: prediction and Z masked)", "units": "1"}),
+        "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta "
+                                                               "= 0 is no breakdown: prediction and Z masked)",
+                                                  "units": "1"}),
         "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and cfg["uniform"] else np.nan,
                                {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
         "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
@@ -303,14 +304,20 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords = study_coords(n_values, cfg["n_seeds"], ts, model.log_time_scale, int(cfg["max_clusters"]),
+    coords, attrs = _coords_and_attrs(model, cfg, sweep)
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def _coords_and_attrs(model, cfg, sweep) -> tuple[dict, dict]:
+    """The study's coordinates (with ``degree`` and ``delta``) and attrs (the run's settings and its reference)."""
+    coords = study_coords(cfg["n_values"], cfg["n_seeds"], cfg["ts"], model.log_time_scale, int(cfg["max_clusters"]),
                           "bootstrap quantile of the interval bound")
-    coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
+    coords["degree"] = ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"})
     coords["delta"] = ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"})
     config = {k_: cfg[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
                                      "n_projections", "eps_cluster", "max_clusters", "n_boot")}
     config["delta"] = cfg["deltas"].tolist()
-    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=model, sweep=sweep,
+    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{cfg['d'] - 1}", model=model, sweep=sweep,
                         config=config, seed=cfg["seed"], spawn_key="(seed index, n)", t_start=cfg["t_start"],
                         t1=cfg["t1"], dt=cfg["dt"], kappa=cfg["kappa"], n_saves=cfg["n_saves"], **cfg["ref_attrs"])
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return coords, attrs

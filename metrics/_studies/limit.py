@@ -19,7 +19,8 @@ large n uses the O(n log n) sums), and measures at each save time
 
 and fits the rates :math:`g \sim n^{r}` with calibrated intervals (:func:`metrics.fit_rate`;
 ``rate_*``, ``rate_*_ci``, ``rate_*_stderr`` data variables, per-n standard errors ``*_stderr``).
-Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the gap grows at most like :math:`e^{Lt}` after.
+Theory (docs/theory.md §6): :math:`W(\mu_n(0), \mu(0)) \sim n^{-1/2}`, and the gap grows at most like
+:math:`e^{Lt}` after.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from particles.validation import (
     declare,
 )
 
-from .._data.dataset import model_attrs
+from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.density import probe_density
 from .._runs import params as P
@@ -228,7 +229,8 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
               "model": model_attrs(model), "transport": transport, "n_reference": n_reference,
               "reference": ref_attrs["reference"]}
     ds.attrs = study_attrs(
-        LIMIT, title=f"headflow mean-field limit study on S^{d - 1}", model=model, sweep=sweep, config=config, seed=seed,
+        LIMIT, title=f"headflow mean-field limit study on S^{d - 1}", model=model, sweep=sweep, config=config,
+        seed=seed,
         spawn_key="(seed index,)" if paired else "(seed index, n)", t_start=t_start,
         m_grid=int(m_grid), dt=float(dt), t1=float(t1), kappa=float(kappa),
         seed_entropy=str(np.random.SeedSequence(seed).entropy), rate_metric=main_w,

@@ -40,7 +40,8 @@ from particles.validation import (
     declare,
 )
 
-from .._data.dataset import KIND_ATTR, netcdf_safe, provenance, time_coord
+from .._data.dataset import KIND_ATTR, time_coord
+from .._data.provenance import netcdf_safe, provenance
 from .._observables.pairs import cluster_counts, gram, pair_fraction
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset

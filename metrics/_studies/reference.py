@@ -19,7 +19,8 @@ import meanfield as mf
 from particles import MultiHead, SaveAt, __version__, simulate, tqdm_class
 from particles.validation import InvalidParameterError, check_param
 
-from .._data.dataset import model_attrs, time_coord
+from .._data.dataset import time_coord
+from .._data.provenance import model_attrs
 from .._observables.density import probe_density, sample_sphere_density
 from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein

@@ -197,18 +197,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
         # layer k acts on [k tau, (k+1) tau); the 1e-6 absorbs round-off in the landed times
         return min(int(math.floor(t / tau + 1e-6)), len(models) - 1)
 
-    def save_fn(t, x):
-        k = layer_at(t)
-        out = diagnose(models[k], x, include=FLOW_DIAGNOSTICS)
-        out["mean_entropy"] = out["entropy"].mean(axis=1)
-        scale = max(abs(out["energy_rate"]), out["kinetic"], np.finfo(float).tiny)
-        out["rate_residual_relative"] = out["rate_residual"] / scale if np.isfinite(scale) else np.nan
-        labels = cluster_labels(x, eps=eps)
-        out["cluster_label"], out["n_clusters"] = labels, labels.max() + 1
-        G = x @ x.T
-        out["mean_cosine"] = (G.sum() - np.trace(G)) / (len(x) * (len(x) - 1))
-        out["layer_index"] = k
-        return out
+    save_fn = _flow_saver(models, layer_at, eps)
 
     if stack:
         field = TimeDependent(lambda t: (models[layer_at(t)].M, models[layer_at(t)].W), models[0])
@@ -225,14 +214,43 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
               "architecture": w0.architecture, "norm": w0.norm, "layers": " ".join(str(w.layer) for w in ws),
               "n_heads": w0.n_heads, "d_head": w0.d_head, "d": d, "n_tokens": x0.shape[0]}
     ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
+    ds = _label_flow(ds, tokens)
+    return ds
+
+
+def _flow_saver(models, layer_at, eps):
+    """The save function of a sentence flow: the diagnostics of the acting layer, the clusters and the
+    mean cosine of the tokens."""
+
+    def save_fn(t, x):
+        k = layer_at(t)
+        out = diagnose(models[k], x, include=FLOW_DIAGNOSTICS)
+        out["mean_entropy"] = out["entropy"].mean(axis=1)
+        scale = max(abs(out["energy_rate"]), out["kinetic"], np.finfo(float).tiny)
+        out["rate_residual_relative"] = out["rate_residual"] / scale if np.isfinite(scale) else np.nan
+        labels = cluster_labels(x, eps=eps)
+        out["cluster_label"], out["n_clusters"] = labels, labels.max() + 1
+        G = x @ x.T
+        out["mean_cosine"] = (G.sum() - np.trace(G)) / (len(x) * (len(x) - 1))
+        out["layer_index"] = k
+        return out
+
+    return save_fn
+
+
+#: the sentence flow's own variables: long name and trailing dims
+_FLOW_VARIABLES = {"mean_entropy": ("mean attention entropy over tokens (nats)", ("head",)),
+                   "rate_residual_relative": ("Theorem 11 residual over max(|dE/dt|, kinetic)", ()),
+                   "cluster_label": ("cluster of each token (eps-connected components)", ("particle",)),
+                   "n_clusters": ("number of clusters (eps-connected components)", ()),
+                   "mean_cosine": ("mean pairwise cosine <x_i, x_j>, i != j", ()),
+                   "layer_index": ("layer whose heads act at this time", ())}
+
+
+def _label_flow(ds: xr.Dataset, tokens) -> xr.Dataset:
+    """Name the flow's own variables and the tokens (a ``token`` coordinate when given)."""
     ds.attrs[KIND_ATTR] = "sentence_flow"
-    extra = {"mean_entropy": ("mean attention entropy over tokens (nats)", ("head",)),
-             "rate_residual_relative": ("Theorem 11 residual over max(|dE/dt|, kinetic)", ()),
-             "cluster_label": ("cluster of each token (eps-connected components)", ("particle",)),
-             "n_clusters": ("number of clusters (eps-connected components)", ()),
-             "mean_cosine": ("mean pairwise cosine <x_i, x_j>, i != j", ()),
-             "layer_index": ("layer whose heads act at this time", ())}
-    for name, (long_name, dims) in extra.items():
+    for name, (long_name, dims) in _FLOW_VARIABLES.items():
         ds[name] = xr.Variable(("time",) + dims, ds[name].values, {"long_name": long_name, "units": "1"})
     if tokens is not None:
         ds = ds.assign_coords(token=("particle", np.asarray(list(tokens), dtype=str),

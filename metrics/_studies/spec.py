@@ -25,7 +25,8 @@ import xarray as xr
 
 from particles import __version__
 
-from .._data.dataset import KIND_ATTR, model_attrs, netcdf_safe, provenance, time_coord
+from .._data.dataset import KIND_ATTR, time_coord
+from .._data.provenance import model_attrs, netcdf_safe, provenance
 from .._runs.executors import FixedModel
 
 __all__ = ["Study", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]

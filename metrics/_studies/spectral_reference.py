@@ -300,8 +300,8 @@ class StudyReference:
             entropy = np.array([_zonal_entropy(model, sol, k) for k in range(len(ts))])
         attrs.update(reference_error=float(sliced.error.max() + 2 * np.sqrt(tail)), reference_error_note=(
             "estimate of SW_2 between the spectral reference and its piecewise-linear quantile functions (per "
-            "save time in the data variable reference_error), plus 2 sqrt(spectral tail) for the truncation (SW_2 <= W_2 <= "
-            "2 sqrt(TV) on the unit sphere, TV <= ||rho - rho_L||_2 / 2)"))
+            "save time in the data variable reference_error), plus 2 sqrt(spectral tail) for the truncation "
+            "(SW_2 <= W_2 <= 2 sqrt(TV) on the unit sphere, TV <= ||rho - rho_L||_2 / 2)"))
         return cls(sol, np.asarray(res.energy), entropy, sliced, attrs)
 
 
