@@ -49,9 +49,9 @@ def test_study_on_the_sphere_runs_and_resumes(tmp_path, capsys, monkeypatch):
     assert len(list((tmp_path / "s2.nc.cells").glob("cell_*.nc"))) == 4
     # a rerun after the output is lost computes no cell: everything loads from the store
     out.unlink()
-    import metrics._studies.limit
+    import metrics._studies.spec
 
-    monkeypatch.setattr(metrics._studies.limit, "simulate", _forbidden_cell_simulate(metrics._studies.limit.simulate))
+    monkeypatch.setattr(metrics._studies.spec, "simulate", _forbidden_cell_simulate(metrics._studies.spec.simulate))
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
     assert "resuming: 4 finished cell file(s)" in capsys.readouterr().out
     with xr.open_dataset(out) as ds:
@@ -67,11 +67,11 @@ def _forbidden_cell_simulate(real):
 
 
 def test_ctrl_c_leaves_a_resumable_store(tmp_path, capsys, monkeypatch):
-    import metrics._studies.limit
+    import metrics._studies.spec
 
     cfg = _write(tmp_path, "s2.toml", S2)
     out = tmp_path / "s2.nc"
-    real = metrics._studies.limit.simulate
+    real = metrics._studies.spec.simulate
     calls = []
 
     def interrupted_after_two_cells(x0, *args, **kwargs):
@@ -81,13 +81,13 @@ def test_ctrl_c_leaves_a_resumable_store(tmp_path, capsys, monkeypatch):
                 raise KeyboardInterrupt
         return real(x0, *args, **kwargs)
 
-    monkeypatch.setattr(metrics._studies.limit, "simulate", interrupted_after_two_cells)
+    monkeypatch.setattr(metrics._studies.spec, "simulate", interrupted_after_two_cells)
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 130
     err = capsys.readouterr().err
     assert "interrupted; 2 finished cell file(s) are kept in" in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.rglob("*.part*"))
     calls.clear()
-    monkeypatch.setattr(metrics._studies.limit, "simulate", real)
+    monkeypatch.setattr(metrics._studies.spec, "simulate", real)
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
     assert "resuming: 2 finished cell file(s)" in capsys.readouterr().out
 

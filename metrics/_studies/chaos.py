@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, simulate
+from particles import MultiHead
 from particles.validation import (
     AnyOf,
     Function,
@@ -47,11 +47,10 @@ from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
-from .._runs.cells import saved_to_dataset
 from .._statistics.horizon import breakdown_law_mean, largest_breakdown_value
 from .chaos_breakdown import breakdown
-from .reference import UniformReference, _method
-from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coords
+from .reference import UniformReference
+from .spec import Study, cluster_variables, run_cell, seed_counts, study_attrs, study_coords
 
 __all__ = ["chaos_horizon_study"]
 
@@ -81,9 +80,7 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
         row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
 
-    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
-                    kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
-    return saved_to_dataset(traj, ts)
+    return run_cell(x0, model, settings, save_fn, rng_noise)
 
 
 def _chaos_key(settings: dict) -> dict:

@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 
 import meanfield as mf
-from particles import MultiHead, SaveAt, simulate
+from particles import MultiHead
 from particles.validation import (
     NONE,
     AnyOf,
@@ -51,10 +51,9 @@ from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.density import probe_density
 from .._runs import params as P
-from .._runs.cells import saved_to_dataset
 from .._statistics.rates import fit_rate
-from .reference import _method, measure_entropy, sample_grid_measure, setup_reference
-from .spec import Study, cluster_variables, seed_counts, study_attrs, study_coords
+from .reference import measure_entropy, sample_grid_measure, setup_reference
+from .spec import Study, cluster_variables, run_cell, seed_counts, study_attrs, study_coords
 
 __all__ = ["mean_field_limit_study", "sample_grid_measure", "measure_entropy"]
 
@@ -81,9 +80,7 @@ def _study_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
         row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
         return row
 
-    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], save=SaveAt(ts=ts, x=False, fn=save_fn),
-                    kappa=settings["kappa"], rng=rng_noise, on_failure="return", method=_method(settings["kappa"]))
-    return saved_to_dataset(traj, ts)
+    return run_cell(x0, model, settings, save_fn, rng_noise)
 
 
 def _limit_key(settings: dict) -> dict:

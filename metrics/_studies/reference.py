@@ -26,6 +26,7 @@ from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
 from .._runs.progress import progress_step
 from .._runs.store import atomic_to_netcdf
+from .spec import particle_method
 
 __all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
            "UniformReference"]
@@ -145,11 +146,6 @@ def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None
     # the model's own entropy of weighted sums (unclipped: H - log n for w = 1/n); y may lie off a grid's sphere
     ent = model.entropy(y, model.sums(y, sources=y, weights=w, check=False), clip=False)
     return float(w @ ent.mean(axis=0))
-
-
-def _method(kappa: float) -> str:
-    """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
-    return "rk4" if np.isinf(kappa) else "euler_maruyama"
 
 
 def setup_reference(model, density_fn, ts, opts: dict) -> dict:
@@ -292,7 +288,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
             rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
             y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
             runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
-                                            kappa=key["kappa"], rng=rng_noise, method=_method(key["kappa"]),
+                                            kappa=key["kappa"], rng=rng_noise, method=particle_method(key["kappa"]),
                                             progress=progress is True).x))
         sliced = SlicedReference(runs[0], n_projections=key["n_projections"], n_quantiles=key["n_quantiles"],
                                  seed=seed)

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from particles import __version__
+from particles import SaveAt, __version__, simulate
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import model_attrs, netcdf_safe, provenance
+from .._runs.cells import saved_to_dataset
 from .._runs.executors import FixedModel
 
-__all__ = ["Study", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
+__all__ = ["Study", "particle_method", "run_cell", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,22 @@ class Study:
             return parts[0]
         parts = [p.assign(success=p.success.astype(float)) for p in parts]
         return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
+
+
+def particle_method(kappa: float) -> str:
+    """RK4 for the noiseless flow, Euler-Maruyama (on the sphere) with noise."""
+    return "rk4" if np.isinf(kappa) else "euler_maruyama"
+
+
+def run_cell(x0, model, settings: dict, save_fn, rng) -> xr.Dataset:
+    """One particle run of a study cell from ``x0`` to ``settings["t1"]``: ``save_fn``'s columns at the save
+    times ``settings["ts"]`` (RK4 without noise, Euler–Maruyama with ``settings["kappa"]`` finite; a run that
+    stops is cut and NaN-padded)."""
+    kappa = settings["kappa"]
+    traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], kappa=kappa, rng=rng, on_failure="return",
+                    save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
+                    method=particle_method(kappa))
+    return saved_to_dataset(traj, settings["ts"])
 
 
 def seed_counts(n_seeds, n_values) -> list[int]:

@@ -72,7 +72,7 @@ def test_resume_from_store(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a stored cell was recomputed")
 
-    monkeypatch.setattr("metrics._studies.chaos.simulate", boom)
+    monkeypatch.setattr("metrics._studies.spec.simulate", boom)
     again = metrics.chaos_horizon_study(SOFTMAX_S1, store=tmp_path, **kw)
     for v in ("distance", "amplitude", "t_delta", "slope"):
         xr.testing.assert_identical(again[v], first[v])

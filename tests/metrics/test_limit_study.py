@@ -186,7 +186,7 @@ def test_resume_after_a_crash(tmp_path, monkeypatch):
     assert len(files) == 4
     files[0].unlink()  # a crash before the last cell was written
     stamps = {f: f.stat().st_mtime_ns for f in files[1:]}
-    from metrics._studies import limit as study_mod
+    from metrics._studies import spec as study_mod
 
     calls = []
     real = study_mod.simulate
@@ -282,7 +282,7 @@ def test_sampling_independent_or_nested(monkeypatch, sampling):
 def test_sphere_reference_is_built_once_and_reused(tmp_path, monkeypatch):
     """With a store, the S^2 reference runs are saved with the cells and loaded on a rerun (no
     particle run at all the second time); a changed setting builds a new one."""
-    import metrics._studies.limit as study_mod
+    import metrics._studies.spec as study_mod
 
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     kw = dict(n_values=(16, 32), n_seeds=2, t1=0.1, n_saves=2, m_grid=64, dt=0.05, n_reference=256,
@@ -328,7 +328,7 @@ def test_circle_reference_is_cached_too(tmp_path, monkeypatch):
     (path,) = tmp_path.glob("reference_*.nc")
     with xr.open_dataset(path) as cached:
         cached = cached.load()
-    assert cached.time.attrs == first.time.attrs == metrics.dataset.time_coord([0.0], MODEL.log_time_scale)[2]
+    assert cached.time.attrs == first.time.attrs == metrics._data.dataset.time_coord([0.0], MODEL.log_time_scale)[2]
     # ... and a file written before it had those attrs (a plain time coordinate) still loads
     cached.time.attrs = {"long_name": "time", "units": "1"}
     cached.to_netcdf(path)
@@ -370,7 +370,7 @@ def test_spectral_reference_by_default_where_it_applies():
 def test_seeds_per_n_run_only_the_new_cells_and_pad_with_nan(tmp_path, monkeypatch):
     """n_seeds=(4, 2): four seeds at n = 16, two at n = 32 (NaN beyond), n_seeds_run records it; with a
     store, raising the seeds of one n runs only the new cells (the cell keys do not depend on n_seeds)."""
-    import metrics._studies.limit as study_mod
+    import metrics._studies.spec as study_mod
 
     calls = []
     real = study_mod.simulate
