@@ -65,7 +65,7 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     """One (n, seed) run from i.i.d. tokens of the reference's initial law, with run_sweep's cell
     contract (dims ``time``); the distance is to the reference's μ(t_k) at each save."""
     n = int(params["n_particles"])
-    model, ts, d, L, K = settings["model"], settings["ts"], settings["dim"], settings["l_max"], settings["max_clusters"]
+    model, ts, d, L, K = settings["model"], settings["ts"], settings["d"], settings["l_max"], settings["max_clusters"]
     ref = settings["reference"]
     # independent draws per (seed, n): the fit's bootstrap resamples the seeds of each n separately
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index, n))
@@ -204,17 +204,16 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     d, t_start = model.d, _time.perf_counter()
     reference, ref_attrs = _reference(model, density, ts, kappa=kappa, dt=dt, n_values=n_values, seed=seed,
                                       n_projections=n_projections, store=store, progress=progress)
-    settings = {"model": model, "ts": ts, "dim": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
+    # one dict of the study's settings: what a cell reads (its key fields named by CHAOS.key) and what the
+    # assembly reads
+    settings = {"model": model, "ts": ts, "d": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
                 "eps_cluster": eps_cluster, "max_clusters": max_clusters, "n_projections": n_projections,
-                "reference": reference}
+                "reference": reference, "deltas": deltas, "l_star": l_star, "s_star": s_star, "sigma": sigma,
+                "n_values": n_values, "n_seeds": n_seeds, "n_saves": n_saves, "seed": seed, "n_boot": n_boot,
+                "t_start": t_start, "uniform": isinstance(reference, UniformReference), "ref_attrs": ref_attrs}
     sweep = CHAOS.run(model, n_values, n_seeds, settings, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa,
                       engine=engine, max_workers=max_workers, store=store, progress=progress)
-    cfg = {"ts": ts, "deltas": deltas, "l_max": l_max, "l_star": l_star, "s_star": s_star, "sigma": sigma,
-           "n_values": n_values, "d": d, "n_seeds": n_seeds, "t1": t1, "n_saves": n_saves, "dt": dt, "kappa": kappa,
-           "seed": seed, "n_projections": n_projections, "eps_cluster": eps_cluster, "max_clusters": max_clusters,
-           "n_boot": n_boot, "t_start": t_start, "uniform": isinstance(reference, UniformReference),
-           "ref_attrs": ref_attrs}
-    return _assemble(sweep, model, cfg)
+    return _assemble(sweep, model, settings)
 
 
 def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, store, progress):
@@ -248,18 +247,18 @@ def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, 
     return ref["reference"], attrs
 
 
-def _assemble(sweep, model, cfg) -> xr.Dataset:
-    ts, l_max, l_star, s_star = cfg["ts"], cfg["l_max"], cfg["l_star"], cfg["s_star"]
-    n_values, d = cfg["n_values"], cfg["d"]
+def _assemble(sweep, model, settings) -> xr.Dataset:
+    ts, l_max, l_star, s_star = settings["ts"], settings["l_max"], settings["l_star"], settings["s_star"]
+    n_values, d = settings["n_values"], settings["d"]
     dims = ("n_particles", "seed", "time")
     amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
     dist = sweep["distance"].values
-    b = breakdown(ts, amp, dist, cfg)
+    b = breakdown(ts, amp, dist, settings)
     td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
                                                                             "fits", "ks", "k", "stable"))
     sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
     dunits = "rad" if d == 2 else "1"
-    target = "uniform" if cfg["uniform"] else "mu(t)"  # mu(t): the spectral mean-field solution
+    target = "uniform" if settings["uniform"] else "mu(t)"  # mu(t): the spectral mean-field solution
     dlong = (f"W1(mu_n(t), {target}), geodesic cost" if d == 2
              else f"sliced W2(mu_n(t), {target}) of the embedded measures")
     run = ("delta", "n_particles", "seed")
@@ -267,11 +266,11 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
         "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
                                                 "units": "1"}),
-        **cluster_variables(sweep, int(cfg["max_clusters"]), cfg["eps_cluster"], cfg["n_seeds"]),
-        "growth_rate": (("degree",), np.asarray(cfg["sigma"][1:], float),
+        **cluster_variables(sweep, int(settings["max_clusters"]), settings["eps_cluster"], settings["n_seeds"]),
+        "growth_rate": (("degree",), np.asarray(settings["sigma"][1:], float),
                         {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)",
                          "units": f"1/{TIME_UNITS}"}),
-        "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if cfg["uniform"] else
+        "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if settings["uniform"] else
                                             "first time the distance to mu(t) >= delta")
                                            + " (inf: not by t1; NaN: failed run or seed not run)",
                               "units": TIME_UNITS}),
@@ -286,7 +285,7 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
         "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta "
                                                                "= 0 is no breakdown: prediction and Z masked)",
                                                   "units": "1"}),
-        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and cfg["uniform"] else np.nan,
+        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and settings["uniform"] else np.nan,
                                {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
         "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
                                                         "(NaN: stable)", "units": "1"}),
@@ -294,27 +293,27 @@ def _assemble(sweep, model, cfg) -> xr.Dataset:
                                                         "break down)", "units": TIME_UNITS}),
         "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
                                                        "units": TIME_UNITS}),
-        "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if cfg["uniform"] else np.nan,
+        "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if settings["uniform"] else np.nan,
                             {"long_name": "1 / (2 sigma*) (inf: stable)", "units": TIME_UNITS}),
         "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
         "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": f"1/{TIME_UNITS}"}),
         "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords, attrs = _coords_and_attrs(model, cfg, sweep)
+    coords, attrs = _coords_and_attrs(model, settings, sweep)
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _coords_and_attrs(model, cfg, sweep) -> tuple[dict, dict]:
+def _coords_and_attrs(model, settings, sweep) -> tuple[dict, dict]:
     """The study's coordinates (with ``degree`` and ``delta``) and attrs (the run's settings and its reference)."""
-    coords = study_coords(cfg["n_values"], cfg["n_seeds"], cfg["ts"], model.log_time_scale, int(cfg["max_clusters"]),
+    coords = study_coords(settings["n_values"], settings["n_seeds"], settings["ts"], model.log_time_scale, int(settings["max_clusters"]),
                           "bootstrap quantile of the interval bound")
-    coords["degree"] = ("degree", np.arange(1, cfg["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"})
-    coords["delta"] = ("delta", cfg["deltas"], {"long_name": "breakdown threshold", "units": "1"})
-    config = {k_: cfg[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
+    coords["degree"] = ("degree", np.arange(1, settings["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"})
+    coords["delta"] = ("delta", settings["deltas"], {"long_name": "breakdown threshold", "units": "1"})
+    config = {k_: settings[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
                                      "n_projections", "eps_cluster", "max_clusters", "n_boot")}
-    config["delta"] = cfg["deltas"].tolist()
-    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{cfg['d'] - 1}", model=model, sweep=sweep,
-                        config=config, seed=cfg["seed"], spawn_key="(seed index, n)", t_start=cfg["t_start"],
-                        t1=cfg["t1"], dt=cfg["dt"], kappa=cfg["kappa"], n_saves=cfg["n_saves"], **cfg["ref_attrs"])
+    config["delta"] = settings["deltas"].tolist()
+    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{settings['d'] - 1}", model=model, sweep=sweep,
+                        config=config, seed=settings["seed"], spawn_key="(seed index, n)", t_start=settings["t_start"],
+                        t1=settings["t1"], dt=settings["dt"], kappa=settings["kappa"], n_saves=settings["n_saves"], **settings["ref_attrs"])
     return coords, attrs

@@ -47,9 +47,9 @@ def _started_above(start, ok, deltas, n_values, caller="chaos_horizon_study") ->
     return above
 
 
-def _times(ts, a_star, dist, ok, cfg):
+def _times(ts, a_star, dist, ok, settings):
     """(t_delta, t_delta on the distance, prediction, stable) per (delta, n, seed)."""
-    deltas, s_star = cfg["deltas"], cfg["s_star"]
+    deltas, s_star = settings["deltas"], settings["s_star"]
     td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
     td_dist = np.full_like(td, np.nan)
     with warnings.catch_warnings():
@@ -57,7 +57,7 @@ def _times(ts, a_star, dist, ok, cfg):
         warnings.simplefilter("ignore", ResolutionWarning)
         td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
         td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
-    stable, theory = s_star <= 0, cfg["uniform"]
+    stable, theory = s_star <= 0, settings["uniform"]
     pred = np.full_like(td, np.inf if stable else np.nan)
     if not stable and theory:
         pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
@@ -68,21 +68,21 @@ def _times(ts, a_star, dist, ok, cfg):
         horizon = np.where(np.isfinite(pred), pred, np.nan)
         hint = f" beyond about {float(np.nanmax(horizon)):.3g}" if np.isfinite(horizon).any() else ""
         warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
-                      f"t1 = {cfg['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=5)
+                      f"t1 = {settings['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=5)
     return td, td_dist, pred, stable
 
 
-def breakdown(ts, amp, dist, cfg) -> dict:
+def breakdown(ts, amp, dist, settings) -> dict:
     """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope, KS and the
     runs that started above delta."""
-    deltas, l_star, s_star, n_values = cfg["deltas"], cfg["l_star"], cfg["s_star"], cfg["n_values"]
-    theory = cfg["uniform"]
+    deltas, l_star, s_star, n_values = settings["deltas"], settings["l_star"], settings["s_star"], settings["n_values"]
+    theory = settings["uniform"]
     a_star = amp[..., l_star - 1]
     ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
-    td, td_dist, pred, stable = _times(ts, a_star, dist, ok, cfg)
+    td, td_dist, pred, stable = _times(ts, a_star, dist, ok, settings)
     above = _started_above((a_star if theory else dist)[..., 0], ok, deltas, n_values)
     pred[above] = np.nan
-    k = harmonic_multiplicity(l_star, cfg["d"])
+    k = harmonic_multiplicity(l_star, settings["d"])
     idx = first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
@@ -92,9 +92,9 @@ def breakdown(ts, amp, dist, cfg) -> dict:
         dominant[:] = np.nan
     z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
     z = np.where(above, np.nan, z) if theory else np.full_like(z, np.nan)
-    counts = np.asarray(cfg["n_seeds"])
+    counts = np.asarray(settings["n_seeds"])
     ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
-    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(cfg["n_boot"]), rng=cfg["seed"])
+    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(settings["n_boot"]), rng=settings["seed"])
                      if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
                    if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
