@@ -145,7 +145,8 @@ def header(timings, *, title: str = "") -> str:
         if worst > 1.0 + IDLE_LOAD * ncpu:
             lines.append(f"WARNING: the machine was not idle (1-min load up to {worst:.2f} on {ncpu} CPUs): times "
                          "are upper bounds; re-measure on an idle machine before publishing.")
-    lines.append("thread limits: " + (", ".join(f"{api}/{internal}={n}" for api, internal, n in limits) or "none loaded"))
+    lines.append("thread limits: "
+                 + (", ".join(f"{api}/{internal}={n}" for api, internal, n in limits) or "none loaded"))
     pids = sorted({t.pid for t in timings})
     lines.append(f"timed in {len(pids)} process(es); a speed-up is printed only between columns timed in the same "
                  "process under the same limits")

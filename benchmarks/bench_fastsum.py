@@ -37,7 +37,8 @@ from _timing import Timing
 from particles import MultiHead, sample_uniform
 from particles.summation import exp_sums
 
-d, beta, state, n, tol, exact_max = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), int(sys.argv[6])
+d, beta, state, n = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+tol, exact_max = float(sys.argv[5]), int(sys.argv[6])
 rng = np.random.default_rng(n + 7 * d)
 if state == "uniform":
     x = sample_uniform(n, d, rng)
@@ -102,7 +103,8 @@ def main():
     ap.add_argument("--states", default="uniform,clustered")
     args = ap.parse_args()
     ns = [n for n in (1000, 4096, 16384, 100_000, 1_000_000) if n <= (100_000 if args.quick else args.max_n)]
-    betas = tuple(map(float, args.betas.split(","))) if args.betas else ((1.0, 10.0) if args.quick else (1.0, 10.0, 100.0))
+    betas = (tuple(map(float, args.betas.split(","))) if args.betas
+             else ((1.0, 10.0) if args.quick else (1.0, 10.0, 100.0)))
     dims = tuple(int(k) + 1 for k in args.spheres.split(","))
     states = tuple(args.states.split(","))
     rows = []
@@ -126,14 +128,15 @@ def main():
     print(header(timings, title=f"# Fast summation, softmax RHS, one thread per subprocess, tol = {args.tol:g}"))
     print("exact columns marked ~ are extrapolated as n^2 from the largest n timed (another subprocess): no speed-up")
     print()
-    print("| sphere | beta | state | n | route | fast (s) | exact (s) | speed-up | bound | err Z | err v | exact rows | peak MiB |")
+    print("| sphere | beta | state | n | route | fast (s) | exact (s) | speed-up | bound | err Z | err v | exact rows "
+          "| peak MiB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ex = ("~" if r["t_exact"].extrapolated else "") + f"{r['t_exact'].seconds:.3g}"
         sp = "n/a" if r["speedup"] is None else f"{r['speedup']:.0f}x"
-        print(f"| S^{r['d'] - 1} | {r['beta']:g} | {r['state']} | {r['n']} | {r['route']} | {r['t_fast'].seconds:.3g} | "
-              f"{ex} | {sp} | {r['bound']:.1e} | {r['err_z']:.1e} | {r['err_v']:.1e} | {r['n_exact_rows']} | "
-              f"{r['peak_rss_mib']:.0f} |")
+        print(f"| S^{r['d'] - 1} | {r['beta']:g} | {r['state']} | {r['n']} | {r['route']} | "
+              f"{r['t_fast'].seconds:.3g} | {ex} | {sp} | {r['bound']:.1e} | {r['err_z']:.1e} | {r['err_v']:.1e} | "
+              f"{r['n_exact_rows']} | {r['peak_rss_mib']:.0f} |")
     print()
     for r in rows:
         print(json.dumps(_jsonable(r)))
@@ -143,7 +146,8 @@ def main():
     for d in dims:
         for beta in betas:
             for state in states:
-                sel = [r for r in rows if r["d"] == d and r["beta"] == beta and r["state"] == state and r["n"] >= 10_000]
+                sel = [r for r in rows
+                       if r["d"] == d and r["beta"] == beta and r["state"] == state and r["n"] >= 10_000]
                 if len(sel) >= 2:
                     p = np.polyfit(np.log([r["n"] for r in sel]), np.log([r["t_fast"].seconds for r in sel]), 1)[0]
                     print(f"S^{d - 1} beta={beta:g} {state}: p = {p:.2f}")

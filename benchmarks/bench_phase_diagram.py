@@ -199,10 +199,10 @@ def main(argv=None):
     print()
     print("| scheme | time (s) | speed-up | max gap of mean clusters vs converged | systems differing |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| anchors' projected Euler dt=0.1, 1 thread (extrapolated from {sub} systems) | {anchor.seconds:.0f} | 1.0 | "
-          f"{np.abs(anc.mean(1) - ref.mean(1)).max():.4f} | {(anc != ref).mean():.4f} |")
-    print(f"| anchors' scheme batched per beta, 1 thread (extrapolated from {len(timed)} betas) | {batched.seconds:.0f} | "
-          f"{ratio(anchor, batched):.1f} | same scheme as above | same |")
+    print(f"| anchors' projected Euler dt=0.1, 1 thread (extrapolated from {sub} systems) | "
+          f"{anchor.seconds:.0f} | 1.0 | {np.abs(anc.mean(1) - ref.mean(1)).max():.4f} | {(anc != ref).mean():.4f} |")
+    print(f"| anchors' scheme batched per beta, 1 thread (extrapolated from {len(timed)} betas) | "
+          f"{batched.seconds:.0f} | {ratio(anchor, batched):.1f} | same scheme as above | same |")
     print(f"| {ours_name}, 1 thread (extrapolated from the same {len(timed)} betas) | {ours_here.seconds:.0f} | "
           f"{ratio(anchor, ours_here):.1f} | {gap.max():.4f} | {(fast != ref).mean():.4f} |")
     print(f"speed-up of ours against the batched anchor, both in this process on one thread: "

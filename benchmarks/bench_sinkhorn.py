@@ -49,7 +49,8 @@ def main(argv=None):
     print("| n | m | reg | tol | plain (s) | over-relaxed (s) | speed-up | |value difference| |")
     print("|---|---|---|---|---|---|---|---|")
     for n, m, reg, t1, t2, diff in rows:
-        print(f"| {n} | {m} | {reg:g} | 1e-9 | {t1.seconds:.2f} | {t2.seconds:.2f} | {ratio(t1, t2):.1f} | {diff:.1e} |")
+        print(f"| {n} | {m} | {reg:g} | 1e-9 | {t1.seconds:.2f} | {t2.seconds:.2f} | {ratio(t1, t2):.1f} | "
+              f"{diff:.1e} |")
 
 
 if __name__ == "__main__":

@@ -91,7 +91,8 @@ def main(argv=None):
     print("| beta | method | rtol | evaluations / system | fewer than ref | seconds | speed-up | max |pairs - ref| |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for beta, method, rtol, evals, fewer, sec, speed, diff in rows:
-        print(f"| {beta:g} | {method} | {rtol:g} | {evals:.0f} | {fewer:.2f}x | {sec:.2f} | {speed:.2f}x | {diff:.4f} |")
+        print(f"| {beta:g} | {method} | {rtol:g} | {evals:.0f} | {fewer:.2f}x | {sec:.2f} | {speed:.2f}x | "
+              f"{diff:.4f} |")
     if args.single < 1:
         return
     beta = float(args.betas.split(",")[-1])

@@ -91,7 +91,8 @@ def _hitting_time_particles(model, rho0, rho1, n, t1):
     """First time the particles' mean overlap reaches rho1 from equiangular rho0 (dopri5, saved at every
     accepted step, linear interpolation between the two steps around the crossing)."""
     run = simulate(th.equiangular_tokens(n, rho0), model, t1=t1, method="dopri5", rtol=1e-10, atol=1e-12,
-                   save=SaveAt(every=1, t0=True, x=False, fn=lambda t, x: {"rho": 1 - pairwise_one_minus_cos(x).mean()}))
+                   save=SaveAt(every=1, t0=True, x=False,
+                               fn=lambda t, x: {"rho": 1 - pairwise_one_minus_cos(x).mean()}))
     ts, rho = run.t, run.saved["rho"]
     k = int(np.argmax(rho >= rho1))
     return ts[k - 1] + (rho1 - rho[k - 1]) * (ts[k] - ts[k - 1]) / (rho[k] - rho[k - 1])
@@ -222,7 +223,8 @@ def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5) -> Row:
     for a, n in enumerate(ns):
         for r in range(draws):
             keys = sample_uniform(n, d, rng)
-            betas[a, r] = np.exp(brentq(lambda lb, k=keys: top_weight(q, k, np.exp(lb)) - level, -5.0, 40.0, xtol=1e-10))
+            betas[a, r] = np.exp(brentq(lambda lb, k=keys: top_weight(q, k, np.exp(lb)) - level, -5.0, 40.0,
+                                        xtol=1e-10))
     logn = np.log(ns)
     slope = np.polyfit(logn, np.log(np.median(betas, axis=1)), 1)[0]
     boot = [np.polyfit(logn, np.log(np.median(betas[:, rng.integers(0, draws, draws)], axis=1)), 1)[0]

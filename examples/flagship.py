@@ -111,8 +111,8 @@ def run_meanfield(cfg):
     mf = cfg["meanfield"]
     a, k = mf["amplitude"], mf["mode"]
     ds = metrics.mean_field_limit_study(
-        _model(cfg), metrics.density_of_angle(lambda th: 1.0 + a * np.cos(k * th)), n_values=tuple(mf["n_values"]), n_seeds=mf["n_seeds"],
-        t1=mf["t1"], n_saves=mf["n_saves"], m_grid=mf["m_grid"], dt=mf["dt"], seed=cfg["seed"])
+        _model(cfg), metrics.density_of_angle(lambda th: 1.0 + a * np.cos(k * th)), n_values=tuple(mf["n_values"]),
+        n_seeds=mf["n_seeds"], t1=mf["t1"], n_saves=mf["n_saves"], m_grid=mf["m_grid"], dt=mf["dt"], seed=cfg["seed"])
     ds.attrs["title"] = "headflow flagship: particles against the mean-field reference on S^1"
     ds.attrs["density"] = f"1 + {a:g} cos({k} theta)"
     return ds
@@ -180,8 +180,9 @@ def run_large_n(cfg):
     ref_density = ref.mass * big["m_grid"] / (2 * np.pi)
     th_grid = np.mod(2 * np.pi * centres + np.pi, 2 * np.pi) - np.pi
     order = np.argsort(th_grid)
-    ds["density_meanfield"] = (("time", "angle"), np.stack([np.interp(centres_h, th_grid[order], r[order], period=2 * np.pi)
-                                                             for r in ref_density]),
+    ds["density_meanfield"] = (("time", "angle"),
+                               np.stack([np.interp(centres_h, th_grid[order], r[order], period=2 * np.pi)
+                                         for r in ref_density]),
                                {"long_name": "mean-field density (fv_circle), at the histogram bins", "units": "rad-1"})
     ds = ds.assign_coords(angle=("angle", centres_h, {"long_name": "token angle", "units": "rad"}))
     ds.attrs.update(metrics.netcdf_safe({

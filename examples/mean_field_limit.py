@@ -14,8 +14,9 @@ fallback (reference="lagrangian", or non-zonal data in d >= 4).
 S^7: one USA head, a density zonal about the last axis (1 + 0.5 y_8), n = 10^2 .. 10^5, against the
 Gegenbauer spectral reference; one step of length 0.05 (no fast summation in d = 8).
 docs/theory.md §6 predicts W(mu_n(0), mu(0)) ~ n^{-1/2}. Writes mean_field_limit_s1.nc,
-mean_field_limit_s2.nc, mean_field_limit_s7.nc, a table and a log-log figure (metrics.plot_limit_study) with standard-error bars and the
-fitted slopes with their t intervals. Cells are stored under OUT/cells_*, so a killed run resumes.
+mean_field_limit_s2.nc, mean_field_limit_s7.nc, a table and a log-log figure (metrics.plot_limit_study) with
+standard-error bars and the fitted slopes with their t intervals. Cells are stored under OUT/cells_*, so a killed
+run resumes.
 
 Run:  python examples/mean_field_limit.py --out outputs          (full)
       python examples/mean_field_limit.py --out outputs --quick  (seconds)

@@ -47,15 +47,15 @@ from metrics import phase_diagram
 FULL = {
     "n": 32, "dims": [8, 128, 1024], "n_systems": 2048, "n_saves": 61,
     "softmax": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 90), "t1": 30.0, "method": "rk4", "dt": 0.5, "rtol": 1e-6},
-    "usa": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 90), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6,
-            "merge": 1e-6},
+    "usa": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 90), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4,
+            "rtol": 1e-6, "merge": 1e-6},
 }
 # quick: fewer systems and betas; USA up to beta = 5 (its cost grows like e^beta)
 QUICK = {
     "n": 32, "dims": [8, 128, 1024], "n_systems": 24, "n_saves": 31,
     "softmax": {"chunk": 256, "betas": np.linspace(0.1, 9.0, 12), "t1": 30.0, "method": "rk4", "dt": 0.5, "rtol": 1e-6},
-    "usa": {"chunk": 64, "betas": np.linspace(0.1, 5.0, 6), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4, "rtol": 1e-6,
-            "merge": 1e-6},
+    "usa": {"chunk": 64, "betas": np.linspace(0.1, 5.0, 6), "t1": 1.0, "method": "dopri5_systems", "dt": 1e-4,
+            "rtol": 1e-6, "merge": 1e-6},
 }
 
 

@@ -97,7 +97,8 @@ def defect_rows(ds):
     rows = []
     for i, layer in enumerate(ds.layer.values):
         g = ds.isel(layer=i)
-        rows.append((f"layer {layer}", round(float(g.symmetry_defect.min()), 3), round(float(g.symmetry_defect.max()), 3),
+        rows.append((f"layer {layer}",
+                     round(float(g.symmetry_defect.min()), 3), round(float(g.symmetry_defect.max()), 3),
                      round(float(g.value_alignment_cosine.min()), 3), round(float(g.value_alignment_cosine.max()), 3),
                      round(float(g.value_misalignment.median()), 3), round(float(g.cross_ratio.median()), 3),
                      round(float(g.cross_ratio.max()), 3), round(float(g.self_energy_ratio.max()), 3),
@@ -150,7 +151,8 @@ def _main(args, out):
                ("clusters at t = 0 / after 6 layers / after layer 0 alone to t1",
                 f"{int(stack.n_clusters[0])} / {int(stack.n_clusters[-1])} / {int(one.n_clusters[-1])}"),
                ("mean cosine at t = 0 / after 6 layers / layer 0 at t1",
-                f"{float(stack.mean_cosine[0]):.3f} / {float(stack.mean_cosine[-1]):.3f} / {float(one.mean_cosine[-1]):.3f}"),
+                f"{float(stack.mean_cosine[0]):.3f} / {float(stack.mean_cosine[-1]):.3f} / "
+                f"{float(one.mean_cosine[-1]):.3f}"),
                ("fraction of saves with radial dominance for every head (stack)",
                 float((stack.rd_margin_min.min("head") >= 0).mean()))]
     print(write_table(out / "trained_heads_summary.md", ["quantity", "value"], summary))

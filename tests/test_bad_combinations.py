@@ -42,7 +42,8 @@ COMBINATIONS = {
         (("t", "values"), metrics.breakdown_time, dict(t=np.linspace(0, 1, 5), values=np.linspace(0, 1, 4), delta=0.5)),
     ],
     "metrics.fit_horizon_slope": [
-        (("n_values", "t_delta"), metrics.fit_horizon_slope, dict(n_values=[10.0, 100.0, 1000.0], t_delta=np.ones((4, 2)))),
+        (("n_values", "t_delta"), metrics.fit_horizon_slope,
+         dict(n_values=[10.0, 100.0, 1000.0], t_delta=np.ones((4, 2)))),
         (("counts", "t_delta"), metrics.fit_horizon_slope,
          dict(n_values=[10.0, 100.0], t_delta=np.ones((2, 2)), counts=[3, 1])),
         (("counts", "n_values"), metrics.fit_horizon_slope,
@@ -102,7 +103,9 @@ COMBINATIONS = {
     ],
     "meanfield.measure_energy": [(("points", "weights"), mf.measure_energy, dict(model=SM, points=X, weights=U4))],
     "meanfield.first_variation": [(("points", "weights"), mf.first_variation, dict(model=SM, points=X, weights=U4))],
-    "meanfield.uniform_growth_rate": [(("lam", "mu"), mf.uniform_growth_rate, dict(beta=1.0, lam=[1.0, 2.0], mu=[1.0]))],
+    "meanfield.uniform_growth_rate": [
+        (("lam", "mu"), mf.uniform_growth_rate, dict(beta=1.0, lam=[1.0, 2.0], mu=[1.0])),
+    ],
     "meanfield.critical_kappa": [(("lam", "mu"), mf.critical_kappa, dict(beta=1.0, lam=[1.0, 2.0], mu=[1.0]))],
     "metrics.wasserstein": [
         (("x", "y"), metrics.wasserstein, dict(x=X, y=Y2)),
@@ -461,14 +464,16 @@ def _w(m):
 
 # name -> (builder(n, m, d, e) of a call whose two arrays disagree when (n, d) != (m, e), names)
 SHAPES = {
-    "EmpiricalMeasure points/weights": (lambda n, m, d, e: (mf.EmpiricalMeasure, dict(points=_pts(n, d), weights=_w(m))),
+    "EmpiricalMeasure points/weights": (lambda n, m, d, e: (mf.EmpiricalMeasure,
+                                                            dict(points=_pts(n, d), weights=_w(m))),
                                         "length", ["weights"]),
     "n_clusters x/weights": (lambda n, m, d, e: (metrics.n_clusters, dict(x=_pts(n, d), weights=_w(m))),
                              "length", ["weights"]),
     "distance_to_uniform x/weights": (lambda n, m, d, e: (metrics.distance_to_uniform,
                                                           dict(x=_pts(n, d), weights=_w(m))), "length", ["weights"]),
     "measure_energy points/weights": (lambda n, m, d, e: (mf.measure_energy, dict(
-        model=particles.MultiHead(np.eye(d), kind="softmax"), points=_pts(n, d), weights=_w(m))), "length", ["weights"]),
+        model=particles.MultiHead(np.eye(d), kind="softmax"), points=_pts(n, d), weights=_w(m))),
+                                      "length", ["weights"]),
     "wasserstein x/y": (lambda n, m, d, e: (metrics.wasserstein, dict(x=_pts(n, d), y=_pts(m, e, 1))),
                         "dim", ["x", "y"]),
     "sliced_wasserstein_sphere x/y": (lambda n, m, d, e: (metrics.sliced_wasserstein_sphere,
@@ -478,7 +483,8 @@ SHAPES = {
     "MultiHead M/W": (lambda n, m, d, e: (particles.MultiHead, dict(M=np.stack([np.eye(d)] * n),
                                                                    W=np.stack([np.eye(e)] * m))), "both", ["W"]),
     "Ensemble M/W": (lambda n, m, d, e: (particles.Ensemble, dict(M=np.stack([np.eye(d)] * n),
-                                                                 W=np.stack([np.eye(e)] * m), beta=[1.0])), "both", ["W"]),
+                                                                 W=np.stack([np.eye(e)] * m), beta=[1.0])),
+                     "both", ["W"]),
     "from_qk Q/K": (lambda n, m, d, e: (particles.MultiHead.from_qk, dict(Q=np.stack([np.eye(d)] * n),
                                                                          K=np.stack([np.eye(e)] * m), W=np.eye(d))),
                     "both", ["Q", "K"]),

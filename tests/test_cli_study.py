@@ -100,8 +100,8 @@ BAD_STUDY = [
     ("[study]\nn_values = [16]\n", r"\[study\] n_values .* at least 2"),
     ("[study]\nn_values = [0, 16]\n", r"\[study\] n_values\[0\] = 0: must be an integer >= 1"),
     ("[study]\nn_values = [16.5, 32]\n", r"\[study\] n_values\[0\] = 16.5: must be an integer"),
-    ("[study]\nn_seeds = \"4\"\n", r"\[study\] n_seeds = '4': must be an integer >= 1 or a list of at least 1 values, each an integer >= 1; "
-     "got a string"),
+    ("[study]\nn_seeds = \"4\"\n", r"\[study\] n_seeds = '4': must be an integer >= 1 or a list of at least 1 values, "
+                                     r"each an integer >= 1; got a string"),
     ("[study]\nn_seeds = 0\n", r"\[study\] n_seeds = 0: must be an integer >= 1"),
     ("[study]\nt1 = -1.0\n", r"\[study\] t1 = -1.0: must be a number > 0"),
     ("[study]\nt1 = true\n", r"\[study\] t1 = True: must be a number > 0; got a boolean"),

@@ -97,13 +97,15 @@ def test_model_matrices_fix_d_and_heads(tmp_path):
 @pytest.mark.parametrize("text, match", [
     ('[sweep]\ngrid = { beta = [1.0, 2.0] }\n[model]\nbeta = 2.0\n',
      r"\[model\] beta = 2.0 and \[sweep\] grid.beta both give beta"),
-    ('[sweep]\ngrid = { n_heads = [1, 2] }\n[model]\nlambdas = [1.0]\n', r"\[sweep\] grid.n_heads: the heads are given"),
+    ('[sweep]\ngrid = { n_heads = [1, 2] }\n[model]\nlambdas = [1.0]\n',
+     r"\[sweep\] grid.n_heads: the heads are given"),
     ('[sweep]\ngrid = { lambdas = [[1.0]] }\n[model]\nM = [[1.0, 0.0], [0.0, 1.0]]\n',
      r"\[model\] M and \[sweep\] grid.lambdas both give the heads"),
     ('[sweep]\ngrid = { lambdas = [1.0, 0.5] }\n', r"\[sweep\] grid.lambdas\[0\] = 1.0: must be a list"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nkind = "foo"\n', r"\[model\] kind = 'foo': must be one of"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nlog_time_scale = "fast"\n', r"\[model\] log_time_scale = 'fast'"),
-    ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nd = 3\nM = [[1.0, 0.0], [0.0, 1.0]]\n', r"\[model\] M is 2 x 2: it fixes d"),
+    ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nd = 3\nM = [[1.0, 0.0], [0.0, 1.0]]\n',
+     r"\[model\] M is 2 x 2: it fixes d"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nW = [[1.0, 0.0], [0.0, 1.0]]\n', r"\[model\] W needs M"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nbogus = 1\n', r"unknown key\(s\) \['bogus'\] in \[model\]"),
 ])

@@ -22,8 +22,8 @@ import particles
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GUIDES = sorted((ROOT / "docs" / "guide").glob("*.md"))
-MARKER = re.compile(r"<!--\s*documents(?P<attrs>\s+attrs)?:\s*(?P<kinds>[\w\s-]+?)\s*-->\s*\n(?P<body>.*?)(?:\n\s*\n|\Z)",
-                    re.S)
+MARKER = re.compile(r"<!--\s*documents(?P<attrs>\s+attrs)?:\s*(?P<kinds>[\w\s-]+?)\s*-->\s*\n"
+                    r"(?P<body>.*?)(?:\n\s*\n|\Z)", re.S)
 
 
 def _study(d):
@@ -106,7 +106,8 @@ def _expand(name: str, ds) -> list[str]:
 def _documented(body, kind, ds) -> set:
     names = set()
     for qualifier, row in _rows(body):
-        if (r"S^1\)" in qualifier and kind != "limit-study-s1") or (r"S^{d-1}" in qualifier and kind != "limit-study-s2"):
+        if ((r"S^1\)" in qualifier and kind != "limit-study-s1")
+                or (r"S^{d-1}" in qualifier and kind != "limit-study-s2")):
             continue
         for name in row:
             names.update(_expand(name, ds))

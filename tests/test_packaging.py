@@ -72,8 +72,9 @@ def test_umbrella_detects_a_shadowing_package(tmp_path):
 def test_umbrella_import_names_are_the_layers_own_modules():
     # from headflow.particles import X is from particles import X: the same objects, and the layer
     # keeps its own __spec__ (reload and pickling go by the layer's name)
-    code = ("import sys, json\nfrom headflow.particles.validation import declare\nfrom headflow.particles import MultiHead\n"
-            "from headflow import meanfield as mf\nimport particles, particles.validation, meanfield, headflow.metrics\n"
+    code = ("import sys, json\nfrom headflow.particles.validation import declare\n"
+            "from headflow.particles import MultiHead\nfrom headflow import meanfield as mf\n"
+            "import particles, particles.validation, meanfield, headflow.metrics\n"
             "copies = [m for m in sys.modules if m.startswith('headflow.particles._')]\n"
             "print(json.dumps([not copies, MultiHead is particles.MultiHead, declare is particles.validation.declare, "
             "mf is meanfield, sys.modules['headflow.metrics'] is sys.modules['metrics'], particles.__spec__.name]))")

@@ -17,7 +17,8 @@ __all__ = ["energy", "head_energies", "log_head_energies", "mean_entropy", "lead
 
 # a point cloud and the model it is measured under (the model's geometry says whether rows are unit vectors)
 _CLOUD = dict(x=Points(on_sphere=False, min_d=1),
-              model=Model(hint="Build one with particles.MultiHead(M, W, beta=...), or metrics.model_from_attrs(ds.attrs)."))
+              model=Model(hint="Build one with particles.MultiHead(M, W, beta=...), "
+                               "or metrics.model_from_attrs(ds.attrs)."))
 _FITS = fits_model("x")
 
 

@@ -98,14 +98,16 @@ def test_s2_quick():
 
 
 def test_bad_input():
-    with pytest.raises(InvalidParameterError, match=r"'delta' parameter of chaos_horizon_study must be a real number in \(0, inf\)"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"'delta' parameter of chaos_horizon_study must be a real number in \(0, inf\)"):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, delta=0.0))
     # a threshold the breakdown quantity can never reach (A_l <= sqrt(2) on S^1) is refused, not run to inf
     with pytest.raises(InvalidParameterError, match=r"must be below 1.414.*sqrt\(2\) on S\^1.*never reached"):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, delta=2.0))
     with pytest.raises(InvalidParameterError, match="too coarse to resolve t_delta.*Use n_saves >= "):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_saves=5))
-    with pytest.raises(InvalidParameterError, match="'density' parameter of chaos_horizon_study must be one of 'uniform' or a density function"):
+    with pytest.raises(InvalidParameterError, match="'density' parameter of chaos_horizon_study must be one of "
+                                                    "'uniform' or a density function"):
         metrics.chaos_horizon_study(SOFTMAX_S1, "gaussian", **QUICK)
     with pytest.raises(InvalidParameterError, match="density_fn"):
         metrics.chaos_horizon_study(SOFTMAX_S1, np.cos, **QUICK)  # (m, 2) values, not one per point

@@ -92,9 +92,11 @@ def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
     p = np.exp(s - s.max(1, keepdims=True))
     received = (p / p.sum(1, keepdims=True)).sum(0)
     np.testing.assert_array_equal(leaders(x, model, k=6)[0], np.argsort(-received, kind="stable")[:6])
-    with pytest.raises(InvalidParameterError, match=r"'k' parameter of leaders: must be at most the number of tokens; got k = 61"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"'k' parameter of leaders: must be at most the number of tokens; got k = 61"):
         leaders(x, model, k=61)
-    with pytest.raises(InvalidParameterError, match=r"'labels' parameter of silhouette: must have one entry per row of x"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"'labels' parameter of silhouette: must have one entry per row of x"):
         silhouette(x, labels[:-1])
 
 

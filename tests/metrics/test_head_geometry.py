@@ -34,7 +34,8 @@ def test_against_dense_matrices(rng):
         assert float(ds.value_alignment_cosine[0, h]) == pytest.approx(cos, rel=1e-10)
         ev = np.linalg.eigvals(m)
         ev = ev[np.argsort(-np.abs(ev))][:3]
-        np.testing.assert_allclose(np.abs(ds.eigenvalue_real[0, h] + 1j * ds.eigenvalue_imag[0, h]), np.abs(ev), rtol=1e-9)
+        np.testing.assert_allclose(np.abs(ds.eigenvalue_real[0, h] + 1j * ds.eigenvalue_imag[0, h]), np.abs(ev),
+                                   rtol=1e-9)
         np.testing.assert_allclose(ds.singular_value[0, h], np.linalg.svd(m, compute_uv=False)[:3], rtol=1e-12)
     assert float(ds.orthogonality_defect[0]) == pytest.approx(float(ds.cross_norm.max()), rel=1e-15)
 

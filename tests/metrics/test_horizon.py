@@ -34,7 +34,8 @@ def test_amplitudes_are_fourier_and_harmonic_norms(rng):
     # S^2, degree 1: the real basis is sqrt(3) x, so A_1 = sqrt(3) |mean x|; rotation invariant
     x = _uniform_sphere(rng, 40)
     A = harmonic_amplitudes(x, 3)
-    assert np.isclose(A[0], 1.0, rtol=1e-13) and np.isclose(A[1], np.sqrt(3) * np.linalg.norm(x.mean(axis=0)), rtol=1e-12)
+    assert np.isclose(A[0], 1.0, rtol=1e-13)
+    assert np.isclose(A[1], np.sqrt(3) * np.linalg.norm(x.mean(axis=0)), rtol=1e-12)
     R = np.linalg.qr(rng.standard_normal((3, 3)))[0]
     assert np.allclose(harmonic_amplitudes(x @ R.T, 3), A, rtol=1e-10)
     # addition theorem: A_l^2 = (2l+1)/n^2 sum_ij P_l(<x_i, x_j>)
@@ -124,7 +125,8 @@ def test_particle_flow_breaks_down_at_linearised_time():
     rng = np.random.default_rng(1)
     x0 = _circle(rng.uniform(0, 2 * np.pi, 2000))
     ts = np.linspace(0, 6, 61)
-    tr = simulate(x0, model, t1=6.0, dt=0.05, save=SaveAt(ts=ts, x=False, fn=lambda t, x: {"A": harmonic_amplitudes(x, 1)}))
+    tr = simulate(x0, model, t1=6.0, dt=0.05,
+                  save=SaveAt(ts=ts, x=False, fn=lambda t, x: {"A": harmonic_amplitudes(x, 1)}))
     A = np.asarray(tr.saved["A"])[:, 1]
     got = breakdown_time(ts, A, 0.1)
     want = predicted_breakdown_time(A[0], sigma, 0.1)

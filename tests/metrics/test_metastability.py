@@ -19,7 +19,8 @@ def test_plateaus_of_synthetic_staircase():
     found = plateaus(t, v, rtol=0.02)
     assert [round(p.value) for p in found] == [1, 2, 4]
     assert found[0].start == t[0] and found[-1].end == t[-1]
-    assert np.log10(found[0].end) == pytest.approx(1.0, abs=0.06) and np.log10(found[1].start) == pytest.approx(1.0, abs=0.06)
+    assert np.log10(found[0].end) == pytest.approx(1.0, abs=0.06)
+    assert np.log10(found[1].start) == pytest.approx(1.0, abs=0.06)
     counts = np.where(s < 2, 8, np.where(s < 3, 3, 2))
     runs = plateaus(t, counts)
     assert [p.value for p in runs] == [8, 3, 2] and all(counts[p.i0] == counts[p.i1] == p.value for p in runs)
@@ -74,5 +75,6 @@ def test_bad_input(rng):
         staircase(model, np.stack([np.eye(2)] * 2), [1.0, 2.0])
     with pytest.raises(ValueError, match="staircase needs the save times ts"):
         staircase(model, np.stack([np.eye(2)] * 3))
-    with pytest.raises(ValueError, match="'masses' parameter of cluster_energy: must have one entry per row of centres"):
+    with pytest.raises(ValueError,
+                       match="'masses' parameter of cluster_energy: must have one entry per row of centres"):
         cluster_energy(model, np.eye(2), [1.0])

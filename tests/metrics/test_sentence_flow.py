@@ -77,8 +77,8 @@ def test_bad_arguments(synthetic, rng):
     with pytest.raises(InvalidParameterError, match="missing tensor 'embeddings.word_embeddings.weight'"):
         bert_embeddings({}, [1, 2])
     with pytest.raises(InvalidParameterError, match=r"indices of bert_embeddings must lie in \[0, 4\)"):
-        bert_embeddings({f"embeddings.{p}_embeddings.weight": np.ones((4, 3)) for p in ("word", "position", "token_type")},
-                        [1, 7])
+        bert_embeddings({f"embeddings.{p}_embeddings.weight": np.ones((4, 3))
+                         for p in ("word", "position", "token_type")}, [1, 7])
 
 
 def _minilm():
@@ -109,7 +109,8 @@ def test_minilm_real_model():
             "h.0.attn.c_proj.weight": w32(384, 384), "h.0.attn.c_proj.bias": w32(384)}
     llama = {f"model.layers.0.self_attn.{c}_proj.weight": w32(*s) for c, s in
              (("q", (384, 384)), ("k", (128, 384)), ("v", (128, 384)), ("o", (384, 384)))}
-    for t, ref in ((gpt2, lambda: gpt2_attention(gpt2, 0, a, 12)), (llama, lambda: llama_attention(llama, 0, a, 12, 4))):
+    for t, ref in ((gpt2, lambda: gpt2_attention(gpt2, 0, a, 12)),
+                   (llama, lambda: llama_attention(llama, 0, a, 12, 4))):
         step = _euler_step(load_attention(t, n_heads=12).to_multihead(bias="augment", geometry="flat",
                                                                        summation="exact"), _augment(a))
         assert _rel(step[:, :384], ref()) < 1e-12

@@ -90,10 +90,12 @@ def test_overflowing_cell_is_recorded_not_fatal():
 
 
 def test_sweep_grid_validation():
-    with pytest.raises(InvalidParameterError, match=r"grid\['kind'\]\" parameter of run_sweep must be a list of values"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"grid\['kind'\]\" parameter of run_sweep must be a list of values"):
         run_sweep({"kind": "softmax"})
-    with pytest.raises(InvalidParameterError, match=r"The \"grid\['beta'\]\" parameter of run_sweep values must each be "
-                                                    r"a real number in \[0, inf\); got -1.0"):
+    with pytest.raises(InvalidParameterError,
+                       match=r"The \"grid\['beta'\]\" parameter of run_sweep values must each be "
+                             r"a real number in \[0, inf\); got -1.0"):
         run_sweep({"beta": [-1.0]})
     with pytest.raises(InvalidParameterError, match=r"grid\['d'\]\" parameter of run_sweep repeats a value"):
         run_sweep({"d": [3, 3]})

@@ -83,7 +83,8 @@ def test_dense_distances_refuse_large_clouds(monkeypatch):
     monkeypatch.setattr(transport, "MAX_DENSE_PAIRS", 100)
     x = sample_uniform(11, 3, 0)
     for fn in (wasserstein, sinkhorn_divergence):
-        with pytest.raises(InvalidParameterError, match=r"121 pairs > MAX_DENSE_PAIRS = 100.*sliced_wasserstein_sphere"):
+        with pytest.raises(InvalidParameterError,
+                           match=r"121 pairs > MAX_DENSE_PAIRS = 100.*sliced_wasserstein_sphere"):
             fn(x, x[::-1])
     assert sliced_wasserstein_sphere(x, x[::-1]) >= 0.0  # the scalable one still runs
 

@@ -124,7 +124,8 @@ def test_causal_attention_metastable_renyi_centres():
 
 
 def test_renyi_centres_are_separated_and_cover():
-    x = np.c_[np.cos(np.linspace(0, 2 * np.pi, 50, endpoint=False)), np.sin(np.linspace(0, 2 * np.pi, 50, endpoint=False))]
+    x = np.c_[np.cos(np.linspace(0, 2 * np.pi, 50, endpoint=False)),
+              np.sin(np.linspace(0, 2 * np.pi, 50, endpoint=False))]
     c = R.renyi_centres(x, 0.5)
     cos = x[c] @ x[c].T
     assert np.all(cos[np.triu_indices(len(c), 1)] < np.cos(0.5))
