@@ -17,7 +17,7 @@ from _timing import Timing, header, ratio
 from threadpoolctl import threadpool_limits
 
 import particles
-from metrics import transport
+from metrics._observables import transport
 
 
 def _cross_term(x, y, reg, tol, omega):
