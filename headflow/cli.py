@@ -33,10 +33,6 @@ import pathlib
 import sys
 
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
-    _DIAGNOSTICS,
-    _KINDS,
-    _METHODS,
-    _METRIC_NAMES,
     EXAMPLES,
     MODEL_FIELDS,
     SCHEMAS,
@@ -260,9 +256,12 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    if cfg["model"]["kind"] not in ("usa", "softmax"):
-        raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs \"usa\" or \"softmax\" (the "
-                          "kinds the mean-field solvers accept).")
+    from particles.extend import EXP_KINDS
+
+    if cfg["model"]["kind"] not in EXP_KINDS:
+        kinds = " or ".join(f'"{k}"' for k in EXP_KINDS)
+        raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
+                          "solvers accept).")
     model = _model(cfg["model"])
     st = cfg["study"]
     if st["dt"] > st["t1"]:

@@ -11,25 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead, SaveAt, geodesic_distance, simulate
-from particles._dynamics.controllers import CFLController
-from particles._dynamics.field import SchemeState
+from particles.extend import CFLController, SchemeState, scalar_heads
 from particles.validation import InvalidParameterError
 
 from ._result import MeanFieldResult
+from ._spectral.kernels import _usa_scale
 from .field import measure_energy, measure_velocity
 from .measure import GridMeasure
 
 __all__ = ["circle_velocity", "SphereMesh"]
-
-
-def _scalar_heads(model):
-    d = model.d
-    lam = model.M[:, 0, 0]
-    mu = model.W[:, 0, 0]
-    eye = np.eye(d)
-    if np.array_equal(model.M, lam[:, None, None] * eye) and np.array_equal(model.W, mu[:, None, None] * eye):
-        return lam, mu
-    return None
 
 
 def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
@@ -42,7 +32,7 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
     """
     m = mass.size
     delta = 2 * np.pi / m
-    sc = _scalar_heads(model)
+    sc = scalar_heads(model.M, model.W)
     if sc is None:
         th_c = (np.arange(m) + 0.5) * delta
         th_f = (np.arange(m) + 1.0) * delta
@@ -63,10 +53,7 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
             den = np.fft.irfft(np.fft.rfft(ker) * P, n=m)
             v += mh * num / den
         else:
-            scale = abs(a) - model.log_time_scale
-            if scale > 700:
-                raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")
-            v += mh * np.exp(scale) * num
+            v += mh * _usa_scale(model, a) * num
     return v
 
 

@@ -7,8 +7,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import SaveAt, geodesic_distance, simulate
-from particles._dynamics.field import SchemeState
-from particles._dynamics.steppers import Stepper
+from particles.extend import SchemeState, Stepper
 from particles.validation import InvalidParameterError, check_param
 
 from ._result import MeanFieldResult

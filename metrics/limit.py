@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from particles._core.blocking import WORKING_MEMORY_ELEMENTS, row_blocks
+from particles.extend import WORKING_MEMORY_ELEMENTS, row_blocks
 from particles.validation import Integer, InvalidParameterError, Options, States, declare
 
 from .clustering import _component_masses

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead
+from particles.extend import EXP_KINDS, scalar_heads
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
@@ -16,7 +17,7 @@ from particles.validation import (
 )
 
 from .circle import _Circle, _circle_coefficients
-from .kernels import _fh_log, _scalar_heads
+from .kernels import _fh_log
 from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection, sphere_harmonic_transform
 from .stepping import _EPS, _ifrk45
 from .zonal import ZonalMeasure, _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
@@ -193,8 +194,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
         L = check_param(L, "L", caller, low=2, integer=True)
     if max_L is not None:
         max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
-    if model.kind not in ("usa", "softmax"):
-        raise InvalidParameterError(f"scheme 'spectral' supports kinds 'usa' and 'softmax'; got {model.kind!r}.")
+    if model.kind not in EXP_KINDS:
+        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(EXP_KINDS)}; got {model.kind!r}.")
     geometry, d, L_max, make, initial = _discretisation(mu0, model)
     solver_cap = _CAPS[geometry]
     for name, value in (("L", L), ("max_L", max_L)):
@@ -260,7 +261,7 @@ def _discretisation(mu0, model):
     if isinstance(mu0, ZonalMeasure):
         if mu0.d != model.d:
             raise InvalidParameterError(f"the ZonalMeasure lives on S^{mu0.d - 1} but the model has d = {model.d}.")
-        if _scalar_heads(model) is None:
+        if scalar_heads(model.M, model.W) is None:
             raise InvalidParameterError(
                 "scheme 'spectral' with a ZonalMeasure needs scalar heads M_h = lambda_h I, W_h = mu_h I "
                 "(only these keep a zonal density zonal); build the model with MultiHead.scalar."

@@ -51,6 +51,7 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import SolverError
+from .._core.numerics import LOG_OVERFLOW
 from .._core.params import Integer, Interval
 from .._core.params_data import Points
 from .._core.sphere import normalize, project_tangent
@@ -115,10 +116,10 @@ def _euclidean_hessian(model, x):
         M = model.M[h]
         logw = model.beta * (x @ M @ x.T) - model.log_time_scale
         top = float(logw.max())
-        if top > 700.0:  # e^{top} overflows float64: the Hessian entries would be inf and their sums NaN
+        if top > LOG_OVERFLOW:  # e^{top} overflows float64: the Hessian entries would be inf and their sums NaN
             raise SolverError(
                 f"USA head {h} overflows float64 at beta={model.beta:g}: the log of its largest weight is "
-                f"{top:.4g} > 700. Build the model with log_time_scale='auto' to work in rescaled time."
+                f"{top:.4g} > {LOG_OVERFLOW:g}. Build the model with log_time_scale='auto' to work in rescaled time."
             )
         w = np.exp(logw) / n**2
         Mx = x @ M  # rows (M x_j)^T (M symmetric)

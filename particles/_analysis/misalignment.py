@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.declarations import Relation, declare
+from .._core.numerics import LOG_OVERFLOW
 from .._core.params import NONE, AnyOf
 from .._core.params_data import SquareStack
 from .._core.validation import InvalidParameterError, check_square_stack
@@ -133,7 +134,7 @@ def _delta_v(model: MultiHead, R: float) -> float:
     top = float(np.max(logs))
     if top == -np.inf:
         return 0.0
-    if top > 700.0:
+    if top > LOG_OVERFLOW:
         return np.inf
     return float(np.sum(np.exp(logs)))
 

@@ -10,8 +10,9 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import SolverError
+from .._core.numerics import LOG_OVERFLOW
 from .fields import STATE
-from .kinds import ATTENTION_KINDS, LOG_OVERFLOW, usa_overflow_message
+from .kinds import ATTENTION_KINDS, usa_overflow_message
 
 __all__ = ["DenseMixin"]
 

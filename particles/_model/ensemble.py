@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.declarations import declare
-from .._core.params import Array, Instance, Integer, Interval, Options
+from .._core.numerics import scalar_of
+from .._core.params import Array, Instance, Integer, Interval
 from .._core.params_data import States
 from .._core.sphere import FEW_COORDS, GEOMETRIES, _rowdot
 from .._core.validation import (
@@ -38,20 +39,20 @@ from .._core.validation import (
     check_param,
     check_real_array,
 )
-from .._summation.exact import batched_exp_sums
-from .ensemble_kernels import WORK, scalar_head, usa_scale
+from .._summation.exact import batched_exp_sums, batched_relu_sums
+from .ensemble_kernels import WORK, check_overflow, scalar_head
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
+from .kinds import ATTENTION_KINDS, LogOverflow
 
 __all__ = ["Ensemble"]
 
-_ENSEMBLE_KINDS = ("softmax", "usa", "relu", "relu_rownorm")
 #: the generic rules of a state stack (S, n, d) and a cap diameter (the ensemble's own: Ensemble.check_x)
 _STATES = States(on_sphere=False)
 _DIAMETER = Interval(0, np.pi, closed="right")
 
 
 @declare(M=MODEL_FIELDS["M"], W=MODEL_FIELDS["W"], beta=Array((0, 1), what="a 1-D array of shape (S,)"),
-         kind=Options(*_ENSEMBLE_KINDS), geometry=MODEL_FIELDS["geometry"], chunk=Integer(1),
+         kind=MODEL_FIELDS["kind"], geometry=MODEL_FIELDS["geometry"], chunk=Integer(1),
          relations=MODEL_RELATIONS[:1])
 @dataclass(frozen=True, eq=False)
 class Ensemble:
@@ -63,7 +64,8 @@ class Ensemble:
         Shared score and value matrices (``W=None`` means W = M).
     beta : array_like of shape (S,)
         One inverse temperature per system.
-    kind : {"softmax", "usa", "relu", "relu_rownorm"}
+    kind : str
+        An attention kind of :data:`particles.KINDS` (its output rule, :mod:`~particles._model.kinds`).
     geometry : {"sphere", "flat"}
     chunk : int
         Systems per evaluation chunk.
@@ -90,7 +92,6 @@ class Ensemble:
     kind: str = "softmax"
     geometry: str = "sphere"
     chunk: int = 2048
-    batched = True
     #: the velocity keeps no reference to its input (steppers may reuse their stage buffers)
     reads_state_only = True
     writes_into = True  # __call__(t, x, out=buf) writes the velocity into buf (the field protocol)
@@ -105,9 +106,10 @@ class Ensemble:
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
-        # scalar heads (M_h = m_h I, W_h = w_h I) of an exp kind take the fused pass of ensemble_kernels
-        heads = [(_scalar(m), _scalar(w)) for m, w in zip(M, W)]
-        fused = self.kind in ("softmax", "usa") and all(m is not None and w is not None for m, w in heads)
+        # scalar heads (M_h = m_h I, W_h = w_h I) of a kind with a fused pass take it (ensemble_kernels)
+        heads = [(scalar_of(m), scalar_of(w)) for m, w in zip(M, W)]
+        fused = ATTENTION_KINDS[self.kind].scalar_pass is not None and all(
+            m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
 
     @property
@@ -231,7 +233,7 @@ class Ensemble:
         if not self.geom.on_sphere:
             raise InvalidParameterError(f"{caller} certifies caps on the sphere; the ensemble has "
                                         f"geometry={self.geometry!r}.")
-        mus = [_scalar(w) for w in self.W]
+        mus = [scalar_of(w) for w in self.W]
         if any(mu is None or mu < 0 for mu in mus):
             raise InvalidParameterError(f"{caller} needs every value matrix W_h = mu_h I with mu_h >= 0 (the cap "
                                         "is not invariant otherwise); the ensemble's W is not.")
@@ -243,7 +245,7 @@ class Ensemble:
     def exps_per_evaluation(self, n: int) -> int:
         """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
-        return 0 if self.kind not in ("softmax", "usa") else self.M.shape[0] * n * n
+        return self.M.shape[0] * n * n if ATTENTION_KINDS[self.kind].sums == "exp" else 0
 
     def spectral_radius(self, t, x) -> float | None:
         r"""A bound on the spectral radius of the Jacobian of the (ambient) velocity at x, the
@@ -273,7 +275,7 @@ class Ensemble:
         G = np.clip(x @ x.transpose(0, 2, 1), -1.0, 1.0)
         sin = np.sqrt(1.0 - G * G)
         rate = np.zeros(x.shape[:2])
-        usa, n = self.kind == "usa", x.shape[1]
+        usa, n = ATTENTION_KINDS[self.kind].scalar_pass == "usa", x.shape[1]
         for m, w in self._scalar_heads:
             b = (self.beta * m)[:, None, None]
             with np.errstate(over="ignore"):
@@ -298,7 +300,7 @@ class Ensemble:
         """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
         the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
         out = np.empty_like(x) if out is None else out
-        radial_free = self.kind == "usa" and self.geom.on_sphere
+        radial_free = ATTENTION_KINDS[self.kind].scalar_pass == "usa" and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]
@@ -313,26 +315,23 @@ class Ensemble:
         return out
 
     def _chunk_velocity(self, xs: np.ndarray, s0: int) -> np.ndarray:
+        """The generic pass: each head's batched sums (exact, shifted for exp kinds) and the
+        kind's own output rule and velocity scale (:data:`~particles._model.kinds.ATTENTION_KINDS`)."""
         n = xs.shape[1]
-        sl = slice(s0, s0 + xs.shape[0])
-        b = self.beta[sl][:, None, None]
+        kind = ATTENTION_KINDS[self.kind]
+        b = self.beta[s0:s0 + xs.shape[0]][:, None, None]
         v = np.zeros_like(xs)
         for h in range(self.M.shape[0]):
-            m, w = _scalar(self.M[h]), _scalar(self.W[h])
+            m = scalar_of(self.M[h])
             # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
             left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
-            if self.kind in ("softmax", "usa"):
-                # the exact pass of the summation layer on the batch axis (shift, no overflow)
-                f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
-                v += f @ self.W[h].T if w is None else w * f
-                continue
-            T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
-            if self.kind == "relu":
-                v += (T @ xs) @ self.W[h].T / n
-            else:
-                tot = T.sum(axis=2, keepdims=True)
-                v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
-        return self.geom.project_tangent(xs, v)
+            sums = batched_exp_sums(left, xs) if kind.sums == "exp" else batched_relu_sums(left, xs)
+            try:
+                v += kind.output(sums, self.W[h].T, n, 0.0)
+            except LogOverflow:  # name the system
+                check_overflow(sums.logz.max(axis=-1), s0)
+                raise
+        return self.geom.project_tangent(xs, v * kind.scale(n))
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
                          n=None, unit: bool = False) -> None:
@@ -350,20 +349,6 @@ class Ensemble:
                 dest += w * f
             else:
                 dest += f
-
-
-def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
-    r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`
-    (:func:`~particles._model.ensemble_kernels.usa_scale`)."""
-    if kind == "softmax":
-        return sums.mean
-    return usa_scale(sums.mean, sums.logz, sums.mean.shape[1], s0)
-
-
-def _scalar(A: np.ndarray):
-    """λ if A = λI (then A @ y = λ y needs no GEMM), else None."""
-    lam = A[0, 0]
-    return float(lam) if np.array_equal(A, lam * np.eye(A.shape[0])) else None
 
 
 def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:

@@ -19,13 +19,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._core.errors import InvalidParameterError
+from .._core.numerics import LOG_OVERFLOW
 from .._summation.exact import HeadSums
 from .._summation.routes import fast_route
 
-__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "UPDATES", "safe_exp"]
+__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "EXP_KINDS", "UPDATES", "safe_exp"]
 
-# exp(709.8) is the float64 limit; 700 leaves room for the sum of n terms and the 1/n scale
-LOG_OVERFLOW = 700.0
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,13 @@ class Kind:
     2. ``output(p, Wt, n, c)``: the head output f_i (rows) from the pass ``p`` of that head,
        the transposed value matrix, the number of sources n and the log time scale c;
     3. ``scale(n)``: the factor of Σ_h f_i in the velocity;
-    4. ``dense(s)``: the dense weights from the scaled scores β s (masked entries −inf).
+    4. ``dense(s)``: the dense weights from the scaled scores β s (masked entries −inf);
+    5. ``scalar_pass``: the fused pass of :class:`~particles.Ensemble` for scalar heads that
+       computes this output (``"mean"``: the softmax mean; ``"usa"``: Z_i/n times it), or None
+       (the ensemble then applies ``output`` to its batched sums).
+
+    ``output`` sees one head's sums of one system (rows i) or of a stack of systems (a leading
+    axis): it broadcasts over leading axes.
     """
 
     name: str
@@ -44,6 +49,7 @@ class Kind:
     output: Callable
     scale: Callable
     dense: Callable
+    scalar_pass: str | None = None
 
 
 def safe_exp(a) -> np.ndarray:
@@ -65,14 +71,14 @@ def _usa_output(p: HeadSums, Wt, n, c):
     top = float(logscale.max())
     if top > LOG_OVERFLOW:
         raise LogOverflow(top)
-    return np.exp(logscale)[:, None] * (p.mean @ Wt)
+    return np.exp(logscale)[..., None] * (p.mean @ Wt)
 
 
 def _rownorm_output(p: HeadSums, Wt, n, c):
     # a row attending to nothing contributes zero
     tot = p.total
     safe = np.where(tot > 0, tot, 1.0)
-    return np.where((tot > 0)[:, None], p.mean / safe[:, None], 0.0) @ Wt
+    return np.where((tot > 0)[..., None], p.mean / safe[..., None], 0.0) @ Wt
 
 
 def _rownorm_dense(s):
@@ -83,9 +89,9 @@ def _rownorm_dense(s):
 
 #: every attention kind by name (module docstring)
 ATTENTION_KINDS = {
-    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp),
+    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp, scalar_pass="usa"),
     "softmax": Kind("softmax", "exp", lambda p, Wt, n, c: p.mean @ Wt, lambda n: 1.0,
-                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True))),
+                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), scalar_pass="mean"),
     "relu": Kind("relu", "relu", lambda p, Wt, n, c: (p.mean @ Wt) / n, lambda n: 1.0,
                  lambda s: np.maximum(s, 0.0) / s.shape[-1]),
     "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense),
@@ -93,6 +99,10 @@ ATTENTION_KINDS = {
 
 #: attention kind -> the pass its weights come from ("exp" or "relu"), as :data:`ATTENTION_KINDS`
 KINDS = {name: k.sums for name, k in ATTENTION_KINDS.items()}
+
+#: the kinds whose weights are exponentials of the scores (USA, softmax): the ones with a log-partition
+#: function, hence an energy, a mean-field limit through the summation layer and the closed forms
+EXP_KINDS = tuple(name for name, k in ATTENTION_KINDS.items() if k.sums == "exp")
 
 #: update rule -> the geometry it needs (None: either). v_i = scale · Σ_h f_i^h, then
 #: "standard": P_{x_i} v_i (sphere) or v_i (flat);

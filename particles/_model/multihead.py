@@ -44,6 +44,7 @@ import numpy as np
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
+from .._core.numerics import is_symmetric
 from .._core.params import NONE, AnyOf, Array, Boolean, Instance, Integer
 from .._core.sphere import GEOMETRIES, _normalize
 from .._core.validation import check_points, check_source_weights
@@ -143,8 +144,7 @@ class MultiHead(EnergiesMixin, DenseMixin):
             c = float(beta * max(np.linalg.norm(m, 2) for m in M)) if self.kind == "usa" else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
-        scale = max(1.0, float(np.max(np.abs(M))))
-        sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
+        sym = is_symmetric(M)
         aligned = bool(np.array_equal(M, W))
         for name, value in [("W", W), ("log_time_scale", c), ("symmetric", sym), ("aligned", aligned)]:
             object.__setattr__(self, name, value)
