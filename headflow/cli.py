@@ -256,10 +256,10 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    from particles.extend import EXP_KINDS
+    from particles.extend import MEAN_FIELD_KINDS
 
-    if cfg["model"]["kind"] not in EXP_KINDS:
-        kinds = " or ".join(f'"{k}"' for k in EXP_KINDS)
+    if cfg["model"]["kind"] not in MEAN_FIELD_KINDS:
+        kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
     model = _model(cfg["model"])

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import MultiHead
-from particles.extend import EXP_KINDS
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     POSITIVE_BETA,
@@ -37,7 +37,7 @@ from particles.validation import (
 __all__ = ["measure_velocity", "measure_energy", "first_variation"]
 
 # the atoms and their masses; the model's geometry decides whether rows must be unit vectors (fits_model)
-_MEASURE = dict(model=Model(kinds=EXP_KINDS), points=Points(on_sphere=False, min_d=1),
+_MEASURE = dict(model=Model(kinds=MEAN_FIELD_KINDS), points=Points(on_sphere=False, min_d=1),
                 weights=AnyOf(NONE, Weights(probability=True)))
 _RELATIONS = [fits_model("points"), one_per("weights")]
 

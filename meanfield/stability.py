@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import gammaln, ive, logsumexp
 
 from particles import MultiHead
-from particles.extend import EXP_KINDS, scalar_heads
+from particles.extend import MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
     NONE,
     AnyOf,
@@ -57,14 +57,14 @@ __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_ra
 _L_MAX = 64
 
 # the parameters of the stability formulas, each rule once
-_KIND = Options(*EXP_KINDS)
+_KIND = Options(*MEAN_FIELD_KINDS)
 _KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
 _STRENGTHS = Array((0, 1), what="one strength per head (a scalar or a 1-D array)")
 _HEADS = dict(lam=_STRENGTHS, mu=AnyOf(NONE, _STRENGTHS), kind=_KIND, d=Integer(2),
               beta=Interval(0, None, hint="Pass the inverse temperature, beta >= 0."))
 _SAME_HEADS = Relation(("mu", "lam"), lambda mu, lam: mu is None or np.atleast_1d(mu).shape == np.atleast_1d(lam).shape,
                        "must have one strength per head, like lam", breaks={"mu": [1.0, 2.0], "lam": [1.0]})
-_SCALAR_MODEL = Model(kinds=EXP_KINDS, geometries=("sphere",))
+_SCALAR_MODEL = Model(kinds=MEAN_FIELD_KINDS, geometries=("sphere",))
 
 
 _SCALAR_HEADS = Relation(("model",), lambda m: scalar_heads(m.M, m.W) is not None,

@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
-from particles.extend import EXP_KINDS
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     AnyOf,
@@ -58,7 +58,7 @@ PHASE_STATISTICS = {
     "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
     "n_clusters": ("number of eps-connected clusters", "1"),
 }
-_PHASE_KINDS = EXP_KINDS
+_PHASE_KINDS = MEAN_FIELD_KINDS
 _INITS = ("uniform", "equiangular")
 
 

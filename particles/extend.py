@@ -21,8 +21,8 @@ Float64 facts and head structure
     :func:`scaled_rotation_of`, :func:`is_symmetric`.
 Attention kinds
     :class:`Kind` and :data:`ATTENTION_KINDS`, the registry every layer reads (a new kind is one
-    entry there), and :data:`EXP_KINDS`, the kinds whose weights are exponentials (those with a
-    mean-field limit through the summation layer).
+    entry there), and :data:`MEAN_FIELD_KINDS`, the kinds the mean-field solvers, the closed forms
+    and the studies implement (USA and softmax: those with an ``exp_rule``).
 Model fields
     :data:`MODEL_FIELDS` and :data:`OPTION_FIELDS`, the declared rules of the constructor fields
     of :class:`~particles.MultiHead` (to declare a function taking the same options).
@@ -59,7 +59,7 @@ from ._dynamics.steppers import Stepper
 from ._dynamics.tableaux import DORMAND_PRINCE, ButcherTableau
 from ._model.architectures import read_tensors, require_extra
 from ._model.fields import MODEL_FIELDS, OPTION_FIELDS
-from ._model.kinds import ATTENTION_KINDS, EXP_KINDS, Kind
+from ._model.kinds import ATTENTION_KINDS, MEAN_FIELD_KINDS, Kind
 
 __all__ = [
     "Stepper",
@@ -81,7 +81,7 @@ __all__ = [
     "is_symmetric",
     "Kind",
     "ATTENTION_KINDS",
-    "EXP_KINDS",
+    "MEAN_FIELD_KINDS",
     "MODEL_FIELDS",
     "OPTION_FIELDS",
     "unchecked_geodesic_distance",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead
-from particles.extend import EXP_KINDS, scalar_heads
+from particles.extend import MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
@@ -194,8 +194,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
         L = check_param(L, "L", caller, low=2, integer=True)
     if max_L is not None:
         max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
-    if model.kind not in EXP_KINDS:
-        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(EXP_KINDS)}; got {model.kind!r}.")
+    if model.kind not in MEAN_FIELD_KINDS:
+        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
     geometry, d, L_max, make, initial = _discretisation(mu0, model)
     solver_cap = _CAPS[geometry]
     for name, value in (("L", L), ("max_L", max_L)):

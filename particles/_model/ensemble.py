@@ -108,7 +108,7 @@ class Ensemble:
         object.__setattr__(self, "beta", beta)
         # scalar heads (M_h = m_h I, W_h = w_h I) of a kind with a fused pass take it (ensemble_kernels)
         heads = [(scalar_of(m), scalar_of(w)) for m, w in zip(M, W)]
-        fused = ATTENTION_KINDS[self.kind].scalar_pass is not None and all(
+        fused = ATTENTION_KINDS[self.kind].exp_rule is not None and all(
             m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
 
@@ -275,7 +275,7 @@ class Ensemble:
         G = np.clip(x @ x.transpose(0, 2, 1), -1.0, 1.0)
         sin = np.sqrt(1.0 - G * G)
         rate = np.zeros(x.shape[:2])
-        usa, n = ATTENTION_KINDS[self.kind].scalar_pass == "usa", x.shape[1]
+        usa, n = ATTENTION_KINDS[self.kind].exp_rule == "partition", x.shape[1]
         for m, w in self._scalar_heads:
             b = (self.beta * m)[:, None, None]
             with np.errstate(over="ignore"):
@@ -300,7 +300,7 @@ class Ensemble:
         """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
         the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
         out = np.empty_like(x) if out is None else out
-        radial_free = ATTENTION_KINDS[self.kind].scalar_pass == "usa" and self.geom.on_sphere
+        radial_free = ATTENTION_KINDS[self.kind].exp_rule == "partition" and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]

@@ -23,22 +23,24 @@ from .._core.numerics import LOG_OVERFLOW
 from .._summation.exact import HeadSums
 from .._summation.routes import fast_route
 
-__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "EXP_KINDS", "UPDATES", "safe_exp"]
+__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "MEAN_FIELD_KINDS", "UPDATES", "safe_exp"]
 
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One attention kind.
+    r"""One attention kind.
 
     1. ``sums``: ``"exp"`` or ``"relu"``, the pass its weights come from;
     2. ``output(p, Wt, n, c)``: the head output f_i (rows) from the pass ``p`` of that head,
        the transposed value matrix, the number of sources n and the log time scale c;
     3. ``scale(n)``: the factor of Σ_h f_i in the velocity;
     4. ``dense(s)``: the dense weights from the scaled scores β s (masked entries −inf);
-    5. ``scalar_pass``: the fused pass of :class:`~particles.Ensemble` for scalar heads that
-       computes this output (``"mean"``: the softmax mean; ``"usa"``: Z_i/n times it), or None
-       (the ensemble then applies ``output`` to its batched sums).
+    5. ``exp_rule``, for an ``"exp"`` kind whose output is one of the two rules the closed forms
+       know: ``"mean"`` (softmax, :math:`f_i = S_i/Z_i`) or ``"partition"`` (USA, :math:`f_i =
+       e^{-c}Z_i \cdot S_i/Z_i`); the fused scalar-head pass of :class:`~particles.Ensemble`, the
+       mean-field solvers and the studies implement these two. None for any other kind (the
+       generic paths apply its ``output``).
 
     ``output`` sees one head's sums of one system (rows i) or of a stack of systems (a leading
     axis): it broadcasts over leading axes.
@@ -49,7 +51,7 @@ class Kind:
     output: Callable
     scale: Callable
     dense: Callable
-    scalar_pass: str | None = None
+    exp_rule: str | None = None
 
 
 def safe_exp(a) -> np.ndarray:
@@ -89,9 +91,9 @@ def _rownorm_dense(s):
 
 #: every attention kind by name (module docstring)
 ATTENTION_KINDS = {
-    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp, scalar_pass="usa"),
+    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp, exp_rule="partition"),
     "softmax": Kind("softmax", "exp", lambda p, Wt, n, c: p.mean @ Wt, lambda n: 1.0,
-                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), scalar_pass="mean"),
+                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), exp_rule="mean"),
     "relu": Kind("relu", "relu", lambda p, Wt, n, c: (p.mean @ Wt) / n, lambda n: 1.0,
                  lambda s: np.maximum(s, 0.0) / s.shape[-1]),
     "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense),
@@ -100,9 +102,9 @@ ATTENTION_KINDS = {
 #: attention kind -> the pass its weights come from ("exp" or "relu"), as :data:`ATTENTION_KINDS`
 KINDS = {name: k.sums for name, k in ATTENTION_KINDS.items()}
 
-#: the kinds whose weights are exponentials of the scores (USA, softmax): the ones with a log-partition
-#: function, hence an energy, a mean-field limit through the summation layer and the closed forms
-EXP_KINDS = tuple(name for name, k in ATTENTION_KINDS.items() if k.sums == "exp")
+#: the kinds with an ``exp_rule`` (USA, softmax): those the mean-field solvers, the closed forms, the
+#: studies and the fused ensemble pass implement
+MEAN_FIELD_KINDS = tuple(name for name, k in ATTENTION_KINDS.items() if k.exp_rule is not None)
 
 #: update rule -> the geometry it needs (None: either). v_i = scale · Σ_h f_i^h, then
 #: "standard": P_{x_i} v_i (sphere) or v_i (flat);
