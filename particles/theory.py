@@ -20,8 +20,8 @@ from scipy.optimize import brentq
 from scipy.special import expit, lambertw
 
 from ._core.declarations import Relation, declare
-from ._core.params import NONE, AnyOf, Array, Integer, Interval, Options
-from ._core.params_data import Points, Seed
+from ._core.params import NONE, AnyOf, Integer, Interval, Options
+from ._core.params_data import Array, Points, Seed
 from ._core.validation import (
     InvalidParameterError,
     SolverError,

@@ -49,13 +49,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_points
 from .._core.declarations import declare
 from .._core.errors import SolverError
 from .._core.numerics import LOG_OVERFLOW
 from .._core.params import Integer, Interval
 from .._core.params_data import Points
 from .._core.sphere import normalize, project_tangent
-from .._core.validation import check_param, check_points
+from .._core.validation import check_param
 from .._model.checks import Model, check_model, fits_model
 from .._model.display import array_summary, fields_html, fields_repr
 from .._model.fields import STATE

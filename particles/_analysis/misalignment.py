@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import Relation, declare
 from .._core.numerics import LOG_OVERFLOW
 from .._core.params import NONE, AnyOf
 from .._core.params_data import SquareStack
-from .._core.validation import InvalidParameterError, check_square_stack
+from .._core.validation import InvalidParameterError
 from .._model.checks import Model, check_model, fits_model
 from .._model.fields import MODEL_FIELDS, STATE
 from .._model.multihead import MultiHead

@@ -37,10 +37,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import declare
 from .._core.params import AnyOf
 from .._core.params_data import SquareStack
-from .._core.validation import check_square_stack
 from .._model.checks import Model, check_model, fits_model
 from .._model.fields import STATE
 from .._model.multihead import MultiHead

@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import theory as th
 from .._core.declarations import Relation, declare
-from .._core.params import NONE, AnyOf, Array, Function, Instance, Integer, Interval, Options, SequenceOf
-from .._core.params_data import Points, States
+from .._core.params import NONE, AnyOf, Function, Instance, Integer, Interval, Options, SequenceOf
+from .._core.params_data import Array, Points, States
 from .._core.states import check_states, check_times
 from .._core.validation import InvalidParameterError, check_choice, check_param
 from .._dynamics.saving import SaveAt, Trajectory
