@@ -9,15 +9,14 @@ import sys as _sys
 from . import extend, summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
 from ._analysis import diagnostics as _diagnostics
 from ._analysis.critical import (
-    CriticalPoint,
     HessianSpectrum,
     euclidean_hessian,
     field_jacobian,
-    find_critical_point,
     hessian_spectrum,
     riemannian_hessian,
     tangent_basis,
 )
+from ._analysis.critical_search import CriticalPoint, find_critical_point
 from ._analysis.diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
 from ._analysis.misalignment import (
     MISALIGNMENT,
@@ -28,17 +27,11 @@ from ._analysis.misalignment import (
     value_misalignment,
 )
 from ._analysis.orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
-from ._analysis.radial_dominance import (
-    RD_CANDIDATES,
-    RDReport,
-    RDThreshold,
-    radial_dominance,
-    rd_margins,
-    rd_threshold,
-    rd_threshold_equiangular,
-)
+from ._analysis.radial_dominance import RD_CANDIDATES, RDReport, radial_dominance, rd_margins
+from ._analysis.rd_threshold import RDThreshold, rd_threshold, rd_threshold_equiangular
 from ._core import sphere as _sphere
 from ._core.blocking import DEFAULT_BLOCK_ELEMENTS
+from ._core.configurations import equiangular_tokens, orthogonal_tokens
 from ._core.errors import ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.sphere import (
     FLAT,
@@ -65,7 +58,6 @@ from ._model.kinds import KINDS, UPDATES
 from ._model.multihead import MultiHead
 from ._model.pretrained import AttentionWeights, norm_sphere
 from ._model.time_dependent import TimeDependent
-from .theory import equiangular_tokens, orthogonal_tokens
 from .validation import check_param, check_points, check_weights
 
 # the public module paths of the 0.1.0 release stay importable (``from particles.attention import
