@@ -26,7 +26,8 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
     r"""Tangential velocity :math:`v[\mu](\theta_{k+1/2})` at the cell faces of the uniform
     S^1 grid (cells centred at :math:`\theta_k = (k + 1/2)\Delta`, faces at :math:`(k+1)\Delta`).
 
-    Scalar heads: :math:`v_f = \sum_h \mu_h \frac{\sum_k g_h(\theta_f-\theta_k) p_k}{[\sum_k e^{a_h\cos(\theta_f-\theta_k)}p_k]}`
+    Scalar heads: :math:`v_f = \sum_h \mu_h
+    \frac{\sum_k g_h(\theta_f-\theta_k) p_k}{[\sum_k e^{a_h\cos(\theta_f-\theta_k)}p_k]}`
     with :math:`g(\delta) = -e^{a\cos\delta}\sin\delta`, :math:`a = \beta\lambda_h` (the bracket
     for softmax only), both circular convolutions done by FFT in O(m log m).
     """

@@ -117,7 +117,8 @@ _ASCENT_RELATIONS = [
 ]
 
 
-@declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure), what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
+@declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure),
+                     what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
          model=Model(kinds=MEAN_FIELD_KINDS), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
          t0=Interval(), dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), kappa=Interval(0, None, closed="neither",
          inf=True), cfl=Interval(0, 1, closed="right"), max_steps=Integer(1), gamma=_POS, progress=Boolean(),

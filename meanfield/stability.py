@@ -10,7 +10,8 @@ eigenfunction of every zonal kernel,
 
 .. math:: \int e^{a\langle x,y\rangle}Y_l(y)\,d\sigma(y) = \hat g_a(l)\,Y_l(x),\qquad
    \hat g_a(l) = \Gamma(\nu+1)\Big(\frac2a\Big)^{\nu} I_{l+\nu}(a)
-   = \frac{\int_0^\pi e^{a\cos\theta}P^{(d)}_l(\cos\theta)\sin^{d-2}\theta\,d\theta}{\int_0^\pi\sin^{d-2}\theta\,d\theta},
+   = \frac{\int_0^\pi e^{a\cos\theta}P^{(d)}_l(\cos\theta)\sin^{d-2}\theta\,d\theta}
+          {\int_0^\pi\sin^{d-2}\theta\,d\theta},
 
 (:math:`P^{(d)}_l` the Gegenbauer polynomial normalised by :math:`P^{(d)}_l(1) = 1`;
 :math:`\hat g_{-a}(l) = (-1)^l\hat g_a(l)`). Linearising

@@ -3,8 +3,8 @@
 
 Public callables declare their parameters with :func:`declare` (a constraint per parameter,
 :class:`Relation` between them): the declaration validates at the call, types the command line's
-config keys and generates the bad-input suite. Contract: each checker either returns a clean float64 value (a contiguous array or a
-Python float) or raises an :class:`InvalidParameterError` whose message names the
+config keys and generates the bad-input suite. Contract: each checker either returns a clean float64
+value (a contiguous array or a Python float) or raises an :class:`InvalidParameterError` whose message names the
 parameter, the caller, what was expected, what was received and how to fix it. Internal
 code trusts what these functions return and never re-validates.
 """
@@ -38,7 +38,8 @@ _TEXT = dict(name=Instance(str, what="a str (the name the message gives the valu
 _BOUND = AnyOf(NONE, Interval())
 _ANY = Instance(object, what="any value (the one checked)")
 check_param = declare(
-    **_TEXT, value=_ANY, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(), allow_inf=Boolean(),
+    **_TEXT, value=_ANY, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(),
+    allow_inf=Boolean(),
     relations=[Relation(("high", "low"), lambda hi, lo: hi is None or lo is None or hi >= lo, "must be >= low",
                         breaks={"low": 1.0, "high": 0.0})])(_v.check_param)
 check_points = declare(**_TEXT, x=_ANY, on_sphere=Boolean(), atol=Interval(0, None), min_d=Integer(1), min_n=Integer(0),

@@ -1,4 +1,5 @@
-r"""Funk–Hecke coefficients at any d (log form) and the head structures the spectral solvers accept. (module docstring of :mod:`meanfield.spectral`)."""
+r"""Funk–Hecke coefficients at any d (log form) and the head structures the spectral solvers accept
+(module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-r""":class:`SpectralSolution` and :func:`spectral_ascent`, the solver of ``scheme="spectral"``. (module docstring of :mod:`meanfield.spectral`)."""
+r""":class:`SpectralSolution` and :func:`spectral_ascent`, the solver of ``scheme="spectral"`` (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -210,7 +211,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     refine = L is None
     cap = min(solver_cap, max_L or np.inf) if refine else None
     disc, c0, L = _band_limit(make, initial, L, L_max, cap, tol, caller)
-    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine, max_steps=max_steps,
+    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
+                                       max_steps=max_steps,
                                        cap=int(cap) if refine else disc.max_L, **run)
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])

@@ -1,4 +1,5 @@
-r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation. (module docstring of :mod:`meanfield.spectral`)."""
+r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 

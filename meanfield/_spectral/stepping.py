@@ -1,4 +1,5 @@
-r"""The embedded Dormand–Prince 5(4) pair in integrating-factor variables (exact noise), the first step, the band limit to suggest. (module docstring of :mod:`meanfield.spectral`)."""
+r"""The embedded Dormand–Prince 5(4) pair in integrating-factor variables (exact noise), the first
+step, the band limit to suggest (module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 

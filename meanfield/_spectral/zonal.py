@@ -1,4 +1,5 @@
-r"""The Gegenbauer discretisation of zonal densities on S^{d-1} and :class:`ZonalMeasure`. (module docstring of :mod:`meanfield.spectral`)."""
+r"""The Gegenbauer discretisation of zonal densities on S^{d-1} and :class:`ZonalMeasure` (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 

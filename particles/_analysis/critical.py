@@ -8,9 +8,11 @@ for every token. For USA heads under Condition 3 the sphere flow is :math:`\dot 
 :math:`g_i = \nabla_{x_i}E = \sum_h\sum_j w^h_{ij}M_hx_j`, and the Euclidean Hessian blocks are
 
 .. math:: \partial_{x_k}g_i = \sum_h w^h_{ik}\big(M_h + \beta M_hx_kx_i^\top M_h\big)\quad(k\ne i),\qquad
-   \partial_{x_i}g_i = \sum_h\Big[\beta\sum_j w^h_{ij}M_hx_jx_j^\top M_h + w^h_{ii}\big(M_h + \beta M_hx_ix_i^\top M_h\big)\Big].
+   \partial_{x_i}g_i = \sum_h\Big[\beta\sum_j w^h_{ij}M_hx_jx_j^\top M_h
+   + w^h_{ii}\big(M_h + \beta M_hx_ix_i^\top M_h\big)\Big].
 
-On the product of spheres :math:`\mathrm{Hess}\,E[\xi]_i = P_{x_i}\sum_k\partial_{x_k}g_i\,\xi_k - \langle x_i, g_i\rangle\xi_i`
+On the product of spheres
+:math:`\mathrm{Hess}\,E[\xi]_i = P_{x_i}\sum_k\partial_{x_k}g_i\,\xi_k - \langle x_i, g_i\rangle\xi_i`
 for tangent :math:`\xi_i \perp x_i`; :func:`riemannian_hessian` returns it in an orthonormal basis
 of :math:`T_X = \prod_i x_i^\perp` (dimension n(d−1)). The flow is a gradient *ascent*, so the
 **index** (number of unstable directions) is the number of positive eigenvalues; symmetries of

@@ -62,8 +62,8 @@ class CriticalPoint:
         return fields_html("CriticalPoint", self._fields())
 
 
-@declare(model=Model(geometries=("sphere",)), x0=STATE, tol=_POS, max_iter=Integer(1), damping=Interval(0, None), step=_POS,
-         relations=[fits_model("x0")])
+@declare(model=Model(geometries=("sphere",)), x0=STATE, tol=_POS, max_iter=Integer(1), damping=Interval(0, None),
+         step=_POS, relations=[fits_model("x0")])
 def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: int = 50, damping: float = 1e-3,
                         step: float = 1e-6) -> CriticalPoint:
     r"""Zero of the field near ``x0`` by damped Riemannian Newton (module docstring).

@@ -70,8 +70,10 @@ _USA_SYM = Model(kinds=("usa",), symmetric=True)
 
 
 @declare(M=MODEL_FIELDS["M"], Delta=SquareStack(), beta=MODEL_FIELDS["beta"], geometry=MODEL_FIELDS["geometry"],
-         log_time_scale=MODEL_FIELDS["log_time_scale"], relations=[Relation(("Delta", "M"), lambda D, M: D.shape == M.shape,
-         "must hold one d x d matrix per head, the shape of M", breaks={"Delta": np.zeros((2, 3, 3))})])
+         log_time_scale=MODEL_FIELDS["log_time_scale"],
+         relations=[Relation(("Delta", "M"), lambda D, M: D.shape == M.shape,
+                             "must hold one d x d matrix per head, the shape of M",
+                             breaks={"Delta": np.zeros((2, 3, 3))})])
 def misaligned_model(M, Delta, *, beta: float, geometry: str = "sphere", log_time_scale=0.0) -> MultiHead:
     r"""USA heads with symmetric scores :math:`M_h` and values :math:`W_h = M_h + \Delta_h`.
 

@@ -16,9 +16,10 @@ Three candidate radial-dominance conditions, from weakest to strongest (token i,
 
 Each margin counts as holding when it is :math:`\ge -10^{-12}\max_{h,i}\|f^h_i\|^2` (round-off).
 :func:`radial_dominance` reports, for saved states, where and when each candidate holds;
-:func:`~particles._analysis.rd_threshold.rd_threshold` finds the largest parameter p (β, a head-strength ratio, ...) such that
-the candidate holds at every saved time of the run from a given start. Conditions are checked
-at the saved times only: save densely enough to resolve the first failure.
+:func:`~particles._analysis.rd_threshold.rd_threshold` finds the largest parameter p (β, a
+head-strength ratio, ...) such that the candidate holds at every saved time of the run from a
+given start. Conditions are checked at the saved times only: save densely enough to resolve the
+first failure.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ class RDReport:
                            header=("candidate", "holds throughout", "first failure (t)", "least fraction holding"))
 
 
-@declare(model=Model(geometries=("sphere",)), traj=AnyOf(Instance(Trajectory), States(on_sphere=False)), ts=AnyOf(NONE, Array(1)))
+@declare(model=Model(geometries=("sphere",)), traj=AnyOf(Instance(Trajectory), States(on_sphere=False)),
+         ts=AnyOf(NONE, Array(1)))
 def radial_dominance(model: MultiHead, traj, ts=None) -> RDReport:
     r"""Evaluate every candidate of :data:`RD_CANDIDATES` on saved states.
 

@@ -98,7 +98,8 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     caller = "rd_threshold"
     if isinstance(make_model, MultiHead) or not callable(make_model):
         raise InvalidParameterError(
-            f"The 'make_model' parameter of {caller} must be a callable p -> MultiHead; got {type(make_model).__name__}."
+            f"The 'make_model' parameter of {caller} must be a callable p -> MultiHead; "
+            f"got {type(make_model).__name__}."
         )
     check_choice(candidate, "candidate", RD_CANDIDATES, caller)
     t1 = check_param(t1, "t1", caller, low=0.0)
@@ -147,8 +148,8 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     return RDThreshold(float(good), float(good), float(bad), runs[0], "bracketed")
 
 
-@declare(t1=Interval(0, None), n=Integer(2), H=Integer(2), alpha=Interval(0, None, closed="neither"), n_saves=Integer(2),
-         xtol=Interval(0, None, closed="neither"))
+@declare(t1=Interval(0, None), n=Integer(2), H=Integer(2), alpha=Interval(0, None, closed="neither"),
+         n_saves=Integer(2), xtol=Interval(0, None, closed="neither"))
 def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, *, n_saves: int = 41,
                              xtol: float = 1e-9) -> float:
     r"""Prediction of :func:`rd_threshold` (candidate ``"pointwise"``, β search) without particles.

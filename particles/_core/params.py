@@ -9,9 +9,10 @@ A public callable declares its parameters with :func:`declare` (scikit-learn's
 
 The declaration is the one place the rule lives:
 
-- **validation** (:func:`~particles._core.declarations.declare`), once, at the call (the wrapped function receives the checked, converted values and
-  internal code does not check them again); an error names the parameter, the caller, what was
-  expected, what was given, and the declared one-line fix hint;
+- **validation** (:func:`~particles._core.declarations.declare`), once, at the call (the wrapped
+  function receives the checked, converted values and internal code does not check them again);
+  an error names the parameter, the caller, what was expected, what was given, and the declared
+  one-line fix hint;
 - **the command line's config types** (``headflow/_schema.py`` turns the constraint of the
   parameter a TOML key feeds into that key's type, so the CLI and the function cannot disagree);
 - **the generated bad-input suite** (``tests/test_declared_params.py``): :meth:`Constraint.invalid`

@@ -14,7 +14,8 @@ from .params import Constraint
 from .states import check_states
 from .validation import check_rng
 
-__all__ = ["CheckedBy", "Array", "Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per", "weights_or_uniform"]
+__all__ = ["CheckedBy", "Array", "Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per",
+           "weights_or_uniform"]
 
 _RAGGED = [[1.0, 0.0], [1.0]]
 
@@ -86,7 +87,8 @@ class Checked(CheckedBy):
             msg, fix = str(exc), f" {self.hint}" if self.hint else ""
             for prefix in (f"The {name!r} parameter ", f"{name} "):
                 if msg.startswith(prefix):
-                    raise InvalidParameterError(f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
+                    raise InvalidParameterError(
+                        f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
             raise InvalidParameterError(f"The {name!r} parameter of {caller}: {msg}{fix}") from None
 
 

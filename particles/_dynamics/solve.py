@@ -56,7 +56,8 @@ _SIMULATE_RELATIONS = [
              breaks={"dt": None}),
     Relation(("kappa", "method"), lambda kappa, m: kappa == np.inf or _stepper(m).stochastic,
              "must be inf unless method='euler_maruyama' (a finite kappa adds noise)", breaks={"kappa": 1.0}),
-    Relation(("save", "method"), lambda save, m: save is None or save.every is None or _stepper(m).name != "dopri5_systems",
+    Relation(("save", "method"),
+             lambda save, m: save is None or save.every is None or _stepper(m).name != "dopri5_systems",
              "SaveAt(every=k) counts steps, but method='dopri5_systems' gives every system steps of its own (no common "
              "step to count): pass SaveAt(ts=...) with the save times", breaks={"save": SaveAt(every=2),
                                                                                "method": "dopri5_systems"}),
@@ -69,8 +70,8 @@ _SIMULATE_RELATIONS = [
          "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
          rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
-         controller=AnyOf(NONE, Instance(object, test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")),
-                                         what="a step-size controller (first, propose, decide)", bad=(3, "pid"))),
+         controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
+                                         test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
          relations=_SIMULATE_RELATIONS)
 def simulate(
     x0,

@@ -1,7 +1,7 @@
 """Coefficients and helpers shared by the steppers of :mod:`~particles._dynamics.steppers` and
-:mod:`~particles._dynamics.per_system`: the Dormand–Prince 5(4) tableau (:data:`DORMAND_PRINCE`, public in :mod:`particles.extend`), the Runge–Kutta–Chebyshev
-recursion and stage count, and a nonlinear power iteration for the spectral radius of a field's
-Jacobian."""
+:mod:`~particles._dynamics.per_system`: the Dormand–Prince 5(4) tableau (:data:`DORMAND_PRINCE`,
+public in :mod:`particles.extend`), the Runge–Kutta–Chebyshev recursion and stage count, and a
+nonlinear power iteration for the spectral radius of a field's Jacobian."""
 
 from __future__ import annotations
 

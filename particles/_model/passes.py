@@ -47,7 +47,8 @@ class PassesMixin:
         if check:
             x = self.check_x(x)
             sources = None if sources is None else self.check_x(sources, "sources")
-            weights = None if weights is None else check_source_weights(weights, len(x if sources is None else sources), "MultiHead.sums")
+            n_sources = len(x if sources is None else sources)
+            weights = None if weights is None else check_source_weights(weights, n_sources, "MultiHead.sums")
         if KINDS[self.kind] == "exp":
             return self._exp_sums(x, sources=sources, weights=weights, transpose=transpose)
         if sources is not None or weights is not None or transpose:
