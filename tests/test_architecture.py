@@ -212,6 +212,27 @@ def test_no_private_import_across_packages():
     assert private_imports() == []
 
 
+def test_private_imports_sees_units(tmp_path):
+    """The rule itself, on files written here: a private module or name of another unit is reported,
+    a public one is not; with subpackages_of("metrics") each metrics._x is a unit of its own."""
+    files = {
+        "meanfield.flow": "from particles._dynamics.steppers import Stepper\nfrom particles import simulate\n",
+        "metrics._b.study": "from .._a.energy import _helper, energy\nfrom metrics._a import _private_mod\n",
+        "metrics._a.energy": "from ._core import _tile\nfrom particles.extend import rows_per_block\n",
+    }
+    pairs = []
+    for name, text in files.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        pairs.append((path, name))
+    assert private_imports(pairs) == ["meanfield.flow: particles._dynamics.steppers.Stepper"]
+    assert private_imports(pairs, subpackages_of("metrics")) == [
+        "meanfield.flow: particles._dynamics.steppers.Stepper",
+        "metrics._b.study: metrics._a._private_mod",
+        "metrics._b.study: metrics._a.energy._helper",
+    ]
+
+
 def test_sizes_within_limits_or_shrinking_debt():
     over = sizes()
     new = {k: v for k, v in over.items() if k not in DEBT}
