@@ -34,7 +34,8 @@ class CriticalPoint:
     converged : bool
     n_iter : int
     spectrum : HessianSpectrum or None
-        For aligned symmetric USA heads, the Hessian spectrum at ``x``.
+        For a gradient flow (:attr:`MultiHead.gradient_flow`: aligned symmetric USA heads, no mask,
+        the standard update), the Hessian spectrum at ``x``.
     jacobian_eigenvalues : ndarray
         Eigenvalues of the field's Jacobian at ``x`` (complex in general); the number with
         positive real part counts unstable directions for every kind.
@@ -101,7 +102,7 @@ def find_critical_point(model: MultiHead, x0, *, tol: float = 1e-12, max_iter: i
     max_iter = check_param(max_iter, "max_iter", caller, low=1, integer=True)
     damping = check_param(damping, "damping", caller, low=0.0)
     step = check_param(step, "step", caller, low=0.0, low_open=True)
-    analytic = model.kind == "usa" and model.symmetric and model.aligned
+    analytic = model.gradient_flow  # the field is n grad E: its Jacobian is n times the Hessian
     n, d = x.shape
 
     def jacobian(y):

@@ -261,7 +261,7 @@ class Ensemble(SettledMixin):
         """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
         head writes into dest, the others from a workspace buffer)."""
         n = xs.shape[1] if n is None else n
-        usa_n = n if self.kind == "usa" else None
+        usa_n = n if ATTENTION_KINDS[self.kind].exp_rule == "partition" else None
         for k, (m, w) in enumerate(self._scalar_heads):
             f = scalar_head(xs, beta * m, WORK, usa_n=usa_n, tangent=self.geom.on_sphere, weights=weights,
                             unit=unit, s0=s0, out=dest if k == 0 else None)

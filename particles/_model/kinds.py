@@ -40,7 +40,9 @@ class Kind:
        know: ``"mean"`` (softmax, :math:`f_i = S_i/Z_i`) or ``"partition"`` (USA, :math:`f_i =
        e^{-c}Z_i \cdot S_i/Z_i`); the fused scalar-head pass of :class:`~particles.Ensemble`, the
        mean-field solvers and the studies implement these two. None for any other kind (the
-       generic paths apply its ``output``).
+       generic paths apply its ``output``);
+    6. ``beta_free``: its weights do not depend on β > 0 (row-normalised ReLU: the β of ReLU(βs)
+       cancels in the normalisation), so its pass runs on the unscaled scores.
 
     ``output`` sees one head's sums of one system (rows i) or of a stack of systems (a leading
     axis): it broadcasts over leading axes.
@@ -52,6 +54,7 @@ class Kind:
     scale: Callable
     dense: Callable
     exp_rule: str | None = None
+    beta_free: bool = False
 
 
 def safe_exp(a) -> np.ndarray:
@@ -96,7 +99,7 @@ ATTENTION_KINDS = {
                     lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), exp_rule="mean"),
     "relu": Kind("relu", "relu", lambda p, Wt, n, c: (p.mean @ Wt) / n, lambda n: 1.0,
                  lambda s: np.maximum(s, 0.0) / s.shape[-1]),
-    "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense),
+    "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense, beta_free=True),
 }
 
 #: attention kind -> the pass its weights come from ("exp" or "relu"), as :data:`ATTENTION_KINDS`

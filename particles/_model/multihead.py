@@ -139,7 +139,8 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
         W = M.copy() if self.W is None else self.W
         c = self.log_time_scale
         if c == "auto":
-            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) if self.kind == "usa" else 0.0
+            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) \
+                if ATTENTION_KINDS[self.kind].exp_rule == "partition" else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
         sym = is_symmetric(M)

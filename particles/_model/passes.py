@@ -17,7 +17,7 @@ from .._core.params_data import Array
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import exp_sums
 from .fields import STATE
-from .kinds import KINDS
+from .kinds import ATTENTION_KINDS, KINDS
 
 __all__ = ["PassesMixin"]
 
@@ -82,6 +82,9 @@ class PassesMixin:
                         symmetric=self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N)
 
     def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
-        # row-normalised ReLU weights do not depend on β > 0 (ReLU(βs) = β ReLU(s)), so β stays out
-        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
-        return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
+        return relu_sums(x @ (self._score_scale() * self.M[h]), x, self.block_elements)
+
+    def _score_scale(self) -> float:
+        """The factor of the scores in a ReLU pass: β, or 1 for a kind whose weights do not depend on
+        β > 0 (``Kind.beta_free``: ReLU(βs) = β ReLU(s) cancels in a row normalisation)."""
+        return 1.0 if (ATTENTION_KINDS[self.kind].beta_free and self.beta > 0) else self.beta
