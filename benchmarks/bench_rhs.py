@@ -25,7 +25,7 @@ from scipy.special import softmax
 from threadpoolctl import threadpool_limits
 
 import particles
-from particles._core.blocking import rows_per_block as _rows_per_block
+from particles.extend import rows_per_block as _rows_per_block
 
 
 def floor_fn(model, x):

@@ -26,7 +26,7 @@ from particles import MultiHead, SaveAt, find_critical_point, sample_uniform, si
 
 
 def antipodal_index(n, k, d, beta, lam=1.0):
-    """Closed-form index of k tokens at p and n - k at -p (particles.critical docstring)."""
+    """Closed-form index of k tokens at p and n - k at -p (see particles.hessian_spectrum)."""
     b = beta * lam
     c_plus = lam / n**2 * (k * np.exp(b) - (n - k) * np.exp(-b))
     c_minus = lam / n**2 * ((n - k) * np.exp(b) - k * np.exp(-b))

@@ -60,14 +60,6 @@ SCHEMAS = {
     },
 }
 
-_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
-_UPDATES = ("standard", "pre_ln", "post_ln", "ngpt")
-_METHODS = ("euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama")
-_DIAGNOSTICS = ("cos_angle", "energy", "energy_multi", "energy_rate", "entropy", "head_energy_rate", "kinetic",
-                "log_energy", "radial_shadow", "rate_residual", "rd_margin", "rd_margin_min", "summation_bound",
-                "summation_fast")
-_METRIC_NAMES = ("distance_to_uniform", "energy_multi", "largest_cluster", "log_energy_multi", "mean_entropy",
-                 "n_clusters")
 #: the [model] keys that are not MultiHead fields (the MODEL_FIELDS are typed by MultiHead's declaration)
 _T_MODEL = {"d": S.Int(2), "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix()}
 _T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
@@ -76,13 +68,13 @@ _T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
 _OWN_TYPES = {
     "simulate": {
         "model": _T_MODEL,
-        "run": {"n": S.Int(1), "method": S.Str(_METHODS), "positions": S.Bool(),
+        "run": {"n": S.Int(1), "positions": S.Bool(),
                 "diagnostics": S.ListOf(S.Str(), min_len=0)},
         "output": _T_OUTPUT,
     },
     "sweep": {
         "model": _T_MODEL,
-        "sweep": {"metrics": S.ListOf(S.Str(_METRIC_NAMES)), "store": S.Str()},
+        "sweep": {"store": S.Str()},
         "output": _T_OUTPUT,
     },
     "study": {
@@ -101,7 +93,7 @@ _DECLARED = {
     **{(command, "model"): ("particles", "MultiHead", MODEL_FIELDS) for command in ("simulate", "sweep", "study")},
     ("simulate", "run"): ("metrics", "mean_field_limit_study", ("t1", "dt", "n_saves", "seed", "kappa")),
     ("sweep", "sweep"): ("metrics", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
-                                                        "engine", "max_workers")),
+                                                  "engine", "max_workers")),
     ("study", "study"): ("metrics", "mean_field_limit_study",
                          ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
                           "n_projections", "sampling", "engine", "max_workers")),
@@ -124,6 +116,12 @@ def _types() -> dict:
             constraints = declaration(getattr(mod, fn)).constraints
             found = {key: constraints[key] for key in keys}
             types[command][section].update({key: S.from_constraint(c) for key, c in found.items()})
+        # the choices the library owns, read from it: a run's method and a sweep's metric names
+        from metrics import METRICS
+        from particles import STEPPERS
+
+        types["simulate"]["run"]["method"] = S.Str(tuple(STEPPERS))
+        types["sweep"]["sweep"]["metrics"] = S.ListOf(S.Str(tuple(METRICS)))
         _TYPES_CACHE.update(types)
     return _TYPES_CACHE
 

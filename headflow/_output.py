@@ -48,7 +48,7 @@ def _check_parent(path: pathlib.Path) -> None:
             f"--out {str(path)!r} passes through {str(anchor)!r}, which is a regular file, not a folder; "
             "choose an output path under a folder."
         )
-    from metrics.io import unwritable
+    from particles.extend import unwritable
 
     exc = unwritable(anchor)
     if exc is not None:

@@ -33,16 +33,13 @@ import pathlib
 import sys
 
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
-    _DIAGNOSTICS,
-    _KINDS,
-    _METHODS,
-    _METRIC_NAMES,
     EXAMPLES,
     MODEL_FIELDS,
     SCHEMAS,
     ConfigError,
     load_config,
 )
+from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, write_output
 
 
@@ -56,56 +53,6 @@ def __getattr__(name):
 
 __all__ = ["main", "load_config", "run_simulate", "run_sweep_config", "run_study", "info", "ConfigError",
            "Interrupted", "EXAMPLES", "SCHEMAS", "TYPES"]  # noqa: F822 (TYPES: lazy)
-
-
-def _model(section: dict):
-    import numpy as np
-
-    import particles
-
-    common = {name: section[name] for name in MODEL_FIELDS}
-    if section["M"] is not None:
-        W = None if section["W"] is None else np.asarray(section["W"], dtype=float)
-        model = particles.MultiHead(np.asarray(section["M"], dtype=float), W, **common)
-    else:
-        model = particles.MultiHead.scalar(list(section["lambdas"]), d=int(section["d"]), **common)
-    if model.d != int(section["d"]):
-        raise ConfigError(f"[model] d = {section['d']} but M is {model.d} x {model.d}; make them agree.")
-    return model
-
-
-def _sweep_model(section: dict, grid: dict):
-    """(model_fn, fixed parameters) of a sweep from its [model] section (a key left out is None):
-    beta, kind, d and lambdas fix what the grid does not sweep; M, W and the MultiHead options make
-    a :class:`metrics.SweepModel`; nothing about the heads keeps :func:`metrics.default_model`."""
-    import numpy as np
-
-    import metrics
-
-    given = {k: v for k, v in section.items() if v is not None}
-    fixed = {k: given.pop(k) for k in ("beta", "kind", "d", "lambdas") if k in given}
-    for key in fixed:
-        if key in grid:
-            raise ConfigError(f"[model] {key} = {fixed[key]!r} and [sweep] grid.{key} both give {key}: keep one "
-                              "(the grid to sweep it, [model] to fix it).")
-    if "n_heads" in grid and ("lambdas" in fixed or "lambdas" in grid or "M" in given):
-        raise ConfigError("[sweep] grid.n_heads: the heads are given (lambdas or M), so their number is fixed; "
-                          "sweep lambdas instead (e.g. grid.lambdas = [[1.0], [1.0, 0.5]]).")
-    M, W = (np.asarray(given.pop(k), dtype=float) if k in given else None for k in ("M", "W"))
-    if W is not None and M is None:
-        raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
-    if M is not None:
-        M = M[None] if M.ndim == 2 else M
-        if "lambdas" in fixed or "lambdas" in grid:
-            where = "[model] lambdas" if "lambdas" in fixed else "[sweep] grid.lambdas"
-            raise ConfigError(f"[model] M and {where} both give the heads; keep one.")
-        if "d" in grid or fixed.get("d", M.shape[-1]) != M.shape[-1]:
-            raise ConfigError(f"[model] M is {M.shape[-1]} x {M.shape[-1]}: it fixes d; remove d from the grid "
-                              "and [model], or make them agree.")
-        fixed.update(d=M.shape[-1], n_heads=len(M))
-    if M is None and not given:
-        return metrics.default_model, fixed
-    return metrics.SweepModel(M=M, W=W, **given), fixed
 
 
 def _public(cfg: dict) -> dict:
@@ -152,7 +99,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    model = _model(cfg["model"])
+    model = build_model(cfg["model"])
     run = cfg["run"]
     ss = np.random.SeedSequence(run["seed"])
     rng_x0, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
@@ -200,7 +147,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
-    model_fn, fixed = _sweep_model(cfg["model"], sw["grid"])
+    model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
     if n_done:
         print(f"resuming: {n_done} finished cell file(s) in {store}")
@@ -223,31 +170,6 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     return ds
 
 
-def _study_density(dens: dict, d: int):
-    """The [density] table as a picklable density_fn(points) on S^{d-1}; errors name the key."""
-    import metrics
-    from particles.validation import InvalidParameterError
-
-    family = dens["family"]
-    try:
-        if family == "expression":
-            if dens["expression"] is None:
-                raise ConfigError('[density] family = "expression" needs expression = "..." (a function of '
-                                  f"x1..x{d}, e.g. \"1 + 0.5 * x{d}\").")
-            rho = metrics.ExpressionDensity(dens["expression"], d)
-        else:
-            names = metrics.FamilyDensity.FAMILIES[family]
-            missing = [k for k in names if dens[k] is None]
-            if missing:
-                raise ConfigError(f"[density] family = {family!r} needs {', '.join(missing)}.")
-            rho = metrics.FamilyDensity(family, d, **{k: dens[k] for k in names})
-        metrics.check_density_fn(rho, d, "the [density] table")
-    except InvalidParameterError as exc:
-        key = "expression" if family == "expression" else "family/parameters"
-        raise ConfigError(f"[density] {key}: {exc}") from None
-    return rho
-
-
 class Interrupted(Exception):
     """Ctrl-C during a run; the message says what was kept and how to resume."""
 
@@ -261,14 +183,17 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    if cfg["model"]["kind"] not in ("usa", "softmax"):
-        raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs \"usa\" or \"softmax\" (the "
-                          "kinds the mean-field solvers accept).")
-    model = _model(cfg["model"])
+    from particles.extend import MEAN_FIELD_KINDS
+
+    if cfg["model"]["kind"] not in MEAN_FIELD_KINDS:
+        kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
+        raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
+                          "solvers accept).")
+    model = build_model(cfg["model"])
     st = cfg["study"]
     if st["dt"] > st["t1"]:
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
-    rho = _study_density(cfg["density"], model.d)
+    rho = build_density(cfg["density"], model.d)
     store = st["store"] or str(path) + ".cells"
     n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
     if n_done:

@@ -11,38 +11,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead, SaveAt, geodesic_distance, simulate
-from particles._dynamics.controllers import CFLController
-from particles._dynamics.field import SchemeState
+from particles.extend import CFLController, SchemeState, scalar_heads
 from particles.validation import InvalidParameterError
 
 from ._result import MeanFieldResult
+from ._spectral.kernels import _usa_scale
 from .field import measure_energy, measure_velocity
 from .measure import GridMeasure
 
 __all__ = ["circle_velocity", "SphereMesh"]
 
 
-def _scalar_heads(model):
-    d = model.d
-    lam = model.M[:, 0, 0]
-    mu = model.W[:, 0, 0]
-    eye = np.eye(d)
-    if np.array_equal(model.M, lam[:, None, None] * eye) and np.array_equal(model.W, mu[:, None, None] * eye):
-        return lam, mu
-    return None
-
-
 def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
     r"""Tangential velocity :math:`v[\mu](\theta_{k+1/2})` at the cell faces of the uniform
     S^1 grid (cells centred at :math:`\theta_k = (k + 1/2)\Delta`, faces at :math:`(k+1)\Delta`).
 
-    Scalar heads: :math:`v_f = \sum_h \mu_h \frac{\sum_k g_h(\theta_f-\theta_k) p_k}{[\sum_k e^{a_h\cos(\theta_f-\theta_k)}p_k]}`
+    Scalar heads: :math:`v_f = \sum_h \mu_h
+    \frac{\sum_k g_h(\theta_f-\theta_k) p_k}{[\sum_k e^{a_h\cos(\theta_f-\theta_k)}p_k]}`
     with :math:`g(\delta) = -e^{a\cos\delta}\sin\delta`, :math:`a = \beta\lambda_h` (the bracket
     for softmax only), both circular convolutions done by FFT in O(m log m).
     """
     m = mass.size
     delta = 2 * np.pi / m
-    sc = _scalar_heads(model)
+    sc = scalar_heads(model.M, model.W)
     if sc is None:
         th_c = (np.arange(m) + 0.5) * delta
         th_f = (np.arange(m) + 1.0) * delta
@@ -63,10 +54,7 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
             den = np.fft.irfft(np.fft.rfft(ker) * P, n=m)
             v += mh * num / den
         else:
-            scale = abs(a) - model.log_time_scale
-            if scale > 700:
-                raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")
-            v += mh * np.exp(scale) * num
+            v += mh * _usa_scale(model, a) * num
     return v
 
 

@@ -7,8 +7,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import SaveAt, geodesic_distance, simulate
-from particles._dynamics.field import SchemeState
-from particles._dynamics.steppers import Stepper
+from particles.extend import SchemeState, Stepper
 from particles.validation import InvalidParameterError, check_param
 
 from ._result import MeanFieldResult
@@ -79,10 +78,11 @@ def _jko(mu0, model, ts, *, dt, gamma=None, kappa=np.inf, **run):
     the particle solve loop with constant steps dt (the last one before a save time shorter)."""
     if not isinstance(mu0, GridMeasure):
         raise InvalidParameterError("scheme 'jko' needs a GridMeasure.")
-    if model.kind != "usa" or not (model.symmetric and model.aligned):
+    if not model.gradient_flow:
         raise InvalidParameterError(
             "scheme 'jko' is the Wasserstein gradient ascent of E_multi, which is the flow of USA heads "
-            "under score symmetry and value alignment (M_h = M_h^T = W_h); use 'fv_circle' for softmax heads."
+            "under score symmetry and value alignment (M_h = M_h^T = W_h, no causal mask, the standard update; "
+            "MultiHead.gradient_flow); use 'fv_circle' for softmax heads."
         )
     dt = check_param(dt, "dt", "wasserstein_ascent(jko)", low=0.0, low_open=True)
     y = mu0.points

@@ -3,7 +3,8 @@ r"""The mean-field velocity and energy of a weighted measure (docs/theory.md §6
 For :math:`\mu = \sum_l w_l\delta_{y_l}` and query points :math:`x_k`:
 
 - USA: :math:`v[\mu](x) = P_x\sum_h\sum_l w_l e^{\beta\langle x, M_h y_l\rangle} W_h y_l`;
-- softmax: :math:`v[\mu](x) = P_x\sum_h \frac{\sum_l w_l e^{\beta\langle x, M_h y_l\rangle} W_h y_l}{\sum_l w_l e^{\beta\langle x, M_h y_l\rangle}}`;
+- softmax: :math:`v[\mu](x) = P_x\sum_h
+  \frac{\sum_l w_l e^{\beta\langle x, M_h y_l\rangle} W_h y_l}{\sum_l w_l e^{\beta\langle x, M_h y_l\rangle}}`;
 - :math:`E_h[\mu] = \frac{1}{2\beta}\sum_{kl} w_k w_l e^{\beta\langle y_k, M_h y_l\rangle}`.
 
 With n atoms of weight 1/n these are exactly the particle velocity and energy of
@@ -19,6 +20,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import MultiHead
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     POSITIVE_BETA,
@@ -36,7 +38,7 @@ from particles.validation import (
 __all__ = ["measure_velocity", "measure_energy", "first_variation"]
 
 # the atoms and their masses; the model's geometry decides whether rows must be unit vectors (fits_model)
-_MEASURE = dict(model=Model(kinds=("usa", "softmax")), points=Points(on_sphere=False, min_d=1),
+_MEASURE = dict(model=Model(kinds=MEAN_FIELD_KINDS), points=Points(on_sphere=False, min_d=1),
                 weights=AnyOf(NONE, Weights(probability=True)))
 _RELATIONS = [fits_model("points"), one_per("weights")]
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from particles import STEPPERS, SaveAt, simulate
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     AnyOf,
@@ -116,8 +117,9 @@ _ASCENT_RELATIONS = [
 ]
 
 
-@declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure), what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
-         model=Model(kinds=("usa", "softmax")), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
+@declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure),
+                     what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
+         model=Model(kinds=MEAN_FIELD_KINDS), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
          t0=Interval(), dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), kappa=Interval(0, None, closed="neither",
          inf=True), cfl=Interval(0, 1, closed="right"), max_steps=Integer(1), gamma=_POS, progress=Boolean(),
          on_failure=Options("raise", "return"), relations=_ASCENT_RELATIONS)

@@ -22,7 +22,8 @@ from particles.validation import Integer, declare
 __all__ = ["sphere_quadrature"]
 
 
-@declare(d=Integer(2, 4, hint="Product rules exist for S^1, S^2, S^3; for larger d sample points with particles.sample_uniform."),
+@declare(d=Integer(2, 4, hint="Product rules exist for S^1, S^2, S^3; for larger d sample points with "
+                              "particles.sample_uniform."),
          n=Integer(2, hint="Pass the number of Gauss nodes, e.g. n=32."))
 def sphere_quadrature(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Points and weights of the product rule of the module docstring (weights sum to 1).

@@ -10,7 +10,8 @@ eigenfunction of every zonal kernel,
 
 .. math:: \int e^{a\langle x,y\rangle}Y_l(y)\,d\sigma(y) = \hat g_a(l)\,Y_l(x),\qquad
    \hat g_a(l) = \Gamma(\nu+1)\Big(\frac2a\Big)^{\nu} I_{l+\nu}(a)
-   = \frac{\int_0^\pi e^{a\cos\theta}P^{(d)}_l(\cos\theta)\sin^{d-2}\theta\,d\theta}{\int_0^\pi\sin^{d-2}\theta\,d\theta},
+   = \frac{\int_0^\pi e^{a\cos\theta}P^{(d)}_l(\cos\theta)\sin^{d-2}\theta\,d\theta}
+          {\int_0^\pi\sin^{d-2}\theta\,d\theta},
 
 (:math:`P^{(d)}_l` the Gegenbauer polynomial normalised by :math:`P^{(d)}_l(1) = 1`;
 :math:`\hat g_{-a}(l) = (-1)^l\hat g_a(l)`). Linearising
@@ -34,6 +35,7 @@ import numpy as np
 from scipy.special import gammaln, ive, logsumexp
 
 from particles import MultiHead
+from particles.extend import MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
     NONE,
     AnyOf,
@@ -49,7 +51,6 @@ from particles.validation import (
     declare,
 )
 
-from ._spectral.kernels import _scalar_heads
 from ._spectral.sphere import _Sphere
 
 __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
@@ -57,17 +58,17 @@ __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_ra
 _L_MAX = 64
 
 # the parameters of the stability formulas, each rule once
-_KIND = Options("usa", "softmax")
+_KIND = Options(*MEAN_FIELD_KINDS)
 _KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
 _STRENGTHS = Array((0, 1), what="one strength per head (a scalar or a 1-D array)")
 _HEADS = dict(lam=_STRENGTHS, mu=AnyOf(NONE, _STRENGTHS), kind=_KIND, d=Integer(2),
               beta=Interval(0, None, hint="Pass the inverse temperature, beta >= 0."))
 _SAME_HEADS = Relation(("mu", "lam"), lambda mu, lam: mu is None or np.atleast_1d(mu).shape == np.atleast_1d(lam).shape,
                        "must have one strength per head, like lam", breaks={"mu": [1.0, 2.0], "lam": [1.0]})
-_SCALAR_MODEL = Model(kinds=("usa", "softmax"), geometries=("sphere",))
+_SCALAR_MODEL = Model(kinds=MEAN_FIELD_KINDS, geometries=("sphere",))
 
 
-_SCALAR_HEADS = Relation(("model",), lambda m: _scalar_heads(m) is not None,
+_SCALAR_HEADS = Relation(("model",), lambda m: scalar_heads(m.M, m.W) is not None,
                          "must have scalar heads M_h = lambda_h I and W_h = mu_h I (only then do spherical harmonics "
                          "diagonalise the linearised flow); build it with MultiHead.scalar",
                          breaks={"model": MultiHead(np.diag([1.0, 2.0, 3.0]), beta=1.0, kind="usa")})
@@ -154,7 +155,7 @@ def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=
 def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
     r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
-    lam, mu = _scalar_heads(model)
+    lam, mu = scalar_heads(model.M, model.W)
     # USA outputs of a model in rescaled time carry e^{-c}; the noise term κ⁻¹Δ does not
     scale = np.exp(-model.log_time_scale) if model.kind == "usa" else 1.0
     G = np.array([sum(m * _ratio(l, model.beta * la, model.kind, model.d) for la, m in zip(lam, mu))

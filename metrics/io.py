@@ -1,10 +1,10 @@
-"""Writing results safely: the one atomic netCDF write, JSON for attrs, and the writability probe.
+"""Writing results safely: the one atomic netCDF write and JSON for attrs.
 
 Used by the command line and by every runner of the package: a reader sees an old file or the whole
 new one, never a partial file that looks complete.
 """
 
 from ._data.provenance import to_json
-from ._runs.store import atomic_to_netcdf, unwritable
+from ._runs.store import atomic_to_netcdf
 
-__all__ = ["atomic_to_netcdf", "to_json", "unwritable"]
+__all__ = ["atomic_to_netcdf", "to_json"]

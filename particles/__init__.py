@@ -5,24 +5,18 @@ energies, diagnostics, integrators and the one solve loop. Imports numpy and sci
 """
 
 import sys as _sys
-import types as _types
 
-from . import summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
-from ._analysis import critical as _critical
+from . import extend, summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
 from ._analysis import diagnostics as _diagnostics
-from ._analysis import misalignment as _misalignment
-from ._analysis import orthogonality as _orthogonality
-from ._analysis import radial_dominance as _radial_dominance
 from ._analysis.critical import (
-    CriticalPoint,
     HessianSpectrum,
     euclidean_hessian,
     field_jacobian,
-    find_critical_point,
     hessian_spectrum,
     riemannian_hessian,
     tangent_basis,
 )
+from ._analysis.critical_search import CriticalPoint, find_critical_point
 from ._analysis.diagnostics import DIAGNOSTICS, diagnose, diagnostics_fn
 from ._analysis.misalignment import (
     MISALIGNMENT,
@@ -33,17 +27,11 @@ from ._analysis.misalignment import (
     value_misalignment,
 )
 from ._analysis.orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
-from ._analysis.radial_dominance import (
-    RD_CANDIDATES,
-    RDReport,
-    RDThreshold,
-    radial_dominance,
-    rd_margins,
-    rd_threshold,
-    rd_threshold_equiangular,
-)
+from ._analysis.radial_dominance import RD_CANDIDATES, RDReport, radial_dominance, rd_margins
+from ._analysis.rd_threshold import RDThreshold, rd_threshold, rd_threshold_equiangular
 from ._core import sphere as _sphere
 from ._core.blocking import DEFAULT_BLOCK_ELEMENTS
+from ._core.configurations import equiangular_tokens, orthogonal_tokens
 from ._core.errors import ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.sphere import (
     FLAT,
@@ -58,7 +46,6 @@ from ._core.sphere import (
 )
 from ._dynamics import saving as _saving
 from ._dynamics import solve as _solve
-from ._dynamics import steppers as _steppers
 from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
 from ._dynamics.solve import simulate, tqdm_class
@@ -71,17 +58,13 @@ from ._model.kinds import KINDS, UPDATES
 from ._model.multihead import MultiHead
 from ._model.pretrained import AttentionWeights, norm_sphere
 from ._model.time_dependent import TimeDependent
-from .theory import equiangular_tokens, orthogonal_tokens
 from .validation import check_param, check_points, check_weights
 
-# the module paths of earlier versions stay importable (``from particles.rd import ...``):
-# each old name is an alias of the module that now holds its contents
-_variants = _types.ModuleType(f"{__name__}.variants", "Former home of TimeDependent and simulate_layers.")
-_variants.TimeDependent, _variants.simulate_layers = TimeDependent, simulate_layers
-for _old, _new in {"attention": _multihead, "ensemble": _ensemble, "variants": _variants, "sphere": _sphere,
-                   "simulate": _solve, "trajectory": _saving, "_steppers": _steppers, "diagnostics": _diagnostics,
-                   "misalignment": _misalignment, "orthogonality": _orthogonality, "rd": _radial_dominance,
-                   "critical": _critical}.items():
+# the public module paths of the 0.1.0 release stay importable (``from particles.attention import
+# MultiHead``): each is an alias of the module that now holds its contents (paths that appeared
+# only after 0.1.0 and were never released are not kept)
+for _old, _new in {"attention": _multihead, "ensemble": _ensemble, "sphere": _sphere, "simulate": _solve,
+                   "trajectory": _saving, "diagnostics": _diagnostics}.items():
     _sys.modules.setdefault(f"{__name__}.{_old}", _new)
 del _old, _new
 

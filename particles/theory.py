@@ -2,7 +2,8 @@ r"""Closed forms of docs/theory.md §3–§5 and the special token configuration
 
 Which kinds each result covers is stated in each docstring ("USA", "softmax", ...).
 
-- Configurations: :func:`equiangular_tokens`, :func:`orthogonal_tokens`.
+- Configurations (from :mod:`particles._core.configurations`): :func:`equiangular_tokens`,
+  :func:`orthogonal_tokens`, :func:`mean_rho`.
 - Theorem 19: :func:`c_star`, :func:`beta_star`, :func:`cos_angle_orthogonal`.
 - Equiangular reduction: :func:`equiangular_rhs`, :func:`solve_equiangular`,
   :func:`rho_beta0`, :func:`time_to_rho_beta0`, :func:`hitting_time`.
@@ -19,9 +20,10 @@ from scipy.integrate import quad, solve_ivp
 from scipy.optimize import brentq
 from scipy.special import expit, lambertw
 
+from ._core.configurations import equiangular_tokens, mean_rho, orthogonal_tokens
 from ._core.declarations import Relation, declare
-from ._core.params import NONE, AnyOf, Array, Integer, Interval, Options
-from ._core.params_data import Points, Seed
+from ._core.params import Integer, Interval, Options
+from ._core.params_data import Array
 from ._core.validation import (
     InvalidParameterError,
     SolverError,
@@ -74,52 +76,6 @@ def _overlap_ok(rho, n) -> bool:
 def _overlap(name: str) -> Relation:
     return Relation((name, "n"), _overlap_ok, "must lie in (-1/(n-1), 1] (n equiangular unit vectors)",
                     breaks={name: -0.5, "n": 4})
-
-
-@declare(n=Integer(2), rho=Interval(-1, 1, closed="neither"), d=AnyOf(NONE, Integer(2)), relations=[
-    Relation(("rho", "n"), lambda rho, n: rho > -1.0 / (n - 1), "must exceed -1/(n-1) (the Gram matrix is then "
-             "positive definite)", breaks={"rho": -0.9}),
-    Relation(("d", "n"), lambda d, n: d is None or d >= n, "must be >= n (n equiangular vectors span n dimensions)",
-             breaks={"d": 2})])
-def equiangular_tokens(n: int, rho: float, d: int | None = None) -> np.ndarray:
-    r"""n unit vectors with :math:`\langle x_i, x_j\rangle = \rho` for i ≠ j, in R^d (d ≥ n).
-
-    Rows of the Cholesky factor of the Gram matrix :math:`(1-\rho)I + \rho\mathbf 1\mathbf 1^\top`,
-    padded with zeros to d columns. Needs :math:`-1/(n-1) < \rho < 1`.
-
-    Examples
-    --------
-    >>> x = equiangular_tokens(3, 0.25)
-    >>> float(np.round(x[0] @ x[1], 12))
-    0.25
-    """
-    d = n if d is None else d
-    G = (1 - rho) * np.eye(n) + rho * np.ones((n, n))
-    L = np.linalg.cholesky(G)
-    x = np.zeros((n, d))
-    x[:, :n] = L
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-@declare(n=Integer(1), d=AnyOf(NONE, Integer(1)), rng=Seed(), relations=[
-    Relation(("d", "n"), lambda d, n: d is None or d >= n, "must be >= n (n orthonormal vectors need n dimensions)",
-             breaks={"d": 2, "n": 3})])
-def orthogonal_tokens(n: int, d: int | None = None, rng=None) -> np.ndarray:
-    """n orthonormal tokens in R^d (d ≥ n): the first n basis vectors, randomly rotated if ``rng``."""
-    d = n if d is None else d
-    x = np.eye(d)[:n]
-    if rng is not None:
-        q, r = np.linalg.qr(np.random.default_rng(rng).standard_normal((d, d)))
-        x = x @ (q * np.sign(np.diag(r))).T
-    return x
-
-
-@declare(x=Points(atol=1e-8, min_n=2))
-def mean_rho(x) -> float:
-    r"""Mean off-diagonal overlap :math:`\frac{2}{n(n-1)}\sum_{i<j}\langle x_i, x_j\rangle` (ρ of equiangular data)."""
-    n = len(x)
-    s = x.sum(axis=0)
-    return float((s @ s - np.einsum("ij,ij->", x, x)) / (n * (n - 1)))
 
 
 @declare(H=Interval(1, hint="H is the number of heads, >= 1."))

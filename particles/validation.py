@@ -3,19 +3,20 @@
 
 Public callables declare their parameters with :func:`declare` (a constraint per parameter,
 :class:`Relation` between them): the declaration validates at the call, types the command line's
-config keys and generates the bad-input suite. Contract: each checker either returns a clean float64 value (a contiguous array or a
-Python float) or raises an :class:`InvalidParameterError` whose message names the
+config keys and generates the bad-input suite. Contract: each checker either returns a clean float64
+value (a contiguous array or a Python float) or raises an :class:`InvalidParameterError` whose message names the
 parameter, the caller, what was expected, what was received and how to fix it. Internal
 code trusts what these functions return and never re-validates.
 """
 
+from ._core import arrays as _a
 from ._core import validation as _v
+from ._core.arrays import check_finite, check_real_array, check_returned, check_square_stack
 from ._core.declarations import Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.params import (
     NONE,
     AnyOf,
-    Array,
     Boolean,
     Constraint,
     Function,
@@ -26,20 +27,9 @@ from ._core.params import (
     Options,
     SequenceOf,
 )
-from ._core.params_data import Checked, Points, Seed, SquareStack, States, Weights, one_per, weights_or_uniform
+from ._core.params_data import Array, Checked, Points, Seed, SquareStack, States, Weights, one_per, weights_or_uniform
 from ._core.states import check_states, check_times
-from ._core.validation import (
-    check_bool,
-    check_callable,
-    check_choice,
-    check_finite,
-    check_instance,
-    check_names,
-    check_real_array,
-    check_returned,
-    check_rng,
-    check_square_stack,
-)
+from ._core.validation import check_bool, check_callable, check_choice, check_instance, check_names, check_rng
 from ._model.checks import POSITIVE_BETA, Model, check_model, fits_model
 
 # the checkers' own options, declared (the internal code calls the undecorated functions)
@@ -48,12 +38,13 @@ _TEXT = dict(name=Instance(str, what="a str (the name the message gives the valu
 _BOUND = AnyOf(NONE, Interval())
 _ANY = Instance(object, what="any value (the one checked)")
 check_param = declare(
-    **_TEXT, value=_ANY, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(), allow_inf=Boolean(),
+    **_TEXT, value=_ANY, low=_BOUND, high=_BOUND, low_open=Boolean(), high_open=Boolean(), integer=Boolean(),
+    allow_inf=Boolean(),
     relations=[Relation(("high", "low"), lambda hi, lo: hi is None or lo is None or hi >= lo, "must be >= low",
                         breaks={"low": 1.0, "high": 0.0})])(_v.check_param)
 check_points = declare(**_TEXT, x=_ANY, on_sphere=Boolean(), atol=Interval(0, None), min_d=Integer(1), min_n=Integer(0),
-                       d=AnyOf(NONE, Integer(1)))(_v.check_points)
-check_weights = declare(**_TEXT, weights=_ANY, n=Integer(1))(_v.check_weights)
+                       d=AnyOf(NONE, Integer(1)))(_a.check_points)
+check_weights = declare(**_TEXT, weights=_ANY, n=Integer(1))(_a.check_weights)
 
 __all__ = [
     "InvalidParameterError",

@@ -18,7 +18,7 @@ MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 400
 #: particles' private layers, lowest first; a module may import its own layer and lower ones
 PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dynamics": 3, "_analysis": 4,
-                    "summation": 5, "validation": 5, "__init__": 6}
+                    "summation": 5, "validation": 5, "extend": 5, "__init__": 6}
 #: over a limit when the limits were set: (kind, place) -> size then
 DEBT: dict = {}
 
@@ -110,6 +110,66 @@ def layering_violations(graph) -> list[str]:
     return sorted(bad)
 
 
+def top_level(module: str) -> str:
+    """The default boundary: a module's top-level package (``particles._core.sphere`` -> ``particles``)."""
+    return module.split(".")[0]
+
+
+def subpackages_of(package: str):
+    """A finer boundary: inside ``package`` each private subpackage (``metrics._a``) is its own unit,
+    elsewhere the top-level package. ``private_imports(boundary=subpackages_of("metrics"))`` then also
+    forbids ``metrics._b`` from importing a private module or name of ``metrics._a``."""
+
+    def boundary(module: str) -> str:
+        parts = module.split(".")
+        return ".".join(parts[:2]) if parts[0] == package and len(parts) > 1 and parts[1].startswith("_") \
+            else parts[0]
+
+    return boundary
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not (part.startswith("__") and part.endswith("__"))
+
+
+def _imported(path: pathlib.Path, name: str):
+    """(imported module, imported name or None) for every import statement of one file, relative
+    imports resolved against the file's module ``name``."""
+    parts = name.split(".")
+    base = parts[:-1] if parts[-1] == "__init__" else (parts if path.name == "__init__.py" else parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from ((a.name, None) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+            yield from ((mod, a.name) for a in node.names)
+
+
+def private_imports(files=None, boundary=top_level) -> list[str]:
+    """Imports that reach into another unit's privates: ``importer: target``.
+
+    ``files`` are ``(path, module name)`` pairs (default: every module of the four packages; tests
+    are not counted); ``boundary`` maps a module name to its unit (default: its top-level package).
+    An import crosses when importer and target lie in different units; it is private when a part of
+    the target's path below the target's unit, or the imported name, starts with one underscore
+    (dunder names such as ``__version__`` are public). ``from P import m`` of a submodule ``m`` is
+    judged as the module ``P.m``.
+    """
+    files = list(_modules()) if files is None else list(files)
+    out = []
+    for path, name in files:
+        importer = name.removesuffix(".__init__")
+        for mod, imported in _imported(path, name):
+            if mod.split(".")[0] not in PACKAGES or boundary(mod) == boundary(importer):
+                continue
+            below = mod[len(boundary(mod)):].split(".")[1:]
+            if any(map(_private, below)) or (imported is not None and _private(imported)):
+                out.append(f"{importer}: {mod}" + (f".{imported}" if imported else ""))
+    return sorted(out)
+
+
 def _code_lines(lines, start, end, skip) -> int:
     return sum(1 for i in range(start, end + 1)
                if i not in skip and lines[i - 1].strip() and not lines[i - 1].strip().startswith("#"))
@@ -148,6 +208,31 @@ def test_particles_layers_import_downwards():
     assert layering_violations(import_graph()) == []
 
 
+def test_no_private_import_across_packages():
+    assert private_imports() == []
+
+
+def test_private_imports_sees_units(tmp_path):
+    """The rule itself, on files written here: a private module or name of another unit is reported,
+    a public one is not; with subpackages_of("metrics") each metrics._x is a unit of its own."""
+    files = {
+        "meanfield.flow": "from particles._dynamics.steppers import Stepper\nfrom particles import simulate\n",
+        "metrics._b.study": "from .._a.energy import _helper, energy\nfrom metrics._a import _private_mod\n",
+        "metrics._a.energy": "from ._core import _tile\nfrom particles.extend import rows_per_block\n",
+    }
+    pairs = []
+    for name, text in files.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        pairs.append((path, name))
+    assert private_imports(pairs) == ["meanfield.flow: particles._dynamics.steppers.Stepper"]
+    assert private_imports(pairs, subpackages_of("metrics")) == [
+        "meanfield.flow: particles._dynamics.steppers.Stepper",
+        "metrics._b.study: metrics._a._private_mod",
+        "metrics._b.study: metrics._a.energy._helper",
+    ]
+
+
 def test_sizes_within_limits_or_shrinking_debt():
     over = sizes()
     new = {k: v for k, v in over.items() if k not in DEBT}
@@ -160,6 +245,7 @@ if __name__ == "__main__":
     print(f"modules: {len(graph)}, import arrows: {sum(map(len, graph.values()))}")
     print(f"import cycles: {cycles(graph) or 0}")
     print(f"particles layering violations: {layering_violations(graph) or 0}")
+    print(f"private imports across packages: {private_imports() or 0}")
     print(f"limits: functions <= {MAX_FUNCTION_LINES} code lines, modules <= {MAX_MODULE_LINES} lines")
     for (kind, where), n in sorted(sizes().items()):
         print(f"  over: {kind:8s} {where:55s} {n:5d}" + ("  (debt)" if (kind, where) in DEBT else "  (NEW)"))

@@ -1,6 +1,9 @@
 """The headflow command line: configs, outputs with provenance, resumable runs, info."""
 
 import json
+import pathlib
+import subprocess
+import sys
 
 import pytest
 import xarray as xr
@@ -172,3 +175,11 @@ def test_info(capsys):
         assert data["summation"]["finufft"] is False
     assert cli.main(["info"]) == 0
     assert "summation paths" in capsys.readouterr().out
+
+
+def test_help_stays_import_light():
+    # the CLI's config module names no library list of its own: those are read lazily, so --help loads no numpy
+    code = "import sys, headflow.cli; headflow.cli._parser(); print(sorted({'numpy', 'particles'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=pathlib.Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "[]"

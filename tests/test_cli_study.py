@@ -164,14 +164,14 @@ def test_other_commands_are_typed_too(tmp_path, capsys, command, text, match):
 
 
 def test_schema_choices_match_the_library():
-    from particles._steppers import STEPPERS
-    from particles.attention import KINDS
-
     import metrics
     import particles
 
-    assert set(cli._KINDS) == set(KINDS) and set(cli._METHODS) == set(STEPPERS)
-    assert set(cli._DIAGNOSTICS) == set(particles.DIAGNOSTICS) and set(cli._METRIC_NAMES) == set(metrics.METRICS)
+    types = cli.TYPES
+    assert set(types["simulate"]["run"]["method"].choices) == set(particles.STEPPERS)
+    assert set(types["sweep"]["sweep"]["method"].choices) == set(particles.STEPPERS)
+    assert set(types["simulate"]["model"]["kind"].choices) == set(particles.KINDS)
+    assert set(types["sweep"]["sweep"]["metrics"].item.choices) == set(metrics.METRICS)
     for command, sections in cli.SCHEMAS.items():
         for section, keys in sections.items():
             assert set(cli.TYPES[command][section]) == set(keys), (command, section)

@@ -1,4 +1,5 @@
-r"""Funk–Hecke coefficients at any d (log form) and the head structures the spectral solvers accept. (module docstring of :mod:`meanfield.spectral`)."""
+r"""Funk–Hecke coefficients at any d (log form) and the head structures the spectral solvers accept
+(module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import numpy as np
 from scipy.special import gammaln, ive
 
+from particles.extend import LOG_OVERFLOW, scaled_rotation_of
 from particles.validation import (
     Checked,
     Integer,
@@ -73,40 +75,23 @@ def _fh_log(a: float, l: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
 # ------------------------------------------------------------------ heads
 
 
-def _scalar_heads(model):
-    d = model.d
-    eye = np.eye(d)
-    lam, mu = model.M[:, 0, 0], model.W[:, 0, 0]
-    scale = max(1.0, float(np.abs(model.M).max()), float(np.abs(model.W).max()))
-    if (np.allclose(model.M, lam[:, None, None] * eye, rtol=0, atol=1e-14 * scale)
-            and np.allclose(model.W, mu[:, None, None] * eye, rtol=0, atol=1e-14 * scale)):
-        return lam, mu
-    return None
-
-
 def _rotation_heads(model, caller):
     """(λ, α, μ, γ) per head when every M_h = λ R(α) and W_h = μ R(γ) on S^1."""
     out = []
     for M, W in zip(model.M, model.W):
-        ok = True
-        pars = []
-        for A in (M, W):
-            p, q = A[0, 0], A[1, 0]
-            scale = max(1.0, float(np.abs(A).max()))
-            ok &= abs(A[1, 1] - p) <= 1e-14 * scale and abs(A[0, 1] + q) <= 1e-14 * scale
-            pars += [math.hypot(p, q), math.atan2(q, p)]
-        if not ok:
+        rotations = scaled_rotation_of(M), scaled_rotation_of(W)
+        if None in rotations:
             raise InvalidParameterError(
                 f"scheme 'spectral' on S^1 ({caller}) needs heads that are scaled rotations, "
                 "M_h = lambda R(alpha) and W_h = mu R(gamma) (e.g. MultiHead.scalar): only then is the velocity a "
                 "circular convolution; use scheme='fv_circle' for general 2 x 2 heads."
             )
-        out.append(tuple(pars))
+        out.append(rotations[0] + rotations[1])
     return out
 
 
 def _usa_scale(model, a):
     scale = abs(a) - model.log_time_scale
-    if scale > 700:
+    if scale > LOG_OVERFLOW:
         raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")
     return math.exp(scale)

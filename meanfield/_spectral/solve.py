@@ -1,4 +1,5 @@
-r""":class:`SpectralSolution` and :func:`spectral_ascent`, the solver of ``scheme="spectral"``. (module docstring of :mod:`meanfield.spectral`)."""
+r""":class:`SpectralSolution` and :func:`spectral_ascent`, the solver of ``scheme="spectral"`` (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
@@ -15,11 +17,12 @@ from particles.validation import (
     check_real_array,
 )
 
-from .circle import _Circle, _circle_coefficients
-from .kernels import _fh_log, _scalar_heads
-from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection, sphere_harmonic_transform
+from .circle import _Circle
+from .discretise import discretisation
+from .kernels import _fh_log
+from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection
 from .stepping import _EPS, _ifrk45
-from .zonal import ZonalMeasure, _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
+from .zonal import _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
 
 # ------------------------------------------------------------------ the solver
 
@@ -193,9 +196,9 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
         L = check_param(L, "L", caller, low=2, integer=True)
     if max_L is not None:
         max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
-    if model.kind not in ("usa", "softmax"):
-        raise InvalidParameterError(f"scheme 'spectral' supports kinds 'usa' and 'softmax'; got {model.kind!r}.")
-    geometry, d, L_max, make, initial = _discretisation(mu0, model)
+    if model.kind not in MEAN_FIELD_KINDS:
+        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
+    geometry, d, L_max, make, initial = discretisation(mu0, model)
     solver_cap = _CAPS[geometry]
     for name, value in (("L", L), ("max_L", max_L)):
         if value is not None and value > solver_cap:
@@ -206,27 +209,10 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                 f"{solver_cap}, stop earlier, or use particles."
             )
     refine = L is None
-    if refine:
-        cap = min(solver_cap, max_L or np.inf)
-        L = min(8, cap)
-        while True:
-            disc = make(L)
-            c0 = initial(L)
-            if disc.tail(c0) <= tol / 10 or L >= min(L_max, cap):
-                break
-            L = int(min(2 * L, L_max, cap))
-    else:
-        disc = make(L)
-        c0 = initial(L)
-    # the tail of the data itself, degrees past L included (truncating them would hide it)
-    tail0 = disc.tail(initial(min(2 * L, L_max)) if L_max > L else c0)
-    if tail0 > tol:
-        hint = f"L >= {2 * L}" if L < L_max else "a finer input grid"
-        raise InvalidParameterError(
-            f"L={L} is too small for the initial density of {caller}: its spectral tail is {tail0:.2e} > "
-            f"tol={tol:.1e}. Use {hint} (or L=None to choose it)."
-        )
-    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine, max_steps=max_steps,
+    cap = min(solver_cap, max_L or np.inf) if refine else None
+    disc, c0, L = _band_limit(make, initial, L, L_max, cap, tol, caller)
+    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
+                                       max_steps=max_steps,
                                        cap=int(cap) if refine else disc.max_L, **run)
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
@@ -248,89 +234,32 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                            message=traj.message)
 
 
+def _band_limit(make, initial, L, L_max, cap, tol, caller):
+    """(discretisation, initial coefficients, L) at the given band limit L, or, for L = None, at the
+    first L = 8, 16, ... (up to ``cap`` and the data's own L_max) where the data's spectral tail is
+    below tol / 10; refused when the data's tail at L (degrees past L included) is above tol."""
+    if L is None:
+        L = min(8, cap)
+        while True:
+            disc, c0 = make(L), initial(L)
+            if disc.tail(c0) <= tol / 10 or L >= min(L_max, cap):
+                break
+            L = int(min(2 * L, L_max, cap))
+    else:
+        disc, c0 = make(L), initial(L)
+    # the tail of the data itself, degrees past L included (truncating them would hide it)
+    tail0 = disc.tail(initial(min(2 * L, L_max)) if L_max > L else c0)
+    if tail0 > tol:
+        hint = f"L >= {2 * L}" if L < L_max else "a finer input grid"
+        raise InvalidParameterError(
+            f"L={L} is too small for the initial density of {caller}: its spectral tail is {tail0:.2e} > "
+            f"tol={tol:.1e}. Use {hint} (or L=None to choose it)."
+        )
+    return disc, c0, L
+
+
 #: each solver's largest band limit (its tables' size)
 _CAPS = {"circle": _Circle.max_L, "sphere": _Sphere.max_L, "zonal": _Zonal.max_L}
-
-
-def _discretisation(mu0, model):
-    """(geometry, d, the largest band limit the data resolves, L -> discretisation, L -> initial
-    coefficients) of a measure the spectral scheme accepts, or a clear refusal."""
-    from ..measure import GridMeasure
-
-    if isinstance(mu0, ZonalMeasure):
-        if mu0.d != model.d:
-            raise InvalidParameterError(f"the ZonalMeasure lives on S^{mu0.d - 1} but the model has d = {model.d}.")
-        if _scalar_heads(model) is None:
-            raise InvalidParameterError(
-                "scheme 'spectral' with a ZonalMeasure needs scalar heads M_h = lambda_h I, W_h = mu_h I "
-                "(only these keep a zonal density zonal); build the model with MultiHead.scalar."
-            )
-        geometry, d = "zonal", mu0.d
-        L_max = 4096
-        make = lambda L_: _Zonal(model, L_, d)  # noqa: E731
-
-        def initial(L_):
-            n = max(2 * L_ + 2, 64)
-            t, w = _gauss_gegenbauer(n, d)
-            rho = mu0.profile(t)
-            Q = _gegenbauer_orthonormal(L_, t, d)
-            c = (Q * w[:, None]).T @ rho
-            if not c[0] > 0:
-                raise InvalidParameterError(
-                    "density_fn of the ZonalMeasure integrates to zero on the Gauss-Gegenbauer nodes: pass a "
-                    "density with positive mass (e.g. lambda x: 1 + 0.5 * x[:, -1])."
-                )
-            return c / c[0]
-    elif isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 2:
-        geometry, d = "circle", 2
-        if model.d != 2:
-            raise InvalidParameterError(f"the GridMeasure lives on S^1 but the model has d = {model.d}.")
-        full = _circle_coefficients(mu0, 10**9)
-        L_max = len(full) - 1
-        make = lambda L_: _Circle(model, L_)  # noqa: E731
-
-        def initial(L_):
-            c = np.zeros(L_ + 1, complex)
-            c[: min(L_, L_max) + 1] = full[: L_ + 1]
-            return c
-    elif isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 3:
-        geometry, d = "sphere", 3
-        if model.d != 3:
-            raise InvalidParameterError(f"the GridMeasure lives on S^2 but the model has d = {model.d}.")
-        nlat = int(round(np.sqrt(len(mu0.points) / 2)))
-        from ..quadrature import sphere_quadrature
-
-        if 2 * nlat * nlat != len(mu0.points) or not np.allclose(sphere_quadrature(3, nlat)[0], mu0.points,
-                                                                   atol=1e-12):
-            raise InvalidParameterError(
-                "scheme 'spectral' on S^2 needs a GridMeasure on the Gauss-Legendre grid sphere_quadrature(3, n) "
-                "(areas 4*pi*weights): the density is read at its points."
-            )
-        rho = mu0.mass / mu0.areas
-        rho = rho * (4 * np.pi)  # density w.r.t. σ (areas sum to 4π)
-        sht_in = sphere_harmonic_transform(nlat - 1, nlat)
-        full = sht_in.analysis(rho.reshape(nlat, 2 * nlat))
-        full /= full[0, 0].real
-        L_max = nlat - 1
-        make = lambda L_: _Sphere(model, L_)  # noqa: E731
-
-        def initial(L_):
-            c = np.zeros((L_ + 1, L_ + 1), complex)
-            k = min(L_, L_max) + 1
-            c[:k, :k] = full[:k, :k]
-            return c
-    else:
-        if isinstance(mu0, GridMeasure):
-            raise InvalidParameterError(
-                f"scheme 'spectral' on S^{mu0.points.shape[1] - 1} needs zonal data: pass a "
-                "meanfield.ZonalMeasure (density a function of <x, e>) with scalar heads; GridMeasures are "
-                "read on S^1 and S^2 only."
-            )
-        raise InvalidParameterError(
-            "scheme 'spectral' needs a GridMeasure (uniform S^1 grid or sphere_quadrature(3, n) on S^2) or a "
-            f"ZonalMeasure; got {type(mu0).__name__}."
-        )
-    return geometry, d, L_max, make, initial
 
 
 def _output_grid(geometry, mu0, L, d):

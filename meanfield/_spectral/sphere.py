@@ -1,4 +1,5 @@
-r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation. (module docstring of :mod:`meanfield.spectral`)."""
+r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import gammaln
 
+from particles.extend import scalar_heads
 from particles.validation import (
     Integer,
     InvalidParameterError,
@@ -17,7 +19,6 @@ from particles.validation import (
 )
 
 from .circle import _tail
-from .kernels import _scalar_heads
 from .stepping import _suggest_L
 from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _gegenbauer_orthonormal, _potential_multipliers
 
@@ -146,7 +147,7 @@ class _Sphere:
 
     def __init__(self, model, L):
         self.model, self.L = model, L
-        self.scalar = _scalar_heads(model) is not None
+        self.scalar = scalar_heads(model.M, model.W) is not None
         # transforms to degree L + 1 (the gradient of degree L, the flux against ∇Y_lm, l ≤ L); the grid
         # integrates ρ ∇Φ·∇Y_lm (degree ≤ 3L + 1) exactly
         self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)

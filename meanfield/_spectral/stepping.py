@@ -1,4 +1,5 @@
-r"""The embedded Dormand–Prince 5(4) pair in integrating-factor variables (exact noise), the first step, the band limit to suggest. (module docstring of :mod:`meanfield.spectral`)."""
+r"""The embedded Dormand–Prince 5(4) pair in integrating-factor variables (exact noise), the first
+step, the band limit to suggest (module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,7 @@ import math
 import numpy as np
 
 from particles import SaveAt, simulate
-from particles._dynamics.field import SchemeState
-from particles._dynamics.steppers import Stepper
-from particles._dynamics.tableaux import _A as _DP_A  # the particle stepper's Dormand-Prince 5(4) tableau:
-from particles._dynamics.tableaux import _C as _DP_C  # stages, nodes, and 5th minus embedded 4th order
-from particles._dynamics.tableaux import _E as _DP_E
+from particles.extend import DORMAND_PRINCE, SchemeState, Stepper
 from particles.validation import SolverError
 
 _EPS = np.finfo(float).eps
@@ -124,13 +121,14 @@ def if_dopri5(field, t, c, h, geom, rng=None, sigma=0.0, *, rtol=1e-10, **_):
     """
     lam = field.lam(c)
     ks = [field.start(c)]
-    for i in range(1, 7):
-        y = np.exp(lam * (_DP_C[i] * h)) * c
-        for j, aij in enumerate(_DP_A[i]):
+    tab = DORMAND_PRINCE  # the particle steppers' pair (first same as last: the last stage is the solution)
+    for i in range(1, tab.stages):
+        y = np.exp(lam * (tab.c[i] * h)) * c
+        for j, aij in enumerate(tab.a[i]):
             if aij:
-                y = y + (h * aij) * np.exp(lam * ((_DP_C[i] - _DP_C[j]) * h)) * ks[j]
-        ks.append(field(t + _DP_C[i] * h, y))
-    err = h * sum(e * np.exp(lam * ((1 - _DP_C[j]) * h)) * ks[j] for j, e in enumerate(_DP_E) if e)
+                y = y + (h * aij) * np.exp(lam * ((tab.c[i] - tab.c[j]) * h)) * ks[j]
+        ks.append(field(t + tab.c[i] * h, y))
+    err = h * sum(e * np.exp(lam * ((1 - tab.c[j]) * h)) * ks[j] for j, e in enumerate(tab.e) if e)
     ratio = _error_ratio(field.disc(c), err, c, y, rtol)
     if not np.isfinite(ratio):
         raise SolverError(f"spectral solver: the state stopped being finite at t={t:.6g}.")

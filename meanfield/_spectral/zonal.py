@@ -1,4 +1,5 @@
-r"""The Gegenbauer discretisation of zonal densities on S^{d-1} and :class:`ZonalMeasure`. (module docstring of :mod:`meanfield.spectral`)."""
+r"""The Gegenbauer discretisation of zonal densities on S^{d-1} and :class:`ZonalMeasure` (module
+docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
+from particles.extend import LOG_OVERFLOW, scalar_heads
 from particles.validation import (
     NONE,
     AnyOf,
@@ -22,7 +24,7 @@ from particles.validation import (
 )
 
 from .circle import _tail
-from .kernels import _fh_log, _scalar_heads
+from .kernels import _fh_log
 from .stepping import _suggest_L
 
 # ------------------------------------------------------------------ zonal S^{d-1}
@@ -168,7 +170,7 @@ class _Zonal:
 def _potential_multipliers(model, l, d):
     """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>); for softmax
     heads the list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
-    lam, mu = _scalar_heads(model)
+    lam, mu = scalar_heads(model.M, model.W)
     c = model.log_time_scale if model.kind == "usa" else 0.0
     phi = np.zeros(len(l))
     zs = []
@@ -181,7 +183,7 @@ def _potential_multipliers(model, l, d):
         sgn, lg = _fh_log(a, l, d)
         if model.kind == "usa":
             # v = e^{-c} ∇_S (μ/a) ∫ e^{a<x,y>} dμ(y): multiplier μ ĝ_a(l) e^{-c} / a
-            if np.max(lg) - c > 700:
+            if np.max(lg) - c > LOG_OVERFLOW:
                 raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")
             phi += m * sgn * np.exp(lg - c) / a
         else:
@@ -193,7 +195,7 @@ def _funk_hecke_energy(model, l, d, energy_by_degree):
     """E_multi = Σ_h (1/2β) Σ_l ĝ_{a_h}(l) ||ρ_l||² for scalar heads (Funk–Hecke)."""
     if model.beta == 0:
         return np.inf
-    lam, _ = _scalar_heads(model)
+    lam, _ = scalar_heads(model.M, model.W)
     e = 0.0
     for la in lam:
         sgn, lg = _fh_log(model.beta * la, l, d)

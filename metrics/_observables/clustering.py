@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._core.blocking import WORKING_MEMORY_ELEMENTS, rows_per_block
+from particles.extend import WORKING_MEMORY_ELEMENTS, rows_per_block
 from particles.validation import (
     NONE,
     AnyOf,

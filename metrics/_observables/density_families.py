@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from particles.extend import LOG_OVERFLOW
 from particles.validation import Instance, Integer, Interval, InvalidParameterError, Options, declare
 
 __all__ = ["ExpressionDensity", "FamilyDensity"]
@@ -125,7 +126,7 @@ _FAMILIES = {"uniform": (), "cosine": ("amplitude", "mode"), "von_mises": ("conc
 
 
 @declare(family=Options(*_FAMILIES), d=Integer(2), amplitude=Interval(0, 1, closed="left"), mode=Integer(0),
-         concentration=Interval(0, 700, hint="exp(700) is near the float64 limit."))
+         concentration=Interval(0, LOG_OVERFLOW, hint=f"exp({LOG_OVERFLOW:g}) is near the float64 limit."))
 class FamilyDensity:
     r"""A named density family on :math:`S^{d-1}`, as ``density_fn(points)``; ``x_1`` is the
     coordinate along the first axis, :math:`x_1 = \cos\theta` on :math:`S^1`.

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles._core.blocking import WORKING_MEMORY_ELEMENTS, row_blocks
+from particles.extend import WORKING_MEMORY_ELEMENTS, row_blocks
 from particles.validation import Integer, InvalidParameterError, Options, States, declare
 
 __all__ = ["circle_quantile_atoms", "circle_wasserstein", "SlicedReference", "EMD_MAX_ELEMENTS"]

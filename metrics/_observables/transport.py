@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from particles._core.sphere import _geodesic_distance
+from particles.extend import unchecked_geodesic_distance
 from particles.validation import (
     NONE,
     AnyOf,
@@ -93,7 +93,7 @@ def geodesic_cost(x, y, p: float = 1.0) -> np.ndarray:
 
 
 def _cost(x, y, p):
-    return _geodesic_distance(x[:, None, :], y[None, :, :]) ** p
+    return unchecked_geodesic_distance(x[:, None, :], y[None, :, :]) ** p
 
 
 @declare(**_TWO_WEIGHTED, p=_P, relations=_TWO_RELATIONS)

@@ -10,7 +10,7 @@ import json
 import numpy as np
 
 from particles import MultiHead
-from particles._model.fields import MODEL_FIELDS, OPTION_FIELDS
+from particles.extend import MODEL_FIELDS, OPTION_FIELDS
 from particles.validation import NONE, AnyOf, InvalidParameterError, check_instance, declare
 
 __all__ = ["SweepModel", "random_heads", "scalar_heads", "check_cell_model", "describe_model_fn"]

@@ -14,13 +14,13 @@ import json
 import os
 import pathlib
 import re
-import tempfile
 import warnings
 
 import numpy as np
 import xarray as xr
 
 from particles import __version__
+from particles.extend import unwritable
 from particles.validation import InvalidParameterError
 
 __all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "CellWarning"]
@@ -126,18 +126,6 @@ def _clean_stale_parts(store: pathlib.Path) -> list:
             part.unlink(missing_ok=True)
             removed.append(part.name)
     return removed
-
-
-def unwritable(folder) -> OSError | None:
-    """Why a new file cannot be created in ``folder`` (a probe file is made and removed), or None.
-    The one writability check of the package: stores here, the command line's outputs too."""
-    try:
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".headflow-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return exc
-    return None
 
 
 def open_store(store, caller: str) -> pathlib.Path:

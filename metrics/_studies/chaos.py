@@ -31,6 +31,7 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     AnyOf,
     Function,
@@ -99,7 +100,7 @@ _POSITIVE_DELTA = Interval(0, None, closed="neither")
 
 
 @declare(
-    model=Instance(MultiHead, test=lambda m: m.kind in ("usa", "softmax") and m.d in (2, 3),
+    model=Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and m.d in (2, 3),
                    what="a particles.MultiHead with scalar heads, kind 'usa' or 'softmax', on S^1 or S^2 (d = 2 or 3)",
                    hint="Build it with MultiHead.scalar([lam], d, beta=..., kind=...)."),
     density=AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) on the sphere")),

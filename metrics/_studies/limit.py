@@ -34,6 +34,7 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     AnyOf,
@@ -103,7 +104,7 @@ def _seed_counts_ok(n_seeds, sampling) -> bool:
 
 
 @declare(
-    model=Instance(MultiHead, test=lambda m: m.kind in ("usa", "softmax"),
+    model=Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS,
                    what="a particles.MultiHead with kind 'usa' or 'softmax' (the kinds the mean-field solvers accept)"),
     density_fn=Function("a density function density_fn(points) -> (m,) on the sphere"),
     n_values=P.N_VALUES, n_seeds=P.N_SEEDS, t1=P.T1, n_saves=P.N_SAVES,

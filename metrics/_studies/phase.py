@@ -27,6 +27,7 @@ import numpy as np
 import xarray as xr
 
 from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     AnyOf,
@@ -54,7 +55,7 @@ PHASE_STATISTICS = {
     "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
     "n_clusters": ("number of eps-connected clusters", "1"),
 }
-_PHASE_KINDS = ("softmax", "usa")
+_PHASE_KINDS = MEAN_FIELD_KINDS
 _INITS = ("uniform", "equiangular")
 
 

@@ -40,7 +40,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from particles import AttentionWeights, SaveAt, TimeDependent, diagnose, simulate
-from particles._model.architectures import read_tensors, require_extra
+from particles.extend import read_tensors, require_extra
 from particles.validation import (
     NONE,
     AnyOf,

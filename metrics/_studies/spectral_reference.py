@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from particles.extend import scaled_rotation_of
 from particles.validation import InvalidParameterError, check_instance, check_param
 
 from .._observables.reference_transport import SlicedReference, circle_wasserstein
@@ -247,7 +248,7 @@ class StudyReference:
 
         max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
-        if d == 2 and not all(_scaled_rotation(A) for A in np.concatenate([model.M, model.W])):
+        if d == 2 and not all(scaled_rotation_of(A) is not None for A in np.concatenate([model.M, model.W])):
             return None
         if d >= 4:
             if not all(np.array_equal(A, A[0, 0] * np.eye(d)) for A in np.concatenate([model.M, model.W])):
@@ -305,22 +306,16 @@ class StudyReference:
         return cls(sol, np.asarray(res.energy), entropy, sliced, attrs)
 
 
-def _scaled_rotation(A):
-    """A 2 x 2 matrix of the form [[p, -q], [q, p]] (λ R(α)): its velocity is a circular convolution."""
-    scale = max(1.0, float(np.abs(A).max()))
-    return abs(A[1, 1] - A[0, 0]) <= 1e-14 * scale and abs(A[0, 1] + A[1, 0]) <= 1e-14 * scale
-
-
 def _zonal_entropy(model, sol, k):
     r"""Head-averaged attention entropy of a zonal density (scalar heads :math:`M_h = \lambda_h I`): per
     head :math:`\int(\log Z_a - a\,\partial_a\log Z_a)\,d\mu` with :math:`\log Z_a` from Funk–Hecke
     (``SpectralSolution.log_partition``) and :math:`\beta\langle x, M m(x)\rangle = a\,\partial_a\log Z_a`
     by a central difference in a; the spectral solver's Gauss–Gegenbauer rule in :math:`t = \langle x, e\rangle`
     (weights to relative round-off at any number of nodes, summing to 1)."""
-    from meanfield._spectral.zonal import _gauss_gegenbauer
+    from meanfield.extend import gauss_gegenbauer
 
     d, L = sol.d, sol.L
-    t, w = _gauss_gegenbauer(2 * L + 8, d)
+    t, w = gauss_gegenbauer(2 * L + 8, d)
     e = sol.axis
     perp = np.eye(d)[int(np.argmin(np.abs(e)))]
     perp = perp - (perp @ e) * e

@@ -39,10 +39,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import Relation, declare
+from .._core.numerics import LOG_OVERFLOW
 from .._core.params import NONE, AnyOf
 from .._core.params_data import SquareStack
-from .._core.validation import InvalidParameterError, check_square_stack
+from .._core.validation import InvalidParameterError
 from .._model.checks import Model, check_model, fits_model
 from .._model.fields import MODEL_FIELDS, STATE
 from .._model.multihead import MultiHead
@@ -68,8 +70,10 @@ _USA_SYM = Model(kinds=("usa",), symmetric=True)
 
 
 @declare(M=MODEL_FIELDS["M"], Delta=SquareStack(), beta=MODEL_FIELDS["beta"], geometry=MODEL_FIELDS["geometry"],
-         log_time_scale=MODEL_FIELDS["log_time_scale"], relations=[Relation(("Delta", "M"), lambda D, M: D.shape == M.shape,
-         "must hold one d x d matrix per head, the shape of M", breaks={"Delta": np.zeros((2, 3, 3))})])
+         log_time_scale=MODEL_FIELDS["log_time_scale"],
+         relations=[Relation(("Delta", "M"), lambda D, M: D.shape == M.shape,
+                             "must hold one d x d matrix per head, the shape of M",
+                             breaks={"Delta": np.zeros((2, 3, 3))})])
 def misaligned_model(M, Delta, *, beta: float, geometry: str = "sphere", log_time_scale=0.0) -> MultiHead:
     r"""USA heads with symmetric scores :math:`M_h` and values :math:`W_h = M_h + \Delta_h`.
 
@@ -133,7 +137,7 @@ def _delta_v(model: MultiHead, R: float) -> float:
     top = float(np.max(logs))
     if top == -np.inf:
         return 0.0
-    if top > 700.0:
+    if top > LOG_OVERFLOW:
         return np.inf
     return float(np.sum(np.exp(logs)))
 

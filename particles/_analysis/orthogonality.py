@@ -37,10 +37,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import declare
 from .._core.params import AnyOf
 from .._core.params_data import SquareStack
-from .._core.validation import InvalidParameterError, check_square_stack
 from .._model.checks import Model, check_model, fits_model
 from .._model.fields import STATE
 from .._model.multihead import MultiHead
@@ -72,12 +72,8 @@ def orthogonality_defect(M) -> float:
 
 
 def _check(model, caller):
-    check_model(model, caller, kinds=("usa",), symmetric=True)
-    if not model.aligned:
-        raise InvalidParameterError(
-            f"The 'model' parameter of {caller} must be value-aligned (Condition 4, W_h = M_h); "
-            "for W_h = M_h + Delta_h use particles.misalignment_rates."
-        )
+    check_model(model, caller, kinds=("usa",), symmetric=True,
+                aligned="for W_h = M_h + Delta_h use particles.misalignment_rates.")
 
 
 @declare(model=Model(kinds=("usa",), symmetric=True), x=STATE, relations=[fits_model()])

@@ -39,8 +39,8 @@ def rows_per_block(m: int, n: int, elements: int | None = None) -> int:
 def row_blocks(m: int, n: int, elements: int | None = None):
     """The slices of :func:`rows_per_block` rows covering ``range(m)``.
 
-    >>> [s.stop for s in row_blocks(5, 4, 8)]
-    [2, 4, 5]
+    >>> tuple(s.stop for s in row_blocks(5, 4, 8))
+    (2, 4, 5)
     """
     step = rows_per_block(m, n, elements)
     return [slice(start, min(m, start + step)) for start in range(0, m, step)]

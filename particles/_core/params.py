@@ -9,9 +9,10 @@ A public callable declares its parameters with :func:`declare` (scikit-learn's
 
 The declaration is the one place the rule lives:
 
-- **validation** (:func:`~particles._core.declarations.declare`), once, at the call (the wrapped function receives the checked, converted values and
-  internal code does not check them again); an error names the parameter, the caller, what was
-  expected, what was given, and the declared one-line fix hint;
+- **validation** (:func:`~particles._core.declarations.declare`), once, at the call (the wrapped
+  function receives the checked, converted values and internal code does not check them again);
+  an error names the parameter, the caller, what was expected, what was given, and the declared
+  one-line fix hint;
 - **the command line's config types** (``headflow/_schema.py`` turns the constraint of the
   parameter a TOML key feeds into that key's type, so the CLI and the function cannot disagree);
 - **the generated bad-input suite** (``tests/test_declared_params.py``): :meth:`Constraint.invalid`
@@ -29,7 +30,7 @@ import numpy as np
 from .errors import InvalidParameterError
 
 __all__ = ["Constraint", "Interval", "Integer", "Options", "Boolean", "Instance", "Function", "SequenceOf",
-           "AnyOf", "MappingOf", "Array", "NONE"]
+           "AnyOf", "MappingOf", "NONE"]
 
 _WRONG_TYPES = (None, "1", [1.0], 1j, {"a": 1})
 _INT64_MAX = 2**63 - 1
@@ -310,54 +311,6 @@ class MappingOf(Constraint):
         good = next((v for v in (1, 2, 1.0, *getattr(item, "choices", ())) if item.accepts(v)), None)
         bad = ["beta", [1.0], {}, None, {"bogus": [good]}, {key: []}, {key: good}, {key: [good, good]}]
         bad += [{k: [c.invalid()[0]]} for k, c in self.items.items()]
-        return [v for v in bad if not self.accepts(v)]
-
-
-class CheckedBy(Constraint):
-    """A constraint whose :meth:`check` does the work (a checker that converts or raises): it
-    accepts what ``check`` lets through and converts as ``check`` does."""
-
-    def accepts(self, value) -> bool:
-        try:
-            self.check(value, "value", "")
-        except InvalidParameterError:
-            return False
-        return True
-
-    def convert(self, value):
-        return self.check(value, "value", "")
-
-
-class Array(CheckedBy):
-    """A real array (:func:`~particles._core.validation.check_real_array`: float64, no ragged,
-    complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
-    ``min_size`` entries at least and finite entries unless ``finite=False``."""
-
-    def __init__(self, ndim=None, *, min_size: int = 1, finite: bool = True, what: str = "a real array",
-                 hint: str = ""):
-        self.ndim, self.min_size, self.finite, self.what, self.hint = ndim, min_size, finite, what, hint
-
-    def describe(self) -> str:
-        return self.what
-
-    def check(self, value, name: str, caller: str):
-        from .validation import check_real_array
-
-        try:
-            return check_real_array(value, f"{name!r} parameter", caller, ndim=self.ndim, finite=self.finite,
-                                    min_size=self.min_size, expected=self.what)
-        except InvalidParameterError as exc:
-            fix = f" {self.hint}" if self.hint else ""
-            raise InvalidParameterError(f"The {exc}{fix}") from None
-
-
-    def invalid(self) -> list:
-        bad = [None, "abc", {"a": 1}, 1j, [1.0, 2j], [[1.0], [1.0, 2.0]], np.array([True, False]),
-               np.array(["a"]), np.zeros((2, 2, 2, 2))]
-        if self.finite:
-            bad += [np.array([np.nan]), np.array([1.0, np.inf])]
-        if self.min_size >= 1:
-            bad += [np.zeros(0)]
         return [v for v in bad if not self.accepts(v)]
 
 

@@ -1,4 +1,4 @@
-"""Constraints on the data a call receives (point clouds, matrix stacks, weights, seeds), for
+"""Constraints on the data a call receives (arrays, point clouds, matrix stacks, weights, seeds), for
 :func:`~particles._core.declarations.declare`: each wraps the one checker of
 :mod:`particles._core.validation` that owns the rule, so a declared parameter and an internal
 ``check_*`` call cannot disagree; the invalid values are the ways such data goes wrong."""
@@ -7,15 +7,62 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import check_points, check_real_array, check_square_stack
 from .declarations import Relation
 from .errors import InvalidParameterError
-from .params import CheckedBy
+from .params import Constraint
 from .states import check_states
-from .validation import check_points, check_real_array, check_rng, check_square_stack
+from .validation import check_rng
 
-__all__ = ["Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per", "weights_or_uniform"]
+__all__ = ["CheckedBy", "Array", "Checked", "Points", "States", "SquareStack", "Weights", "Seed", "one_per",
+           "weights_or_uniform"]
 
 _RAGGED = [[1.0, 0.0], [1.0]]
+
+
+class CheckedBy(Constraint):
+    """A constraint whose :meth:`check` does the work (a checker that converts or raises): it
+    accepts what ``check`` lets through and converts as ``check`` does."""
+
+    def accepts(self, value) -> bool:
+        try:
+            self.check(value, "value", "")
+        except InvalidParameterError:
+            return False
+        return True
+
+    def convert(self, value):
+        return self.check(value, "value", "")
+
+
+class Array(CheckedBy):
+    """A real array (:func:`~particles._core.validation.check_real_array`: float64, no ragged,
+    complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
+    ``min_size`` entries at least and finite entries unless ``finite=False``."""
+
+    def __init__(self, ndim=None, *, min_size: int = 1, finite: bool = True, what: str = "a real array",
+                 hint: str = ""):
+        self.ndim, self.min_size, self.finite, self.what, self.hint = ndim, min_size, finite, what, hint
+
+    def describe(self) -> str:
+        return self.what
+
+    def check(self, value, name: str, caller: str):
+        try:
+            return check_real_array(value, f"{name!r} parameter", caller, ndim=self.ndim, finite=self.finite,
+                                    min_size=self.min_size, expected=self.what)
+        except InvalidParameterError as exc:
+            fix = f" {self.hint}" if self.hint else ""
+            raise InvalidParameterError(f"The {exc}{fix}") from None
+
+    def invalid(self) -> list:
+        bad = [None, "abc", {"a": 1}, 1j, [1.0, 2j], [[1.0], [1.0, 2.0]], np.array([True, False]),
+               np.array(["a"]), np.zeros((2, 2, 2, 2))]
+        if self.finite:
+            bad += [np.array([np.nan]), np.array([1.0, np.inf])]
+        if self.min_size >= 1:
+            bad += [np.zeros(0)]
+        return [v for v in bad if not self.accepts(v)]
 
 
 class Checked(CheckedBy):
@@ -40,7 +87,8 @@ class Checked(CheckedBy):
             msg, fix = str(exc), f" {self.hint}" if self.hint else ""
             for prefix in (f"The {name!r} parameter ", f"{name} "):
                 if msg.startswith(prefix):
-                    raise InvalidParameterError(f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
+                    raise InvalidParameterError(
+                        f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
             raise InvalidParameterError(f"The {name!r} parameter of {caller}: {msg}{fix}") from None
 
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import check_real_array
 from .declarations import Relation, declare
 from .errors import InvalidParameterError
 from .params import Integer
 from .params_data import Checked, Seed
-from .validation import check_real_array
 
 __all__ = [
     "project_tangent",

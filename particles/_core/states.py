@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import check_finite, check_real_array
 from .errors import InvalidParameterError
-from .validation import _fmt, check_finite, check_real_array
+from .validation import _fmt
 
 __all__ = ["check_states", "check_times"]
 

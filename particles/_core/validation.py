@@ -9,7 +9,6 @@ code trusts what these functions return and never re-validates.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
@@ -20,46 +19,18 @@ __all__ = [
     "SolverError",
     "ConvergenceWarning",
     "LIBRARY_ERRORS",
-    "check_points",
     "check_param",
     "check_choice",
     "check_names",
-    "check_weights",
-    "check_source_weights",
-    "check_square_stack",
-    "check_finite",
-    "check_real_array",
     "check_bool",
     "check_callable",
     "check_instance",
     "check_rng",
-    "check_returned",
 ]
 
 
 def _fmt(caller: str) -> str:
     return f" of {caller}" if caller else ""
-
-
-def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
-    """Raise if ``a`` holds NaN or inf.
-
-    The cheap O(1)-memory test (``isfinite(sum)``) runs first; only on failure is the
-    element-wise pass made, to say whether NaN or inf was found and how many.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        # the sum may overflow to inf for huge finite entries: the slow pass then decides
-        total = a.sum()
-    if np.isfinite(total):
-        return
-    n_nan = int(np.isnan(a).sum())
-    n_inf = int(np.isinf(a).sum())
-    if n_nan == 0 and n_inf == 0:
-        return
-    raise InvalidParameterError(
-        f"The {name!r} parameter{_fmt(caller)} must be finite; got {n_nan} NaN and "
-        f"{n_inf} inf entries. Remove or replace them before calling."
-    )
 
 
 def check_param(
@@ -119,167 +90,6 @@ def check_choice(value, name: str, choices, caller: str = ""):
 
 def _typename(value) -> str:
     return type(value).__name__
-
-
-def check_real_array(
-    a,
-    name: str,
-    caller: str = "",
-    *,
-    ndim: int | tuple | None = None,
-    shape: tuple | None = None,
-    finite: bool = True,
-    min_size: int = 1,
-    expected: str = "",
-) -> np.ndarray:
-    """Convert ``a`` to a C-contiguous float64 array, refusing what would be cast silently.
-
-    Refused: ``None``, strings, ragged or object arrays, booleans, complex numbers (numpy
-    would drop the imaginary part with only a warning), non-finite entries (unless
-    ``finite=False``), fewer than ``min_size`` entries, and a wrong ``ndim`` or ``shape``
-    (``None`` entries of ``shape`` match any length).
-    """
-    what = expected or (f"a real array of shape {shape}" if shape is not None else "a real array")
-    where = f"{name}{_fmt(caller)}"
-    if a is None or isinstance(a, (str, bytes, dict, set)) or callable(a):
-        raise InvalidParameterError(f"{where} must be {what}; got {_typename(a)}.")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a ragged sequence must not become an object array quietly
-            arr = np.asarray(a)
-    except Exception as exc:
-        raise InvalidParameterError(
-            f"{where} must be {what}; got {_typename(a)} that numpy cannot turn into a rectangular array ({exc})."
-        ) from None
-    if np.iscomplexobj(arr):
-        raise InvalidParameterError(
-            f"{where} must be real; got complex dtype {arr.dtype}. Pass the real part explicitly (np.real(...))."
-        )
-    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise InvalidParameterError(
-            f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
-        )
-    ndims = (ndim,) if isinstance(ndim, int) else ndim
-    if shape is not None:
-        ok = arr.ndim == len(shape) and all(s is None or s == k for s, k in zip(shape, arr.shape))
-        if not ok:
-            spec = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-            raise InvalidParameterError(f"{where} must have shape {spec}; got shape {arr.shape}.")
-    elif ndims is not None and arr.ndim not in ndims:
-        raise InvalidParameterError(
-            f"{where} must be {what} with {' or '.join(map(str, ndims))} dimension(s); got shape {arr.shape}."
-        )
-    if arr.size < min_size:
-        raise InvalidParameterError(f"{where} must have at least {min_size} entries; got shape {arr.shape}.")
-    arr = np.asarray(arr, dtype=np.float64, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
-    if finite:
-        check_finite(arr, name, caller)
-    return arr
-
-
-def check_points(
-    x,
-    name: str = "x",
-    caller: str = "",
-    *,
-    on_sphere: bool = True,
-    atol: float = 1e-10,
-    min_d: int = 2,
-    min_n: int = 1,
-    d: int | None = None,
-) -> np.ndarray:
-    """Validate a point cloud of shape ``(n, d)``.
-
-    Parameters
-    ----------
-    x : array_like of shape (n, d)
-        Points (rows). Converted to C-contiguous float64.
-    on_sphere : bool
-        Require unit rows: ``max_i |‖x_i‖ − 1| <= atol``.
-    d : int, optional
-        Required number of columns (the ambient dimension of the other arguments).
-
-    Returns
-    -------
-    ndarray of shape (n, d), float64
-    """
-    where = f"{name}{_fmt(caller)}"
-    if isinstance(x, (str, bytes)) or x is None:
-        raise InvalidParameterError(f"{where} must be an array of shape (n, d); got {_typename(x)}.")
-    arr = check_real_array(x, name, caller, finite=False, min_size=0, expected="an array of shape (n, d)")
-    if arr.ndim != 2 or arr.shape[1] < min_d or arr.shape[0] < min_n:
-        raise InvalidParameterError(
-            f"{where} must have shape (n, d) with n >= {min_n} and d >= {min_d}; got shape {arr.shape}."
-        )
-    if d is not None and arr.shape[1] != d:
-        raise InvalidParameterError(
-            f"{where} must have d = {d} columns to match the other arguments; got shape {arr.shape}."
-        )
-    check_finite(arr, name, caller)
-    if on_sphere:
-        dev = float(np.max(np.abs(np.sqrt(np.einsum("ij,ij->i", arr, arr)) - 1.0)))
-        if dev > atol:
-            raise InvalidParameterError(
-                f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
-                f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
-            )
-    return arr
-
-
-def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> np.ndarray:
-    """Validate probability weights of length ``n``; ``None`` means uniform.
-
-    Weights must be finite, non-negative and sum to 1 within 1e-8 (they are then
-    renormalised exactly, so the returned vector sums to 1 to round-off).
-    """
-    if weights is None:
-        return np.full(n, 1.0 / n)
-    w = check_real_array(weights, name, caller, finite=False, min_size=0, expected=f"an array of shape ({n},)")
-    if w.shape != (n,):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must have shape ({n},) to match the points; got shape {w.shape}."
-        )
-    check_finite(w, name, caller)
-    if np.any(w < 0):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}."
-        )
-    s = w.sum()
-    if abs(s - 1.0) > 1e-8:
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum()."
-        )
-    return w / s
-
-
-def check_source_weights(weights, n: int, caller: str = "") -> np.ndarray:
-    """Validate non-negative source weights of shape (n,) (any total, unlike :func:`check_weights`)."""
-    w = check_real_array(weights, "weights", caller, ndim=(1,), expected=f"source weights of shape ({n},)")
-    if w.shape != (n,) or np.any(w < 0):
-        raise InvalidParameterError(f"weights{_fmt(caller)} must be non-negative with shape ({n},) (one per "
-                                    f"source); got shape {w.shape}, min {w.min():.3g}.")
-    return w
-
-
-def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> np.ndarray:
-    """Validate a stack of square matrices; a single ``(d, d)`` matrix becomes ``(1, d, d)``."""
-    if a is None or isinstance(a, (str, bytes)):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must be an array of shape (d, d) or (H, d, d); got {type(a).__name__}."
-        )
-    arr = check_real_array(a, name, caller, finite=False, min_size=0, expected="an array of shape (d, d) or (H, d, d)")
-    if arr.ndim == 2:
-        arr = arr[None]
-    if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must have shape (d, d) or (H, d, d); got shape {np.shape(a)}."
-        )
-    if d is not None and arr.shape[1] != d:
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must be {d} x {d} to match the other matrices; got shape {np.shape(a)}."
-        )
-    check_finite(arr, name, caller)
-    return np.ascontiguousarray(arr)
 
 
 def check_bool(value, name: str, caller: str = "") -> bool:
@@ -348,26 +158,6 @@ def check_names(names, name: str, choices, caller: str = "") -> list:
     for item in out:
         check_choice(item, name, choices, caller)
     return out
-
-
-def check_returned(value, what: str, expected_shape: tuple, caller: str = "", *, fix: str = "") -> np.ndarray:
-    """Validate the value returned by a user callable on a probe call.
-
-    ``what`` names the call (e.g. ``"field(t0, x0)"``); the value must be a finite real
-    array of exactly ``expected_shape`` (no broadcasting).
-    """
-    if value is None:
-        raise InvalidParameterError(
-            f"{what}{_fmt(caller)} returned None; it must return an array of shape {expected_shape}. {fix}".rstrip()
-        )
-    arr = check_real_array(value, what, caller, finite=False, min_size=0,
-                           expected=f"an array of shape {expected_shape}")
-    if arr.shape != tuple(expected_shape):
-        raise InvalidParameterError(
-            f"{what}{_fmt(caller)} must return an array of shape {tuple(expected_shape)}; got shape {arr.shape} "
-            f"(it is not broadcast). {fix}".rstrip()
-        )
-    return arr
 
 
 #: every exception type raised on purpose by headflow (bad input or a failed solve)

@@ -23,7 +23,7 @@ import numpy as np
 from .._core.errors import SolverError
 from .._core.sphere import _rowdot
 
-__all__ = ["ConstantStep", "PIDController", "CFLController", "MAX_MOVE"]
+__all__ = ["ConstantStep", "PIDController", "CFLController", "MAX_MOVE", "check_underflow"]
 
 #: a fixed step that moves a token by more than this (radians) does not resolve the flow: the
 #: velocity changes by O(1) along the step (one radian is where the chord and the arc part)
@@ -73,25 +73,26 @@ class PIDController:
     def propose(self, h, remaining, t, x):
         return min(h, remaining)
 
+    def factors(self, err, history=1.0):
+        """The step factors of the errors ``err`` (a number, or one per independent system),
+        clipped to [factormin, factormax]: factormin for a non-finite error, factormax for 0;
+        ``history`` is the PID product of the earlier errors (1: the I-controller)."""
+        err = np.asarray(err, dtype=float)
+        k = self.error_order + 1
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            fac = self.safety * err ** (-(self.pcoeff + self.icoeff + self.dcoeff) / k) * history
+        fac = np.where(err == 0, self.factormax, np.clip(fac, self.factormin, self.factormax))
+        return np.where(np.isfinite(err), fac, self.factormin)
+
     def _factor(self, err):
-        if not np.isfinite(err):
-            return self.factormin
-        if err == 0:
-            return self.factormax
         k = self.error_order + 1
         e1, e2 = self._prev
-        fac = self.safety * err ** (-(self.pcoeff + self.icoeff + self.dcoeff) / k)
-        fac *= e1 ** ((self.pcoeff + 2 * self.dcoeff) / k) * e2 ** (-self.dcoeff / k)
-        return min(self.factormax, max(self.factormin, fac))
+        return float(self.factors(err, e1 ** ((self.pcoeff + 2 * self.dcoeff) / k) * e2 ** (-self.dcoeff / k)))
 
     def decide(self, err, h, t, x, x_new, geom, n_steps):
         fac = self._factor(err)
         if not err <= 1.0:
-            if h * fac < 1e-14 * max(1.0, abs(t)):
-                raise SolverError(
-                    f"step size underflow at t={t:.6g} (step {n_steps}): the flow is too stiff "
-                    "or not finite here. Lower beta or use log_time_scale='auto'."
-                )
+            check_underflow(h * fac, t, f" (step {n_steps})")
             return False, h * fac
         self._prev = [max(err, 1e-10), self._prev[0]]
         return True, h * fac
@@ -114,6 +115,13 @@ class CFLController:
 
     def decide(self, err, h, t, x, x_new, geom, n_steps):
         return True, h
+
+
+def check_underflow(h, t, where: str = "", fix: str = "Lower beta or use log_time_scale='auto'.") -> None:
+    """Raise :class:`~particles.SolverError` when a proposed step (or any of an array of them) is
+    below round-off of the time t: the flow is too stiff or not finite there."""
+    if np.any(np.asarray(h) < 1e-14 * max(1.0, abs(t))):
+        raise SolverError(f"step size underflow at t={t:.6g}{where}: the flow is too stiff or not finite here. {fix}")
 
 
 def _check_resolved(x, x_new, t, n_steps, h):

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_points, check_returned
 from .._core.errors import InvalidParameterError
 from .._core.sphere import GEOMETRIES
-from .._core.validation import check_choice, check_points, check_returned
+from .._core.validation import check_choice
 
 __all__ = ["CallableField", "SchemeState", "as_field"]
 

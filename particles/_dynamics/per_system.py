@@ -15,7 +15,8 @@ import weakref
 import numpy as np
 
 from .._core.errors import SolverError
-from .tableaux import dp_stages, onto, scaled_rms
+from .controllers import PIDController, check_underflow
+from .tableaux import DORMAND_PRINCE, dp_stages, onto, scaled_rms
 
 __all__ = ["dopri5_systems"]
 
@@ -29,6 +30,9 @@ class _WholeState:
     def systems(self, idx):
         return lambda ts, xs: self.field(float(ts[0]), xs[0])[None]
 
+
+#: every system's step control: the I-controller of the embedded error (no history: the systems are independent)
+_CONTROL = PIDController(DORMAND_PRINCE.error_order)
 
 #: per-field state of dopri5_systems carried from one outer step to the next (:class:`_Carry`)
 _CARRY = weakref.WeakKeyDictionary()
@@ -127,8 +131,8 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
             except SolverError:  # a stage the field refuses: every system of this trial retries shorter
                 y5, err, k = xa, np.full(active.size, np.inf), None
         ok = err <= 1.0
-        fac = np.where(np.isfinite(err), np.clip(0.9 * np.maximum(err, 1e-10) ** -0.2, 0.2, 5.0), 0.2)
-        _check_underflow((hs * fac)[~ok], t)
+        fac = _CONTROL.factors(err)
+        check_underflow((hs * fac)[~ok], t, " in a system of the stack", "Lower beta, or loosen rtol.")
         c.h[active] = hs * fac
         acc = active[ok]
         c.t[acc] = ta[ok] + hs[ok]
@@ -146,8 +150,3 @@ def dopri5_systems(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, ato
     out = c.interpolate(target, geom)
     return (out[0] if single else out), 0.0
 
-
-def _check_underflow(h, t):
-    if np.any(h < 1e-14 * max(1.0, abs(t))):
-        raise SolverError(f"step size underflow at t={t:.6g} in a system of the stack: the flow is too stiff "
-                          "or not finite here. Lower beta, or loosen rtol.")

@@ -6,16 +6,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._core.arrays import check_real_array
 from .._core.declarations import Relation, declare
-from .._core.params import NONE, AnyOf, Array, Boolean, Function, Instance, Integer, Options
-from .._core.validation import (
-    InvalidParameterError,
-    check_bool,
-    check_callable,
-    check_choice,
-    check_param,
-    check_real_array,
-)
+from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Options
+from .._core.params_data import Array
+from .._core.validation import InvalidParameterError, check_bool, check_callable, check_choice, check_param
 
 __all__ = ["Trajectory", "SaveAt", "Saver"]
 

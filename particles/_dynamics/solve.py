@@ -56,7 +56,8 @@ _SIMULATE_RELATIONS = [
              breaks={"dt": None}),
     Relation(("kappa", "method"), lambda kappa, m: kappa == np.inf or _stepper(m).stochastic,
              "must be inf unless method='euler_maruyama' (a finite kappa adds noise)", breaks={"kappa": 1.0}),
-    Relation(("save", "method"), lambda save, m: save is None or save.every is None or _stepper(m).name != "dopri5_systems",
+    Relation(("save", "method"),
+             lambda save, m: save is None or save.every is None or _stepper(m).name != "dopri5_systems",
              "SaveAt(every=k) counts steps, but method='dopri5_systems' gives every system steps of its own (no common "
              "step to count): pass SaveAt(ts=...) with the save times", breaks={"save": SaveAt(every=2),
                                                                                "method": "dopri5_systems"}),
@@ -69,8 +70,8 @@ _SIMULATE_RELATIONS = [
          "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
          rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
-         controller=AnyOf(NONE, Instance(object, test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")),
-                                         what="a step-size controller (first, propose, decide)", bad=(3, "pid"))),
+         controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
+                                         test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
          relations=_SIMULATE_RELATIONS)
 def simulate(
     x0,
@@ -152,25 +153,14 @@ def simulate(
     ((2, 3, 3), True)
     """
     caller = "simulate"
-    if isinstance(method, Stepper):
-        stepper, method = method, method.name
-    else:
-        check_choice(method, "method", STEPPERS, caller)
-        stepper = STEPPERS[method]
+    stepper, method = _checked_stepper(method, caller)
     check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
     progress = check_bool(progress, "progress", caller)
-    save = SaveAt() if save is None else save
-    check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
-    if save.every is not None and method == "dopri5_systems":
-        # its outer steps only land on the save targets: each system takes steps of its own
-        raise InvalidParameterError(
-            f"The 'save' parameter of {caller}: SaveAt(every={save.every}) counts steps, but method="
-            "'dopri5_systems' gives every system steps of its own (there is no common step to count). "
-            "Pass SaveAt(ts=...) with the save times.")
+    save = _check_save(save, method, caller)
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
         field.probe(t0, x)
@@ -197,6 +187,27 @@ def simulate(
             bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method)
+
+
+def _checked_stepper(method, caller: str):
+    """(stepper, name) of ``method``: a name of :data:`STEPPERS` or a :class:`Stepper` of one's own."""
+    if not isinstance(method, Stepper):
+        check_choice(method, "method", STEPPERS, caller)
+    stepper = _stepper(method)
+    return stepper, (method.name if isinstance(method, Stepper) else method)
+
+
+def _check_save(save, method: str, caller: str) -> SaveAt:
+    """The run's :class:`SaveAt` (default: the start and the end)."""
+    save = SaveAt() if save is None else save
+    check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
+    if save.every is not None and method == "dopri5_systems":
+        # its outer steps only land on the save targets: each system takes steps of its own
+        raise InvalidParameterError(
+            f"The 'save' parameter of {caller}: SaveAt(every={save.every}) counts steps, but method="
+            "'dopri5_systems' gives every system steps of its own (there is no common step to count). "
+            "Pass SaveAt(ts=...) with the save times.")
+    return save
 
 
 class _State:

@@ -1,34 +1,67 @@
 """Coefficients and helpers shared by the steppers of :mod:`~particles._dynamics.steppers` and
-:mod:`~particles._dynamics.per_system`: the Dormand–Prince 5(4) tableau, the Runge–Kutta–Chebyshev
-recursion and stage count, and a nonlinear power iteration for the spectral radius of a field's
-Jacobian."""
+:mod:`~particles._dynamics.per_system`: the Dormand–Prince 5(4) tableau (:data:`DORMAND_PRINCE`,
+public in :mod:`particles.extend`), the Runge–Kutta–Chebyshev recursion and stage count, and a
+nonlinear power iteration for the spectral radius of a field's Jacobian."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import cache
 
 import numpy as np
 
-__all__ = ["RKC_MAX_STAGES", "rkc_stages"]
-
-# Dormand–Prince 5(4) tableau
-_C = np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1])
-_A = [
-    [],
-    [1 / 5],
-    [3 / 40, 9 / 40],
-    [44 / 45, -56 / 15, 32 / 9],
-    [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729],
-    [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656],
-    [35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
-]
-_B5 = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0])
-_B4 = np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
-_E = _B5 - _B4
+__all__ = ["ButcherTableau", "DORMAND_PRINCE", "RKC_MAX_STAGES", "rkc_stages"]
 
 
-#: the rows of _A as a matrix (stage s combines the first s stages)
-_A_MAT = np.array([row + [0.0] * (7 - len(row)) for row in _A])
+@dataclass(frozen=True, eq=False)
+class ButcherTableau:
+    r"""An explicit embedded Runge–Kutta pair: stage s is evaluated at :math:`t + c_s h` on
+    :math:`x + h\sum_{j<s} a_{sj}k_j`; the solution is :math:`x + h\sum_s b_sk_s` (order ``order``)
+    and :math:`h\sum_s e_sk_s` its error estimate, the difference to the embedded solution
+    (order ``error_order``). ``a`` holds the rows as lists (row s has s entries), ``matrix`` the
+    same rows zero-padded to a square array."""
+
+    name: str
+    c: np.ndarray
+    a: tuple
+    b: np.ndarray
+    b_embedded: np.ndarray
+    order: int
+    error_order: int
+    matrix: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        s = len(self.c)
+        object.__setattr__(self, "matrix", np.array([list(row) + [0.0] * (s - len(row)) for row in self.a]))
+
+    @property
+    def e(self) -> np.ndarray:
+        """The error weights b - b_embedded."""
+        return self.b - self.b_embedded
+
+    @property
+    def stages(self) -> int:
+        return len(self.c)
+
+
+#: the Dormand–Prince 5(4) pair (Dormand & Prince 1980), first same as last: its last row is b
+DORMAND_PRINCE = ButcherTableau(
+    "dormand_prince",
+    c=np.array([0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1, 1]),
+    a=(
+        (),
+        (1 / 5,),
+        (3 / 40, 9 / 40),
+        (44 / 45, -56 / 15, 32 / 9),
+        (19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729),
+        (9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656),
+        (35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84),
+    ),
+    b=np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0]),
+    b_embedded=np.array([5179 / 57600, 0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40]),
+    order=5,
+    error_order=4,
+)
 
 
 def dp_stages(f, x, h, k1, time):
@@ -40,6 +73,7 @@ def dp_stages(f, x, h, k1, time):
     The stages live in one array, so each combination :math:`x + h\sum_j a_{sj}k_j` is one
     matrix-vector pass over them and two in-place updates (a sum of scaled temporaries costs
     about ten passes, more than the evaluations themselves for small batched systems)."""
+    tab = DORMAND_PRINCE
     K = np.empty((7,) + x.shape, dtype=np.result_type(x, k1))
     K[0] = k1
     flat = K.reshape(7, -1)
@@ -50,12 +84,12 @@ def dp_stages(f, x, h, k1, time):
         return out
 
     for s in range(1, 7):
-        stage = combine(_A_MAT[s], s)
+        stage = combine(tab.matrix[s], s)
         stage += x
-        K[s] = f(time(_C[s]), stage)
-    y5 = combine(_B5, 7)
+        K[s] = f(time(tab.c[s]), stage)
+    y5 = combine(tab.b, 7)
     y5 += x
-    return y5, combine(_E, 7), K
+    return y5, combine(tab.e, 7), K
 
 
 def onto(geom, y):

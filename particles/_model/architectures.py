@@ -77,7 +77,8 @@ def read_tensors(source) -> dict:
         except Exception as exc:  # the Rust reader raises its own SafetensorError
             raise InvalidParameterError(f"source of read_tensors: {os.fspath(source)!r} is not a readable "
                                         f"safetensors file ({exc}).") from None
-    raise TypeError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; got {type(source).__name__}.")
+    raise TypeError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; "
+                    f"got {type(source).__name__}.")
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,8 @@ class _Getter:
     @staticmethod
     def shape(name, arr, shape):
         if arr.shape != tuple(shape):
-            raise InvalidParameterError(f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
+            raise InvalidParameterError(
+                f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
 
 
 _ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))

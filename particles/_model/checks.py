@@ -13,11 +13,13 @@ from .multihead import MultiHead
 __all__ = ["check_model", "Model", "fits_model", "POSITIVE_BETA"]
 
 
-def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geometries=None, name: str = "model"):
+def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geometries=None, name: str = "model",
+                aligned: str | None = None):
     r"""Validate that ``model`` is a :class:`~particles.MultiHead` of an allowed kind and geometry.
 
     ``symmetric=True`` also requires score symmetry :math:`M_h = M_h^\\top` (Condition 3),
-    which the gradient-flow identities assume.
+    which the gradient-flow identities assume; ``aligned`` (the fix to name otherwise) requires
+    value alignment :math:`W_h = M_h` (Condition 4).
     """
     if not isinstance(model, MultiHead):
         raise InvalidParameterError(
@@ -37,6 +39,10 @@ def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geom
         raise InvalidParameterError(
             f"M{_fmt(caller)} must be symmetric (Condition 3, M_h = M_h^T); got max |M_h - M_h^T| = {asym:.3g}. "
             "Use (M + M.transpose(0, 2, 1)) / 2."
+        )
+    if aligned is not None and not model.aligned:
+        raise InvalidParameterError(
+            f"The {name!r} parameter{_fmt(caller)} must be value-aligned (Condition 4, W_h = M_h); {aligned}"
         )
     return model
 

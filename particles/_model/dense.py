@@ -10,14 +10,15 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import SolverError
+from .._core.numerics import LOG_OVERFLOW
 from .fields import STATE
-from .kinds import ATTENTION_KINDS, LOG_OVERFLOW, usa_overflow_message
+from .kinds import ATTENTION_KINDS, usa_overflow_message
 
 __all__ = ["DenseMixin"]
 
 
 class DenseMixin:
-    """Dense methods of :class:`~particles.MultiHead` (they need ``check_x``, ``M``, ``beta``,
+    """Dense methods of :class:`~particles.MultiHead` (they need ``check_x``, ``_score_scale``, ``M``, ``beta``,
     ``kind``, ``causal`` and ``log_time_scale`` of the model)."""
 
     def scores(self, x) -> np.ndarray:
@@ -37,12 +38,11 @@ class DenseMixin:
         return self._dense_weights(self.check_x(x))
 
     def _dense_weights(self, x: np.ndarray) -> np.ndarray:
-        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
-        s = scale * np.einsum("id,hde,je->hij", x, self.M, x)
+        s = self._score_scale() * np.einsum("id,hde,je->hij", x, self.M, x)
         if self.causal:
             n = x.shape[0]
             s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
-        if self.kind == "usa":
+        if ATTENTION_KINDS[self.kind].exp_rule == "partition":
             s = s - self.log_time_scale
             top = float(s.max())
             if top > LOG_OVERFLOW:  # the same refusal as the velocity: no inf weights

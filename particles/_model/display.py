@@ -14,15 +14,15 @@ import html
 
 import numpy as np
 
+from .._core.numerics import scalar_heads
+
 __all__ = ["heads_summary", "model_repr", "model_html", "fields_repr", "fields_html", "array_summary"]
 
 
 def _scalar_strengths(model) -> np.ndarray | None:
-    """λ_h when every head is M_h = W_h = λ_h I, else None (the ensemble's own test of a head)."""
-    from .ensemble import _scalar  # (ensemble imports multihead, which imports this module)
-
-    lam = [_scalar(m) for m in model.M]
-    return np.array(lam) if model.aligned and None not in lam else None
+    """λ_h when every head is M_h = W_h = λ_h I, else None (:func:`~particles._core.numerics.scalar_heads`)."""
+    heads = scalar_heads(model.M, model.W)
+    return heads[0] if model.aligned and heads is not None else None
 
 
 def heads_summary(model) -> str:

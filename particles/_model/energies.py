@@ -24,7 +24,8 @@ class EnergiesMixin:
     ``beta``, ``M``, ``log_time_scale``, ``symmetric`` and ``n_heads`` of the model)."""
 
     def log_head_energies(self, x) -> np.ndarray:
-        r"""Log-energies :math:`\log E_h = \operatorname{logsumexp}_{ij}(\beta s^h_{ij}) - \log(2\beta n^2)`, shape (H,).
+        r"""Log-energies :math:`\log E_h = \operatorname{logsumexp}_{ij}(\beta s^h_{ij}) - \log(2\beta n^2)`,
+        shape (H,).
 
         Finite for every β > 0 (no overflow). At β = 0 the energy is infinite; use
         :meth:`head_energies`, which returns the finite part there.

@@ -28,33 +28,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_finite, check_real_array
 from .._core.declarations import declare
-from .._core.params import Array, Instance, Integer, Interval, Options
-from .._core.params_data import States
-from .._core.sphere import FEW_COORDS, GEOMETRIES, _rowdot
-from .._core.validation import (
-    InvalidParameterError,
-    check_finite,
-    check_param,
-    check_real_array,
-)
-from .._summation.exact import batched_exp_sums
-from .ensemble_kernels import WORK, scalar_head, usa_scale
+from .._core.numerics import scalar_of
+from .._core.params import Instance, Integer
+from .._core.params_data import Array, States
+from .._core.sphere import GEOMETRIES
+from .._core.validation import InvalidParameterError, check_param
+from .._summation.exact import batched_exp_sums, batched_relu_sums
+from .ensemble_kernels import WORK, check_overflow, scalar_head
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
+from .kinds import ATTENTION_KINDS, LogOverflow
+from .settled import SettledMixin
 
 __all__ = ["Ensemble"]
 
-_ENSEMBLE_KINDS = ("softmax", "usa", "relu", "relu_rownorm")
 #: the generic rules of a state stack (S, n, d) and a cap diameter (the ensemble's own: Ensemble.check_x)
 _STATES = States(on_sphere=False)
-_DIAMETER = Interval(0, np.pi, closed="right")
 
 
 @declare(M=MODEL_FIELDS["M"], W=MODEL_FIELDS["W"], beta=Array((0, 1), what="a 1-D array of shape (S,)"),
-         kind=Options(*_ENSEMBLE_KINDS), geometry=MODEL_FIELDS["geometry"], chunk=Integer(1),
+         kind=MODEL_FIELDS["kind"], geometry=MODEL_FIELDS["geometry"], chunk=Integer(1),
          relations=MODEL_RELATIONS[:1])
 @dataclass(frozen=True, eq=False)
-class Ensemble:
+class Ensemble(SettledMixin):
     r"""S independent systems :math:`\dot x^{(s)}_i = P_{x_i}\sum_h\sum_j A^{h,(s)}_{ij} W_h x^{(s)}_j`.
 
     Parameters
@@ -63,7 +60,8 @@ class Ensemble:
         Shared score and value matrices (``W=None`` means W = M).
     beta : array_like of shape (S,)
         One inverse temperature per system.
-    kind : {"softmax", "usa", "relu", "relu_rownorm"}
+    kind : str
+        An attention kind of :data:`particles.KINDS` (its output rule, :mod:`~particles._model.kinds`).
     geometry : {"sphere", "flat"}
     chunk : int
         Systems per evaluation chunk.
@@ -90,7 +88,6 @@ class Ensemble:
     kind: str = "softmax"
     geometry: str = "sphere"
     chunk: int = 2048
-    batched = True
     #: the velocity keeps no reference to its input (steppers may reuse their stage buffers)
     reads_state_only = True
     writes_into = True  # __call__(t, x, out=buf) writes the velocity into buf (the field protocol)
@@ -105,9 +102,10 @@ class Ensemble:
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
-        # scalar heads (M_h = m_h I, W_h = w_h I) of an exp kind take the fused pass of ensemble_kernels
-        heads = [(_scalar(m), _scalar(w)) for m, w in zip(M, W)]
-        fused = self.kind in ("softmax", "usa") and all(m is not None and w is not None for m, w in heads)
+        # scalar heads (M_h = m_h I, W_h = w_h I) of a kind with a fused pass take it (ensemble_kernels)
+        heads = [(scalar_of(m), scalar_of(w)) for m, w in zip(M, W)]
+        fused = ATTENTION_KINDS[self.kind].exp_rule is not None and all(
+            m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
 
     @property
@@ -166,84 +164,11 @@ class Ensemble:
         new.__dict__["beta"] = self.beta[idx]
         return new
 
-    @declare(x=_STATES, diameter=_DIAMETER)
-    def settled(self, x, diameter: float) -> np.ndarray:
-        r"""Systems whose tokens stay within geodesic distance ``diameter`` of each other forever.
-
-        A system is certified when its tokens lie in the cap :math:`C = \{y : \langle y, c\rangle
-        \ge \cos r\}` around their normalised mean c with 2r < ``diameter`` (so r < π/2).
-
-        Proof that C is forward invariant. Let every value matrix be :math:`W_h = \mu_h I` with
-        :math:`\mu_h \ge 0` (checked) and every attention weight :math:`a^h_{ij} \ge 0` (true of
-        every kind, any M: exponentials, ReLUs and their normalisations). Then
-        :math:`\dot x_i = \sum_h \mu_h A^h_i P_{x_i}\bar x^h_i` with :math:`A^h_i = \sum_j a^h_{ij}
-        \ge 0` and :math:`\bar x^h_i = \sum_j a^h_{ij}x_j / A^h_i` a convex combination of tokens.
-        Let :math:`m(t) = \min_i \langle x_i, c\rangle` and i a minimiser with :math:`m \ge 0`:
-        :math:`\langle \bar x^h_i, c\rangle \ge m` (a convex combination of values >= m) and
-        :math:`\langle x_i, \bar x^h_i\rangle \le 1` (:math:`\|x_i\| = 1 \ge \|\bar x^h_i\|`), so
-
-        .. math:: \tfrac{d}{dt}\langle x_i, c\rangle = \sum_h \mu_h A^h_i\big(\langle\bar x^h_i, c\rangle
-                  - \langle x_i,\bar x^h_i\rangle\langle x_i, c\rangle\big)
-                  \ge \sum_h \mu_h A^h_i\,(m - m) = 0,
-
-        and the minimum of finitely many C¹ functions whose active members never decrease does
-        not decrease: m(t) >= cos r for all later t, every token stays in C, and every pairwise
-        angle stays <= 2r < ``diameter``. Hence the system is one ε-cluster for every ε >=
-        ``diameter`` (and all its pairs have :math:`\langle x_i,x_j\rangle \ge \cos` ``diameter``)
-        at every later time: a statistic of these at a final time T is fixed, and the system can
-        stop (:meth:`settling`). The statement is about the exact
-        flow; the certificate keeps a relative margin of 1e-6 on r for the round-off of the test.
-
-        Parameters
-        ----------
-        x : array_like of shape (S, n, d)
-            Tokens on the sphere.
-        diameter : float in (0, π]
-            Geodesic diameter to certify.
-
-        Returns
-        -------
-        ndarray of bool, shape (S,)
-
-        Raises
-        ------
-        ValueError
-            If the ensemble is not on the sphere, or a value matrix is not μI with μ >= 0.
-        """
-        self._check_settling("Ensemble.settled")
-        diameter = check_param(diameter, "diameter", "Ensemble.settled", low=0.0, high=np.pi, low_open=True)
-        return self._settled(self.check_x(x), diameter)
-
-    @declare(diameter=_DIAMETER, check_every=Integer(1), merge=Interval(0, None))
-    def settling(self, diameter: float, check_every: int = 1, merge: float = 0.0):
-        """This ensemble as a field whose systems stop moving once :meth:`settled` certifies them
-        (diameter ``diameter``; tested at t0 and every ``check_every`` accepted steps): a
-        :class:`~particles._model.settling.SettlingEnsemble` for :func:`particles.simulate`.
-        ``merge = δ > 0`` (scalar heads, m_h >= 0): at every accepted step the tokens of a running
-        system closer than δ (chordal) join for good and move as one token of their group's mass
-        (:mod:`~particles._model.merging`)."""
-        from .settling import SettlingEnsemble
-
-        return SettlingEnsemble(self, diameter, check_every, merge)
-
-    def _check_settling(self, caller: str = "Ensemble.settled") -> None:
-        """Raise ValueError unless the hypotheses of :meth:`settled` hold (sphere, W_h = μ_h I, μ_h >= 0)."""
-        if not self.geom.on_sphere:
-            raise InvalidParameterError(f"{caller} certifies caps on the sphere; the ensemble has "
-                                        f"geometry={self.geometry!r}.")
-        mus = [_scalar(w) for w in self.W]
-        if any(mu is None or mu < 0 for mu in mus):
-            raise InvalidParameterError(f"{caller} needs every value matrix W_h = mu_h I with mu_h >= 0 (the cap "
-                                        "is not invariant otherwise); the ensemble's W is not.")
-
-    def _settled(self, x: np.ndarray, diameter: float) -> np.ndarray:
-        return _in_cap(x, 0.5 * diameter * (1 - 1e-6))
-
     @declare(n=Integer(1))
     def exps_per_evaluation(self, n: int) -> int:
         """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
-        return 0 if self.kind not in ("softmax", "usa") else self.M.shape[0] * n * n
+        return self.M.shape[0] * n * n if ATTENTION_KINDS[self.kind].sums == "exp" else 0
 
     def spectral_radius(self, t, x) -> float | None:
         r"""A bound on the spectral radius of the Jacobian of the (ambient) velocity at x, the
@@ -273,7 +198,7 @@ class Ensemble:
         G = np.clip(x @ x.transpose(0, 2, 1), -1.0, 1.0)
         sin = np.sqrt(1.0 - G * G)
         rate = np.zeros(x.shape[:2])
-        usa, n = self.kind == "usa", x.shape[1]
+        usa, n = ATTENTION_KINDS[self.kind].exp_rule == "partition", x.shape[1]
         for m, w in self._scalar_heads:
             b = (self.beta * m)[:, None, None]
             with np.errstate(over="ignore"):
@@ -298,7 +223,7 @@ class Ensemble:
         """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
         the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
         out = np.empty_like(x) if out is None else out
-        radial_free = self.kind == "usa" and self.geom.on_sphere
+        radial_free = ATTENTION_KINDS[self.kind].exp_rule == "partition" and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]
@@ -313,33 +238,30 @@ class Ensemble:
         return out
 
     def _chunk_velocity(self, xs: np.ndarray, s0: int) -> np.ndarray:
+        """The generic pass: each head's batched sums (exact, shifted for exp kinds) and the
+        kind's own output rule and velocity scale (:data:`~particles._model.kinds.ATTENTION_KINDS`)."""
         n = xs.shape[1]
-        sl = slice(s0, s0 + xs.shape[0])
-        b = self.beta[sl][:, None, None]
+        kind = ATTENTION_KINDS[self.kind]
+        b = self.beta[s0:s0 + xs.shape[0]][:, None, None]
         v = np.zeros_like(xs)
         for h in range(self.M.shape[0]):
-            m, w = _scalar(self.M[h]), _scalar(self.W[h])
+            m = scalar_of(self.M[h])
             # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
             left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
-            if self.kind in ("softmax", "usa"):
-                # the exact pass of the summation layer on the batch axis (shift, no overflow)
-                f = _exp_output(self.kind, batched_exp_sums(left, xs), s0)
-                v += f @ self.W[h].T if w is None else w * f
-                continue
-            T = np.maximum(left @ xs.transpose(0, 2, 1), 0.0)
-            if self.kind == "relu":
-                v += (T @ xs) @ self.W[h].T / n
-            else:
-                tot = T.sum(axis=2, keepdims=True)
-                v += np.divide(T @ xs, tot, out=np.zeros_like(xs), where=tot > 0) @ self.W[h].T
-        return self.geom.project_tangent(xs, v)
+            sums = batched_exp_sums(left, xs) if kind.sums == "exp" else batched_relu_sums(left, xs)
+            try:
+                v += kind.output(sums, self.W[h].T, n, 0.0)
+            except LogOverflow:  # name the system
+                check_overflow(sums.logz.max(axis=-1), s0)
+                raise
+        return self.geom.project_tangent(xs, v * kind.scale(n))
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
                          n=None, unit: bool = False) -> None:
         """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
         head writes into dest, the others from a workspace buffer)."""
         n = xs.shape[1] if n is None else n
-        usa_n = n if self.kind == "usa" else None
+        usa_n = n if ATTENTION_KINDS[self.kind].exp_rule == "partition" else None
         for k, (m, w) in enumerate(self._scalar_heads):
             f = scalar_head(xs, beta * m, WORK, usa_n=usa_n, tangent=self.geom.on_sphere, weights=weights,
                             unit=unit, s0=s0, out=dest if k == 0 else None)
@@ -350,32 +272,3 @@ class Ensemble:
                 dest += w * f
             else:
                 dest += f
-
-
-def _exp_output(kind: str, sums, s0: int) -> np.ndarray:
-    r"""Softmax: :math:`S_i/Z_i`; USA: :math:`(Z_i/n)(S_i/Z_i) = \frac1n\sum_j e^{s_{ij}}y_j`
-    (:func:`~particles._model.ensemble_kernels.usa_scale`)."""
-    if kind == "softmax":
-        return sums.mean
-    return usa_scale(sums.mean, sums.logz, sums.mean.shape[1], s0)
-
-
-def _scalar(A: np.ndarray):
-    """λ if A = λI (then A @ y = λ y needs no GEMM), else None."""
-    lam = A[0, 0]
-    return float(lam) if np.array_equal(A, lam * np.eye(A.shape[0])) else None
-
-
-def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:
-    """Systems whose tokens all lie within angle ``radius`` of their normalised mean."""
-    if x.shape[2] <= FEW_COORDS:  # one strided loop per coordinate (see particles._core.sphere)
-        c = [x[..., k].sum(axis=1) for k in range(x.shape[2])]
-        norm = np.maximum(np.sqrt(sum(ck * ck for ck in c)), 1e-300)
-        cos = x[..., 0] * (c[0] / norm)[:, None]
-        for k in range(1, x.shape[2]):
-            cos += x[..., k] * (c[k] / norm)[:, None]
-    else:
-        c = x.sum(axis=1)
-        c /= np.maximum(np.sqrt(_rowdot(c, c)), 1e-300)[:, None]
-        cos = np.einsum("snd,sd->sn", x, c)
-    return cos.min(axis=1) >= np.cos(radius)

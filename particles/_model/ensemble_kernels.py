@@ -55,11 +55,11 @@ import numpy as np
 
 from .._core.blocking import Workspace
 from .._core.errors import SolverError
+from .._core.numerics import LOG_OVERFLOW
 from .._core.sphere import FEW_COORDS, _project_tangent, _rowdot
 from .._summation.exact import _UNDERFLOW, _finish
-from .kinds import LOG_OVERFLOW
 
-__all__ = ["scalar_head", "usa_scale", "Workspace", "WORK"]
+__all__ = ["scalar_head", "usa_scale", "check_overflow", "Workspace", "WORK"]
 
 
 #: the buffers of this thread (a velocity evaluation never calls another one)
@@ -119,12 +119,12 @@ def usa_scale(mean: np.ndarray, logz: np.ndarray, n: int, s0: int = 0) -> np.nda
     from :math:`\log Z_i` (never an overflowing exp). Raises :class:`SolverError` naming the
     system (``s0`` + its index) when :math:`\log(Z_i/n)` passes the float64 range."""
     logscale = logz - np.log(n)
-    _check_overflow(logscale.max(axis=-1), s0)
+    check_overflow(logscale.max(axis=-1), s0)
     mean *= np.exp(logscale)[..., None]
     return mean
 
 
-def _check_overflow(top_per_system: np.ndarray, s0: int) -> None:
+def check_overflow(top_per_system: np.ndarray, s0: int) -> None:
     top = float(top_per_system.max())
     if top > LOG_OVERFLOW:
         s = s0 + int(np.argmax(top_per_system))
@@ -159,7 +159,7 @@ def _token_major(x, a, shift, work, usa_n, tangent, weights, out, s0):
         f /= z
     else:
         logz_top = shift + np.log(z[..., 0].max(axis=1))
-        _check_overflow(logz_top - np.log(usa_n), s0)
+        check_overflow(logz_top - np.log(usa_n), s0)
         scale = shift - np.log(usa_n)
         if scale.max() <= LOG_OVERFLOW:  # one scale per system: (e^c/n) S_i
             f *= np.exp(scale)[:, None, None]

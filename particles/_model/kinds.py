@@ -19,24 +19,33 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._core.errors import InvalidParameterError
+from .._core.numerics import LOG_OVERFLOW
 from .._summation.exact import HeadSums
 from .._summation.routes import fast_route
 
-__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "UPDATES", "safe_exp"]
+__all__ = ["Kind", "ATTENTION_KINDS", "KINDS", "MEAN_FIELD_KINDS", "UPDATES", "safe_exp"]
 
-# exp(709.8) is the float64 limit; 700 leaves room for the sum of n terms and the 1/n scale
-LOG_OVERFLOW = 700.0
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One attention kind.
+    r"""One attention kind.
 
     1. ``sums``: ``"exp"`` or ``"relu"``, the pass its weights come from;
     2. ``output(p, Wt, n, c)``: the head output f_i (rows) from the pass ``p`` of that head,
        the transposed value matrix, the number of sources n and the log time scale c;
     3. ``scale(n)``: the factor of Σ_h f_i in the velocity;
-    4. ``dense(s)``: the dense weights from the scaled scores β s (masked entries −inf).
+    4. ``dense(s)``: the dense weights from the scaled scores β s (masked entries −inf);
+    5. ``exp_rule``, for an ``"exp"`` kind whose output is one of the two rules the closed forms
+       know: ``"mean"`` (softmax, :math:`f_i = S_i/Z_i`) or ``"partition"`` (USA, :math:`f_i =
+       e^{-c}Z_i \cdot S_i/Z_i`); the fused scalar-head pass of :class:`~particles.Ensemble`, the
+       mean-field solvers and the studies implement these two. None for any other kind (the
+       generic paths apply its ``output``);
+    6. ``beta_free``: its weights do not depend on β > 0 (row-normalised ReLU: the β of ReLU(βs)
+       cancels in the normalisation), so its pass runs on the unscaled scores.
+
+    ``output`` sees one head's sums of one system (rows i) or of a stack of systems (a leading
+    axis): it broadcasts over leading axes.
     """
 
     name: str
@@ -44,6 +53,8 @@ class Kind:
     output: Callable
     scale: Callable
     dense: Callable
+    exp_rule: str | None = None
+    beta_free: bool = False
 
 
 def safe_exp(a) -> np.ndarray:
@@ -65,14 +76,14 @@ def _usa_output(p: HeadSums, Wt, n, c):
     top = float(logscale.max())
     if top > LOG_OVERFLOW:
         raise LogOverflow(top)
-    return np.exp(logscale)[:, None] * (p.mean @ Wt)
+    return np.exp(logscale)[..., None] * (p.mean @ Wt)
 
 
 def _rownorm_output(p: HeadSums, Wt, n, c):
     # a row attending to nothing contributes zero
     tot = p.total
     safe = np.where(tot > 0, tot, 1.0)
-    return np.where((tot > 0)[:, None], p.mean / safe[:, None], 0.0) @ Wt
+    return np.where((tot > 0)[..., None], p.mean / safe[..., None], 0.0) @ Wt
 
 
 def _rownorm_dense(s):
@@ -83,16 +94,20 @@ def _rownorm_dense(s):
 
 #: every attention kind by name (module docstring)
 ATTENTION_KINDS = {
-    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp),
+    "usa": Kind("usa", "exp", _usa_output, lambda n: 1.0 / n, np.exp, exp_rule="partition"),
     "softmax": Kind("softmax", "exp", lambda p, Wt, n, c: p.mean @ Wt, lambda n: 1.0,
-                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True))),
+                    lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), exp_rule="mean"),
     "relu": Kind("relu", "relu", lambda p, Wt, n, c: (p.mean @ Wt) / n, lambda n: 1.0,
                  lambda s: np.maximum(s, 0.0) / s.shape[-1]),
-    "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense),
+    "relu_rownorm": Kind("relu_rownorm", "relu", _rownorm_output, lambda n: 1.0, _rownorm_dense, beta_free=True),
 }
 
 #: attention kind -> the pass its weights come from ("exp" or "relu"), as :data:`ATTENTION_KINDS`
 KINDS = {name: k.sums for name, k in ATTENTION_KINDS.items()}
+
+#: the kinds with an ``exp_rule`` (USA, softmax): those the mean-field solvers, the closed forms, the
+#: studies and the fused ensemble pass implement
+MEAN_FIELD_KINDS = tuple(name for name, k in ATTENTION_KINDS.items() if k.exp_rule is not None)
 
 #: update rule -> the geometry it needs (None: either). v_i = scale · Σ_h f_i^h, then
 #: "standard": P_{x_i} v_i (sphere) or v_i (flat);

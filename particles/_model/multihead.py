@@ -41,14 +41,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._core.arrays import check_points
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
-from .._core.params import NONE, AnyOf, Array, Boolean, Instance, Integer
+from .._core.numerics import is_symmetric
+from .._core.params import NONE, AnyOf, Boolean, Instance, Integer
+from .._core.params_data import Array
 from .._core.sphere import GEOMETRIES, _normalize
-from .._core.validation import check_points, check_source_weights
-from .._summation.exact import HeadSums, relu_sums
-from .._summation.plan import DEFAULT_TOL, exp_sums
+from .._summation.exact import HeadSums
+from .._summation.plan import DEFAULT_TOL
 from .dense import DenseMixin
 from .display import model_html, model_repr
 from .energies import EnergiesMixin
@@ -63,19 +65,16 @@ from .kinds import (
     usa_overflow_message,
 )
 from .parameters import build_from_attrs, fields_to_attrs
+from .passes import PassesMixin
 
 __all__ = ["MultiHead", "KINDS", "UPDATES", "DEFAULT_BLOCK_ELEMENTS"]
 
 
 _SUMS = AnyOf(NONE, Instance(list, what="a list of HeadSums, one per head (MultiHead.sums)"))
 
-# below this n the tile bookkeeping of the symmetric pass costs more than the exps it saves
-_SYMMETRIC_MIN_N = 512
-
-
 @declare(relations=MODEL_RELATIONS, **MODEL_FIELDS)
 @dataclass(frozen=True, eq=False)
-class MultiHead(EnergiesMixin, DenseMixin):
+class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     r"""H attention heads acting on n tokens; a vector field ``field(t, x)``.
 
     Parameters
@@ -140,11 +139,11 @@ class MultiHead(EnergiesMixin, DenseMixin):
         W = M.copy() if self.W is None else self.W
         c = self.log_time_scale
         if c == "auto":
-            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) if self.kind == "usa" else 0.0
+            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) \
+                if ATTENTION_KINDS[self.kind].exp_rule == "partition" else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
-        scale = max(1.0, float(np.max(np.abs(M))))
-        sym = bool(np.max(np.abs(M - M.transpose(0, 2, 1))) <= 1e-14 * scale)
+        sym = is_symmetric(M)
         aligned = bool(np.array_equal(M, W))
         for name, value in [("W", W), ("log_time_scale", c), ("symmetric", sym), ("aligned", aligned)]:
             object.__setattr__(self, name, value)
@@ -231,61 +230,6 @@ class MultiHead(EnergiesMixin, DenseMixin):
         True
         """
         return build_from_attrs(cls, attrs, arrays=("M", "W"), caller="MultiHead.from_attrs")
-
-    # ---------------------------------------------------------------- passes
-    @declare(x=STATE, sources=AnyOf(NONE, STATE), weights=AnyOf(NONE, Array(1)), transpose=Boolean(), check=Boolean())
-    def sums(self, x, *, sources=None, weights=None, transpose: bool = False, check: bool = True) -> list[HeadSums]:
-        r"""The sums of every head at the targets ``x`` over ``sources`` (default: x) with
-        non-negative ``weights`` w_j (default: all 1).
-
-        Exp kinds: :math:`\log Z_i` and the softmax mean :math:`S_i/Z_i` of
-        :math:`Z_i = \sum_j w_j e^{\beta\langle x_i, M_h y_j\rangle}` (``transpose``: of
-        :math:`M_h^\top`), through the summation layer; ReLU kinds: the ReLU row sums.
-        ``check=False`` skips validation (for states the caller validated, e.g. Runge–Kutta stages).
-
-        >>> model = MultiHead(np.eye(3), beta=0.0, kind="softmax")
-        >>> float(model.sums(np.eye(3))[0].logz[0]) == float(np.log(3))
-        True
-        """
-        if check:
-            x = self.check_x(x)
-            sources = None if sources is None else self.check_x(sources, "sources")
-            weights = None if weights is None else check_source_weights(weights, len(x if sources is None else sources), "MultiHead.sums")
-        if KINDS[self.kind] == "exp":
-            return self._exp_sums(x, sources=sources, weights=weights, transpose=transpose)
-        if sources is not None or weights is not None or transpose:
-            raise InvalidParameterError(f"kind={self.kind!r} (ReLU) sums run over the tokens themselves only: "
-                                        "omit sources, weights and transpose.")
-        return [self._relu_sums(x, h) for h in range(self.n_heads)]
-
-    def energy_sums(self, x, *, transpose: bool = False, check: bool = True) -> list[HeadSums]:
-        r"""The exponential sums that define the energies, for every kind: per head
-        :math:`\log Z_i` and :math:`S_i/Z_i` of :math:`Z_i = \sum_j e^{\beta\langle x_i, M_h x_j\rangle}`
-        (``transpose``: of :math:`M_h^\top`), so that :math:`E_h = \frac{1}{2\beta n^2}\sum_i Z_i`.
-        Equal to :meth:`sums` for the exp kinds; ReLU kinds attend through other weights but keep
-        these energies.
-
-        >>> model = MultiHead(np.eye(3), beta=1.0, kind="relu")
-        >>> bool(np.isclose(np.exp(model.energy_sums(np.eye(3))[0].logz[0]), np.e + 2))  # orthogonal tokens
-        True
-        """
-        x = self.check_x(x) if check else x
-        return self._exp_sums(x, transpose=transpose)
-
-    def _exp_sums(self, x: np.ndarray, *, sources: np.ndarray | None = None, weights: np.ndarray | None = None,
-                  transpose: bool = False) -> list[HeadSums]:
-        # s_ij = <x_i, M y_j> = (x_i^T M) y_j: the logit matrix of head h is β M_h (β M_hᵀ transposed)
-        same = sources is None
-        y = x if same else sources
-        BM = self.beta * (self.M.transpose(0, 2, 1) if transpose else self.M)
-        return exp_sums(BM, x, y, weights, summation=self.summation, tol=self.tol,
-                        on_sphere=self.geom.on_sphere, block_elements=self.block_elements, same_points=same,
-                        symmetric=self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N)
-
-    def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
-        # row-normalised ReLU weights do not depend on β > 0 (ReLU(βs) = β ReLU(s)), so β stays out
-        scale = 1.0 if (self.kind == "relu_rownorm" and self.beta > 0) else self.beta
-        return relu_sums(x @ (scale * self.M[h]), x, self.block_elements)
 
     @declare(x=STATE, sums=_SUMS, n_sources=AnyOf(NONE, Integer(1)), check=Boolean())
     def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None,

@@ -53,10 +53,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_real_array
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
-from .._core.params import Array, Options
-from .._core.validation import check_choice, check_real_array
+from .._core.params import Options
+from .._core.params_data import Array
+from .._core.validation import check_choice
 from .multihead import MultiHead
 
 __all__ = ["AttentionWeights", "norm_sphere", "BIAS_MODES", "NORMS"]

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
 
-__all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "constant_sums"]
+__all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batched_relu_sums", "constant_sums"]
 
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
@@ -170,6 +170,13 @@ def relu_sums(L: np.ndarray, Y: np.ndarray, block_elements: int | None = None) -
     return HeadSums(mean=out[:, :d], total=out[:, d])
 
 
+
+
+def batched_relu_sums(L: np.ndarray, Y: np.ndarray) -> HeadSums:
+    """:func:`relu_sums` over a leading batch axis (``L`` (S, m, d), ``Y`` (S, n, d)), unblocked
+    as :func:`batched_exp_sums`."""
+    T = np.maximum(L @ Y.transpose(0, 2, 1), 0.0)
+    return HeadSums(mean=T @ Y, total=T.sum(axis=2))
 
 
 def constant_sums(m: int, sources: np.ndarray, w: np.ndarray | None) -> HeadSums:

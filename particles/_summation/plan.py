@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.errors import InvalidParameterError
+from .._core.numerics import LOG_OVERFLOW
 from .exact import HeadSums, constant_sums, exact_exp_sums
 from .groups import Group, build_groups, fine_grid, run_group
 from .routes import fast_available, fast_route
@@ -279,7 +280,7 @@ def _ratio_probe(info, pr: HeadSums, tq, sources, wts) -> float:
         q = (tq @ info.U) * np.sqrt(info.s)
         off = 0.5 * np.einsum("ij,ij->i", q, q) + kap
     with np.errstate(over="ignore"):
-        r = np.exp(np.clip(log_c + off - pr.logz, -700, 700))
+        r = np.exp(np.clip(log_c + off - pr.logz, -LOG_OVERFLOW, LOG_OVERFLOW))
     # the typical row sets the tolerance; outliers (isolated tokens) fail the a-posteriori
     # bound and are recomputed exactly, or, when they are many, the head falls back
     return float(2.0 * max(1.0, np.quantile(r, 0.75)))

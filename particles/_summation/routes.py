@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfc, ive
 
+from .._core.numerics import scalar_of, scaled_rotation_of
+
 __all__ = ["Route", "fast_route", "fast_available"]
 
 # relative singular values below this are dropped from a head's factorisation (their sum is
@@ -56,14 +58,13 @@ def fast_route(BM: np.ndarray, on_sphere: bool) -> Route:
         # beta = 0 or M = 0: every weight is 1, the sums are plain (weighted) means, O(n)
         return Route("constant")
     if on_sphere and d == 2:
-        p, q = 0.5 * (BM[0, 0] + BM[1, 1]), 0.5 * (BM[1, 0] - BM[0, 1])
-        conformal = np.array([[p, -q], [q, p]])
-        if np.max(np.abs(BM - conformal)) <= 1e-14 * scale:
-            return Route("circle", a=float(np.hypot(p, q)), alpha=float(np.arctan2(q, p)))
+        rotation = scaled_rotation_of(BM)
+        if rotation is not None:
+            return Route("circle", a=rotation[0], alpha=rotation[1])
     if on_sphere and d <= 3:
-        a = BM[0, 0]
-        if np.max(np.abs(BM - a * np.eye(d))) <= 1e-14 * scale:
-            return Route("scalar", a=float(a))
+        a = scalar_of(BM)
+        if a is not None:
+            return Route("scalar", a=a)
     U, s, Vt = np.linalg.svd(BM)
     r = int(np.sum(s > _RANK_RTOL * s[0]))
     if r > 3:

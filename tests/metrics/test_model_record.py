@@ -87,7 +87,7 @@ def test_cli_model_keys_are_the_model_fields():
 @given(models())
 def test_every_field_round_trips_through_the_cli_config(model):
     cfg = load_config("simulate", _model_section(model))
-    _same(cli._model(cfg["model"]), model)
+    _same(cli.build_model(cfg["model"]), model)
 
 
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])

@@ -2,15 +2,18 @@
 
 import numpy as np
 import pytest
-from particles.critical import (
+
+from particles import (
+    MultiHead,
     field_jacobian,
     find_critical_point,
     hessian_spectrum,
+    normalize,
+    project_tangent,
     riemannian_hessian,
+    sample_uniform,
     tangent_basis,
 )
-
-from particles import MultiHead, normalize, project_tangent, sample_uniform
 from tests.helpers import random_symmetric
 
 

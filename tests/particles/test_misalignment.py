@@ -2,16 +2,20 @@
 
 import numpy as np
 import pytest
-from particles.misalignment import (
+
+from particles import (
     MISALIGNMENT,
+    MultiHead,
+    SaveAt,
     delta_v,
+    diagnose,
     misaligned_model,
     misalignment_fn,
     misalignment_rates,
+    sample_uniform,
+    simulate,
     value_misalignment,
 )
-
-from particles import MultiHead, SaveAt, diagnose, sample_uniform, simulate
 from tests.helpers import random_symmetric
 
 

@@ -2,9 +2,16 @@
 
 import numpy as np
 import pytest
-from particles.orthogonality import head_rate_bounds, head_rate_bounds_fn, orthogonality_defect
 
-from particles import MultiHead, SaveAt, sample_uniform, simulate
+from particles import (
+    MultiHead,
+    SaveAt,
+    head_rate_bounds,
+    head_rate_bounds_fn,
+    orthogonality_defect,
+    sample_uniform,
+    simulate,
+)
 from tests.helpers import random_symmetric
 
 SCALE = 1.5

@@ -2,9 +2,19 @@
 
 import numpy as np
 import pytest
-from particles.rd import RD_CANDIDATES, radial_dominance, rd_margins, rd_threshold, rd_threshold_equiangular
 
-from particles import MultiHead, SaveAt, diagnose, sample_uniform, simulate
+from particles import (
+    RD_CANDIDATES,
+    MultiHead,
+    SaveAt,
+    diagnose,
+    radial_dominance,
+    rd_margins,
+    rd_threshold,
+    rd_threshold_equiangular,
+    sample_uniform,
+    simulate,
+)
 from particles import theory as th
 from tests.helpers import random_symmetric
 from tests.particles.test_orthogonality import rotated_heads

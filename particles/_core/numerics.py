@@ -1,0 +1,65 @@
+r"""Float64 facts, each written once: the overflow limit of ``exp`` and the round-off tolerance of
+the structural tests of a head (is it :math:`\lambda I`, a scaled rotation, symmetric?).
+
+Every layer reads them from here (:mod:`particles.extend` for ``meanfield`` and ``metrics``): a
+kernel that takes a special path for scalar heads and the code that describes a model as "scalar
+heads" agree on which heads those are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["LOG_OVERFLOW", "ROUNDOFF_RTOL", "negligible", "scalar_of", "scalar_heads", "scaled_rotation_of",
+           "is_symmetric"]
+
+#: exp(709.8) is the float64 limit; 700 leaves room for the sum of n terms and the 1/n scale
+LOG_OVERFLOW = 700.0
+
+#: a structural defect (``|A - λI|``, ``|M - Mᵀ|``) counts as zero when at most this times the
+#: largest entry of the matrix: 64 ulps, far above the few roundings of a matrix built exactly
+#: (``lam * eye``, a product by β, a transpose) and far below any deliberate departure
+ROUNDOFF_RTOL = 64 * float(np.finfo(np.float64).eps)
+
+
+def negligible(defect, A) -> bool:
+    """Whether ``defect`` (an array or a number) is round-off relative to the entries of ``A``:
+    ``max|defect| <= ROUNDOFF_RTOL · max|A|`` (exact equality for A = 0)."""
+    return float(np.max(np.abs(defect))) <= ROUNDOFF_RTOL * float(np.max(np.abs(A)))
+
+
+def scalar_of(A: np.ndarray) -> float | None:
+    r"""λ when the square matrix A is :math:`\lambda I` to round-off (:func:`negligible`), else None.
+
+    >>> scalar_of(2.0 * np.eye(3)), scalar_of(np.diag([1.0, 2.0]))
+    (2.0, None)
+    """
+    lam = float(A[0, 0])
+    return lam if negligible(A - lam * np.eye(A.shape[0]), A) else None
+
+
+def scalar_heads(M: np.ndarray, W: np.ndarray):
+    r"""(λ, μ), arrays of the heads' strengths, when every head is :math:`M_h = \lambda_h I` and
+    :math:`W_h = \mu_h I` (:func:`scalar_of`), else None."""
+    lam, mu = [scalar_of(m) for m in M], [scalar_of(w) for w in W]
+    if None in lam or None in mu:
+        return None
+    return np.array(lam), np.array(mu)
+
+
+def scaled_rotation_of(A: np.ndarray) -> tuple[float, float] | None:
+    r"""(r, α) when the 2 × 2 matrix A is :math:`r R(\alpha) = \begin{pmatrix}p & -q\\ q & p\end{pmatrix}`
+    to round-off (its action on the circle is a rotation and a scaling), else None.
+
+    >>> scaled_rotation_of(np.array([[0.0, -2.0], [2.0, 0.0]]))
+    (2.0, 1.5707963267948966)
+    """
+    p, q = 0.5 * (A[0, 0] + A[1, 1]), 0.5 * (A[1, 0] - A[0, 1])
+    if not negligible(A - np.array([[p, -q], [q, p]]), A):
+        return None
+    return float(np.hypot(p, q)), float(np.arctan2(q, p))
+
+
+def is_symmetric(M: np.ndarray) -> bool:
+    """Whether every matrix of the stack M (H, d, d) is symmetric to round-off."""
+    return negligible(M - np.swapaxes(M, -1, -2), M)
