@@ -2,7 +2,8 @@
 
 Run as a script (``python tests/test_architecture.py``) it prints the measures. The limits: no
 import cycle anywhere, every particles module imports only its own layer or lower ones, no
-function over 80 lines of code, no module over 400 lines. Modules and functions that were over
+function over 60 lines of code, no module over 350 lines (and no line over 120 characters: ruff's
+E501). Modules and functions that were over
 a limit when it was set are listed in ``DEBT`` with their size then: they may shrink, never grow,
 and a new one may not join them.
 """
@@ -14,8 +15,8 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("particles", "meanfield", "metrics", "headflow")
-MAX_FUNCTION_LINES = 80
-MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 350
 #: particles' private layers, lowest first; a module may import its own layer and lower ones
 PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dynamics": 3, "_analysis": 4,
                     "summation": 5, "validation": 5, "extend": 5, "__init__": 6}

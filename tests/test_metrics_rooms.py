@@ -6,12 +6,11 @@ Run as a script it prints the rooms, their modules and the arrows between rooms.
 
 from __future__ import annotations
 
-import ast
 import pathlib
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from test_architecture import ROOT, import_graph  # noqa: E402
+from test_architecture import ROOT, _modules, import_graph, private_imports  # noqa: E402
 
 #: metrics' private rooms, lowest first; the public faces (``metrics``, ``metrics.io``, ...) sit on top
 METRICS_ROOMS = {"_observables": 0, "_statistics": 1, "_data": 2, "_runs": 3, "_studies": 4, "_figures": 5}
@@ -31,23 +30,18 @@ def upward_arrows(graph) -> list[str]:
                   for dep in deps if room(dep) is not None and room(dep) > room(mod))
 
 
+def room_unit(module: str) -> str:
+    """The unit a module belongs to for the private-import rule: its room inside metrics, else its package."""
+    parts = module.split(".")
+    if parts[0] == "metrics" and len(parts) > 1 and parts[1] in METRICS_ROOMS:
+        return ".".join(parts[:2])
+    return parts[0]
+
+
 def private_names_across_rooms() -> list[str]:
-    """``from metrics.<room>.x import _name`` in a module of another room (relative imports resolved)."""
-    bad = []
-    for path in sorted((ROOT / "metrics").rglob("*.py")):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
-        here = parts[1] if len(parts) > 2 else None
-        pkg = parts[:-1]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            target = (pkg[: len(pkg) - node.level + 1] if node.level else []) + (node.module or "").split(".")
-            target = [t for t in target if t]
-            there = target[1] if len(target) > 1 and target[0] == "metrics" and target[1] in METRICS_ROOMS else None
-            names = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
-            if there and there != here and names:
-                bad.append(f"{'/'.join(parts)}: {'.'.join(target)} {names}")
-    return bad
+    """Imports of another room's private modules or names, by the architecture test's own rule."""
+    files = [(path, name) for path, name in _modules() if name.startswith("metrics.")]
+    return private_imports(files, boundary=room_unit)
 
 
 def test_every_metrics_module_is_in_a_room_or_a_face():

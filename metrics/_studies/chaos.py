@@ -307,14 +307,15 @@ def _assemble(sweep, model, settings) -> xr.Dataset:
 
 def _coords_and_attrs(model, settings, sweep) -> tuple[dict, dict]:
     """The study's coordinates (with ``degree`` and ``delta``) and attrs (the run's settings and its reference)."""
-    coords = study_coords(settings["n_values"], settings["n_seeds"], settings["ts"], model.log_time_scale, int(settings["max_clusters"]),
-                          "bootstrap quantile of the interval bound")
+    coords = study_coords(settings["n_values"], settings["n_seeds"], settings["ts"], model.log_time_scale,
+                          int(settings["max_clusters"]), "bootstrap quantile of the interval bound")
     coords["degree"] = ("degree", np.arange(1, settings["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"})
     coords["delta"] = ("delta", settings["deltas"], {"long_name": "breakdown threshold", "units": "1"})
     config = {k_: settings[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
-                                     "n_projections", "eps_cluster", "max_clusters", "n_boot")}
+                                          "n_projections", "eps_cluster", "max_clusters", "n_boot")}
     config["delta"] = settings["deltas"].tolist()
-    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{settings['d'] - 1}", model=model, sweep=sweep,
-                        config=config, seed=settings["seed"], spawn_key="(seed index, n)", t_start=settings["t_start"],
-                        t1=settings["t1"], dt=settings["dt"], kappa=settings["kappa"], n_saves=settings["n_saves"], **settings["ref_attrs"])
+    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{settings['d'] - 1}", model=model,
+                        sweep=sweep, config=config, seed=settings["seed"], spawn_key="(seed index, n)",
+                        t_start=settings["t_start"], t1=settings["t1"], dt=settings["dt"], kappa=settings["kappa"],
+                        n_saves=settings["n_saves"], **settings["ref_attrs"])
     return coords, attrs

@@ -94,7 +94,8 @@ def breakdown(ts, amp, dist, settings) -> dict:
     z = np.where(above, np.nan, z) if theory else np.full_like(z, np.nan)
     counts = np.asarray(settings["n_seeds"])
     ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
-    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(settings["n_boot"]), rng=settings["seed"])
+    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(settings["n_boot"]),
+                                       rng=settings["seed"])
                      if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
                    if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])

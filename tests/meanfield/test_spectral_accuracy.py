@@ -233,7 +233,8 @@ def test_band_limits_above_the_cap_are_refused_naming_it():
     model, mu = issue_example()
     with pytest.raises(InvalidParameterError, match=r"max_L=5000 .* above the cap max_L=4096"):
         mf.wasserstein_ascent(mu, model, t1=1.0, scheme="spectral", max_L=5000)
-    with pytest.raises(InvalidParameterError, match=r"'m' parameter of harmonic_growth: .* cap max_L=512 .* use m <= 526338"):
+    with pytest.raises(InvalidParameterError, match=r"'m' parameter of harmonic_growth: .* cap max_L=512 .* use m "
+                                                    r"<= 526338"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=3), lambda y: y[:, 2], m=2_000_000, t1=0.1)
 
 
@@ -253,7 +254,8 @@ def test_bad_input_of_the_spectral_api_names_the_argument():
     with pytest.raises(InvalidParameterError, match="k of SpectralSolution.log_partition"):
         sol.log_partition(-3, 1.0, np.zeros(2))
     sht = mf.sphere_harmonic_transform(8, 10)
-    with pytest.raises(InvalidParameterError, match=r"f of sphere_harmonic_transform.analysis must .* \(\.\.\., 10, 20\)"):
+    with pytest.raises(InvalidParameterError, match=r"f of sphere_harmonic_transform.analysis must .* \(\.\.\., 10, "
+                                                    r"20\)"):
         sht.analysis(np.zeros((10, 10)))
     with pytest.raises(InvalidParameterError, match="'L' parameter of sphere_harmonic_transform.analysis"):
         sht.analysis(np.zeros((10, 20)), L=9)

@@ -43,7 +43,8 @@ def test_settled_systems_stay_where_they_were_certified(rng):
     field = ens.settling(0.1)
     traj = simulate(x0, field, t1=2.0, dt=0.1, save=SaveAt(ts=[0.0, 1.0, 2.0]))
     assert field.settled_at[0] == 0.0
-    np.testing.assert_allclose(traj.x[:, 0], np.broadcast_to(x0[0], (3, 5, 3)), atol=1e-15)  # a zero step retracts x onto itself
+    # a zero step retracts x onto itself
+    np.testing.assert_allclose(traj.x[:, 0], np.broadcast_to(x0[0], (3, 5, 3)), atol=1e-15)
     assert not np.allclose(traj.x[-1, 1], x0[1])
     assert field.system_evaluations == 2 * 4 * 20 - 4 * 20  # only system 1 was ever evaluated
 

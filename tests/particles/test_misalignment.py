@@ -122,7 +122,8 @@ def test_bad_input(rng):
     M = random_symmetric(rng, 2, 3)
     with pytest.raises(ValueError, match="'Delta' parameter of misaligned_model: must hold one d x d matrix per head"):
         misaligned_model(M, np.zeros((1, 3, 3)), beta=1.0)
-    with pytest.raises(ValueError, match="'Delta' parameter of misaligned_model: must hold one d x d matrix per head, the shape of M"):
+    with pytest.raises(ValueError, match="'Delta' parameter of misaligned_model: must hold one d x d matrix per "
+                                         "head, the shape of M"):
         misaligned_model(M, np.zeros((2, 4, 4)), beta=1.0)
     with pytest.raises(ValueError, match=r"M of misaligned_model must be symmetric \(Condition 3"):
         misaligned_model(M + np.triu(np.ones((3, 3)), 1), np.zeros((2, 3, 3)), beta=1.0)

@@ -101,5 +101,6 @@ def test_bad_input(rng):
         head_rate_bounds(MultiHead(M + np.triu(np.ones((4, 4)), 1), beta=1.0), np.eye(4))
     with pytest.raises(ValueError, match="must have kind in"):
         head_rate_bounds_fn(MultiHead(M, beta=1.0, kind="softmax"))
-    with pytest.raises(ValueError, match="'M' parameter of orthogonality_defect must be a particles.MultiHead or an array of shape"):
+    with pytest.raises(ValueError, match="'M' parameter of orthogonality_defect must be a particles.MultiHead or an "
+                                         "array of shape"):
         orthogonality_defect(np.zeros((2, 3, 4)))

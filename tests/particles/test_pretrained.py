@@ -211,7 +211,8 @@ def test_bad_files(rng, tmp_path):
         load_attention(t, n_heads=5)
     with pytest.raises(InvalidParameterError, match=r"unknown architecture.*bert.*gpt2.*llama"):
         load_attention({"foo.weight": np.eye(3)}, n_heads=1)
-    with pytest.raises(InvalidParameterError, match="'architecture' parameter of load_attention must be None or one of"):
+    with pytest.raises(InvalidParameterError,
+                       match="'architecture' parameter of load_attention must be None or one of"):
         load_attention(t, n_heads=3, architecture="t5")
     with pytest.raises(InvalidParameterError, match=r"no attention tensors in the 'bert' naming"):
         load_attention(t, n_heads=3, architecture="bert")
@@ -220,7 +221,8 @@ def test_bad_files(rng, tmp_path):
     with pytest.raises(InvalidParameterError, match=r"missing tensor 'h\.0\.attn\.c_proj\.weight'"):
         load_attention(bad, n_heads=3)
     bad = dict(t, **{"h.0.attn.c_proj.weight": np.zeros((12, 11), np.float32)})
-    with pytest.raises(InvalidParameterError, match=r"'h\.0\.attn\.c_proj\.weight' has the wrong shape: expected \(12, 12\)"):
+    with pytest.raises(InvalidParameterError, match=r"'h\.0\.attn\.c_proj\.weight' has the wrong shape: expected "
+                                                    r"\(12, 12\)"):
         load_attention(bad, n_heads=3)
     bad = dict(t, **{"h.0.attn.c_attn.weight": np.zeros((12, 30), np.float32)})
     with pytest.raises(InvalidParameterError, match=r"expected \(12, 36\), got \(12, 30\)"):

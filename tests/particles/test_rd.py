@@ -99,15 +99,18 @@ def test_threshold_statuses_and_ratio_search():
 
 def test_bad_input(rng):
     model = MultiHead.scalar([1.0, 1.0], d=3, beta=1.0)
-    with pytest.raises(ValueError, match="'traj' parameter of radial_dominance must be a Trajectory or states of shape \\(k, n, d\\)"):
+    with pytest.raises(ValueError, match="'traj' parameter of radial_dominance must be a Trajectory or states of "
+                                         "shape \\(k, n, d\\)"):
         radial_dominance(model, np.eye(3))
     with pytest.raises(ValueError, match="ts of radial_dominance must have shape \\(2,\\)"):
         radial_dominance(model, np.stack([np.eye(3)] * 2), ts=[0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="traj.x of radial_dominance must be an array"):
-        radial_dominance(model, simulate(np.eye(3), model, t1=0.1, dt=0.1, save=SaveAt(x=False, fn=lambda t, x: {"n": np.float64(x.shape[0])})))
+        save = SaveAt(x=False, fn=lambda t, x: {"n": np.float64(x.shape[0])})
+        radial_dominance(model, simulate(np.eye(3), model, t1=0.1, dt=0.1, save=save))
     with pytest.raises(ValueError, match="geometry in \\['sphere'\\]"):
         rd_margins(MultiHead.scalar([1.0], d=3, geometry="flat"), np.eye(3))
-    with pytest.raises(ValueError, match="'bracket' parameter of rd_threshold must be a sequence of at least 2 strictly increasing values"):
+    with pytest.raises(ValueError, match="'bracket' parameter of rd_threshold must be a sequence of at least 2 "
+                                         "strictly increasing values"):
         rd_threshold(lambda b: model, np.eye(3), t1=0.0, bracket=(1.0, 0.0))
     with pytest.raises(ValueError, match="'candidate' parameter of rd_threshold must be one of"):
         rd_threshold(lambda b: model, np.eye(3), t1=0.0, bracket=(0.0, 1.0), candidate="strong")

@@ -139,7 +139,8 @@ def test_multihead_fast_matches_exact_everywhere(rng):
         de, df = diagnose(ex, x), diagnose(fa, x)
         bound = float(np.max(df["summation_bound"]))
         assert np.all(df["summation_fast"] == 1) and np.all(de["summation_fast"] == 0) and 0 < bound <= 1e-10
-        np.testing.assert_allclose(fa.velocity(x), ex.velocity(x), rtol=0, atol=2 * bound * np.abs(ex.velocity(x)).max() * 10)
+        np.testing.assert_allclose(fa.velocity(x), ex.velocity(x), rtol=0,
+                                   atol=2 * bound * np.abs(ex.velocity(x)).max() * 10)
         np.testing.assert_allclose(df["energy"], de["energy"], rtol=bound)
         np.testing.assert_allclose(df["entropy"], de["entropy"], rtol=0, atol=bound * (1 + 2 * kw["beta"]))
         for key in ("kinetic", "energy_rate", "rd_margin_min"):

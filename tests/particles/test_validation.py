@@ -16,7 +16,8 @@ def model():
     "x, match",
     [
         (np.ones(5), r"'x' parameter of MultiHead.velocity must have shape \(n, d\).*got shape \(5,\)"),
-        (np.ones((4, 3)), r"must lie on the unit sphere \(max \|‖x_i‖ − 1\| = 7.3e-01 > atol=1e-10\); use x / np.linalg.norm"),
+        (np.ones((4, 3)), r"must lie on the unit sphere \(max \|‖x_i‖ − 1\| = 7.3e-01 > atol=1e-10\); use x / "
+                          r"np.linalg.norm"),
         (np.array([[np.nan, 0, 0]]), r"must be finite; got 1 NaN and 0 inf"),
         (np.array([[np.inf, 0, 0]]), r"got 0 NaN and 1 inf"),
         (np.eye(4), r"x has d = 4 columns but the heads are 3 x 3"),
@@ -36,12 +37,15 @@ def test_error_is_value_and_type_error():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(beta=-1.0), r"The 'beta' parameter of MultiHead must be a real number in \[0, inf\); got -1.0 \(float\)."),
+        (dict(beta=-1.0),
+         r"The 'beta' parameter of MultiHead must be a real number in \[0, inf\); got -1.0 \(float\)."),
         (dict(beta=np.nan), r"'beta' parameter"),
         (dict(beta="1"), r"'beta' parameter"),
-        (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of 'usa', 'softmax', 'relu', 'relu_rownorm'; got 'gelu'"),
+        (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of 'usa', 'softmax', 'relu', "
+                            r"'relu_rownorm'; got 'gelu'"),
         (dict(geometry="torus"), r"'geometry' parameter of MultiHead must be one of 'sphere', 'flat'"),
-        (dict(log_time_scale="big"), r"'log_time_scale' parameter of MultiHead must be a real number in \(-inf, inf\) or one of 'auto'"),
+        (dict(log_time_scale="big"), r"'log_time_scale' parameter of MultiHead must be a real number in \(-inf, "
+                                     r"inf\) or one of 'auto'"),
         (dict(W=np.eye(4)), r"'W' parameter of MultiHead: must hold one value matrix per head, of the shape of M"),
         (dict(W=np.stack([np.eye(3)] * 2)), r"one value matrix per head"),
     ],
@@ -67,7 +71,8 @@ def test_bad_matrices(M, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of 'euler', .*'euler_maruyama' or a Stepper; got 'rk5'"),
+        (dict(method="rk5", dt=0.1), r"'method' parameter of simulate must be one of 'euler', .*'euler_maruyama' or "
+                                     r"a Stepper; got 'rk5'"),
         (dict(method="rk4"), r"'dt' parameter of simulate: must be given for a fixed-step method"),
         (dict(dt=-0.1), r"'dt' parameter of simulate must be None or a real number in \(0, inf\)"),
         (dict(dt=0.1, kappa=1.0), r"'kappa' parameter of simulate: must be inf unless method='euler_maruyama'"),
@@ -83,7 +88,8 @@ def test_bad_simulate_arguments(model, kwargs, match):
 
 
 def test_bad_field():
-    with pytest.raises(InvalidParameterError, match="'field' parameter of simulate must be a vector field: a MultiHead, an Ensemble or a callable"):
+    with pytest.raises(InvalidParameterError, match="'field' parameter of simulate must be a vector field: a "
+                                                    "MultiHead, an Ensemble or a callable"):
         simulate(sample_uniform(3, 3, 0), 3.0, t1=1.0, dt=0.1)
 
 

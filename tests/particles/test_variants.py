@@ -138,7 +138,8 @@ def test_stack_of_identical_layers_is_one_run(rng):
 
 def test_bad_input(rng):
     M = random_symmetric(rng, 1, 3)
-    with pytest.raises(ValueError, match="'update' parameter of MultiHead: needs its geometry .'pre_ln' needs geometry='flat'"):
+    with pytest.raises(ValueError, match="'update' parameter of MultiHead: needs its geometry .'pre_ln' needs "
+                                         "geometry='flat'"):
         MultiHead(M, update="pre_ln")
     with pytest.raises(ValueError, match="'update' parameter of MultiHead: needs its geometry.*got update = 'ngpt'"):
         MultiHead(M, update="ngpt", geometry="flat")
