@@ -99,6 +99,11 @@ def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
     ylabel = short_label(da) + (" (seed mean ± sd)" if sd is not None else "")
     ax.set(xlabel=axis_label(da["time"], "time"), ylabel=ylabel, xscale="log" if log_time else "linear")
     ax.set_title(axis_label({"long_name": da.attrs.get("long_name", da.name)}), fontsize=9)
+    values = mean.values[np.isfinite(mean.values)]
+    if values.size and np.array_equal(values, np.round(values)):  # a count: integer ticks, not 59.75
+        from matplotlib.ticker import MaxNLocator
+
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if others:
         ax.legend(fontsize=7)
 
@@ -164,7 +169,9 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     names = _default_curves(ds) if names is None else list(names)
     curves = [_curve(ds, name) for name in names]  # all checked before anything is drawn
     if axes is None:
-        _, axes = _pyplot().subplots(1, len(curves), figsize=(4.4 * len(curves), 3.6), squeeze=False)
+        # constrained layout: long y labels and the time label stay inside the figure
+        _, axes = _pyplot().subplots(1, len(curves), figsize=(4.4 * len(curves), 3.6), squeeze=False,
+                                     layout="constrained")
     axes = np.ravel(np.asarray(axes, dtype=object))
     if len(axes) != len(curves):
         raise InvalidParameterError(f"The 'axes' parameter of plot_curves must hold one Axes per name "

@@ -105,6 +105,8 @@ def test_curves_of_a_trajectory_and_a_sweep(s2, tmp_path):
     assert [ax.get_ylabel() for ax in axes] == ["energy_multi", "mean_entropy", "n_clusters"]
     np.testing.assert_allclose(axes[0].lines[0].get_ydata(), s2.attn.energy().values)
     assert not any("[1]" in label for ax in axes for label in _labels(ax))
+    counts = axes[2].get_yticks()
+    np.testing.assert_array_equal(counts, np.round(counts))  # a cluster count gets integer ticks
     _check_png(_save(axes, tmp_path / "curves.png"))
     sweep = metrics.run_sweep({"n_particles": [4, 6]}, n_seeds=3, t1=0.2, dt=0.05, n_saves=3,
                               metrics=("n_clusters", "energy_multi"))
