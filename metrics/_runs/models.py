@@ -63,6 +63,14 @@ class SweepModel:
         if self.W is not None and (self.M is None or self.W.shape != self.M.shape):
             raise InvalidParameterError("The 'W' parameter of SweepModel must come with M, of its shape "
                                         f"{None if self.M is None else self.M.shape}; got shape {self.W.shape}.")
+        unknown = sorted(set(options) - set(SWEEP_OPTIONS))
+        if unknown:
+            cell = [k for k in unknown if k in ("beta", "kind", "d", "n_heads", "lambdas")]
+            raise InvalidParameterError(
+                f"The {unknown[0]!r} parameter of SweepModel is not one of its options "
+                + (f"({cell[0]!r} is each cell's parameter: sweep it in run_sweep's grid or set it in its fixed, "
+                   f"e.g. fixed={{{cell[0]!r}: ...}})." if cell else
+                   f"(the MultiHead options {sorted(SWEEP_OPTIONS)}); got {unknown}."))
         self.options = options
 
     def __call__(self, params: dict, rng: np.random.Generator) -> MultiHead:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from metrics import run_sweep
+from metrics import SweepModel, run_sweep
 from particles import InvalidParameterError
 
 GRID = {"n_particles": [6, 10], "beta": [0.5, 3.0]}
@@ -103,3 +103,11 @@ def test_sweep_grid_validation():
         run_sweep({"temp": [1.0]})
     with pytest.raises(InvalidParameterError, match="must be a list of names; got the string 'n_clusters'"):
         run_sweep({"beta": [1.0]}, metrics="n_clusters")
+
+
+def test_sweep_model_refuses_a_cell_parameter_as_an_option():
+    # kind and beta are each cell's: as options they would collide with the cell's own
+    with pytest.raises(InvalidParameterError, match="'kind' parameter of SweepModel.*sweep it in run_sweep's grid"):
+        SweepModel(kind="usa")
+    with pytest.raises(InvalidParameterError, match="'colour' parameter of SweepModel is not one of its options"):
+        SweepModel(colour="red")
