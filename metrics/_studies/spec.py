@@ -41,7 +41,7 @@ class Study:
     ----------
     name : the public function (error messages, the model's key name, the ``history`` attr)
     kind : the Dataset kind it makes (the ``headflow_kind`` attr the ``ds.attn`` accessor reads)
-    label : the progress bar's label (``{sphere}`` is replaced by d - 1)
+    label : the progress bar's label (``{sphere}`` is replaced by d - 1; the settings hold ``d``)
     cell : ``cell(params, seed_index, settings) -> xr.Dataset`` with dim ``time`` (the cell contract of
         :func:`metrics.run_sweep`)
     key : ``key(settings) -> dict`` of every setting a cell depends on beyond run_sweep's own
@@ -70,7 +70,7 @@ class Study:
         from .._runs.sweep import run_sweep
 
         cell_settings = {**settings, "key": self.cell_key(settings), "caller": self.name,
-                         "progress_label": self.label.format(sphere=settings.get("d", 0) - 1)}
+                         "progress_label": self.label.format(sphere=settings["d"] - 1)}
         return run_sweep(grid, n_seeds=n_seeds, metrics=(), model_fn=model_fn, cell_fn=self.cell,
                          cell_settings=cell_settings, **run)
 
@@ -108,17 +108,20 @@ def seed_counts(n_seeds, n_values) -> list[int]:
     return list(n_seeds) if isinstance(n_seeds, (list, tuple)) else [int(n_seeds)] * len(n_values)
 
 
-def study_coords(n_values, counts, ts, log_time_scale: float, max_clusters: int, bound: str) -> dict:
+def study_coords(n_values, counts, ts, log_time_scale: float, max_clusters: int, bound: str | None = None) -> dict:
     """The coordinates every (n, seed, time) study has: ``n_particles``, ``seed``, ``time`` (with its
-    time convention), ``cluster_rank`` and the interval ``bound`` (``bound`` is its long name)."""
+    time convention), ``cluster_rank``, and the interval ``bound`` when the study fits intervals
+    (``bound`` is then its long name)."""
     unit = {"units": "1"}
-    return {
+    coords = {
         "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", **unit}),
         "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", **unit}),
         "time": time_coord(ts, log_time_scale),
         "cluster_rank": ("cluster_rank", np.arange(max_clusters), {"long_name": "rank of the cluster by mass", **unit}),
-        "bound": ("bound", np.array([0.025, 0.975]), {"long_name": bound, **unit}),
     }
+    if bound is not None:
+        coords["bound"] = ("bound", np.array([0.025, 0.975]), {"long_name": bound, **unit})
+    return coords
 
 
 def cluster_variables(sweep: xr.Dataset, max_clusters: int, eps: float, counts) -> dict:

@@ -53,7 +53,7 @@ def energy_ascent_study(model, *, n_values=(8, 16), n_seeds=2, t1=1.0, n_saves=5
             "energy_gain": (("n_particles", "seed"), energy[..., -1] - energy[..., 0],
                             {"long_name": "E_multi(t1) - E_multi(0)", "units": "1"}),
             **spec.cluster_variables(sweep, 2, eps, counts)}
-    coords = spec.study_coords(n_values, counts, ts, model.log_time_scale, 2, "unused interval bound")
+    coords = spec.study_coords(n_values, counts, ts, model.log_time_scale, 2)
     attrs = spec.study_attrs(ASCENT, title="energy ascent", model=model, sweep=sweep, seed=seed, t_start=t_start,
                              config={"n_values": list(n_values), "t1": t1, "dt": dt}, spawn_key="(seed index, n)")
     return xr.Dataset(data, coords=coords, attrs=attrs)
@@ -80,6 +80,7 @@ def test_the_new_study_measures_its_theorem_and_says_what_it_is(tmp_path):
     back = xr.open_dataset(_round_trip(ds, tmp_path / "ascent.nc"))
     xr.testing.assert_identical(back.load(), ds)
     assert ds.time.attrs["long_name"] == "time" and ds.n_particles.attrs["long_name"] == "number of tokens"
+    assert "bound" not in ds.coords  # no intervals fitted, no interval coordinate
 
 
 def test_the_new_study_resumes_from_its_store(tmp_path, monkeypatch):
