@@ -47,6 +47,9 @@ class Study:
     key : ``key(settings) -> dict`` of every setting a cell depends on beyond run_sweep's own
         (t1, dt, n_saves, kappa, seed, the parameters of the cell)
     key_version : the key format; 1 writes the fields as they are, a later one adds ``key_version``
+    legacy_key : ``legacy_key(settings) -> dict or None``, the key fields under format 1 when a later
+        format changed them: a store's cells of that format are found and migrated (renamed and
+        restamped, once, with a message), never recomputed
     """
 
     name: str
@@ -55,6 +58,7 @@ class Study:
     cell: Callable
     key: Callable
     key_version: int = 1
+    legacy_key: Callable | None = None
 
     def cell_key(self, settings: dict) -> str:
         """The JSON of the key fields (sorted keys), the study's part of every cell key."""
@@ -63,13 +67,21 @@ class Study:
             fields["key_version"] = self.key_version
         return json.dumps(fields, sort_keys=True, default=str)
 
+    def legacy_cell_key(self, settings: dict) -> str | None:
+        """The JSON of the format-1 key fields when they differ from today's (else None)."""
+        if self.legacy_key is None:
+            return None
+        legacy = json.dumps(self.legacy_key(settings), sort_keys=True, default=str)
+        return None if legacy == self.cell_key(settings) else legacy
+
     def cells(self, grid: dict, n_seeds: int, settings: dict, model_fn, **run) -> xr.Dataset:
         """The cells of ``grid`` x ``n_seeds`` through :func:`metrics.run_sweep` (verified, resumable,
         on its engines), with this study's cell, key and label. ``run``: seed, t1, dt, n_saves, kappa,
         method, store, engine, max_workers, progress."""
         from .._runs.sweep import run_sweep
 
-        cell_settings = {**settings, "key": self.cell_key(settings), "caller": self.name,
+        cell_settings = {**settings, "key": self.cell_key(settings), "legacy_key": self.legacy_cell_key(settings),
+                         "caller": self.name,
                          "progress_label": self.label.format(sphere=settings["d"] - 1)}
         return run_sweep(grid, n_seeds=n_seeds, metrics=(), model_fn=model_fn, cell_fn=self.cell,
                          cell_settings=cell_settings, **run)
