@@ -179,14 +179,18 @@ def dask_cluster():
     def make(allowed_failures):
         with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):
             cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                               dashboard_address=None, silence_logs=50)
-        return cluster, distributed.Client(cluster)
+                                               dashboard_address=":0", silence_logs=50)
+        return cluster, distributed.Client(cluster, set_as_default=False)  # no port or default client shared
 
-    made = []
+    made, environ = [], dict(os.environ)
     yield lambda allowed_failures: made.append(make(allowed_failures)) or made[-1][1]
     for cluster, client in made:
         client.close()
         cluster.close()
+    # distributed's nanny exports its pre-spawn environment (MALLOC_TRIM_THRESHOLD_, ...) into this process:
+    # put it back, so that no later test runs in an environment this one left behind
+    os.environ.clear()
+    os.environ.update(environ)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")

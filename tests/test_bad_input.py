@@ -422,7 +422,8 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning",
-                "ARCHITECTURES", "FailedCellWarning", "VARIABLES", "CURVES", "EMD_MAX_ELEMENTS", "AttnAccessor"}
+                "ARCHITECTURES", "FailedCellWarning", "StoreMigrationWarning", "VARIABLES", "CURVES",
+                "EMD_MAX_ELEMENTS", "AttnAccessor"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit",

@@ -61,29 +61,30 @@ def run_serial(todo, job, done) -> None:
 
 
 def run_dask(client, todo, job, done, describe, resumable: bool, shared=None) -> None:
-    """Run the jobs on a dask.distributed client (``shared``, an argument common to every job, is
-    sent once, as the result of a task the cells depend on); a cell that kills its workers more often than the scheduler
-    allows ends the run with a :class:`particles.SolverError` naming it."""
+    """Run the jobs on a dask.distributed client, default or not (``shared``, an argument common to every
+    job, is sent once, as the result of a task the cells depend on); a cell that kills its workers more
+    often than the scheduler allows ends the run with a :class:`particles.SolverError` naming it."""
     from distributed import KilledWorker
     from distributed import as_completed as dask_completed
 
-    # a task, not client.scatter: the scheduler can recompute it when the worker holding it dies
-    fut_shared = client.submit(_identity, shared, pure=False) if shared is not None and todo else None
-    futs = [client.submit(*(fut_shared if fut_shared is not None and a is shared else a for a in job(idx)),
-                          pure=False) for idx in todo]
-    where = {f.key: idx for f, idx in zip(futs, todo)}
-    for fut in dask_completed(futs):
-        try:
-            ds = fut.result()
-        except KilledWorker as exc:
-            # the scheduler retried the cell on fresh workers (allowed-failures) and gave up
-            raise SolverError(
-                f"dask workers died running the cell {describe(where[fut.key])} more often than the scheduler's "
-                f"distributed.scheduler.allowed-failures allows ({exc}); e.g. out of memory or killed. "
-                + ("Cells finished so far are in the store: rerun with the same store to resume."
-                   if resumable else "Pass store=<folder> to keep finished cells across failures.")
-            ) from None
-        done(where[fut.key], ds)
+    with client.as_current():  # the shared future resolves on this client even when it is not the default
+        # a task, not client.scatter: the scheduler can recompute it when the worker holding it dies
+        fut_shared = client.submit(_identity, shared, pure=False) if shared is not None and todo else None
+        futs = [client.submit(*(fut_shared if fut_shared is not None and a is shared else a for a in job(idx)),
+                              pure=False) for idx in todo]
+        where = {f.key: idx for f, idx in zip(futs, todo)}
+        for fut in dask_completed(futs):
+            try:
+                ds = fut.result()
+            except KilledWorker as exc:
+                # the scheduler retried the cell on fresh workers (allowed-failures) and gave up
+                raise SolverError(
+                    f"dask workers died running the cell {describe(where[fut.key])} more often than the scheduler's "
+                    f"distributed.scheduler.allowed-failures allows ({exc}); e.g. out of memory or killed. "
+                    + ("Cells finished so far are in the store: rerun with the same store to resume."
+                       if resumable else "Pass store=<folder> to keep finished cells across failures.")
+                ) from None
+            done(where[fut.key], ds)
 
 
 class _Shared:

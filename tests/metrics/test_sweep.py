@@ -60,7 +60,9 @@ def test_process_engine_matches_serial():
 def test_dask_engine_matches_serial():
     import distributed
 
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
+    # a free port and not the default client: the test leans on no machine state and leaves none behind
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0",
+                            set_as_default=False) as client:
         xr.testing.assert_identical(run_sweep(GRID, engine=client, **KW), run_sweep(GRID, **KW))
 
 
