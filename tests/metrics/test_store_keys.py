@@ -189,8 +189,8 @@ def test_a_cached_reference_of_the_earlier_key_is_migrated(tmp_path):
 
 
 def test_exact_arccos_is_correctly_rounded():
-    """The key's arccos is the double nearest the exact value (checked at 120 digits) and within one ulp
-    of numpy's, whose last bit depends on the build."""
+    """The key's arccos is the double nearest the exact value (checked at 120 digits) and within a few ulps
+    of numpy's, whose last bits depend on the build (numpy 1.24's differs by 2 ulps at some inputs)."""
     from decimal import Decimal, localcontext
 
     from metrics._runs import keys
@@ -202,6 +202,6 @@ def test_exact_arccos_is_correctly_rounded():
             y = Decimal(float(abs(x)))
             hi = keys._arccos_nonneg(y) if x >= 0 else keys._pi() - keys._arccos_nonneg(y)
         assert keys.exact_arccos(x) == float(hi)
-        assert abs(keys.exact_arccos(x) - np.arccos(x)) <= np.spacing(np.arccos(x))
+        assert abs(keys.exact_arccos(x) - np.arccos(x)) <= 4 * np.spacing(np.arccos(x))
     with pytest.raises(ValueError, match=r"x in \[-1, 1\]"):
         keys.exact_arccos(1.5)
