@@ -101,9 +101,8 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
         return None
     model = build_model(cfg["model"])
     run = cfg["run"]
-    ss = np.random.SeedSequence(run["seed"])
-    rng_x0, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    x0 = particles.sample_uniform(int(run["n"]), model.d, rng_x0)
+    streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
+    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
     include = run["diagnostics"]
     if include is not None:
         for name in include:
@@ -118,14 +117,15 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     if np.isfinite(kappa) and method != "euler_maruyama":
         raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
     traj = particles.simulate(
-        x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=rng_noise,
+        x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
                               fn=save_fn),
         progress=progress, on_failure="return",
     )
     ds = metrics.trajectory_to_dataset(traj, model, title="headflow simulate", config=config,
-                                       seeds={"seed": run["seed"], "entropy": str(ss.entropy),
-                                              "children": "SeedSequence(seed).spawn(2): x0, noise"})
+                                       seeds={"seed": run["seed"], "entropy": str(run["seed"]),
+                                              "children": "particles.seed_streams(seed): SeedSequence(seed)"
+                                                          ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
     return ds
