@@ -176,9 +176,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     d = ws[0].d
     if any(w.d != d for w in ws):
         raise InvalidParameterError(f"layers of {caller} must share the width d = {d}.")
-    x0 = check_points(x0, "x0", caller)
-    if x0.shape[1] != d:
-        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional.")
+    x0 = _sentence_points(x0, d, caller)
     tau = check_param(layer_time, "layer_time", caller, low=0.0, low_open=True)
     if stack and t1 is not None:
         raise InvalidParameterError(f"t1 of {caller} is for one layer; a stack runs len(layers) * layer_time.")
@@ -216,6 +214,24 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
     ds = _label_flow(ds, tokens)
     return ds
+
+
+def _sentence_points(x0, d, caller):
+    """The tokens of a sentence flow: the shape first (the layers' width), then unit rows, whose
+    documented source is :func:`particles.norm_sphere` (the embedding LayerNorm's core)."""
+    x0 = check_points(x0, "x0", caller, on_sphere=False)
+    if x0.shape[1] != d:
+        turned = " (it looks transposed: pass x0.T)" if x0.shape[0] == d else ""
+        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional"
+                                    f"{turned}.")
+    dev = float(np.max(np.abs(np.linalg.norm(x0, axis=1) - 1.0)))
+    if dev > 1e-10:
+        raise InvalidParameterError(
+            f"x0 of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e}): pass "
+            "particles.norm_sphere(embeddings), the embedding LayerNorm's core that layer 0 expects "
+            "(its gamma and beta are folded into the layer), not an L2 normalisation."
+        )
+    return x0
 
 
 def _flow_saver(models, layer_at, eps):

@@ -134,3 +134,12 @@ def test_missing_tokenizers_names_the_extra(monkeypatch):
         tokenize("{}", "a sentence")
     with pytest.raises(InvalidParameterError, match="text of tokenize must be a non-empty string"):
         tokenize("{}", " ")
+
+
+def test_tokens_shape_before_norm_and_the_documented_fix(synthetic, rng):
+    """Transposed tokens are named as such; raw embeddings are sent to particles.norm_sphere."""
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match=r"has d = 6 columns; the layers are 12-dimensional"):
+        sentence_flow(ws, 3 * u.T)
+    with pytest.raises(InvalidParameterError, match=r"particles\.norm_sphere\(embeddings\)"):
+        sentence_flow(ws, 3 * u)
