@@ -35,6 +35,7 @@ Fields
     another model.
 Files
     :func:`read_tensors` and :func:`require_extra` (trained weights, the ``trained`` extra),
+    :data:`BIAS_MODES` (the bias treatments of :meth:`~particles.AttentionWeights.to_multihead`),
     :func:`unwritable` (the one writability check).
 
 >>> from particles.extend import DORMAND_PRINCE, scalar_of
@@ -64,9 +65,11 @@ from ._dynamics.tableaux import DORMAND_PRINCE, ButcherTableau
 from ._model.architectures import read_tensors, require_extra
 from ._model.fields import MODEL_FIELDS, OPTION_FIELDS
 from ._model.kinds import ATTENTION_KINDS, MEAN_FIELD_KINDS, Kind
+from ._model.pretrained import BIAS_MODES
 
 __all__ = [
     "field_fingerprint",
+    "BIAS_MODES",
     "Stepper",
     "SchemeState",
     "ConstantStep",

@@ -79,6 +79,8 @@ def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
     ax.set(xscale="log" if log_time else "linear")
     label_axes(ax, title=str(da.name), xlabel=axis_label(da["time"], "time"), ylabel=ylabel)
     values = mean.values[np.isfinite(mean.values)]
+    if values.size and values.min() > 0 and values.max() > 100 * values.min():
+        ax.set_yscale("log")  # values over decades (a trained flow's energy: 4e7 to 0.06) on one linear axis are flat
     if values.size and np.array_equal(values, np.round(values)):  # a count: integer ticks, not 59.75
         from matplotlib.ticker import MaxNLocator
 
@@ -93,6 +95,8 @@ def _default_curves(ds: xr.Dataset) -> list:
         softmax = ds.attrs.get("kind") == "softmax"  # (model_attrs records the heads' kind)
         wanted = ("energy_multi", "mean_entropy", "n_clusters") if softmax else ("energy_multi", "n_clusters")
         names = list(dict.fromkeys([*names, *wanted]))
+    if ds.attrs.get("headflow_kind") == "sentence_flow" and "mean_cosine" in ds.data_vars:
+        names.append("mean_cosine")
     if not names:
         raise InvalidParameterError(
             f"plot_curves found no curve to draw: the Dataset has no {list(CURVES)} over time and no positions. "
@@ -138,6 +142,9 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     log_time : bool
         Logarithmic time axis (saves at t <= 0 left out).
 
+    A curve whose positive values span more than two decades gets a logarithmic axis; a sentence
+    flow's panels mark its layer boundaries (and add the mean cosine of the tokens).
+
     Returns
     -------
     numpy array of matplotlib Axes
@@ -157,7 +164,17 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
                                     f"({len(curves)}: {names}); got {len(axes)}.")
     for ax, da in zip(axes, curves):
         _draw_curves(ax, da, log_time)
+        _layer_boundaries(ax, ds)
     return axes
+
+
+def _layer_boundaries(ax, ds: xr.Dataset) -> None:
+    """A sentence flow's layer boundaries k * layer_time, k = 1..L-1, as faint vertical lines."""
+    if ds.attrs.get("headflow_kind") != "sentence_flow" or int(ds.attrs.get("n_layers", 1)) < 2:
+        return
+    tau = float(ds.attrs["layer_time"])
+    for k in range(1, int(ds.attrs["n_layers"])):
+        ax.axvline(k * tau, color="0.6", lw=0.6, ls=":", zorder=0)
 
 
 @declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
