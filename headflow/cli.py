@@ -27,10 +27,12 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
 import sys
+import warnings
 
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
     EXAMPLES,
@@ -278,6 +280,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _plain_warnings(command: str):
+    """Warnings as one line, ``headflow <command>: <Category>: <message>``: a user of the command line
+    reads what happened, not the library's source file and line that raised it."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"headflow {command}: {category.__name__}: {message}", file=sys.stderr if file is None else file)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 for a config error, 130 on Ctrl-C)."""
     args = _parser().parse_args(argv)
@@ -295,7 +312,9 @@ def main(argv=None) -> int:
         return 2
     try:
         cfg = load_config(args.command, pathlib.Path(args.config))
-        _RUNNERS[args.command](cfg, out=args.out, fmt=args.format, progress=not args.no_progress, force=args.force)
+        with _plain_warnings(args.command):
+            _RUNNERS[args.command](cfg, out=args.out, fmt=args.format, progress=not args.no_progress,
+                                   force=args.force)
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
