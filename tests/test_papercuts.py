@@ -53,3 +53,18 @@ def test_load_attention_takes_the_heads_from_the_config():
         particles.load_attention(t, n_heads=4, config={"num_attention_heads": 2})
     with pytest.raises(InvalidParameterError, match="pass n_heads=... or the model's config"):
         particles.load_attention(t)
+
+
+def test_sweep_head_strengths_are_numbers():
+    import metrics
+
+    kw = dict(fixed={"d": 2, "n_particles": 4, "kind": "softmax"}, n_seeds=1, t1=0.1, dt=0.05, n_saves=2,
+              metrics=("energy_multi",))
+    one = metrics.run_sweep({"lambdas": [[1.0], [0.5], [2.0]]}, **kw)
+    assert one.lambdas.dtype.kind == "f"
+    picked = one.energy_multi.sel(lambdas=[1.0, 0.5])
+    np.testing.assert_array_equal(picked.lambdas.values, [1.0, 0.5])
+    several = metrics.run_sweep({"lambdas": [[1.0], [1.0, 0.5]]}, **kw)
+    assert list(several.lambdas.values) == ["[1.0]", "[1.0, 0.5]"]
+    np.testing.assert_array_equal(several.lambda_h.values, [[1.0, np.nan], [1.0, 0.5]])
+    assert several.sel(lambdas="[1.0, 0.5]").lambda_h.values.tolist() == [1.0, 0.5]
