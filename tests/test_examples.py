@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from tests.helpers import real_model_zip
+
 
 def test_flagship_quick(tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
@@ -255,16 +257,10 @@ def test_chaos_horizon_quick(tmp_path):
 
 
 def test_trained_heads_quick(tmp_path, monkeypatch):
-    """MiniLM's heads (installed by .ci/run): the Euler step is the attention output of every
-    layer, the report and the two flows are saved and read back identical."""
+    """MiniLM's heads (installed by the README's test command): the Euler step is the attention output
+    of every layer, the report and the two flows are saved and read back identical."""
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    pytest.importorskip("safetensors")
-    from metrics.sentences import packaged_model_zip
-
-    try:
-        packaged_model_zip()
-    except ImportError as exc:
-        pytest.skip(str(exc))
+    real_model_zip()
     from examples import trained_heads
 
     geo, stack, one, agreement = trained_heads.main(["--out", str(tmp_path), "--quick"])

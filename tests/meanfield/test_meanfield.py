@@ -197,10 +197,6 @@ def test_fv_sphere_refinement():
 def test_fv_sphere_fast_summation_matches_exact(kind):
     # the cell velocities at the Voronoi edge midpoints through the NUFFT route: the run equals
     # the exact one to the bound, mass stays exact and positive
-    from particles.summation import fast_available
-
-    if not fast_available():
-        pytest.skip("finufft is not installed")
     pts, areas = mf.fibonacci_sphere(1500)
     mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: 1.0 + 0.6 * y[:, 2] + 0.3 * y[:, 0] * y[:, 1])
     runs = {}

@@ -102,7 +102,6 @@ def test_causal_run_record_survives_the_file(tmp_path, rng, fmt):
         ds.to_netcdf(tmp_path / "run.nc")
         back = xr.load_dataset(tmp_path / "run.nc")
     else:
-        pytest.importorskip("zarr")
         ds.to_zarr(tmp_path / "run.zarr", consolidated=False)  # not in the zarr v3 spec
         back = xr.open_zarr(tmp_path / "run.zarr", consolidated=False).load()
     rebuilt = back.attn.model

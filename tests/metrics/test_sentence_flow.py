@@ -8,12 +8,12 @@ import particles
 from metrics import head_geometry
 from metrics.sentences import (
     bert_embeddings,
-    packaged_model_zip,
     read_model_zip,
     sentence_flow,
     tokenize,
 )
 from particles import InvalidParameterError, load_attention, load_attention_layers, norm_sphere
+from tests.helpers import real_model_zip
 from tests.particles.test_pretrained import (
     H,
     _augment,
@@ -26,8 +26,6 @@ from tests.particles.test_pretrained import (
     layer_norm,
     llama_attention,
 )
-
-pytest.importorskip("safetensors")
 
 
 @pytest.fixture
@@ -82,10 +80,7 @@ def test_bad_arguments(synthetic, rng):
 
 
 def _minilm():
-    try:
-        return read_model_zip(packaged_model_zip())
-    except ImportError as exc:
-        pytest.skip(f"the real model is not installed ({exc}); .ci/run installs it")
+    return read_model_zip(real_model_zip())
 
 
 def test_minilm_real_model():

@@ -58,7 +58,8 @@ def test_process_engine_matches_serial():
 
 
 def test_dask_engine_matches_serial():
-    distributed = pytest.importorskip("distributed")
+    import distributed
+
     with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
         xr.testing.assert_identical(run_sweep(GRID, engine=client, **KW), run_sweep(GRID, **KW))
 

@@ -6,11 +6,10 @@ import sys
 
 import numpy as np
 import pytest
+import safetensors.numpy as safetensors_numpy  # in the test extra: its absence fails
 
 import particles
 from particles import AttentionWeights, InvalidParameterError, MultiHead, load_attention, load_attention_layers
-
-safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
 D, H, N = 12, 3, 7
 

@@ -9,9 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from particles import InvalidParameterError, MultiHead, SaveAt, diagnose, sample_uniform, simulate
-from particles.summation import DEFAULT_TOL, exp_sums, fast_available
-
-pytestmark = pytest.mark.skipif(not fast_available(), reason="finufft is not installed")
+from particles.summation import DEFAULT_TOL, exp_sums
 
 
 def clustered(rng, n, d, k=4, spread=0.02):
