@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from particles import SaveAt, simulate
+from particles import SaveAt, simulate, tqdm_class
 from particles.extend import DORMAND_PRINCE, SchemeState, Stepper
 from particles.validation import SolverError
 
@@ -36,6 +36,13 @@ class _SpectralField(SchemeState):
         self._last = self._start = (None, None)
         self.floor_tail = 0.0  # the largest tail left at a round-off floor (not refined)
         self.band_limits = []  # (t, L before, L after) of every refinement
+        self.bar, self.t0 = None, 0.0  # the progress bar (progress=True) and the start time
+
+    def after_step(self, t, c):
+        """Called by the solve loop after every accepted step: the bar shows t and the band limit."""
+        if self.bar is not None:
+            self.bar.n = float(t) - self.t0
+            self.bar.set_postfix_str(f"L = {c.shape[0] - 1}", refresh=True)
 
     def disc(self, c):
         """The discretisation at the band limit of c."""
@@ -205,6 +212,10 @@ def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, solver_ca
     time), their tails, the field (its ``band_limits``), the trajectory (times, steps, status)."""
     field = _SpectralField(disc, kappa=kappa, tol=tol, refine=refine, cap=cap, solver_cap=solver_cap,
                            t_end=float(ts[-1]))
+    if run.pop("progress", False):  # the scheme's own bar: the time reached and the band limit in use
+        field.bar = tqdm_class()(total=float(ts[-1] - ts[0]), unit="time", desc="spectral",
+                                 bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g}{postfix} [{elapsed}<{remaining}]")
+        field.t0 = float(ts[0])
     saves = []
 
     def keep(t, c):
@@ -212,8 +223,12 @@ def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, solver_ca
         return {"tail": field.disc(c).tail(c)}
 
     h0 = _first_step(disc, c0, field(ts[0], c0), ts[-1] - ts[0], rtol)
-    traj = simulate(c0, field, t0=float(ts[0]), t1=float(ts[-1]), dt=h0, method=IF_DOPRI5, rtol=rtol,
-                    save=SaveAt(ts=ts, x=False, fn=keep), max_steps=max_steps, **run)
+    try:
+        traj = simulate(c0, field, t0=float(ts[0]), t1=float(ts[-1]), dt=h0, method=IF_DOPRI5, rtol=rtol,
+                        save=SaveAt(ts=ts, x=False, fn=keep), max_steps=max_steps, **run)
+    finally:
+        if field.bar is not None:
+            field.bar.close()
     return saves, traj.saved["tail"], field, traj
 
 

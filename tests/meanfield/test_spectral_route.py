@@ -77,3 +77,10 @@ def test_a_cap_below_the_solver_cap_suggests_raising_it_within_the_cap():
     mu0 = mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=3)
     with pytest.raises(SolverError, match=r"raise max_L \(up to this solver's cap 4096\)"):
         mf.wasserstein_ascent(mu0, usa(), t1=2.0, n_saves=2, scheme="spectral", max_L=64)
+
+
+def test_progress_bar_shows_time_and_band_limit(capsys):
+    mu0 = mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=3)
+    res = mf.wasserstein_ascent(mu0, usa(), t1=1.2, n_saves=2, scheme="spectral", progress=True)
+    err = capsys.readouterr().err
+    assert "spectral" in err and f"L = {res.info['L']}" in err and "t = 1.2/1.2" in err
