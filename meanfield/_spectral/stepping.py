@@ -101,7 +101,7 @@ class _SpectralField(SchemeState):
                 f"spectral solver: at t={t:.6g} the band limit L = {L_new} grows like e^({rate:.3g} t) (the last "
                 f"refinements of a noiseless flow concentrating into clusters): at this rate it passes the cap "
                 f"max_L={self.cap} at t ~ {t_cap:.4g}, before t1 = {self.t_end:.6g}; refused now rather than after "
-                f"the costliest steps. {self._fixes(f'stop at t1 <= {t_cap:.3g}')}"
+                f"the costliest steps. {self._fixes(f'a t1 well before t ~ {t_cap:.3g}')}"
             )
         _LOG.info("spectral solver: t = %.6g, band limit L %d -> %d (tail %.2e > tol %.1e)", t, disc.L, L_new, tail,
                   self.tol)
