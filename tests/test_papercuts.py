@@ -68,3 +68,14 @@ def test_sweep_head_strengths_are_numbers():
     assert list(several.lambdas.values) == ["[1.0]", "[1.0, 0.5]"]
     np.testing.assert_array_equal(several.lambda_h.values, [[1.0, np.nan], [1.0, 0.5]])
     assert several.sel(lambdas="[1.0, 0.5]").lambda_h.values.tolist() == [1.0, 0.5]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the failing cell's diagnostics overflow float64
+def test_failed_cell_warning_reads_as_one_sentence():
+    import metrics
+
+    with pytest.warns(metrics.FailedCellWarning) as record:
+        metrics.run_sweep({"beta": [1.0, 400.0]}, fixed={"n_particles": 8, "kind": "usa", "d": 3}, n_seeds=1, t1=2.0,
+                          dt=0.5, n_saves=3, method="euler")
+    text = next(str(w.message) for w in record if w.category is metrics.FailedCellWarning)
+    assert "1 of 2 cells did not reach t1" in text and ".." not in text
