@@ -93,8 +93,8 @@ class _SpectralField(SchemeState):
             # refused at once: refining to the cap first costs minutes and gigabytes for the same refusal
             raise SolverError(self._cap_message(t, tail, disc.L, max(L_new, math.ceil(need or 0))))
         L_new = min(L_new, self.cap)
-        self.band_limits.append((float(t), disc.L, int(L_new)))
-        crossing = self._cap_crossing()
+        change = (float(t), disc.L, int(L_new))
+        crossing = self._cap_crossing(self.band_limits + [change])
         if crossing is not None:
             rate, t_cap = crossing
             raise SolverError(
@@ -103,17 +103,19 @@ class _SpectralField(SchemeState):
                 f"max_L={self.cap} at t ~ {t_cap:.4g}, before t1 = {self.t_end:.6g}; refused now rather than after "
                 f"the costliest steps. {self._fixes(f'a t1 well before t ~ {t_cap:.3g}')}"
             )
+        self.band_limits.append(change)
         _LOG.info("spectral solver: t = %.6g, band limit L %d -> %d (tail %.2e > tol %.1e)", t, disc.L, L_new, tail,
                   self.tol)
         return self.disc_at(L_new).pad(c)
 
-    def _cap_crossing(self):
+    def _cap_crossing(self, changes):
         """(growth rate, time) at which the band limit, growing exponentially in t over the last four
-        refinements, passes the cap, when that is before the end of the run; else None. Only for a
-        noiseless flow past an eighth of the cap (noise bounds the band limit a flow needs)."""
-        if np.isfinite(self.kappa) or len(self.band_limits) < 4 or self.band_limits[-1][2] < self.cap / 8:
+        refinements ``changes`` (t, L before, L after), passes the cap, when that is before the end of the
+        run; else None. Only for a noiseless flow past an eighth of the cap (noise bounds the band limit
+        a flow needs)."""
+        if np.isfinite(self.kappa) or len(changes) < 4 or changes[-1][2] < self.cap / 8:
             return None
-        t, _, L = np.array(self.band_limits[-4:], dtype=float).T
+        t, _, L = np.array(changes[-4:], dtype=float).T
         if np.ptp(t) <= 0:
             return None
         rate = float(np.polyfit(t, np.log(L), 1)[0])
