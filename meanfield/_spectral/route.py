@@ -5,7 +5,8 @@ A degree-l part :math:`\rho_l` of a density on :math:`S^2` obeys :math:`|\rho_l(
 (the reproducing kernel of degree l at e is 2l + 1 in :math:`L^2(\sigma)`), with equality exactly when
 :math:`\rho_l` is zonal about e: the part of degree l that is not zonal about e has the squared norm
 :math:`\|\rho_l\|^2 - |\rho_l(e)|^2/(2l+1)`. The candidate axis is the direction of the degree-1 part
-(:math:`\rho_1(x) = a\cdot x`), else the z axis.
+(:math:`\rho_1(x) = a\cdot x`), then the eigenvector of the degree-2 part (:math:`\rho_2(x) = x^\top Qx`)
+whose eigenvalue stands apart from the other two, then the z axis.
 """
 
 from __future__ import annotations
@@ -35,6 +36,21 @@ def _degree_values(C, e):
     return out
 
 
+def _quadrupole_axis(C) -> np.ndarray:
+    """The eigenvector of Q, :math:`\rho_2(x) = x^\top Qx`, whose eigenvalue is farthest from the others'
+    mean (for a part zonal about e, Q is proportional to :math:`ee^\top - I/3`)."""
+    if C.shape[0] < 3:
+        return np.zeros(3)
+    eye = np.eye(3)
+    Q = np.diag([_degree_values(C[:3, :3], eye[i])[2] for i in range(3)])
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        mixed = _degree_values(C[:3, :3], (eye[i] + eye[j]) / np.sqrt(2))[2]
+        Q[i, j] = Q[j, i] = mixed - 0.5 * (Q[i, i] + Q[j, j])
+    lam, vec = np.linalg.eigh(Q)
+    k = int(np.argmax(np.abs(lam - (lam.sum() - lam) / 2)))
+    return vec[:, k]
+
+
 def zonal_axis(C) -> np.ndarray | None:
     """The axis e about which the density of the S^2 coefficients C is zonal (to ``ZONAL_RTOL``), or None."""
     C = np.asarray(C)
@@ -43,7 +59,7 @@ def zonal_axis(C) -> np.ndarray | None:
     a = np.sqrt(6.0) * np.array([C[1, 1].real, -C[1, 1].imag, 0.0]) + np.array([0.0, 0.0, np.sqrt(3.0) * C[1, 0].real])
     k = np.tri(C.shape[0], dtype=bool)
     energy = np.sum(np.where(np.arange(C.shape[0])[None, :] == 0, 1.0, 2.0) * k * np.abs(C) ** 2, axis=1)
-    for e in (a, np.eye(3)[2]):
+    for e in (a, _quadrupole_axis(C), np.eye(3)[2]):
         norm = np.linalg.norm(e)
         if norm < 1e-12 * np.sqrt(energy.sum()):
             continue

@@ -32,6 +32,9 @@ def test_zonal_axis_is_found_for_any_axis_and_only_for_zonal_densities():
     e = np.array([1.0, 2.0, 2.0]) / 3
     np.testing.assert_allclose(zonal_axis(coefficients(lambda x: np.exp(2 * x @ e))), e, atol=1e-12)
     np.testing.assert_allclose(zonal_axis(coefficients(lambda x: 1 + 0.5 * x[:, 2])), [0, 0, 1], atol=1e-12)
+    axis = zonal_axis(coefficients(lambda x: np.exp((x @ e) ** 2)))  # no dipole: the quadrupole's axis
+    np.testing.assert_allclose(np.abs(axis @ e), 1.0, atol=1e-12)
+    assert zonal_axis(coefficients(lambda x: np.exp(x[:, 0] ** 2 + 0.5 * x[:, 1] ** 2))) is None
     assert zonal_axis(coefficients(lambda x: np.exp(0.8 * x[:, 2] + 0.4 * x[:, 0] * x[:, 1]))) is None
     assert zonal_axis(coefficients(lambda x: 1 + 0.5 * x[:, 2] + 1e-4 * x[:, 0] * x[:, 1])) is None
 
