@@ -27,10 +27,12 @@ Contract:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
 import sys
+import warnings
 
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
     EXAMPLES,
@@ -101,9 +103,8 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
         return None
     model = build_model(cfg["model"])
     run = cfg["run"]
-    ss = np.random.SeedSequence(run["seed"])
-    rng_x0, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    x0 = particles.sample_uniform(int(run["n"]), model.d, rng_x0)
+    streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
+    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
     include = run["diagnostics"]
     if include is not None:
         for name in include:
@@ -118,14 +119,15 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     if np.isfinite(kappa) and method != "euler_maruyama":
         raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
     traj = particles.simulate(
-        x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=rng_noise,
+        x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
                               fn=save_fn),
         progress=progress, on_failure="return",
     )
     ds = metrics.trajectory_to_dataset(traj, model, title="headflow simulate", config=config,
-                                       seeds={"seed": run["seed"], "entropy": str(ss.entropy),
-                                              "children": "SeedSequence(seed).spawn(2): x0, noise"})
+                                       seeds={"seed": run["seed"], "entropy": str(run["seed"]),
+                                              "children": "particles.seed_streams(seed): SeedSequence(seed)"
+                                                          ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
     return ds
@@ -278,6 +280,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _plain_warnings(command: str):
+    """Warnings as one line, ``headflow <command>: <Category>: <message>``: a user of the command line
+    reads what happened, not the library's source file and line that raised it."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"headflow {command}: {category.__name__}: {message}", file=sys.stderr if file is None else file)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 for a config error, 130 on Ctrl-C)."""
     args = _parser().parse_args(argv)
@@ -295,7 +312,9 @@ def main(argv=None) -> int:
         return 2
     try:
         cfg = load_config(args.command, pathlib.Path(args.config))
-        _RUNNERS[args.command](cfg, out=args.out, fmt=args.format, progress=not args.no_progress, force=args.force)
+        with _plain_warnings(args.command):
+            _RUNNERS[args.command](cfg, out=args.out, fmt=args.format, progress=not args.no_progress,
+                                   force=args.force)
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2

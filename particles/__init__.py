@@ -37,12 +37,14 @@ from ._core.sphere import (
     FLAT,
     GEOMETRIES,
     SPHERE,
+    SeedStreams,
     exp_map,
     geodesic_distance,
     normalize,
     project_tangent,
     retract,
     sample_uniform,
+    seed_streams,
 )
 from ._dynamics import saving as _saving
 from ._dynamics import solve as _solve
@@ -124,6 +126,8 @@ __all__ = [
     "exp_map",
     "geodesic_distance",
     "sample_uniform",
+    "seed_streams",
+    "SeedStreams",
     "SPHERE",
     "FLAT",
     "GEOMETRIES",

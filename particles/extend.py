@@ -29,8 +29,13 @@ Model fields
 Geometry without validation
     :func:`unchecked_geodesic_distance`: the geodesic distance of :func:`particles.geodesic_distance`
     without its input checks, for a caller that validated its points (it broadcasts).
+Fields
+    :func:`field_fingerprint`: the short hash of a field's constructor fields that a
+    :class:`~particles.Trajectory` keeps (``traj.fingerprint``), to refuse labelling a run with
+    another model.
 Files
     :func:`read_tensors` and :func:`require_extra` (trained weights, the ``trained`` extra),
+    :data:`BIAS_MODES` (the bias treatments of :meth:`~particles.AttentionWeights.to_multihead`),
     :func:`unwritable` (the one writability check).
 
 >>> from particles.extend import DORMAND_PRINCE, scalar_of
@@ -54,14 +59,17 @@ from ._core.numerics import (
 )
 from ._core.sphere import _geodesic_distance
 from ._dynamics.controllers import CFLController, ConstantStep, PIDController
-from ._dynamics.field import SchemeState
+from ._dynamics.field import SchemeState, field_fingerprint
 from ._dynamics.steppers import Stepper
 from ._dynamics.tableaux import DORMAND_PRINCE, ButcherTableau
 from ._model.architectures import read_tensors, require_extra
 from ._model.fields import MODEL_FIELDS, OPTION_FIELDS
 from ._model.kinds import ATTENTION_KINDS, MEAN_FIELD_KINDS, Kind
+from ._model.pretrained import BIAS_MODES
 
 __all__ = [
+    "field_fingerprint",
+    "BIAS_MODES",
     "Stepper",
     "SchemeState",
     "ConstantStep",

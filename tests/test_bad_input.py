@@ -141,6 +141,7 @@ CASES = {
     "particles.exp_map": (particles.exp_map, dict(x=X, v=np.zeros_like(X)), {"x": "points", "v": "array"}),
     "particles.geodesic_distance": (particles.geodesic_distance, dict(x=X, y=X), {"x": "points", "y": "points"}),
     "particles.sample_uniform": (particles.sample_uniform, dict(n=3, d=3), {"n": "int", "d": "int", "rng": "rng"}),
+    "particles.seed_streams": (particles.seed_streams, dict(seed=0), {"seed": "nonneg_int"}),
     "particles.equiangular_tokens": (th.equiangular_tokens, dict(n=3, rho=0.2), {"n": "int", "rho": "real"}),
     "particles.orthogonal_tokens": (th.orthogonal_tokens, dict(n=3), {"n": "int", "rng": "rng"}),
     "particles.check_param": (particles.check_param, dict(value=1.0, name="v", low=0.0), {"value": "nonneg"}),
@@ -426,7 +427,7 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "EMD_MAX_ELEMENTS", "AttnAccessor"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
-           "sample_grid_measure", "RateFit",
+           "sample_grid_measure", "RateFit", "SeedStreams",
            "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep",
            "AttentionWeights"}  # made by particles.load_attention; its constructor checks every field
 

@@ -39,10 +39,9 @@ def _cli_run(tmp_path, extra=""):
 
 
 def _python_run(**options):
-    """The same run written in Python: the CLI draws x0 from the first child of SeedSequence(seed)."""
+    """The same run written in Python: the CLI draws x0 by its seed rule, particles.seed_streams."""
     model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=3.0, kind="usa", **options)
-    rng_x0 = np.random.default_rng(np.random.SeedSequence(7).spawn(2)[0])
-    x0 = particles.sample_uniform(12, 3, rng_x0)
+    x0 = particles.sample_uniform(12, 3, rng=particles.seed_streams(7).x0)
     traj = particles.simulate(x0, model, t1=2.0, dt=0.05, method="rk4",
                               save=particles.SaveAt(ts=np.linspace(0.0, 2.0, 5)))
     return metrics.trajectory_to_dataset(traj, model), model

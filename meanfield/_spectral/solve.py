@@ -20,6 +20,7 @@ from particles.validation import (
 from .circle import _Circle
 from .discretise import discretisation
 from .kernels import _fh_log
+from .route import zonal_hint
 from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection
 from .stepping import _EPS, _ifrk45
 from .zonal import _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
@@ -211,9 +212,14 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     refine = L is None
     cap = min(solver_cap, max_L or np.inf) if refine else None
     disc, c0, L = _band_limit(make, initial, L, L_max, cap, tol, caller)
-    saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
-                                       max_steps=max_steps,
-                                       cap=int(cap) if refine else disc.max_L, **run)
+    if refine and geometry == "sphere":
+        hint = zonal_hint(mu0, model, initial(L_max))
+        if hint:
+            warnings.warn(hint, UserWarning, stacklevel=3)
+    saves, tails, field, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
+                                        max_steps=max_steps, cap=int(cap) if refine else disc.max_L,
+                                        solver_cap=solver_cap, **run)
+    disc = field.disc(saves[-1])
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
     sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)
@@ -229,7 +235,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                       stacklevel=3)
     info = {"L": disc.L, "tail": tails, "min_density": min_density, "negative_times": negative,
             "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": traj.n_rejected, "geometry": geometry,
-            "rtol": rtol, "tol": tol, "solution": sol}
+            "rtol": rtol, "tol": tol, "solution": sol, "band_limits": field.band_limits}
     return MeanFieldResult(traj.t, pts, mass, energy, "spectral", traj.n_steps, info, status=traj.status,
                            message=traj.message)
 

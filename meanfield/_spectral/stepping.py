@@ -3,15 +3,17 @@ step, the band limit to suggest (module docstring of :mod:`meanfield.spectral`).
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
 
-from particles import SaveAt, simulate
+from particles import SaveAt, simulate, tqdm_class
 from particles.extend import DORMAND_PRINCE, SchemeState, Stepper
 from particles.validation import SolverError
 
 _EPS = np.finfo(float).eps
+_LOG = logging.getLogger("meanfield.spectral")
 
 
 # ------------------------------------------------------------------ embedded integrating-factor RK
@@ -27,11 +29,20 @@ class _SpectralField(SchemeState):
     state and pads it to the band limit it needs (or raises :class:`SolverError`).
     """
 
-    def __init__(self, disc, *, kappa, tol, refine, cap):
-        self.kappa, self.tol, self.refine, self.cap = kappa, tol, refine, cap
+    def __init__(self, disc, *, kappa, tol, refine, cap, solver_cap=None, t_end=np.inf):
+        self.kappa, self.tol, self.refine, self.cap, self.t_end = kappa, tol, refine, cap, t_end
+        self.solver_cap = cap if solver_cap is None else solver_cap
         self._discs = {disc.L: disc}
         self._last = self._start = (None, None)
         self.floor_tail = 0.0  # the largest tail left at a round-off floor (not refined)
+        self.band_limits = []  # (t, L before, L after) of every refinement
+        self.bar, self.t0 = None, 0.0  # the progress bar (progress=True) and the start time
+
+    def after_step(self, t, c):
+        """Called by the solve loop after every accepted step: the bar shows t and the band limit."""
+        if self.bar is not None:
+            self.bar.n = float(t) - self.t0
+            self.bar.set_postfix_str(f"L = {c.shape[0] - 1}", refresh=True)
 
     def disc(self, c):
         """The discretisation at the band limit of c."""
@@ -77,16 +88,55 @@ class _SpectralField(SchemeState):
                 f"decays geometrically there: the density sharpened past the band limit. Rerun with L >= {L_new} "
                 "(or L=None to refine automatically), or stop earlier."
             )
-        if L_new > self.cap:
-            if disc.L >= self.cap:
-                raise SolverError(
-                    f"spectral solver: at t={t:.6g} the resolved spectrum (decaying geometrically, tail {tail:.2e} > "
-                    f"tol={self.tol:.1e} at L={disc.L}) needs a band limit L >= {L_new}, above the cap "
-                    f"max_L={self.cap}: it is concentrating into clusters. Stop earlier, add noise, raise max_L, "
-                    "or use particles."
-                )
-            L_new = self.cap
+        need = _geometric_need(disc.L, e, tail, self.tol)
+        if (need is not None and need > self.cap) or (L_new > self.cap and disc.L >= self.cap):
+            # refused at once: refining to the cap first costs minutes and gigabytes for the same refusal
+            raise SolverError(self._cap_message(t, tail, disc.L, max(L_new, math.ceil(need or 0))))
+        L_new = min(L_new, self.cap)
+        change = (float(t), disc.L, int(L_new))
+        crossing = self._cap_crossing(self.band_limits + [change])
+        if crossing is not None:
+            rate, t_cap = crossing
+            raise SolverError(
+                f"spectral solver: at t={t:.6g} the band limit L = {L_new} grows like e^({rate:.3g} t) (the last "
+                f"refinements of a noiseless flow concentrating into clusters): at this rate it passes the cap "
+                f"max_L={self.cap} at t ~ {t_cap:.4g}, before t1 = {self.t_end:.6g}; refused now rather than after "
+                f"the costliest steps. {self._fixes(f'a t1 well before t ~ {t_cap:.3g}')}"
+            )
+        self.band_limits.append(change)
+        _LOG.info("spectral solver: t = %.6g, band limit L %d -> %d (tail %.2e > tol %.1e)", t, disc.L, L_new, tail,
+                  self.tol)
         return self.disc_at(L_new).pad(c)
+
+    def _cap_crossing(self, changes):
+        """(growth rate, time) at which the band limit, growing exponentially in t over the last four
+        refinements ``changes`` (t, L before, L after), passes the cap, when that is before the end of the
+        run; else None. Only for a noiseless flow past an eighth of the cap (noise bounds the band limit
+        a flow needs)."""
+        if np.isfinite(self.kappa) or len(changes) < 4 or changes[-1][2] < self.cap / 8:
+            return None
+        t, _, L = np.array(changes[-4:], dtype=float).T
+        if np.ptp(t) <= 0:
+            return None
+        rate = float(np.polyfit(t, np.log(L), 1)[0])
+        if not rate > 0:
+            return None
+        t_cap = t[-1] + np.log(self.cap / L[-1]) / rate
+        return (rate, float(t_cap)) if t_cap < self.t_end else None
+
+    def _fixes(self, stop="stop earlier (a smaller t1)"):
+        """The fixes that exist for a run stopped by the cap (max_L only while below the solver's cap)."""
+        fixes = [stop, "add noise (a finite kappa)", "or use particles"]
+        if self.cap < self.solver_cap:
+            fixes.insert(0, f"raise max_L (up to this solver's cap {self.solver_cap})")
+        return (f"Fixes: {', '.join(fixes)}. With on_failure='return' the saves reached so far are returned "
+                "(status 'failed', this reason in message).")
+
+    def _cap_message(self, t, tail, L, need):
+        """Why the run stops at the cap, and only the fixes that exist."""
+        return (f"spectral solver: at t={t:.6g} the resolved spectrum (decaying geometrically, tail {tail:.2e} > "
+                f"tol={self.tol:.1e} at L={L}) needs a band limit L >= {need}, above the cap max_L={self.cap}: it is "
+                f"concentrating into clusters. {self._fixes()}")
 
 
 #: amplitudes (relative to the norm of ρ) below which a flat top half of the spectrum is round-off
@@ -158,11 +208,16 @@ def _error_ratio(disc, err, c, y, rtol):
 IF_DOPRI5 = Stepper(if_dopri5, order=5, adaptive=True, error_order=4)
 
 
-def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, **run):
+def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, solver_cap=None, **run):
     """Integrate the coefficients over the save times in the particle solve loop (``run``:
     ``progress``, ``on_failure``); returns the saved coefficients (each at the band limit of its
-    time), their tails, the discretisation of the last save, the trajectory (times, steps, status)."""
-    field = _SpectralField(disc, kappa=kappa, tol=tol, refine=refine, cap=cap)
+    time), their tails, the field (its ``band_limits``), the trajectory (times, steps, status)."""
+    field = _SpectralField(disc, kappa=kappa, tol=tol, refine=refine, cap=cap, solver_cap=solver_cap,
+                           t_end=float(ts[-1]))
+    if run.pop("progress", False):  # the scheme's own bar: the time reached and the band limit in use
+        field.bar = tqdm_class()(total=float(ts[-1] - ts[0]), unit="time", desc="spectral",
+                                 bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g}{postfix} [{elapsed}<{remaining}]")
+        field.t0 = float(ts[0])
     saves = []
 
     def keep(t, c):
@@ -170,9 +225,13 @@ def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, **run):
         return {"tail": field.disc(c).tail(c)}
 
     h0 = _first_step(disc, c0, field(ts[0], c0), ts[-1] - ts[0], rtol)
-    traj = simulate(c0, field, t0=float(ts[0]), t1=float(ts[-1]), dt=h0, method=IF_DOPRI5, rtol=rtol,
-                    save=SaveAt(ts=ts, x=False, fn=keep), max_steps=max_steps, **run)
-    return saves, traj.saved["tail"], field.disc(saves[-1]), traj
+    try:
+        traj = simulate(c0, field, t0=float(ts[0]), t1=float(ts[-1]), dt=h0, method=IF_DOPRI5, rtol=rtol,
+                        save=SaveAt(ts=ts, x=False, fn=keep), max_steps=max_steps, **run)
+    finally:
+        if field.bar is not None:
+            field.bar.close()
+    return saves, traj.saved["tail"], field, traj
 
 
 def _first_step(disc, c, k1, span, rtol):
@@ -181,15 +240,24 @@ def _first_step(disc, c, k1, span, rtol):
     return float(min(span, max(h, 1e-12 * span)))
 
 
-def _suggest_L(L, energy_by_degree, tail, tol):
-    """Band limit at which the tail of a spectrum decaying like its top half would be ≤ tol / 10."""
+def _geometric_need(L, energy_by_degree, tail, tol):
+    """Band limit at which the tail of a spectrum decaying like its top half would be ≤ tol / 10
+    (a float), or None when the top half does not decay geometrically."""
     l = np.arange(len(energy_by_degree))
     top = l >= L // 2
     e = energy_by_degree[top]
     ok = e > 0
     slope = np.polyfit(l[top][ok], 0.5 * np.log(e[ok]), 1)[0] if ok.sum() >= 2 else 0.0
     if slope >= -1e-3 or not np.isfinite(slope):
-        return 2 * L
+        return None
     # tail ∝ e^{slope · (3/4) L}: solve for tol / 10
-    need = L + (4 / 3) * np.log(tol / 10 / max(tail, 1e-300)) / slope
+    return float(L + (4 / 3) * np.log(tol / 10 / max(tail, 1e-300)) / slope)
+
+
+def _suggest_L(L, energy_by_degree, tail, tol):
+    """Band limit to refine to: the geometric need (:func:`_geometric_need`) rounded up to a multiple of
+    8, within [L + 4, 4L]; 2L when the spectrum does not decay geometrically."""
+    need = _geometric_need(L, energy_by_degree, tail, tol)
+    if need is None:
+        return 2 * L
     return int(min(4 * L, max(L + 4, 8 * math.ceil(need / 8))))

@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from particles import DIAGNOSTICS, MultiHead, Trajectory, __version__
+from particles.extend import field_fingerprint
 from particles.validation import NONE, AnyOf, Instance, InvalidParameterError, Model, Relation, declare
 
 from .provenance import DICT_OR_NONE, model_attrs, netcdf_safe, provenance
@@ -95,6 +96,7 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     >>> ds.positions.dims
     ('time', 'particle', 'component')
     """
+    _same_model(traj, model)
     data_vars = {}
     if traj.x is not None:
         data_vars["positions"] = (("time", "particle", "component"), traj.x,
@@ -135,6 +137,19 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
+
+
+def _same_model(traj, model) -> None:
+    """Refuse to label a run with a model other than the one simulated (their fingerprints differ)."""
+    if model is None or not traj.fingerprint:
+        return
+    other = field_fingerprint(model)
+    if other != traj.fingerprint:
+        raise InvalidParameterError(
+            f"model of trajectory_to_dataset is not the model that was simulated (fingerprint {other} against the "
+            f"trajectory's {traj.fingerprint}): the dataset would record another model's kind, beta and heads. "
+            "Pass the model given to particles.simulate (or model=None)."
+        )
 
 
 def time_coord(ts, log_time_scale=None) -> tuple:

@@ -52,9 +52,20 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from particles import AttentionWeights, __version__, theory
-from particles.validation import NONE, AnyOf, Instance, Integer, Interval, InvalidParameterError, check_param, declare
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    check_param,
+    check_points,
+    declare,
+)
 
 from .dataset import KIND_ATTR
+from .fidelity import network_fidelity
 from .provenance import netcdf_safe, provenance
 
 __all__ = ["head_geometry"]
@@ -187,7 +198,7 @@ _VARS = {  # name: (dims after layer, long_name, units)
 @declare(n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"),
          attrs=AnyOf(NONE, Instance(dict, what="a dict")))
 def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str = "headflow head geometry",
-                  attrs: dict | None = None) -> xr.Dataset:
+                  attrs: dict | None = None, sentence=None) -> xr.Dataset:
     r"""The head-geometry report of the module docstring.
 
     Parameters
@@ -202,6 +213,10 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
     title : str
     attrs : dict, optional
         Extra Dataset attrs (netCDF-safe).
+    sentence : ndarray of shape (n, d), unit rows, optional
+        Tokens (e.g. ``particles.norm_sphere(bert_embeddings(...))``) on which every layer's sphere
+        model (β = d) and exact flat model are compared with the layer's attention output:
+        ``network_cosine`` and ``network_norm_ratio`` (layer, bias) of :mod:`metrics._data.fidelity`.
 
     Returns
     -------
@@ -256,6 +271,9 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
     config = {"n_tokens": n_tokens, "tol": tol, "n_heads": H, "d_head": dh, "d": d,
               "architecture": layers[0].architecture, "norm": layers[0].norm, "n_layers": len(layers)}
     ds = xr.Dataset(data, coords=coords)
+    if sentence is not None:
+        u = check_points(sentence, "sentence", caller, d=d)
+        ds = ds.merge(network_fidelity(layers, [u] * len(layers), float(d)).assign_coords(layer=ds.layer))
     ds.attrs = netcdf_safe({
         "title": title, "source": f"headflow {__version__}", KIND_ATTR: "head_geometry",
         "history": f"{_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')} created by headflow",

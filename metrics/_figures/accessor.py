@@ -78,7 +78,7 @@ class AttnAccessor:
         ds = self._ds
         kind = ds.attrs.get(KIND_ATTR)
         if kind in DATASET_KINDS:
-            return "trajectory" if kind == "sentence_flow" else kind  # a sentence flow is a trajectory of tokens
+            return kind
         if isinstance(kind, str) and kind:  # a study of the user's own (metrics.extend) names its kind
             return kind
         return _kind_from_variables(ds)
@@ -213,6 +213,8 @@ class AttnAccessor:
         the shaded sphere at the last save on S^2, metric curves otherwise), a sweep's curves, the
         phase diagram, the chaos collapse, the limit study's log-log panel."""
         kind = self.kind
+        if kind == "sentence_flow":  # tokens on S^{d-1} for large d: the curves, one panel per quantity
+            return self.plot_curves(**kwargs)
         if kind == "trajectory":
             d = self._ds.sizes.get("component")
             return {2: self.plot_angles, 3: self.plot_sphere}.get(d, self.plot_curves)(**kwargs)

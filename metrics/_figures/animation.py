@@ -19,10 +19,31 @@ import shutil
 import numpy as np
 import xarray as xr
 
-from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, InvalidParameterError, declare
+from particles.validation import (
+    NONE,
+    AnyOf,
+    Boolean,
+    Instance,
+    Integer,
+    Interval,
+    InvalidParameterError,
+    Options,
+    declare,
+)
 
 from .._data.dataset import time_index
-from .plotting import AX
+from .plotting import AX, label_axes
+from .sphere_view import (  # noqa: F401  (MARKER_EPS, _AREA_MAX, _view, _screen: the drawing, tested here)
+    _AREA_MAX,
+    MARKER_EPS,
+    _auto_view,
+    _background,
+    _fit_title,
+    _frame_title,
+    _screen,
+    _view,
+    token_colours,
+)
 
 __all__ = ["plot_angles", "plot_sphere", "animate"]
 
@@ -31,7 +52,6 @@ _DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
                hint="Make one with metrics.trajectory_to_dataset(simulate(..., save=SaveAt(ts=...)), model) "
                     "or `headflow simulate`.")
 _ANGLE = Interval(-360, 360, hint="An angle in degrees.")
-_LIGHT = np.array([-0.45, 0.6, 0.66])  # screen coordinates (right, up, towards the viewer)
 
 
 def _pyplot():
@@ -49,14 +69,6 @@ def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
             f"S^{d - 1} (d = {d}). Project them first (e.g. onto two or three coordinates, normalised), or plot "
             "metrics against time with metrics.plot_curves.")
     return pos
-
-
-def token_colours(pos0: np.ndarray):
-    """One RGBA colour per token from its azimuth at the first save (a cyclic, saturated colour map)."""
-    from matplotlib import colormaps
-
-    phi = np.arctan2(pos0[:, 1], pos0[:, 0])
-    return colormaps["hsv"]((phi + np.pi) / (2 * np.pi))
 
 
 def _time_label(ds: xr.Dataset) -> str:
@@ -85,77 +97,24 @@ def plot_angles(ds: xr.Dataset, *, ax=None, log_time: bool = False):
     t = ds["time"].values
     keep = t > 0 if log_time else np.ones(t.shape, bool)
     if ax is None:
-        _, ax = _pyplot().subplots(figsize=(7, 4))
+        _, ax = _pyplot().subplots(figsize=(7, 4), layout="constrained")
     theta = np.arctan2(pos[keep, :, 1], pos[keep, :, 0])
     colours = token_colours(pos[0])
     n = pos.shape[1]
     ax.scatter(np.repeat(t[keep], n), theta.ravel(), s=2, c=np.tile(colours, (int(keep.sum()), 1)), lw=0)
-    ax.set(xlabel=_time_label(ds), ylabel="token angle θ_i [rad]", ylim=(-np.pi, np.pi),
-           xscale="log" if log_time else "linear", title=f"{n} tokens on S^1")
+    ax.set(ylim=(-np.pi, np.pi), xscale="log" if log_time else "linear")
+    label_axes(ax, title=f"{n} tokens on $S^1$", xlabel=_time_label(ds), ylabel="token angle θ_i [rad]")
     return ax
 
 
-def _view(elev: float, azim: float) -> np.ndarray:
-    """Rows: the screen's right, up and towards-the-viewer unit vectors."""
-    e, a = np.radians(elev), np.radians(azim)
-    v = np.array([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)])
-    right = np.array([-np.sin(a), np.cos(a), 0.0])
-    return np.stack([right, np.cross(v, right), v])
+_VIEW = AnyOf(NONE, _ANGLE)
+_TITLE = AnyOf(NONE, Instance(str, what="a title line (str)"))
+_MARKER = Options("mass", "fixed")
 
 
-def _shaded_disk(ax, resolution: int = 256) -> None:
-    """The unit sphere seen from anywhere: a Lambert-shaded disk (light above-left) with its rim."""
-    s = np.linspace(-1, 1, resolution)
-    u, w = np.meshgrid(s, s)
-    z2 = 1 - u**2 - w**2
-    normal = np.stack([u, w, np.sqrt(np.clip(z2, 0, None))], axis=-1)
-    light = _LIGHT / np.linalg.norm(_LIGHT)
-    shade = 0.35 + 0.6 * np.clip(normal @ light, 0, None)
-    ax.imshow(np.ma.masked_where(z2 < 0, shade), cmap="Greys_r", vmin=0, vmax=1.2, extent=(-1, 1, -1, 1),
-              origin="lower", interpolation="bilinear", zorder=0)
-    ax.add_patch(_pyplot().Circle((0, 0), 1, fill=False, lw=0.8, color="0.3"))
-
-
-def _great_circles(ax, frame: np.ndarray) -> None:
-    """The equator and the meridian facing the viewer, faint, dashed on the far side."""
-    s = np.linspace(0, 2 * np.pi, 241)
-    for curve in (np.stack([np.cos(s), np.sin(s), 0 * s], 1), np.stack([np.cos(s), 0 * s, np.sin(s)], 1)):
-        p = curve @ frame.T
-        front = np.where(p[:, 2] >= 0, p[:, 1], np.nan)
-        back = np.where(p[:, 2] < 0, p[:, 1], np.nan)
-        ax.plot(p[:, 0], front, lw=0.5, color="0.45", zorder=1)
-        ax.plot(p[:, 0], back, lw=0.4, ls=":", color="0.55", zorder=1)
-
-
-def _background(ax, d: int, frame) -> None:
-    if d == 3:
-        _shaded_disk(ax)
-        _great_circles(ax, frame)
-    else:
-        ax.add_patch(_pyplot().Circle((0, 0), 1, fill=False, lw=1.0, color="0.4"))
-    ax.set(xlim=(-1.08, 1.08), ylim=(-1.08, 1.08), aspect="equal")
-    ax.set_axis_off()
-
-
-def _screen(x: np.ndarray, colours: np.ndarray, frame) -> tuple:
-    """Screen positions, colours and sizes of tokens x (n, d), far ones first (drawn underneath)."""
-    if x.shape[1] == 2:
-        return x, colours, np.full(len(x), 16.0)
-    p = x @ frame.T
-    order = np.argsort(p[:, 2])
-    c = colours[order].copy()
-    front = p[order, 2] >= 0
-    c[:, 3] = np.where(front, 1.0, 0.25)
-    return p[order, :2], c, np.where(front, 18.0, 8.0)
-
-
-def _frame_title(ds, k: int) -> str:
-    n, d = ds.sizes["particle"], ds.sizes["component"]
-    return f"{n} tokens on S^{d - 1}, t = {float(ds['time'][k]):.4g}"
-
-
-@declare(ds=_DS, time=AnyOf(NONE, Interval(None, None)), ax=AX, elev=_ANGLE, azim=_ANGLE)
-def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: float = 25.0, azim: float = -60.0):
+@declare(ds=_DS, time=AnyOf(NONE, Interval(None, None)), ax=AX, elev=_VIEW, azim=_VIEW, title=_TITLE, marker=_MARKER)
+def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: float | None = None,
+                azim: float | None = None, title: str | None = None, marker: str = "mass"):
     r"""The tokens at one saved time: on the unit circle (:math:`S^1`) or on a shaded sphere
     (:math:`S^2`, orthographic view from elevation ``elev`` and azimuth ``azim`` in degrees;
     tokens on the far side are faint).
@@ -166,6 +125,14 @@ def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: flo
     time : float, optional
         A saved time, selected by value (default: the last save).
     ax : matplotlib Axes, optional
+    elev, azim : float, optional
+        Viewing direction in degrees (default: facing the tokens' mean direction at the last save
+        when they have one, else 25 and -60).
+    title : str, optional
+        A first title line (e.g. the model); the second says the tokens, the sphere and the time.
+    marker : {"mass", "fixed"}
+        ``"mass"``: tokens within :data:`MARKER_EPS` of each other share a marker whose area is
+        proportional to their number (a collapsed cluster is one large dot); ``"fixed"``: one size.
 
     Returns
     -------
@@ -173,13 +140,15 @@ def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: flo
     """
     pos = _positions(ds, "plot_sphere")
     k = pos.shape[0] - 1 if time is None else time_index(ds, time, "time")
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = _pyplot().subplots(figsize=(4.2, 4.2))
-    frame = _view(elev, azim)
+    frame = _view(*_auto_view(pos, elev, azim))
     _background(ax, pos.shape[-1], frame)
-    xy, c, s = _screen(pos[k], token_colours(pos[0]), frame)
+    xy, c, s = _screen(pos[k], token_colours(pos[0]), frame, marker)
     ax.scatter(xy[:, 0], xy[:, 1], s=s, c=c, lw=0.3, edgecolors="k", zorder=2)
-    ax.set_title(_frame_title(ds, k), fontsize=9)
+    text = _frame_title(ds, k, title)
+    _fit_title(ax.figure, ax, text) if own else label_axes(ax, title=text)
     return ax
 
 
@@ -209,11 +178,40 @@ _PATH = Instance((str, os.PathLike), test=lambda p: pathlib.Path(p).suffix.lower
                  hint="Pick the suffix: '.mp4' if metrics.animation.ffmpeg_available(), else '.gif'.")
 
 
+def sphere_frames(ds: xr.Dataset, *, size: float = 4.0, stride: int = 1, elev=None, azim=None, title=None,
+                  marker: str = "mass"):
+    """The figure of :func:`animate` and an iterator that draws its frames one after the other (yielding
+    each frame's save index); the title's font and the axes are sized once, for the longest title."""
+    pos = _positions(ds, "animate")
+    plt = _pyplot()
+    fig = plt.figure(figsize=(size, size))
+    ax = fig.add_axes([0, 0, 1, 1])
+    frame = _view(*_auto_view(pos, elev, azim))
+    _background(ax, pos.shape[-1], frame)
+    colours = token_colours(pos[0])
+    dots = ax.scatter(np.zeros(pos.shape[1]), np.zeros(pos.shape[1]), lw=0.3, edgecolors="k", zorder=2)
+    ks = range(0, pos.shape[0], stride)
+    texts = [_frame_title(ds, k, title) for k in ks]
+    heading = _fit_title(fig, ax, texts[0], longest=max(texts, key=len))
+
+    def frames():
+        for k, text in zip(ks, texts):
+            xy, c, s = _screen(pos[k], colours, frame, marker)
+            dots.set_offsets(xy)
+            dots.set_facecolors(c)
+            dots.set_sizes(s)
+            heading.set_text(text)
+            yield k
+
+    return fig, frames()
+
+
 @declare(ds=_DS, path=_PATH,
          fps=Integer(1, 120), stride=Integer(1), dpi=Integer(20, 600), size=Interval(1, 20),
-         elev=_ANGLE, azim=_ANGLE)
+         elev=_VIEW, azim=_VIEW, title=_TITLE, marker=_MARKER)
 def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 80, size: float = 4.0,
-            elev: float = 25.0, azim: float = -60.0) -> pathlib.Path:
+            elev: float | None = None, azim: float | None = None, title: str | None = None,
+            marker: str = "mass") -> pathlib.Path:
     r"""Write an animation of the tokens, one frame per saved time (every ``stride``-th), as
     :func:`plot_sphere` draws them: on the circle (:math:`S^1`) or on the shaded sphere (:math:`S^2`).
 
@@ -230,8 +228,13 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
         Draw every ``stride``-th save.
     dpi, size : int, float
         Resolution and the figure's side in inches (the frame is ``size * dpi`` pixels square).
-    elev, azim : float
-        Viewing direction on :math:`S^2`, in degrees.
+    elev, azim : float, optional
+        Viewing direction on :math:`S^2`, in degrees (default: facing the tokens' mean direction at
+        the last save when they have one, else 25 and -60).
+    title : str, optional
+        A first title line (e.g. the model); the second gives the tokens, the sphere and the time.
+    marker : {"mass", "fixed"}
+        Marker areas proportional to the tokens of each cluster (:func:`plot_sphere`), or one size.
 
     Returns
     -------
@@ -249,26 +252,13 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     >>> out.suffix, out.stat().st_size > 0
     ('.gif', True)
     """
-    pos = _positions(ds, "animate")
     path = pathlib.Path(path)
     writer = _writer(path, fps)
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(size, size))
-    frame = _view(elev, azim)
-    _background(ax, pos.shape[-1], frame)
-    colours = token_colours(pos[0])
-    dots = ax.scatter(np.zeros(pos.shape[1]), np.zeros(pos.shape[1]), lw=0.3, edgecolors="k", zorder=2)
-    title = ax.set_title("", fontsize=9)
-    fig.tight_layout()
+    fig, frames = sphere_frames(ds, size=size, stride=stride, elev=elev, azim=azim, title=title, marker=marker)
     try:
         with writer.saving(fig, str(path), dpi):
-            for k in range(0, pos.shape[0], stride):
-                xy, c, s = _screen(pos[k], colours, frame)
-                dots.set_offsets(xy)
-                dots.set_facecolors(c)
-                dots.set_sizes(s)
-                title.set_text(_frame_title(ds, k))
+            for _ in frames:
                 writer.grab_frame()
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     return path

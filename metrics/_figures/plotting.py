@@ -16,11 +16,10 @@ import xarray as xr
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
 from .._studies.phase import PHASE_STATISTICS
+from .labels import DIMENSIONLESS, _span, axis_label, fit_text, label_axes, short_label  # noqa: F401 (re-exported)
 
 __all__ = ["axis_label", "plot_curves", "plot_phase_diagram", "plot_chaos_collapse", "plot_chaos_horizon"]
 
-#: units that mean "dimensionless": not printed in labels
-DIMENSIONLESS = ("1", "", "none", "dimensionless")
 #: variables plot_curves draws by default, in this order, when a Dataset has them (with a time dim)
 CURVES = ("energy_multi", "mean_entropy", "n_clusters", "distance_to_uniform", "largest_cluster", "distance", "sw2",
           "w1", "clustered_pairs")
@@ -31,27 +30,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def axis_label(da, default: str = "") -> str:
-    """``"long_name [units]"`` from a DataArray's (or an attrs dict's) attrs; dimensionless units
-    (``"1"``) are left out.
-
-    >>> import xarray as xr
-    >>> axis_label(xr.DataArray([1.0], attrs={"long_name": "inverse temperature", "units": "1"}))
-    'inverse temperature'
-    >>> axis_label({"long_name": "W1 distance", "units": "rad"})
-    'W1 distance [rad]'
-    """
-    attrs = da if isinstance(da, dict) else da.attrs
-    name = attrs.get("long_name") or (None if isinstance(da, dict) else da.name) or default
-    units = attrs.get("units")
-    return str(name) if units is None or str(units).strip() in DIMENSIONLESS else f"{name} [{units}]"
-
-
-def short_label(da: xr.DataArray) -> str:
-    """``"name [units]"`` (a variable's name, its units unless dimensionless), for crowded axes."""
-    return axis_label({"long_name": da.name, "units": da.attrs.get("units")})
 
 
 def _dataset(needs: tuple, made_by: str):
@@ -66,7 +44,8 @@ AX = AnyOf(NONE, Instance(object, test=lambda a: hasattr(a, "plot") and hasattr(
 
 def _new_axes(ax, figsize=(5.5, 4.0)):
     if ax is None:
-        _, ax = _pyplot().subplots(figsize=figsize)
+        # constrained layout: titles, labels and colour bars stay inside the figure at any size
+        _, ax = _pyplot().subplots(figsize=figsize, layout="constrained")
     return ax
 
 
@@ -96,10 +75,12 @@ def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
         if sd is not None:
             s = sd.isel(sel).transpose("time").values[keep]
             ax.fill_between(t[keep], y - s, y + s, color=line.get_color(), alpha=0.25, lw=0)
-    ylabel = short_label(da) + (" (seed mean ± sd)" if sd is not None else "")
-    ax.set(xlabel=axis_label(da["time"], "time"), ylabel=ylabel, xscale="log" if log_time else "linear")
-    ax.set_title(axis_label({"long_name": da.attrs.get("long_name", da.name)}), fontsize=9)
+    ylabel = axis_label(da) + (" (seed mean ± sd)" if sd is not None else "")
+    ax.set(xscale="log" if log_time else "linear")
+    label_axes(ax, title=str(da.name), xlabel=axis_label(da["time"], "time"), ylabel=ylabel)
     values = mean.values[np.isfinite(mean.values)]
+    if values.size and values.min() > 0 and values.max() > 100 * values.min():
+        ax.set_yscale("log")  # values over decades (a trained flow's energy: 4e7 to 0.06) on one linear axis are flat
     if values.size and np.array_equal(values, np.round(values)):  # a count: integer ticks, not 59.75
         from matplotlib.ticker import MaxNLocator
 
@@ -114,6 +95,8 @@ def _default_curves(ds: xr.Dataset) -> list:
         softmax = ds.attrs.get("kind") == "softmax"  # (model_attrs records the heads' kind)
         wanted = ("energy_multi", "mean_entropy", "n_clusters") if softmax else ("energy_multi", "n_clusters")
         names = list(dict.fromkeys([*names, *wanted]))
+    if ds.attrs.get("headflow_kind") == "sentence_flow" and "mean_cosine" in ds.data_vars:
+        names.append("mean_cosine")
     if not names:
         raise InvalidParameterError(
             f"plot_curves found no curve to draw: the Dataset has no {list(CURVES)} over time and no positions. "
@@ -159,6 +142,9 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     log_time : bool
         Logarithmic time axis (saves at t <= 0 left out).
 
+    A curve whose positive values span more than two decades gets a logarithmic axis; a sentence
+    flow's panels mark its layer boundaries (and add the mean cosine of the tokens).
+
     Returns
     -------
     numpy array of matplotlib Axes
@@ -178,7 +164,17 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
                                     f"({len(curves)}: {names}); got {len(axes)}.")
     for ax, da in zip(axes, curves):
         _draw_curves(ax, da, log_time)
+        _layer_boundaries(ax, ds)
     return axes
+
+
+def _layer_boundaries(ax, ds: xr.Dataset) -> None:
+    """A sentence flow's layer boundaries k * layer_time, k = 1..L-1, as faint vertical lines."""
+    if ds.attrs.get("headflow_kind") != "sentence_flow" or int(ds.attrs.get("n_layers", 1)) < 2:
+        return
+    tau = float(ds.attrs["layer_time"])
+    for k in range(1, int(ds.attrs["n_layers"])):
+        ax.axvline(k * tau, color="0.6", lw=0.6, ls=":", zorder=0)
 
 
 @declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
@@ -216,11 +212,13 @@ def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax
         _note_curve_off_chart(ax, ds["beta"].values, tstar, t_end)
     a = ds.attrs
     title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if k in a)
-    ax.set(xlabel=axis_label(ds["beta"], "beta"), ylabel=axis_label(ds["time"], "time"), ylim=(0, t_end),
-           title=f"{a.get('kind', '')} {title}".strip())
+    ax.set(ylim=(0, t_end))
+    label_axes(ax, title=f"{a.get('kind', '')} {title}".strip(), xlabel=axis_label(ds["beta"], "beta"),
+               ylabel=axis_label(ds["time"], "time"))
     if colorbar:
         bar = ax.figure.colorbar(mesh, ax=ax)
-        bar.set_label(axis_label(da).replace("mean over systems of the ", ""), fontsize=8)
+        bar.set_label(fit_text(axis_label(da).replace("mean over systems of the ", ""), 0.75 * _span(ax)[1], 8),
+                      fontsize=8)
     return ax
 
 
@@ -248,7 +246,7 @@ def noise_label(kappa) -> str:
 def chaos_parameters(ds: xr.Dataset) -> str:
     """One line of a chaos study's parameters (those it records), for titles."""
     a = ds.attrs
-    parts = [f"{a['kind']} H={a.get('n_heads', '?')} beta={a['beta']:g} on S^{int(a['d']) - 1}"] if (
+    parts = [f"{a['kind']} H={a.get('n_heads', '?')} beta={a['beta']:g} on $S^{{{int(a['d']) - 1}}}$"] if (
         {"kind", "beta", "d"} <= set(a)) else []
     if "kappa" in a:
         parts.append(noise_label(a["kappa"]))
@@ -294,8 +292,8 @@ def plot_chaos_collapse(ds: xr.Dataset, *, ax=None, collapse: bool = True):
         grid = np.array([s0, s0 + np.log(1.0 / w0) / s]) if w0 < 1 else np.array([s0, s0])
         ax.semilogy(grid, w0 * np.exp(s * (grid - s0)), "k:", lw=1, label="∝ exp(σ* (t - log(n) / (2 σ*)))")
     xlabel = "t - log(n) / (2 σ*)" if collapse else axis_label(ds["time"], "time")
-    ax.set(xlabel=xlabel, ylabel=short_label(ds["distance"]) + ", seed mean", title=chaos_parameters(ds))
-    ax.title.set_fontsize(8)
+    label_axes(ax, title=chaos_parameters(ds), xlabel=xlabel, ylabel=axis_label(ds["distance"]) + ", seed mean",
+               title_size=8)
     ax.legend(fontsize=7)
     return ax
 
@@ -340,7 +338,7 @@ def plot_chaos_horizon(ds: xr.Dataset, delta: float | None = None, *, ax=None):
         ax.plot(log_n, centre + slope * (log_n - w @ log_n), "C1-",
                 label=f"fit: slope {slope:.3f} [{lo:.3f}, {hi:.3f}]")
     predicted = f" vs 1/(2σ*) = {float(ds['slope_predicted']):.3f}" if "slope_predicted" in ds else ""
-    ax.set(xlabel="log n", ylabel=f"t_δ (δ = {delta:g})", title=f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}]{predicted}")
-    ax.title.set_fontsize(9)
+    label_axes(ax, title=f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}]{predicted}", xlabel="log n",
+               ylabel=f"breakdown time t_δ (δ = {delta:g})")
     ax.legend(fontsize=7)
     return ax

@@ -14,7 +14,7 @@ import xarray as xr
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, SequenceOf, declare
 
 from .._data.dataset import time_index
-from .plotting import noise_label, short_label
+from .plotting import axis_label, label_axes, noise_label
 
 __all__ = ["limit_study_frame", "limit_study_table", "plot_limit_study", "study_rate_variables"]
 
@@ -222,7 +222,7 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(5.5, 4.2))
+        _, ax = plt.subplots(figsize=(5.5, 4.2), layout="constrained")
     n = ds.n_particles.values.astype(float)
     for k in ks:
         mean, se, r, lo, hi = _summary(ds, var, k)
@@ -234,14 +234,14 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
     ax.set_xscale("log")
     ax.set_yscale("log")
     long = ds[var].attrs.get("long_name", var)
-    ax.set(xlabel="n (tokens)", ylabel=short_label(ds[var]))
+    label_axes(ax, xlabel="n (tokens)", ylabel=axis_label(ds[var]))
     a = ds.attrs
-    sphere = f"on S^{int(a['d']) - 1}" if "d" in a else ""
+    sphere = f"on $S^{{{int(a['d']) - 1}}}$" if "d" in a else ""
     params = [f"{k} = {a[k]}" if k != "kappa" else noise_label(a[k]) for k in ("kind", "beta", "kappa", "sampling")
               if k in a]
     if "n_heads" in a:
         params.insert(1, f"H = {a['n_heads']}")
     params.append(f"{ds.sizes.get('seed', 1)} seeds")
-    ax.set_title(" ".join(x for x in (long, sphere) if x) + "\n" + ", ".join(params), fontsize=8)
+    label_axes(ax, title=" ".join(x for x in (long, sphere) if x) + "\n" + ", ".join(params), title_size=8)
     ax.legend(fontsize=7)
     return ax

@@ -78,7 +78,8 @@ def _model_given(model, names):
                                                       "dependent metric: pass model=MultiHead(...)",
                                                       breaks={"names": ["energy_multi"]})])
 def evaluate(names, x, weights=None, model=None) -> dict:
-    """Evaluate the named metrics on one point cloud; returns ``{name: float}``.
+    """Evaluate the named metrics on one point cloud; returns ``{name: value}``, a float, or an int for
+    a count (``n_clusters``).
 
     Parameters
     ----------
@@ -90,4 +91,8 @@ def evaluate(names, x, weights=None, model=None) -> dict:
         Required by the model-dependent metrics (``needs_model``).
     """
     weights = weights_or_uniform(weights, len(x))
-    return {name: float(METRICS[name].fn(x, weights, model)) for name in names}
+    out = {}
+    for name in names:
+        value = METRICS[name].fn(x, weights, model)
+        out[name] = int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else float(value)
+    return out

@@ -44,6 +44,8 @@ def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dic
             arr[pos] = results[idx].attrs[k]
     dims = tuple(axes) + ("seed", "time")
     coords = {k: (k, axis_values(k, v), {"long_name": long_names[k], "units": "1"}) for k, v in axes.items()}
+    for k, v in axes.items():
+        coords.update(head_strengths(k, v))
     coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
     coords["time"] = time_coord(ts, record.get("log_time_scale"))
     data_vars = {}
@@ -78,8 +80,25 @@ def _hashable(value):
 
 
 def axis_values(name: str, values) -> np.ndarray:
-    """A grid axis as coordinate values: numbers and strings as they are; lists (head strengths)
-    as their JSON text, ``"[1.0, 0.5]"``, so the coordinate stays one-dimensional and selectable."""
+    """A grid axis as coordinate values: numbers and strings as they are; lists of one head strength
+    as that number (a numeric coordinate: ``ds.sel(lambdas=[1.0, 0.5])`` picks two cells); longer
+    lists (several heads) as their JSON text, ``"[1.0, 0.5]"``, so the coordinate stays
+    one-dimensional and selectable (:func:`head_strengths` gives them as numbers)."""
     if any(isinstance(v, (list, tuple)) for v in values):
+        if all(isinstance(v, (list, tuple)) and len(v) == 1 for v in values):
+            return np.array([float(v[0]) for v in values])
         return np.array([json.dumps([float(x) for x in v]) for v in values], dtype=object)
     return np.asarray(values)
+
+
+def head_strengths(name: str, values) -> dict:
+    """For an axis of lists of several head strengths, the numeric coordinate ``lambda_h`` (axis,
+    lambda_head), NaN past a list's end; else nothing."""
+    if not any(isinstance(v, (list, tuple)) for v in values) or all(len(v) == 1 for v in values):
+        return {}
+    width = max(len(v) for v in values)
+    table = np.full((len(values), width), np.nan)
+    for i, v in enumerate(values):
+        table[i, :len(v)] = v
+    return {"lambda_h": ((name, "lambda_head"), table, {"long_name": "head strength lambda_h (NaN: no such head)",
+                                                        "units": "1"})}

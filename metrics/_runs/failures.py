@@ -26,7 +26,7 @@ def failed_cells(cells, results, names) -> list:
 
 def warn_failed(failed: list, n_cells: int, caller: str) -> None:
     if failed:
-        shown = "; ".join(f"{f['params']} seed {f['seed']}: {f['message']}" for f in failed[:3])
+        shown = "; ".join(f"{f['params']} seed {f['seed']}: {f['message'].rstrip('.')}" for f in failed[:3])
         more = f" (and {len(failed) - 3} more, in the dataset's failed_cells attr)" if len(failed) > 3 else ""
         warnings.warn(f"{caller}: {len(failed)} of {n_cells} cells did not reach t1 (their values after the failure "
                       f"are NaN): {shown}{more}.", FailedCellWarning, stacklevel=3)

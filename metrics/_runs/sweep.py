@@ -76,7 +76,8 @@ SWEEP_PARAMS = {
     "n_heads": "number of heads",
     "kind": "attention kind",
     "d": "ambient dimension",
-    "lambdas": "head strengths lambda_h (scalar heads M_h = W_h = lambda_h I), as JSON",
+    "lambdas": "head strengths lambda_h (scalar heads M_h = W_h = lambda_h I): the number for one head, JSON "
+               "text for several (numbers in lambda_h)",
 }
 _DEFAULTS = {"n_particles": 32, "beta": 1.0, "n_heads": 1, "kind": "softmax", "d": 3}
 

@@ -19,6 +19,12 @@ layer's head outputs relative to the token's norm. One layer runs as a
 Runge–Kutta stage at a boundary would read the next layer's weights), which is exactly the
 composition of the layers' Euler flows.
 
+Each layer is measured against the network on the sentence (:mod:`metrics._data.fidelity`):
+``network_cosine`` and ``network_norm_ratio`` (layer, bias) compare the sphere model's velocity
+(``bias="drop"``) and the exact flat model's (``bias="augment"``) with the layer's own attention
+output, projected on the sphere, on the flow's tokens at the start of each layer. The ``time``
+coordinate is in layers (its ``convention`` attr).
+
 Saved along the trajectory (diagnostics of :func:`particles.diagnose` under the layer acting at
 t): ``log_energy`` (head), ``energy_multi``, ``entropy`` and ``mean_entropy`` (attention entropy),
 ``rd_margin`` and ``rd_margin_min`` (radial dominance, Condition 8), ``energy_rate``, ``kinetic``,
@@ -53,6 +59,7 @@ from particles.validation import (
 )
 
 from .._data.dataset import KIND_ATTR, trajectory_to_dataset
+from .._data.fidelity import network_fidelity
 from .._observables.clustering import cluster_labels
 
 __all__ = ["sentence_flow", "tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip", "FLOW_DIAGNOSTICS"]
@@ -176,9 +183,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     d = ws[0].d
     if any(w.d != d for w in ws):
         raise InvalidParameterError(f"layers of {caller} must share the width d = {d}.")
-    x0 = check_points(x0, "x0", caller)
-    if x0.shape[1] != d:
-        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional.")
+    x0 = _sentence_points(x0, d, caller)
     tau = check_param(layer_time, "layer_time", caller, low=0.0, low_open=True)
     if stack and t1 is not None:
         raise InvalidParameterError(f"t1 of {caller} is for one layer; a stack runs len(layers) * layer_time.")
@@ -214,8 +219,28 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
               "architecture": w0.architecture, "norm": w0.norm, "layers": " ".join(str(w.layer) for w in ws),
               "n_heads": w0.n_heads, "d_head": w0.d_head, "d": d, "n_tokens": x0.shape[0]}
     ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
-    ds = _label_flow(ds, tokens)
-    return ds
+    ds = _label_flow(ds, tokens, tau)
+    # each layer against the network's own attention output, on the flow's tokens as the layer starts
+    starts = [traj.x[int(np.argmin(np.abs(ts - k * tau)))] for k in range(len(ws))]
+    return ds.merge(network_fidelity(ws, starts, beta))
+
+
+def _sentence_points(x0, d, caller):
+    """The tokens of a sentence flow: the shape first (the layers' width), then unit rows, whose
+    documented source is :func:`particles.norm_sphere` (the embedding LayerNorm's core)."""
+    x0 = check_points(x0, "x0", caller, on_sphere=False)
+    if x0.shape[1] != d:
+        turned = " (it looks transposed: pass x0.T)" if x0.shape[0] == d else ""
+        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional"
+                                    f"{turned}.")
+    dev = float(np.max(np.abs(np.linalg.norm(x0, axis=1) - 1.0)))
+    if dev > 1e-10:
+        raise InvalidParameterError(
+            f"x0 of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e}): pass "
+            "particles.norm_sphere(embeddings), the embedding LayerNorm's core that layer 0 expects "
+            "(its gamma and beta are folded into the layer), not an L2 normalisation."
+        )
+    return x0
 
 
 def _flow_saver(models, layer_at, eps):
@@ -247,9 +272,15 @@ _FLOW_VARIABLES = {"mean_entropy": ("mean attention entropy over tokens (nats)",
                    "layer_index": ("layer whose heads act at this time", ())}
 
 
-def _label_flow(ds: xr.Dataset, tokens) -> xr.Dataset:
-    """Name the flow's own variables and the tokens (a ``token`` coordinate when given)."""
+def _label_flow(ds: xr.Dataset, tokens, tau: float) -> xr.Dataset:
+    """Name the flow's own variables, its time (in layers) and the tokens (a ``token`` coordinate when given)."""
     ds.attrs[KIND_ATTR] = "sentence_flow"
+    ds["time"].attrs.update(
+        long_name="time in layers" if tau == 1 else f"time in layers of duration layer_time = {tau:g}",
+        layer_time=tau,
+        convention=f"layer k acts on [k tau, (k+1) tau), tau = layer_time = {tau:g}: one unit of time moves a token "
+                   "by the layer's head outputs relative to the token's norm; a stack is the composition of the "
+                   "layers' Euler flows")
     for name, (long_name, dims) in _FLOW_VARIABLES.items():
         ds[name] = xr.Variable(("time",) + dims, ds[name].values, {"long_name": long_name, "units": "1"})
     if tokens is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -238,6 +239,44 @@ def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
     ``rng`` is a ``np.random.Generator``, a seed, or ``None``.
     """
     return _normalize(np.random.default_rng(rng).standard_normal((n, d)))
+
+
+class SeedStreams(NamedTuple):
+    """The two random streams of one run: ``x0`` draws the initial tokens, ``noise`` the noise."""
+
+    x0: np.random.Generator
+    noise: np.random.Generator
+
+
+@declare(seed=Integer(0, hint="Pass a non-negative integer (the root of the run's SeedSequence)."))
+def seed_streams(seed: int) -> SeedStreams:
+    """The random streams of a run from one seed: the rule of ``headflow simulate``.
+
+    ``SeedSequence(seed).spawn(2)`` gives two independent children, the first for the initial
+    tokens, the second for the noise of ``simulate(..., kappa=..., rng=...)``; so the tokens of
+    a run do not depend on whether it has noise, and the noise is not a copy of the tokens' draws.
+
+    Parameters
+    ----------
+    seed : int >= 0
+        The ``[run] seed`` of a ``headflow simulate`` config.
+
+    Returns
+    -------
+    SeedStreams
+        ``(x0, noise)``, two ``np.random.Generator``.
+
+    Examples
+    --------
+    The Python lines that give the run of ``headflow simulate`` with ``seed = 0``:
+
+    >>> streams = seed_streams(0)
+    >>> x0 = sample_uniform(64, 3, rng=streams.x0)   # then simulate(..., rng=streams.noise)
+    >>> x0.shape
+    (64, 3)
+    """
+    x0, noise = (np.random.default_rng(s) for s in np.random.SeedSequence(int(seed)).spawn(2))
+    return SeedStreams(x0, noise)
 
 
 def _flat_project(x, v):

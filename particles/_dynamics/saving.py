@@ -90,6 +90,9 @@ class Trajectory:
         Accepted and rejected steps.
     x_final : ndarray of shape (n, d)
         Last finite state reached.
+    fingerprint : str
+        The :func:`~particles.extend.field_fingerprint` of the field that was simulated ("" when
+        unknown): :func:`metrics.trajectory_to_dataset` refuses to label the run with another model.
     """
 
     t: np.ndarray
@@ -101,6 +104,7 @@ class Trajectory:
     n_rejected: int = 0
     x_final: np.ndarray | None = None
     method: str = ""
+    fingerprint: str = ""
 
     def __post_init__(self):
         caller = "Trajectory"
@@ -126,8 +130,8 @@ class Trajectory:
         check_choice(self.status, "status", ("finished", "failed"), caller)
         check_param(self.n_steps, "n_steps", caller, low=0, integer=True)
         check_param(self.n_rejected, "n_rejected", caller, low=0, integer=True)
-        if not isinstance(self.message, str) or not isinstance(self.method, str):
-            raise InvalidParameterError("message and method of Trajectory must be strings.")
+        if not all(isinstance(v, str) for v in (self.message, self.method, self.fingerprint)):
+            raise InvalidParameterError("message, method and fingerprint of Trajectory must be strings.")
 
     @property
     def success(self) -> bool:

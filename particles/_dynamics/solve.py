@@ -18,7 +18,7 @@ from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_bool, check_choice, check_instance, check_param, check_rng
 from .controllers import ConstantStep, PIDController
-from .field import CallableField, as_field
+from .field import CallableField, as_field, field_fingerprint
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
 
@@ -155,6 +155,7 @@ def simulate(
     caller = "simulate"
     stepper, method = _checked_stepper(method, caller)
     check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
+    fingerprint = field_fingerprint(field)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
@@ -186,7 +187,8 @@ def simulate(
         if bar is not None:
             bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
-                            x_final=state.last_good if status == "failed" else state.x, method=method)
+                            x_final=state.last_good if status == "failed" else state.x, method=method,
+                            fingerprint=fingerprint)
 
 
 def _checked_stepper(method, caller: str):
@@ -262,6 +264,12 @@ def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, ch
             raise InvalidParameterError(f"method {method!r} is fixed-step: pass dt.")
         dt = (t1 - t0) / 100  # a first trial step; the controller decides from there
     dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    if dt > t1 - t0 and not stepper.adaptive and controller is None:
+        # a fixed step longer than the run would silently become one step of t1 - t0
+        raise InvalidParameterError(
+            f"dt = {dt:g} of {caller} is longer than the run t1 - t0 = {t1 - t0:g}: method {method!r} takes fixed "
+            f"steps, so it would take one step of {t1 - t0:g}. Pass dt <= {t1 - t0:g} (e.g. dt = {(t1 - t0) / 100:g}"
+            ") or a later t1.")
     kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
     if np.isfinite(kappa) and not stepper.stochastic:
         raise InvalidParameterError(f"kappa={kappa:g} adds noise: use method='euler_maruyama' (got {method!r}).")

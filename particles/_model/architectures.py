@@ -33,7 +33,7 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
-from .._core.params import NONE, AnyOf, Boolean, Integer, Options
+from .._core.params import NONE, AnyOf, Boolean, Instance, Integer, Options
 from .._core.validation import check_param
 from .pretrained import AttentionWeights
 
@@ -241,12 +241,29 @@ class _Getter:
 
 
 _ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))
-_HEADS = Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads).")
+_HEADS = AnyOf(NONE, Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads)."))
+_CONFIG = AnyOf(NONE, Instance(Mapping, what="a model config (a dict, e.g. the config read by "
+                                             "metrics.sentences.read_model_zip or json.load(config.json))"))
+#: the keys of a config that hold the number of (query) attention heads: BERT and Llama, GPT-2
+HEAD_KEYS = ("num_attention_heads", "n_head")
 
 
-@declare(layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
-def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | None = None,
-                   fold_norm: bool = False) -> AttentionWeights:
+def _heads(n_heads, config, caller: str) -> int:
+    """The number of heads: ``n_heads`` when given, else the config's (which must then hold it)."""
+    found = None if config is None else next((int(config[k]) for k in HEAD_KEYS if k in config), None)
+    if n_heads is None and found is None:
+        where = "" if config is None else f" (the config has none of {list(HEAD_KEYS)})"
+        raise InvalidParameterError(f"{caller} needs the number of attention heads: pass n_heads=... or the model's "
+                                    f"config=...{where}.")
+    if n_heads is not None and found is not None and int(n_heads) != found:
+        raise InvalidParameterError(f"n_heads={n_heads} of {caller} contradicts the config's {found} heads: pass one "
+                                    "of them.")
+    return int(found if n_heads is None else n_heads)
+
+
+@declare(layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
+def load_attention(source, layer: int = 0, *, n_heads: int | None = None, architecture: str | None = None,
+                   fold_norm: bool = False, config=None) -> AttentionWeights:
     r"""One attention sublayer of a trained model as :class:`~particles.AttentionWeights`.
 
     Parameters
@@ -255,13 +272,16 @@ def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | 
         A safetensors file (:func:`read_tensors`).
     layer : int
         Layer index.
-    n_heads : int
-        Attention heads (query heads, for grouped-query models).
+    n_heads : int, optional
+        Attention heads (query heads, for grouped-query models); default the config's.
     architecture : {"bert", "gpt2", "llama"}, optional
         Detected from the names by default.
     fold_norm : bool
         Fold the norm in front of the attention into the projections
         (:meth:`~particles.AttentionWeights.fold_norm`; its tensors must be present).
+    config : dict, optional
+        The model's config (``num_attention_heads`` or ``n_head``): gives ``n_heads`` when it is not
+        passed (and must agree with it when it is).
 
     Returns
     -------
@@ -276,15 +296,17 @@ def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | 
     >>> w.architecture, w.n_heads, w.d_head, w.causal
     ('gpt2', 2, 4, True)
     """
+    n_heads = _heads(n_heads, config, "load_attention")
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
     return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm)
 
 
-@declare(n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
-def load_attention_layers(source, *, n_heads: int, architecture: str | None = None,
-                          fold_norm: bool = False) -> list[AttentionWeights]:
-    """Every attention sublayer of a model, in order (:func:`load_attention`)."""
+@declare(n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
+def load_attention_layers(source, *, n_heads: int | None = None, architecture: str | None = None,
+                          fold_norm: bool = False, config=None) -> list[AttentionWeights]:
+    """Every attention sublayer of a model, in order (:func:`load_attention`; ``n_heads`` or ``config``)."""
+    n_heads = _heads(n_heads, config, "load_attention_layers")
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
     return [_load(tensors, arch, prefix, n_layers, i, n_heads, fold_norm) for i in range(n_layers)]

@@ -81,9 +81,10 @@ def test_accessor_on_a_study():
     ax = ds.attn.plot_limit_study()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert sum("slope" in lab for lab in labels) == 2 and any("n^{-1/2}" in lab for lab in labels)
-    assert "on S^1" in ax.get_title() and ax.get_ylabel() == "w1 [rad]"
-    assert "beta = 1.0" in ax.get_title() and "3 seeds" in ax.get_title()
-    assert "noiseless (kappa = inf)" in ax.get_title()  # not a bare "kappa = inf"
+    title = ax.get_title().replace("\n", " ")
+    assert "on $S^{1}$" in title and ax.get_ylabel().replace("\n", " ") == f"{ds.w1.attrs['long_name']} [rad]"
+    assert "beta = 1.0" in title and "3 seeds" in title
+    assert "noiseless (kappa = inf)" in title  # not a bare "kappa = inf"
     with pytest.raises(InvalidParameterError, match="rated gaps"):
         ds.attn.plot_limit_study("n_clusters")
 

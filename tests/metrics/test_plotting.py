@@ -88,7 +88,7 @@ def test_sphere_projection_and_far_side(s2, tmp_path):
     np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-12)  # right, up, viewer: orthonormal
     assert np.linalg.det(frame) == pytest.approx(1.0)  # right-handed: the view is not mirrored
     x = s2.positions.values[-1]
-    xy, colours, sizes = animation._screen(x, animation.token_colours(s2.positions.values[0]), frame)
+    xy, colours, sizes = animation._screen(x, animation.token_colours(s2.positions.values[0]), frame, "fixed")
     depth = np.sort(x @ frame[2])
     np.testing.assert_allclose(np.sort(np.hypot(*xy.T) ** 2 + depth**2), np.sort(np.ones(len(x))), atol=1e-12)
     assert np.all(np.diff(np.asarray(sizes)[np.argsort(depth)]) >= 0)  # far tokens first and smaller
@@ -102,7 +102,9 @@ def test_sphere_projection_and_far_side(s2, tmp_path):
 
 def test_curves_of_a_trajectory_and_a_sweep(s2, tmp_path):
     axes = s2.attn.plot_curves()
-    assert [ax.get_ylabel() for ax in axes] == ["energy_multi", "mean_entropy", "n_clusters"]
+    assert [ax.get_title() for ax in axes] == ["energy_multi", "mean_entropy", "n_clusters"]
+    assert [ax.get_ylabel().replace("\n", " ") for ax in axes] == [  # long names, as the figures guide says
+        metrics.METRICS[name].long_name for name in ("energy_multi", "mean_entropy", "n_clusters")]
     np.testing.assert_allclose(axes[0].lines[0].get_ydata(), s2.attn.energy().values)
     assert not any("[1]" in label for ax in axes for label in _labels(ax))
     counts = axes[2].get_yticks()
@@ -114,7 +116,7 @@ def test_curves_of_a_trajectory_and_a_sweep(s2, tmp_path):
     ax = axes[0]
     assert len(ax.lines) == 2 and len(ax.collections) == 2  # one line and one ± sd band per n_particles
     np.testing.assert_allclose(ax.lines[1].get_ydata(), sweep.energy_multi.isel(n_particles=1).mean("seed"))
-    assert "seed mean ± sd" in ax.get_ylabel()
+    assert "seed mean ± sd" in ax.get_ylabel().replace("\n", " ")
     _check_png(_save(axes, tmp_path / "sweep.png"))
     with pytest.raises(InvalidParameterError, match="neither a variable"):
         metrics.plot_curves(sweep, ["w1"])

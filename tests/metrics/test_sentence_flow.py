@@ -129,3 +129,58 @@ def test_missing_tokenizers_names_the_extra(monkeypatch):
         tokenize("{}", "a sentence")
     with pytest.raises(InvalidParameterError, match="text of tokenize must be a non-empty string"):
         tokenize("{}", " ")
+
+
+def test_tokens_shape_before_norm_and_the_documented_fix(synthetic, rng):
+    """Transposed tokens are named as such; raw embeddings are sent to particles.norm_sphere."""
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match=r"has d = 6 columns; the layers are 12-dimensional"):
+        sentence_flow(ws, 3 * u.T)
+    with pytest.raises(InvalidParameterError, match=r"particles\.norm_sphere\(embeddings\)"):
+        sentence_flow(ws, 3 * u)
+
+
+def test_flow_measured_against_the_network(synthetic):
+    """Per layer and bias treatment: the augmented flat model is the layer (cosine 1, ratio 1 against
+    an attention computed from the projections); dropping the biases costs a measured amount."""
+    from metrics._data.fidelity import attention_output
+
+    ws, u = synthetic
+    ds = sentence_flow(ws, u, layer_time=0.5, dt=0.05, saves_per_layer=2)
+    assert ds.network_cosine.dims == ("layer", "bias") and list(ds.bias.values) == ["drop", "augment"]
+    np.testing.assert_allclose(ds.network_cosine.sel(bias="augment"), 1.0, atol=1e-12)
+    np.testing.assert_allclose(ds.network_norm_ratio.sel(bias="augment"), 1.0, atol=1e-12)
+    drop = ds.network_cosine.sel(bias="drop").values
+    assert np.all(np.abs(drop) < 1 - 1e-6)  # the synthetic layers have biases: dropping them is not free
+    # the layer's output on the flow's tokens at the start of layer 1, by hand (bert_attention)
+    x1 = ds.positions.sel(time=0.5).values
+    t = bert_tensors(np.random.default_rng(0), layers=1)
+    w = load_attention(t, 0, n_heads=H)
+    a = np.sqrt(12) * x1
+    np.testing.assert_allclose(attention_output(w, a), bert_attention(t, 0, a, H), rtol=1e-12, atol=1e-12)
+    # the time is in layers, with its convention
+    assert "layers" in ds.time.attrs["long_name"] and "layer k acts on [k tau, (k+1) tau)" in ds.time.attrs[
+        "convention"] and ds.time.attrs["layer_time"] == 0.5
+    assert ds.attn.kind == "sentence_flow"
+    geo = head_geometry(ws, sentence=u)
+    np.testing.assert_allclose(geo.network_cosine.isel(layer=0), ds.network_cosine.isel(layer=0), rtol=1e-12)
+
+
+def test_flow_plot_one_panel_per_quantity_with_layer_boundaries_and_log_axes(synthetic):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ws, u = synthetic
+    ds = sentence_flow(ws, u, layer_time=1.0, dt=0.05, saves_per_layer=2)
+    ds["energy_multi"] = ds.energy_multi * np.logspace(6, 0, ds.sizes["time"])  # values over six decades
+    axes = ds.attn.plot()
+    try:
+        names = [ax.get_title() for ax in axes]
+        assert names[0] == "energy_multi" and "mean_cosine" in names and len(set(names)) == len(names)
+        assert axes[0].get_yscale() == "log" and axes[names.index("mean_cosine")].get_yscale() == "linear"
+        boundaries = [line.get_xdata()[0] for line in axes[0].lines if line.get_linestyle() == ":"]
+        assert boundaries == [1.0, 2.0]
+    finally:
+        plt.close("all")

@@ -1,0 +1,44 @@
+"""Hints that name the real fault, and no silent results: shape before norm, a trajectory labelled
+only with its own model, a fixed step longer than the run refused."""
+
+import pytest
+
+import metrics
+import particles
+from particles import InvalidParameterError
+
+
+def _model(**kw):
+    return particles.MultiHead.scalar([1.0, 0.5], d=3, **{"beta": 2.0, "kind": "usa", **kw})
+
+
+def test_transposed_state_is_named_before_the_norm():
+    """(3, 50) points: the shape is the fault (50 columns against 3 x 3 heads), not the norms."""
+    x0 = particles.sample_uniform(50, 3, rng=0)
+    with pytest.raises(InvalidParameterError, match=r"d = 50 columns .* 3 x 3.* transposed: pass x0\.T"):
+        particles.simulate(x0.T, _model(), t1=1.0, dt=0.1)
+    with pytest.raises(InvalidParameterError, match="unit sphere"):
+        particles.simulate(2 * x0, _model(), t1=1.0, dt=0.1)
+
+
+def test_trajectory_remembers_its_model():
+    model = _model(kind="softmax")
+    traj = particles.simulate(particles.sample_uniform(8, 3, rng=1), model, t1=0.2, dt=0.1)
+    assert traj.fingerprint == particles.extend.field_fingerprint(model) != ""
+    ds = metrics.trajectory_to_dataset(traj, model.replace(beta=2.0))  # an equal model is the same model
+    assert ds.attrs["kind"] == "softmax"
+    other = particles.MultiHead.scalar([1.0], d=3, beta=9.0, kind="usa")
+    with pytest.raises(InvalidParameterError, match="not the model that was simulated"):
+        metrics.trajectory_to_dataset(traj, other)
+    with pytest.raises(InvalidParameterError, match="not the model that was simulated"):
+        metrics.trajectory_to_dataset(traj, model.replace(beta=2.5))
+    assert "kind" not in metrics.trajectory_to_dataset(traj).attrs  # no model: nothing claimed
+
+
+def test_fixed_step_longer_than_the_run_is_refused():
+    x0 = particles.sample_uniform(8, 3, rng=2)
+    with pytest.raises(InvalidParameterError, match=r"dt = 2 of simulate is longer than the run t1 - t0 = 1"):
+        particles.simulate(x0, _model(), t1=1.0, dt=2.0, method="euler")
+    # an adaptive method takes dt as its first trial step: the controller shortens it
+    traj = particles.simulate(x0, _model(), t1=1.0, dt=2.0, method="dopri5")
+    assert traj.status == "finished" and traj.t[-1] == 1.0
