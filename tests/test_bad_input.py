@@ -23,6 +23,7 @@ import metrics
 import particles
 from particles import theory as th
 from particles.validation import LIBRARY_ERRORS
+from tests.helpers import garbled
 
 X = particles.sample_uniform(5, 3, 0)
 MODEL = particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
@@ -464,6 +465,7 @@ def test_bad_argument_raises_library_error(name, arg, data):
         out = fn(**call)
     except LIBRARY_ERRORS as exc:
         assert str(exc), "an error must say what was wrong"
+        assert not garbled(str(exc), arg), f"{garbled(str(exc), arg)}: {exc}"
         return
     except Exception as exc:  # noqa: BLE001 - the point of the suite
         pytest.fail(f"obscure failure: {name}({arg}={bad!r}) raised {type(exc).__name__}: {exc}")

@@ -33,6 +33,7 @@ from particles.validation import (
     declaration,
     declare,
 )
+from tests.helpers import garbled
 from tests.test_bad_input import CASES
 
 #: public callables whose rules still live in their bodies: none (every public callable of particles,
@@ -101,7 +102,22 @@ def test_every_generated_bad_input_is_refused_naming_the_parameter(name):
             continue
         if f"'{case[1]}'" not in message and f'"{case[1]}[' not in message:  # (or an entry of it: grid['beta'])
             failures.append(f"{_id(case)}: the message does not name {case[1]!r}: {message[:200]}")
+        wrong = garbled(message, case[1])
+        if wrong:
+            failures.append(f"{_id(case)}: {wrong}: {message[:200]}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("message, param, verdict", [
+    ('The The "\'lambdas\' parameter" parameter of f must be finite', "lambdas", "repeats the word 'The'"),
+    ("The 'x' parameter of f: The 'x' parameter must be finite", "x", "quotes 'x' twice"),
+    ("The 'x' parameter of f must be finite; got 1 NaN.", "x", ""),
+    ("The 'M' parameter of f must be 2 x 2 to match W; got 'M' of shape (3, 3)", "M", ""),
+    ("The 'x' parameter of f must be a list, e.g. ['a', 'a']; got ['b', 'b']", "x", ""),
+    ("The 'W' parameter of f must have shape (d, d) or (H, d, d) with n n rows", "W", "repeats the word 'n'"),
+])
+def test_the_garbling_check_can_fail(message, param, verdict):
+    assert garbled(message, param).startswith(verdict)
 
 
 def test_no_new_public_callable_without_a_declaration():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import Function
@@ -77,9 +78,17 @@ class TimeDependent:
                 f"weights_fn of TimeDependent must return a pair (M, W); got {type(out).__name__} at t={t:g}."
             )
         tm = self.template
-        M, W = out
+        # the returned matrices are named by the call that made them (not by MultiHead.replace below)
+        M, W = (a if a is None else check_square_stack(a, f"{n} = weights_fn({t:g})[{i}]", caller="TimeDependent")
+                for i, (n, a) in enumerate(zip("MW", out)))  # (W None: W = M, as in MultiHead)
         # every other field of the template carries over (replace is generated from the fields)
-        model = tm.replace(M=M, W=W)
+        try:
+            model = tm.replace(M=M, W=W)
+        except InvalidParameterError as exc:  # (replace's message would name replace's M, not the user's callable)
+            raise InvalidParameterError(
+                f"weights_fn of TimeDependent returned unusable matrices at t={t:g}: {exc} Make weights_fn(t) "
+                "return finite arrays (M, W) of shape (H, d, d) at every time of the run."
+            ) from None
         if model.d != tm.d:
             # the tokens have the template's dimension: other matrices would fail deep inside a matmul
             raise InvalidParameterError(
