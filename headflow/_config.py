@@ -25,7 +25,7 @@ class ConfigError(ValueError):
 
 
 #: the [model] keys that are constructor fields of particles.MultiHead, passed to it as they are:
-#: every init field but the arrays M and W (tests/test_cli_model.py fails when MultiHead gains a
+#: every init field but the arrays M and W (tests/metrics/test_model_record.py fails when MultiHead gains a
 #: field this list or its type lacks); d, lambdas, M and W say how the heads are built
 MODEL_FIELDS = ("beta", "kind", "geometry", "log_time_scale", "block_elements", "summation", "tol", "causal",
                 "update")

@@ -4,7 +4,7 @@ Every function takes the Dataset a headflow function made and returns the matplo
 drew (a new figure unless ``ax`` is given); ``ds.attn`` has each as a method, and
 ``ds.attn.plot()`` draws the figure of the Dataset's kind. Axis labels are built from the
 ``long_name`` and ``units`` attrs (:func:`axis_label`: a dimensionless ``"1"`` is not printed).
-The tokens themselves are drawn by :mod:`metrics.animation`; the limit study by
+The tokens themselves are drawn by :mod:`metrics._figures.animation`; the limit study by
 :func:`metrics.plot_limit_study`. matplotlib is imported on first use only.
 """
 

@@ -26,8 +26,8 @@ Contract:
    finite save and its message in ``failure_message``; it does not abort the sweep.
 5. **Engines.** ``"serial"`` (default), ``"process"`` (a local process pool), or a
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
-   own cell, so a dead worker loses only its cell (:mod:`metrics._executors`; the store is
-   :mod:`metrics._store`).
+   own cell, so a dead worker loses only its cell (:mod:`metrics._runs.executors`; the store is
+   :mod:`metrics._runs.store`).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class CheckedBy(Constraint):
 
 
 class Array(CheckedBy):
-    """A real array (:func:`~particles._core.validation.check_real_array`: float64, no ragged,
+    """A real array (:func:`~particles._core.arrays.check_real_array`: float64, no ragged,
     complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
     ``min_size`` entries at least and finite entries unless ``finite=False``."""
 
