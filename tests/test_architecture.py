@@ -1,17 +1,21 @@
-"""The shape of the code, measured: import cycles, layers inside particles, function and module sizes.
+"""The shape of the code, measured: import cycles, layers inside particles, function and module sizes,
+kinds and geometries compared by name.
 
 Run as a script (``python tests/test_architecture.py``) it prints the measures. The limits: no
 import cycle anywhere, every particles module imports only its own layer or lower ones, no
 function over 60 lines of code, no module over 350 lines (and no line over 120 characters: ruff's
 E501). Modules and functions that were over
 a limit when it was set are listed in ``DEBT`` with their size then: they may shrink, never grow,
-and a new one may not join them.
+and a new one may not join them. An attention kind or a geometry is asked (its registry entry:
+``model.attention.normalised``, ``model.geom.on_sphere``, a spectral discretisation's methods), never
+compared by name outside its registry (``kind_comparisons``; target 0, 24 when it was set).
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("particles", "meanfield", "metrics", "headflow")
@@ -201,6 +205,45 @@ def sizes() -> dict[tuple[str, str], int]:
     return out
 
 
+#: the modules that define the kinds and geometries by name (their registries)
+REGISTRIES = {"particles/_model/kinds.py", "particles/_core/sphere.py"}
+
+
+def _named_by_registries() -> list[str]:
+    from particles import GEOMETRIES
+    from particles.extend import ATTENTION_KINDS
+
+    return sorted(set(ATTENTION_KINDS) | set(GEOMETRIES) | {"circle", "zonal"})  # (+ the spectral geometries)
+
+
+def kind_comparisons(files=None) -> list[str]:
+    """``kind == "usa"``, ``geometry != "flat"``, ``model.kind in ("usa", ...)`` and the like: a kind
+    or geometry name compared outside the registries (lines of ``files``, default every module)."""
+    names = "|".join(_named_by_registries())
+    subject = r"""(?:kind|geometry)(?:\(\))?["')\]]*"""
+    pattern = re.compile(rf"""{subject}\s*(?:==|!=|(?:not\s+)?in\s*[(\[{{])\s*["']({names})["']"""
+                         rf"""|["']({names})["']\s*(?:==|!=)\s*[\w.]*(?:kind|geometry)\b""")
+    files = files if files is not None else [p for p, _ in _modules()]
+    out = []
+    for path in files:
+        if path.relative_to(path.parents[1]).as_posix() in REGISTRIES:
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line.split("#")[0]):
+                out.append(f"{path.relative_to(path.parents[1]).as_posix()}:{i}: {line.strip()}")
+    return out
+
+
+def test_kinds_and_geometries_are_asked_not_compared(tmp_path):
+    assert kind_comparisons() == []
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "m.py").write_text('a = model.kind == "usa"\nb = geometry != \'flat\'\nc = kind in ("softmax", "x")\n'
+                             'd = "sphere" == self.geometry\ne = info.route == "circle"  # a summation route\n'
+                             'f = model.attention.normalised  # kind == "usa" in a comment\n')
+    assert [line.split(":")[1] for line in kind_comparisons([pkg / "m.py"])] == ["1", "2", "3", "4"]
+
+
 def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
@@ -242,11 +285,15 @@ def test_sizes_within_limits_or_shrinking_debt():
 
 
 if __name__ == "__main__":
+    import sys
+
+    sys.path[0] = str(ROOT)  # (the repository's packages, not tests/particles)
     graph = import_graph()
     print(f"modules: {len(graph)}, import arrows: {sum(map(len, graph.values()))}")
     print(f"import cycles: {cycles(graph) or 0}")
     print(f"particles layering violations: {layering_violations(graph) or 0}")
     print(f"private imports across packages: {private_imports() or 0}")
+    print(f"kind or geometry names compared outside their registries: {kind_comparisons() or 0} (target 0)")
     print(f"limits: functions <= {MAX_FUNCTION_LINES} code lines, modules <= {MAX_MODULE_LINES} lines")
     for (kind, where), n in sorted(sizes().items()):
         print(f"  over: {kind:8s} {where:55s} {n:5d}" + ("  (debt)" if (kind, where) in DEBT else "  (NEW)"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from particles.extend import ATTENTION_KINDS
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
 from .._studies.phase import PHASE_STATISTICS
@@ -111,8 +112,9 @@ def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
 def _default_curves(ds: xr.Dataset) -> list:
     names = [v for v in CURVES if v in ds.data_vars and "time" in ds[v].dims]
     if "positions" in ds.data_vars:
-        softmax = ds.attrs.get("kind") == "softmax"  # (model_attrs records the heads' kind)
-        wanted = ("energy_multi", "mean_entropy", "n_clusters") if softmax else ("energy_multi", "n_clusters")
+        # (model_attrs records the heads' kind; the attention entropy is drawn for attention-mean heads)
+        rows = getattr(ATTENTION_KINDS.get(ds.attrs.get("kind")), "normalised", False)
+        wanted = ("energy_multi", "mean_entropy", "n_clusters") if rows else ("energy_multi", "n_clusters")
         names = list(dict.fromkeys([*names, *wanted]))
     if not names:
         raise InvalidParameterError(
