@@ -34,7 +34,7 @@ def garbled(message: str, param: str) -> str:
     prose = re.sub(r"'[^']*'", " ", said)  # (option lists quote names that share a stem)
     while prose != (prose := re.sub(r"\([^()]*\)|\[[^\[\]]*\]", " ", prose)):
         pass  # (formulas in brackets repeat letters on purpose: (d, d), (-inf, inf))
-    words = re.findall(r"[A-Za-z_]\w*", prose)
+    words = re.findall(r"[A-Za-z_]\w*(?:\.\w+)*", prose)  # (a dotted name is one word: metrics.METRICS)
     twice = next((a for a, b in zip(words, words[1:]) if a.lower() == b.lower()), None)
     if twice:
         return f"repeats the word {twice!r}"

@@ -12,13 +12,14 @@ a declared parameter are typed by that declaration (checked below against the sa
 
 import inspect
 import math
+import re
 
 import numpy as np
 import pytest
 
 import metrics
 import particles
-from headflow import _config, _schema
+from headflow import _config
 from particles.validation import (
     NONE,
     AnyOf,
@@ -100,7 +101,7 @@ def test_every_generated_bad_input_is_refused_naming_the_parameter(name):
         except BaseException as exc:  # noqa: BLE001 - collect every miss, then report them together
             failures.append(f"{_id(case)}: {type(exc).__name__}: {str(exc)[:200]}")
             continue
-        if f"'{case[1]}'" not in message and f'"{case[1]}[' not in message:  # (or an entry of it: grid['beta'])
+        if not any(f"{q}{case[1]}{end}" in message for q in "'\"" for end in ("'", "[")):  # (or an entry: n_values[1])
             failures.append(f"{_id(case)}: the message does not name {case[1]!r}: {message[:200]}")
         wrong = garbled(message, case[1])
         if wrong:
@@ -152,7 +153,7 @@ def test_constraints_accept_their_domain_and_refuse_what_they_derive(constraint,
     bad = constraint.invalid()
     assert len(bad) >= 4
     for value in bad:
-        with pytest.raises(InvalidParameterError, match="'p' parameter of f"):
+        with pytest.raises(InvalidParameterError, match=r"'p(\[\d+\])?' parameter of f"):  # (or its entry p[1])
             constraint.check(value, "p", "f")
 
 
@@ -200,24 +201,33 @@ def _toml_expressible(value) -> bool:
 
 
 @pytest.mark.parametrize("section", sorted(_config._DECLARED), ids=lambda s: f"{s[0]}.{s[1]}")
-def test_cli_keys_refuse_what_their_declaration_refuses(section):
+def test_cli_keys_are_their_declarations_in_strict_mode(section):
+    """A config key is typed by the very constraint of the parameter it feeds (one rule), checked in the
+    strict mode of TOML values: whatever the declaration refuses, the key refuses, worded with its key path."""
     module, fn, keys = _config._DECLARED[section]
     types = _config.TYPES[section[0]][section[1]]
-    mod = __import__(module, fromlist=["_"])
-    if fn is None:
-        constraints = {key: getattr(mod, const) for key, const in keys.items()}
-    else:
-        constraints = {key: declaration(getattr(mod, fn)).constraints[key] for key in keys}
+    declared = declaration(getattr(__import__(module, fromlist=["_"]), fn)).constraints
     n_checked = 0
-    for key, constraint in constraints.items():
-        for bad in constraint.invalid():
-            if not _toml_expressible(bad):
-                continue  # TOML has no None, complex or NaN-free way to write it
-            with pytest.raises(_schema.Bad):
-                types[key].check(bad)
+    for key in keys:
+        assert types[key] is declared[key]
+        where = f"[{section[1]}]"
+        for bad in filter(_toml_expressible, declared[key].invalid()):
+            with pytest.raises(InvalidParameterError, match=re.escape(f"{where}.{key}")):
+                types[key].check(bad, key, where)
             n_checked += 1
         default = _config.SCHEMAS[section[0]][section[1]][key]
         if default is not None:
-            assert constraint.accepts(default), (key, default)
-            types[key].check(default)
-    assert n_checked >= 3 * len(constraints)
+            types[key].check(default, key, where)
+    assert n_checked >= 3 * len(keys)
+
+
+def test_strict_mode_refuses_what_toml_cannot_mean():
+    # an integral float is an integer in Python (4.0 -> 4) but a float in TOML; a tuple or an array is no TOML list
+    assert Integer(1).check(4.0, "n", "f") == 4
+    for rule, value in ((Integer(1), 4.0), (SequenceOf(Integer(1)), (1, 2)), (SequenceOf(Interval()), np.ones(2))):
+        assert rule.accepts(value) and not rule.accepts(value, strict=True)
+        with pytest.raises(InvalidParameterError, match=r"^\[run\]\.n must be"):
+            rule.check(value, "n", "[run]")
+    with pytest.raises(InvalidParameterError, match=r"^\[study\]\.n_values\[1\] must be an integer in \[1, inf\); "
+                                                    r"got '64' \(str\)\. Write 64 without quotes\.$"):
+        SequenceOf(Integer(1)).check([16, "64"], "n_values", "[study]")

@@ -24,7 +24,7 @@ class CheckedBy(Constraint):
     """A constraint whose :meth:`check` does the work (a checker that converts or raises): it
     accepts what ``check`` lets through and converts as ``check`` does."""
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         try:
             self.check(value, "value", "")
         except InvalidParameterError:
