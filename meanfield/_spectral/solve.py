@@ -159,14 +159,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
     from .._result import MeanFieldResult
 
-    caller = "wasserstein_ascent(scheme='spectral')"
-    tol = check_param(tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
-    rtol = check_param(rtol, "rtol", caller, low=1e-15, high=1e-2)
-    max_steps = check_param(max_steps, "max_steps", caller, low=1, integer=True)
-    if L is not None:
-        L = check_param(L, "L", caller, low=2, integer=True)
-    if max_L is not None:
-        max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
+    caller = "wasserstein_ascent(scheme='spectral')"  # (its options arrive checked: meanfield.flow.SCHEME_OPTIONS)
     if model.kind not in MEAN_FIELD_KINDS:
         raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
     geometry, d, L_max, make, initial = discretisation(mu0, model)
