@@ -1,24 +1,16 @@
-"""The generated bad-input suite: every declared parameter of every public callable is fed the
-invalid values its own constraint derives (each side of each interval, wrong types, NaN and inf,
-wrong shapes, each option misspelt) and each relation its breaking arguments; every one must raise
-:class:`particles.validation.InvalidParameterError` naming the parameter, before any work.
-
-The valid calls come from ``tests/test_bad_input.py`` (``CASES``). A public callable must be
-declared (:func:`particles.validation.declare`) unless it is in :data:`UNDECLARED`, the names
-still covered only by the hand-written tags of ``tests/test_bad_input.py``; that list may only
-shrink: a new public callable without a declaration fails here. The command line's keys that feed
-a declared parameter are typed by that declaration (checked below against the same values).
+"""The constraints of the declarations (:mod:`particles.validation`): each accepts its domain and
+refuses what it derives, declarations convert once and check relations, the check_* helpers are
+the constraints, and the command line's config keys are the declarations' constraints in their
+strict TOML mode. The generated bad-input suite that runs every declaration's invalid values is
+``tests/test_bad_input.py``.
 """
 
-import inspect
 import math
 import re
 
 import numpy as np
 import pytest
 
-import metrics
-import particles
 from headflow import _config
 from particles.validation import (
     NONE,
@@ -35,78 +27,6 @@ from particles.validation import (
     declare,
 )
 from tests.helpers import garbled
-from tests.test_bad_input import CASES
-
-#: public callables whose rules still live in their bodies: none (every public callable of particles,
-#: meanfield and metrics is declared); kept empty so that a new undeclared name fails here
-UNDECLARED = frozenset()
-
-#: declared callables that test_bad_input.py covers elsewhere (their valid call is written here)
-EXTRA = {
-    "metrics.mean_field_limit_study": (
-        metrics.mean_field_limit_study,
-        dict(model=particles.MultiHead.scalar([1.0], 2, beta=1.0, kind="usa"), density_fn=lambda x: 1 + 0.5 * x[:, 0],
-             n_values=(4, 8), n_seeds=1, t1=0.1, n_saves=2, m_grid=64, dt=0.05), {}),
-}
-ALL_CASES = {**CASES, **EXTRA}
-
-
-def _declared_cases():
-    return {name: case for name, case in ALL_CASES.items() if declaration(case[0]) is not None}
-
-
-def _generated():
-    """(case name, parameter, invalid value) for every declared constraint, and relation breaks."""
-    out = []
-    for name, (fn, _, _) in _declared_cases().items():
-        decl = declaration(fn)
-        for param, constraint in decl.constraints.items():
-            out += [(name, param, bad, None) for bad in constraint.invalid()]
-        for rel in decl.relations:
-            out += [(name, rel.names[0], None, brk) for brk in rel.breaks]
-    return out
-
-
-GENERATED = _generated()
-
-
-def test_enough_generated_inputs():
-    # the declared surfaces alone derive this many invalid inputs; the number grows with every declaration
-    assert len(GENERATED) >= 2000, len(GENERATED)
-
-
-def _id(case):
-    name, param, bad, brk = case
-    what = f"breaks{sorted(brk)}" if brk is not None else type(bad).__name__
-    return f"{name}-{param}-{what}"
-
-
-def _run(case):
-    name, param, bad, brk = case
-    fn, kwargs, _ = ALL_CASES[name]
-    call = dict(kwargs, **(brk if brk is not None else {param: bad}))
-    with pytest.raises(InvalidParameterError) as info:
-        fn(**call)
-    return str(info.value)
-
-
-@pytest.mark.parametrize("name", sorted(_declared_cases()))
-def test_every_generated_bad_input_is_refused_naming_the_parameter(name):
-    """All the generated inputs of one callable (one test per callable keeps the report short)."""
-    cases = [c for c in GENERATED if c[0] == name]
-    failures = []
-    for case in cases:
-        try:
-            message = _run(case)
-        except BaseException as exc:  # noqa: BLE001 - collect every miss, then report them together
-            failures.append(f"{_id(case)}: {type(exc).__name__}: {str(exc)[:200]}")
-            continue
-        if not any(f"{q}{case[1]}{end}" in message for q in "'\"" for end in ("'", "[")):  # (or an entry: n_values[1])
-            failures.append(f"{_id(case)}: the message does not name {case[1]!r}: {message[:200]}")
-        wrong = garbled(message, case[1])
-        if wrong:
-            failures.append(f"{_id(case)}: {wrong}: {message[:200]}")
-    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.parametrize("message, param, verdict", [
@@ -119,18 +39,6 @@ def test_every_generated_bad_input_is_refused_naming_the_parameter(name):
 ])
 def test_the_garbling_check_can_fail(message, param, verdict):
     assert garbled(message, param).startswith(verdict)
-
-
-def test_no_new_public_callable_without_a_declaration():
-    # (test_bad_input.py fails when a public name has no valid call in CASES)
-    undeclared = {name for name, (fn, _, _) in CASES.items() if declaration(fn) is None}
-    assert undeclared <= UNDECLARED, f"declare these new public callables: {sorted(undeclared - UNDECLARED)}"
-    assert not UNDECLARED - undeclared, f"declared since: remove from UNDECLARED {sorted(UNDECLARED - undeclared)}"
-    # the declared ones are declared for every parameter they name, and only for parameters that exist
-    for name, (fn, _, _) in _declared_cases().items():
-        params = inspect.signature(fn).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):  # (**kwargs names are declared too)
-            assert set(declaration(fn).constraints) <= set(params), name
 
 
 # ------------------------------------------------------------------ the constraints themselves
