@@ -16,7 +16,7 @@ from .._core.errors import InvalidParameterError, SolverError
 from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
-from .._core.validation import check_bool, check_choice, check_instance, check_param, check_rng
+from .._core.validation import check_param, check_rng
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field
 from .saving import SaveAt, Saver, Trajectory
@@ -152,14 +152,12 @@ def simulate(
     >>> traj.x.shape, bool(np.allclose(np.linalg.norm(traj.x, axis=-1), 1))
     ((2, 3, 3), True)
     """
-    caller = "simulate"
-    stepper, method = _checked_stepper(method, caller)
-    check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
+    caller = "simulate"  # (the declaration checked every argument; what follows relates and converts them)
+    stepper, method = _stepper(method), (method.name if isinstance(method, Stepper) else method)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
-    progress = check_bool(progress, "progress", caller)
     save = _check_save(save, method, caller)
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
@@ -189,18 +187,9 @@ def simulate(
                             x_final=state.last_good if status == "failed" else state.x, method=method)
 
 
-def _checked_stepper(method, caller: str):
-    """(stepper, name) of ``method``: a name of :data:`STEPPERS` or a :class:`Stepper` of one's own."""
-    if not isinstance(method, Stepper):
-        check_choice(method, "method", STEPPERS, caller)
-    stepper = _stepper(method)
-    return stepper, (method.name if isinstance(method, Stepper) else method)
-
-
 def _check_save(save, method: str, caller: str) -> SaveAt:
     """The run's :class:`SaveAt` (default: the start and the end)."""
     save = SaveAt() if save is None else save
-    check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
     if save.every is not None and method == "dopri5_systems":
         # its outer steps only land on the save targets: each system takes steps of its own
         raise InvalidParameterError(

@@ -19,7 +19,7 @@ from .._core.arrays import check_square_stack
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import Function
-from .checks import Model, check_model
+from .checks import Model
 from .multihead import MultiHead
 
 __all__ = ["TimeDependent"]
@@ -48,14 +48,6 @@ class TimeDependent:
 
     weights_fn: object
     template: MultiHead
-
-    def __post_init__(self):
-        if not callable(self.weights_fn):
-            raise InvalidParameterError(
-                f"The 'weights_fn' parameter of TimeDependent must be a callable t -> (M, W); "
-                f"got {type(self.weights_fn).__name__}."
-            )
-        check_model(self.template, "TimeDependent")
 
     @property
     def geometry(self) -> str:
