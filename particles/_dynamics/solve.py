@@ -16,7 +16,7 @@ from .._core.errors import InvalidParameterError, SolverError
 from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
-from .._core.validation import check_param, check_rng
+from .._core.validation import check_rng
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field
 from .saving import SaveAt, Saver, Trajectory
@@ -240,25 +240,18 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
 
 
 def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every, controller):
-    """Validated times, step, noise amplitude and the loop's options."""
-    caller = "simulate"
-    t0 = check_param(t0, "t0", caller)
-    t1 = check_param(t1, "t1", caller)
+    """The times, step, noise amplitude and loop options, related to each other (each was checked alone by
+    simulate's declaration)."""
     if t1 <= t0:
         raise InvalidParameterError(f"t1 must be greater than t0 = {t0:g}; got t1 = {t1:g}.")
     if dt is None:
         if not stepper.adaptive and controller is None:
             raise InvalidParameterError(f"method {method!r} is fixed-step: pass dt.")
         dt = (t1 - t0) / 100  # a first trial step; the controller decides from there
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
     if np.isfinite(kappa) and not stepper.stochastic:
         raise InvalidParameterError(f"kappa={kappa:g} adds noise: use method='euler_maruyama' (got {method!r}).")
     sigma = float(np.sqrt(2.0 / kappa)) if np.isfinite(kappa) else 0.0
-    opts = dict(rtol=check_param(rtol, "rtol", caller, low=0.0, low_open=True),
-                atol=check_param(atol, "atol", caller, low=0.0, low_open=True),
-                max_steps=check_param(max_steps, "max_steps", caller, low=1, integer=True),
-                check_every=check_param(check_every, "check_every", caller, low=1, integer=True))
+    opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, check_every=check_every)
     return t0, t1, dt, sigma, opts
 
 
