@@ -84,7 +84,7 @@ _DECLARED = {
     **{(command, "model"): ("particles", "MultiHead", MODEL_FIELDS) for command in ("simulate", "sweep", "study")},
     ("simulate", "run"): ("metrics", "mean_field_limit_study", ("t1", "dt", "n_saves", "seed", "kappa")),
     ("sweep", "sweep"): ("metrics", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
-                                                  "engine", "max_workers")),
+                                                  "engine", "max_workers", "metrics")),
     ("study", "study"): ("metrics", "mean_field_limit_study",
                          ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
                           "n_projections", "sampling", "engine", "max_workers")),
@@ -107,13 +107,11 @@ def _types() -> dict:
             constraints = declaration(getattr(mod, fn)).constraints
             found = {key: constraints[key] for key in keys}
             types[command][section].update(found)  # the declared constraint itself (strict for TOML)
-        # the choices the library owns, read from it: a run's method and a sweep's metric names
-        from metrics import METRICS
+        # the choice the library owns, read from it: a run's method
         from particles import STEPPERS
-        from particles.validation import Options, SequenceOf
+        from particles.validation import Options
 
         types["simulate"]["run"]["method"] = Options(*STEPPERS)
-        types["sweep"]["sweep"]["metrics"] = SequenceOf(Options(*METRICS))
         _TYPES_CACHE.update(types)
     return _TYPES_CACHE
 

@@ -50,7 +50,7 @@ from particles.validation import (
     Integer,
     Options,
     Relation,
-    check_names,
+    SequenceOf,
     declare,
 )
 
@@ -144,6 +144,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     method=Options(*STEPPERS), kappa=P.KAPPA, model_fn=Function("a callable model_fn(params, rng) -> MultiHead"),
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
     cell_settings=AnyOf(NONE, Instance(dict)), fixed=AnyOf(NONE, P.FIXED), **P.RUN_OPTIONS,
+    metrics=SequenceOf(Options(*METRICS), min_len=0, hint="Name them in a list: metrics=['n_clusters']."),
     relations=[P.DT_LE_T1, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
 def run_sweep(
     grid: dict,
@@ -322,7 +323,6 @@ def _model_source(model_fn, params: dict) -> str:
 def _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
                 max_pool_restarts, engine):
     """The cells' settings and the run options of :func:`run_sweep` (its scalars are declared)."""
-    metrics = check_names(metrics, "metrics", METRICS, caller)
     opts = {"max_workers": max_workers, "progress": progress, "max_pool_restarts": max_pool_restarts}
     if engine == "process":
         check_not_bootstrapping(caller)

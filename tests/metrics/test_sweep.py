@@ -102,7 +102,7 @@ def test_sweep_grid_validation():
     with pytest.raises(InvalidParameterError, match=r"'grid' parameter of run_sweep has unknown key\(s\) \['temp'\]"):
         run_sweep({"temp": [1.0]})
     with pytest.raises(InvalidParameterError, match=r"'metrics' parameter of run_sweep must be a sequence of values, .*"
-                                                     r"got 'n_clusters' \(str\)\. Wrap it in a list: \['n_clusters'\]"):
+                                                     r"got 'n_clusters' \(str\)\. Name them in a list"):
         run_sweep({"beta": [1.0]}, metrics="n_clusters")
 
 
