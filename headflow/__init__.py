@@ -13,10 +13,8 @@ True
 >>> headflow.__version__ == headflow.particles.__version__
 True
 
-``import headflow`` also registers the ``ds.attn`` Dataset accessor (:mod:`metrics.accessor`)
-without importing xarray: if xarray is loaded already the accessor is registered at once,
-otherwise when xarray is first imported (a post-import hook). Either way the accessor's module,
-and with it POT and scikit-learn, load only on the first use of ``ds.attn``.
+The ``ds.attn`` Dataset accessor is registered by importing :mod:`metrics` (``headflow.metrics``),
+as cf_xarray registers ``ds.cf``.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ import importlib
 import importlib.abc
 import pathlib
 import sys
+from importlib.machinery import ModuleSpec
 
 __all__ = ["particles", "meanfield", "metrics", "__version__"]
 
@@ -61,25 +60,10 @@ def __dir__():
 # ---------------------------------------------------------------- from headflow.particles import ...
 
 
-class _LayerLoader(importlib.abc.Loader):
-    """Hands out the layer's own module object (already imported and checked), never a copy."""
-
-    def __init__(self, module):
-        self._module, self._spec = module, module.__spec__
-
-    def create_module(self, spec):
-        return self._module
-
-    def exec_module(self, module):
-        # the layer module ran when it was imported under its own name; importlib has just set
-        # its __spec__ to the alias's: give it back its own (reload, pickling by name, -m use it)
-        module.__spec__ = self._spec
-
-
-class _LayerAlias(importlib.abc.MetaPathFinder):
+class _LayerAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``headflow.particles`` (and ``headflow.particles.validation``, ...) as import names: the
-    modules of ``particles`` (etc.) themselves, so ``from headflow.particles import MultiHead`` is
-    ``from particles import MultiHead``, with the shadowing check of the umbrella import."""
+    modules of ``particles`` (etc.) themselves, never a copy, so ``from headflow.particles import
+    MultiHead`` is ``from particles import MultiHead``, with the shadowing check of the umbrella."""
 
     def find_spec(self, fullname, path, target=None):
         head, _, rest = fullname.partition(".")
@@ -87,68 +71,19 @@ class _LayerAlias(importlib.abc.MetaPathFinder):
         if head != __name__ or layer not in _LAYERS:
             return None
         module = _layer(layer) if not sub else importlib.import_module(f"{layer}.{sub}")
-        from importlib.machinery import ModuleSpec
+        own = (module, module.__spec__)
+        return ModuleSpec(fullname, self, loader_state=own, is_package=hasattr(module, "__path__"))
 
-        return ModuleSpec(fullname, _LayerLoader(module), is_package=hasattr(module, "__path__"))
+    def create_module(self, spec):
+        return spec.loader_state[0]
+
+    def exec_module(self, module):
+        # the module ran under its own name; importlib has just given it the alias's spec: give
+        # it back its own (reload, pickling by name and -m use it)
+        module.__spec__ = module.__spec__.loader_state[1]
 
 
 if not any(isinstance(f, _LayerAlias) for f in sys.meta_path):
     # first: the path finder would otherwise find headflow.particles.validation in the layer's
     # folder (the alias's __path__) and run a second copy of the module under the alias name
     sys.meta_path.insert(0, _LayerAlias())
-
-
-# ---------------------------------------------------------------- ds.attn without importing xarray
-
-
-class _LazyAttn:
-    """Stand-in for ``metrics.AttnAccessor``: builds the real accessor on first use."""
-
-    _headflow_attn = True
-
-    def __new__(cls, ds):
-        return importlib.import_module("metrics").AttnAccessor(ds)
-
-
-def _register_attn(xr) -> None:
-    if getattr(getattr(xr.Dataset, "attn", None), "_headflow_attn", False):
-        return  # metrics (or an earlier import headflow) registered it
-    xr.register_dataset_accessor("attn")(_LazyAttn)
-
-
-class _RegisteringLoader(importlib.abc.Loader):
-    """Runs xarray's own loader, then registers ``ds.attn``; everything else is delegated."""
-
-    def __init__(self, inner):
-        self._inner = inner
-
-    def create_module(self, spec):
-        return self._inner.create_module(spec)
-
-    def exec_module(self, module):
-        self._inner.exec_module(module)
-        _register_attn(module)
-
-    def __getattr__(self, name):  # resource readers, is_package, ...
-        return getattr(self._inner, name)
-
-
-class _XarrayHook(importlib.abc.MetaPathFinder):
-    """Post-import hook: when ``xarray`` is first imported, register ``ds.attn`` on it."""
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != "xarray":
-            return None
-        sys.meta_path.remove(self)  # one shot; the other finders locate xarray
-        from importlib.util import find_spec
-
-        spec = find_spec("xarray")
-        if spec is not None and spec.loader is not None:
-            spec.loader = _RegisteringLoader(spec.loader)
-        return spec
-
-
-if "xarray" in sys.modules:
-    _register_attn(sys.modules["xarray"])
-elif not any(isinstance(f, _XarrayHook) for f in sys.meta_path):
-    sys.meta_path.insert(0, _XarrayHook())

@@ -10,8 +10,6 @@ import copy
 import os
 import pathlib
 
-from . import _schema as S
-
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -25,7 +23,7 @@ class ConfigError(ValueError):
 
 
 #: the [model] keys that are constructor fields of particles.MultiHead, passed to it as they are:
-#: every init field but the arrays M and W (tests/test_cli_model.py fails when MultiHead gains a
+#: every init field but the arrays M and W (tests/metrics/test_model_record.py fails when MultiHead gains a
 #: field this list or its type lacks); d, lambdas, M and W say how the heads are built
 MODEL_FIELDS = ("beta", "kind", "geometry", "log_time_scale", "block_elements", "summation", "tol", "causal",
                 "update")
@@ -60,31 +58,24 @@ SCHEMAS = {
     },
 }
 
-#: the [model] keys that are not MultiHead fields (the MODEL_FIELDS are typed by MultiHead's declaration)
-_T_MODEL = {"d": S.Int(2), "lambdas": S.ListOf(S.Float()), "M": S.Matrix(), "W": S.Matrix()}
-_T_OUTPUT = {"path": S.Str(), "format": S.Str(("netcdf", "zarr"))}
+def _own_types() -> dict:
+    """The constraints of the keys no library parameter declares (the CLI's own: the model's lists,
+    paths, the density family); the [model] keys that are MultiHead fields are typed by its declaration."""
+    from particles.validation import Boolean, Instance, Integer, Interval, Options, SequenceOf
 
-#: the types of the keys no library parameter declares (the CLI's own: the model's lists, paths, the grid)
-_OWN_TYPES = {
-    "simulate": {
-        "model": _T_MODEL,
-        "run": {"n": S.Int(1), "positions": S.Bool(),
-                "diagnostics": S.ListOf(S.Str(), min_len=0)},
-        "output": _T_OUTPUT,
-    },
-    "sweep": {
-        "model": _T_MODEL,
-        "sweep": {"store": S.Str()},
-        "output": _T_OUTPUT,
-    },
-    "study": {
-        "model": _T_MODEL,
-        "study": {"store": S.Str()},
-        "density": {"family": S.Str(("uniform", "cosine", "von_mises", "expression")),
-                    "expression": S.Str()},
-        "output": _T_OUTPUT,
-    },
-}
+    from ._schema import Matrix
+
+    text = Instance(str, test=str.strip, what="a non-empty string")
+    model = {"d": Integer(2), "lambdas": SequenceOf(Interval()), "M": Matrix(), "W": Matrix()}
+    output = {"path": text, "format": Options("netcdf", "zarr")}
+    return {
+        "simulate": {"model": model, "output": output,
+                     "run": {"n": Integer(1), "positions": Boolean(), "diagnostics": SequenceOf(text, min_len=0)}},
+        "sweep": {"model": model, "sweep": {"store": text}, "output": output},
+        "study": {"model": model, "study": {"store": text}, "output": output,
+                  "density": {"family": Options("uniform", "cosine", "von_mises", "expression"), "expression": text}},
+    }
+
 
 #: (command, section) -> (module, callable, keys): each key is typed by the declaration of the
 #: parameter of that name (particles.validation.declare), so the CLI and the function check one rule;
@@ -93,7 +84,7 @@ _DECLARED = {
     **{(command, "model"): ("particles", "MultiHead", MODEL_FIELDS) for command in ("simulate", "sweep", "study")},
     ("simulate", "run"): ("metrics", "mean_field_limit_study", ("t1", "dt", "n_saves", "seed", "kappa")),
     ("sweep", "sweep"): ("metrics", "run_sweep", ("grid", "n_seeds", "seed", "t1", "dt", "n_saves", "method", "kappa",
-                                                  "engine", "max_workers")),
+                                                  "engine", "max_workers", "metrics")),
     ("study", "study"): ("metrics", "mean_field_limit_study",
                          ("n_values", "n_seeds", "t1", "n_saves", "m_grid", "dt", "seed", "kappa", "n_reference",
                           "n_projections", "sampling", "engine", "max_workers")),
@@ -103,25 +94,24 @@ _TYPES_CACHE: dict = {}
 
 
 def _types() -> dict:
-    """The type of every config value: :data:`_OWN_TYPES` plus the keys typed by declarations
+    """The constraint of every config value: :func:`_own_types` plus the keys typed by declarations
     (built on first use: the declarations live in the library, which ``--help`` need not import)."""
     if not _TYPES_CACHE:
         import importlib
 
         from particles.validation import declaration
 
-        types = copy.deepcopy(_OWN_TYPES)
+        types = _own_types()
         for (command, section), (module, fn, keys) in _DECLARED.items():
             mod = importlib.import_module(module)
             constraints = declaration(getattr(mod, fn)).constraints
             found = {key: constraints[key] for key in keys}
-            types[command][section].update({key: S.from_constraint(c) for key, c in found.items()})
-        # the choices the library owns, read from it: a run's method and a sweep's metric names
-        from metrics import METRICS
+            types[command][section].update(found)  # the declared constraint itself (strict for TOML)
+        # the choice the library owns, read from it: a run's method
         from particles import STEPPERS
+        from particles.validation import Options
 
-        types["simulate"]["run"]["method"] = S.Str(tuple(STEPPERS))
-        types["sweep"]["sweep"]["metrics"] = S.ListOf(S.Str(tuple(METRICS)))
+        types["simulate"]["run"]["method"] = Options(*STEPPERS)
         _TYPES_CACHE.update(types)
     return _TYPES_CACHE
 
@@ -279,7 +269,9 @@ def load_config(command: str, source) -> dict:
         bad = set(given) - set(defaults)
         if bad:
             raise ConfigError(f"unknown key(s) {sorted(bad)} in [{section}]; valid: {sorted(defaults)}.")
-        given = S.check_section(section, given, _types()[command][section], ConfigError)
+        from ._schema import check_section
+
+        given = check_section(section, given, _types()[command][section], ConfigError)
         cfg[section] = {**copy.deepcopy(defaults), **given}
     return cfg
 

@@ -50,7 +50,7 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
         a = model.beta * lh
         ker = np.exp(a * np.cos(lag) - abs(a))  # shifted: no overflow at any β
         num = np.fft.irfft(np.fft.rfft(-ker * np.sin(lag)) * P, n=m)
-        if model.kind == "softmax":
+        if model.attention.normalised:  # (softmax's rule; else USA's, scaled by e^{|a| - c})
             den = np.fft.irfft(np.fft.rfft(ker) * P, n=m)
             v += mh * num / den
         else:

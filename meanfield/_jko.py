@@ -8,7 +8,7 @@ from scipy.special import logsumexp
 
 from particles import SaveAt, geodesic_distance, simulate
 from particles.extend import SchemeState, Stepper
-from particles.validation import InvalidParameterError, check_param
+from particles.validation import InvalidParameterError
 
 from ._result import MeanFieldResult
 from .field import first_variation, measure_energy
@@ -84,12 +84,10 @@ def _jko(mu0, model, ts, *, dt, gamma=None, kappa=np.inf, **run):
             "under score symmetry and value alignment (M_h = M_h^T = W_h, no causal mask, the standard update; "
             "MultiHead.gradient_flow); use 'fv_circle' for softmax heads."
         )
-    dt = check_param(dt, "dt", "wasserstein_ascent(jko)", low=0.0, low_open=True)
     y = mu0.points
     h = _spacing(y)
     # the Gibbs kernel must reach the neighbouring cells (γ ≳ h²) and blur little (γ ≪ τ = 2 dt)
-    gamma = max(2 * dt / 50, 2 * h * h) if gamma is None else check_param(
-        gamma, "gamma", "wasserstein_ascent(jko)", low=0.0, low_open=True)
+    gamma = max(2 * dt / 50, 2 * h * h) if gamma is None else gamma  # (options checked by flow.SCHEME_OPTIONS)
     field = _JKOField(model, y, mu0.areas, gamma, dt, kappa)
     traj = simulate(mu0.mass.copy()[:, None], field, t0=float(ts[0]), t1=float(ts[-1]), dt=dt, method=JKO,
                     save=SaveAt(ts=ts), **run)

@@ -78,11 +78,13 @@ def measure_energy(model: MultiHead, points, weights=None, *, log: bool = False)
         return float(np.exp(logE))
 
 
-@declare(**_MEASURE, relations=[*_RELATIONS, POSITIVE_BETA])
+@declare(**_MEASURE | {"model": Model(kinds=MEAN_FIELD_KINDS, symmetric=True)}, relations=[*_RELATIONS, POSITIVE_BETA])
 def first_variation(model: MultiHead, points, weights=None) -> np.ndarray:
     r""":math:`\delta E/\delta p_k = \frac1\beta\sum_h\sum_l e^{\beta\langle y_k, M_h y_l\rangle}p_l` (symmetric M_h),
     times :math:`e^{-c}`; shape (m,). The JKO step uses :math:`w = -\delta E/\delta p`. Entries past
-    the float64 range are +inf (use ``log_time_scale="auto"`` to rescale)."""
+    the float64 range are +inf (use ``log_time_scale="auto"`` to rescale). A model with a non-symmetric
+    :math:`M_h` is refused: its first variation has the two halves
+    :math:`e^{\beta\langle y_k, M_h y_l\rangle}` and :math:`e^{\beta\langle y_l, M_h y_k\rangle}`, not this sum."""
     y, w = points, weights_or_uniform(weights, len(points))
     out = np.zeros(len(y))
     with np.errstate(over="ignore"):  # +inf past the float64 range, as documented

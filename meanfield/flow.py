@@ -36,6 +36,8 @@ Schemes:
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from particles import STEPPERS, SaveAt, simulate
@@ -106,6 +108,23 @@ def _dim(mu0):
 
 
 _POS = Interval(0, None, closed="neither")
+_KAPPA = Interval(0, None, closed="neither", inf=True)
+_CFL = Interval(0, 1, closed="right")
+#: the options of the particle solve loop every scheme runs in (particles.simulate)
+_RUN = dict(max_steps=Integer(1), progress=Boolean(), on_failure=Options("raise", "return"))
+#: each scheme's options and their rules, declared once: the options a scheme accepts (an unknown one is a
+#: typo: refused, not ignored) and the checks of wasserstein_ascent derive from this table
+SCHEME_OPTIONS = {
+    "lagrangian": dict(dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), **_RUN),
+    "fv_circle": dict(cfl=_CFL, kappa=_KAPPA, **_RUN),
+    "fv_sphere": dict(cfl=_CFL, kappa=_KAPPA, **_RUN),
+    "jko": dict(dt=_POS, gamma=AnyOf(NONE, _POS), kappa=_KAPPA, **_RUN),
+    "spectral": dict(L=AnyOf(NONE, Integer(2)), tol=Interval(0, 1, closed="neither"), rtol=Interval(1e-15, 1e-2),
+                     kappa=_KAPPA, max_L=AnyOf(NONE, Integer(2)), **_RUN),
+}
+#: every option name with the rule of the first scheme that has it (the call's own check); the scheme's rule
+#: is checked next (jko's dt is required, the Lagrangian one optional)
+_ANY_SCHEME_OPTION = {name: rule for options in reversed(SCHEME_OPTIONS.values()) for name, rule in options.items()}
 _ASCENT_RELATIONS = [
     Relation(("t1", "t0"), lambda t1, t0: t1 > t0, "must be greater than t0", breaks={"t0": 5.0}),
     Relation(("mu0", "model"), lambda mu0, model: _dim(mu0) == model.d,
@@ -120,9 +139,7 @@ _ASCENT_RELATIONS = [
 @declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure),
                      what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
          model=Model(kinds=MEAN_FIELD_KINDS), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
-         t0=Interval(), dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), kappa=Interval(0, None, closed="neither",
-         inf=True), cfl=Interval(0, 1, closed="right"), max_steps=Integer(1), gamma=_POS, progress=Boolean(),
-         on_failure=Options("raise", "return"), relations=_ASCENT_RELATIONS)
+         t0=Interval(), **_ANY_SCHEME_OPTION, relations=_ASCENT_RELATIONS)
 def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str = "lagrangian", t0: float = 0.0,
                        **options) -> MeanFieldResult:
     r"""Solve the mean-field flow from μ0 up to t1 and save ``n_saves`` equally spaced states.
@@ -158,18 +175,23 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     (3, 3, 3)
     """
     ts = np.linspace(t0, t1, n_saves)
-    unknown = set(options) - _OPTIONS[scheme]
-    if unknown:  # a typo: refused, not ignored
-        raise InvalidParameterError(f"scheme {scheme!r} of wasserstein_ascent takes the options "
-                                    f"{sorted(_OPTIONS[scheme])}; got unknown {sorted(unknown)}.")
+    _check_options(scheme, options)
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)
 
 
-#: options each scheme accepts (an unknown option is a typo: refused, not ignored)
-_RUN = {"progress", "on_failure"}  # handled by the particle solve loop (simulate)
-_OPTIONS = {"lagrangian": {"dt", "method", "max_steps"} | _RUN, "fv_circle": {"cfl", "kappa", "max_steps"} | _RUN,
-            "fv_sphere": {"cfl", "kappa", "max_steps"} | _RUN, "jko": {"dt", "gamma", "kappa", "max_steps"} | _RUN,
-            "spectral": {"L", "tol", "rtol", "kappa", "max_steps", "max_L"} | _RUN}
-
+def _check_options(scheme: str, options: dict) -> None:
+    """The options given to ``scheme``: known to it (a typo is refused, not ignored), each by the
+    scheme's own rule, and the ones its function requires given."""
+    rules = SCHEME_OPTIONS[scheme]
+    unknown = set(options) - set(rules)
+    if unknown:
+        raise InvalidParameterError(f"scheme {scheme!r} of wasserstein_ascent takes the options {sorted(rules)}; "
+                                    f"got unknown {sorted(unknown)}.")
+    caller = f"wasserstein_ascent(scheme={scheme!r})"
+    for name, param in inspect.signature(SCHEMES[scheme]).parameters.items():
+        if param.kind is param.KEYWORD_ONLY and param.default is param.empty and name not in options:
+            raise InvalidParameterError(f"{caller} needs {name} ({rules[name].describe()}); pass {name}=...")
+    for name, value in options.items():
+        rules[name].check(value, name, caller)

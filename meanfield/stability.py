@@ -35,7 +35,7 @@ import numpy as np
 from scipy.special import gammaln, ive, logsumexp
 
 from particles import MultiHead
-from particles.extend import MEAN_FIELD_KINDS, scalar_heads
+from particles.extend import ATTENTION_KINDS, MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
     NONE,
     AnyOf,
@@ -126,7 +126,7 @@ def _ratio(l: int, a: float, kind: str, d: int) -> float:
         return 1.0 / d if l == 1 else 0.0
     sign = (-1.0) ** (l + 1) if a < 0 else 1.0  # ĝ_{-a}(l) = (-1)^l ĝ_a(l), and 1/a = -1/|a|
     # divided by |a| in the log domain: at |a| ~ 1e-320 the quotient ĝ(1)/a ~ 1/d must not overflow
-    if kind == "softmax":
+    if ATTENTION_KINDS[kind].normalised:
         return float(sign * np.exp(_log_fh_scaled(a, l, nu) - _log_fh_scaled(a, 0, nu) - np.log(abs(a))))
     return float(sign * np.exp(_log_fh_scaled(a, l, nu) + abs(a) - np.log(abs(a))))
 
@@ -157,7 +157,7 @@ def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarra
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
     lam, mu = scalar_heads(model.M, model.W)
     # USA outputs of a model in rescaled time carry e^{-c}; the noise term κ⁻¹Δ does not
-    scale = np.exp(-model.log_time_scale) if model.kind == "usa" else 1.0
+    scale = np.exp(-model.attention.time_shift(model.log_time_scale))
     G = np.array([sum(m * _ratio(l, model.beta * la, model.kind, model.d) for la, m in zip(lam, mu))
                   for l in range(l_max + 1)])
     l = np.arange(l_max + 1)

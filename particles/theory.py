@@ -54,8 +54,34 @@ __all__ = [
     "EQUIANGULAR_KINDS",
 ]
 
+def _p(rho, n):
+    return (1 - rho) * ((n - 1) * rho + 1)
+
+
+def _softmax_rhs(rho, r, lam, beta, n):
+    # λ / (e^{a} + n − 1) written as λ e^{−a}/(1 + (n−1)e^{−a}) when a > 0, to avoid overflow
+    a = beta * lam * (1 - r)
+    e = np.exp(-np.abs(a))
+    term = np.where(a > 0, lam * e / (1 + (n - 1) * e), lam / (e + n - 1))
+    return 2 * _p(rho, n) * term.sum(-1)
+
+
+def _rownorm_rhs(rho, r, lam, beta, n):
+    active = (lam * r > 0) & (beta > 0)
+    return 2 * rho * (1 - rho) * np.where(active, lam, 0.0).sum(-1)
+
+
+#: the equiangular right-hand side dρ/dt of each kind that has one, (ρ, ρ[..., None], λ, β, n) -> (...)
+#: (:func:`equiangular_rhs`): the closed forms are facts of each kind, so they are looked up, not compared
+_EQUIANGULAR = {
+    "usa": lambda rho, r, lam, beta, n: (2 / n) * _p(rho, n) * (lam * np.exp(beta * lam * r)).sum(-1),
+    "softmax": _softmax_rhs,
+    "relu": lambda rho, r, lam, beta, n: (2 / n) * _p(rho, n) * (lam * np.maximum(beta * lam * r, 0.0)).sum(-1),
+    "relu_rownorm": _rownorm_rhs,
+}
+
 #: kinds with an equiangular reduction
-EQUIANGULAR_KINDS = ("usa", "softmax", "relu", "relu_rownorm")
+EQUIANGULAR_KINDS = tuple(_EQUIANGULAR)
 
 # the rules of the quantities the closed forms share, written once
 _N = Integer(2, hint="n is the number of tokens.")
@@ -152,20 +178,7 @@ def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
 
 def _equiangular_rhs(rho, lam, beta, n, kind):
     """The right-hand side for validated arguments (an ODE solver's trial stage may step past ρ = 1)."""
-    p = (1 - rho) * ((n - 1) * rho + 1)
-    r = rho[..., None]
-    if kind == "softmax":
-        # λ / (e^{a} + n − 1) written as λ e^{−a}/(1 + (n−1)e^{−a}) when a > 0, to avoid overflow
-        a = beta * lam * (1 - r)
-        e = np.exp(-np.abs(a))
-        term = np.where(a > 0, lam * e / (1 + (n - 1) * e), lam / (e + n - 1))
-        return 2 * p * term.sum(-1)
-    if kind == "usa":
-        return (2 / n) * p * (lam * np.exp(beta * lam * r)).sum(-1)
-    if kind == "relu":
-        return (2 / n) * p * (lam * np.maximum(beta * lam * r, 0.0)).sum(-1)
-    active = (lam * r > 0) & (beta > 0)
-    return 2 * rho * (1 - rho) * np.where(active, lam, 0.0).sum(-1)
+    return _EQUIANGULAR[kind](rho, rho[..., None], lam, beta, n)
 
 
 @declare(rho0=_REAL, ts=Array(1, min_size=2, what="a 1-D array of at least 2 times"), kind=_KIND, rtol=_POS,

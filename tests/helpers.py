@@ -1,5 +1,7 @@
 """Shared helpers for the test-suite (no fixtures here: see conftest.py)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -36,3 +38,19 @@ def dense_energy(model, x):
     s = model.beta * model.scores(x)
     n = x.shape[0]
     return np.exp(s).sum(axis=(1, 2)) / (2 * model.beta * n * n)
+
+
+def garbled(message: str, param: str) -> str:
+    """What reads wrong in a refusal: a word written twice in a row ("The The") or the parameter's
+    quoted name given twice (a subject wrapped in another subject)."""
+    said = re.split(r"[;.] [Gg]ot ", message)[0]  # (what was given is echoed as given)
+    prose = re.sub(r"'[^']*'", " ", said)  # (option lists quote names that share a stem)
+    while prose != (prose := re.sub(r"\([^()]*\)|\[[^\[\]]*\]", " ", prose)):
+        pass  # (formulas in brackets repeat letters on purpose: (d, d), (-inf, inf))
+    words = re.findall(r"[A-Za-z_]\w*(?:\.\w+)*", prose)  # (a dotted name is one word: metrics.METRICS)
+    twice = next((a for a, b in zip(words, words[1:]) if a.lower() == b.lower()), None)
+    if twice:
+        return f"repeats the word {twice!r}"
+    if said.count(f"'{param}'") > 1:
+        return f"quotes {param!r} twice"
+    return ""

@@ -20,6 +20,7 @@ import metrics
 import particles
 from particles import theory as th
 from particles.validation import LIBRARY_ERRORS
+from tests.helpers import garbled
 from tests.test_bad_input import CASES
 
 X = particles.sample_uniform(5, 3, 0)
@@ -276,6 +277,7 @@ def _raises_naming(fn, kwargs, names):
     except LIBRARY_ERRORS as exc:
         msg = str(exc)
         assert any(n in msg for n in names), f"the message does not name {names}: {msg}"
+        assert not any(garbled(msg, n) for n in names), f"{[garbled(msg, n) for n in names]}: {msg}"
         return
     except Exception as exc:  # noqa: BLE001 - the point of the suite
         pytest.fail(f"obscure failure: {type(exc).__name__}: {exc}")

@@ -1,24 +1,17 @@
-"""The generated bad-input suite: every declared parameter of every public callable is fed the
-invalid values its own constraint derives (each side of each interval, wrong types, NaN and inf,
-wrong shapes, each option misspelt) and each relation its breaking arguments; every one must raise
-:class:`particles.validation.InvalidParameterError` naming the parameter, before any work.
-
-The valid calls come from ``tests/test_bad_input.py`` (``CASES``). A public callable must be
-declared (:func:`particles.validation.declare`) unless it is in :data:`UNDECLARED`, the names
-still covered only by the hand-written tags of ``tests/test_bad_input.py``; that list may only
-shrink: a new public callable without a declaration fails here. The command line's keys that feed
-a declared parameter are typed by that declaration (checked below against the same values).
+"""The constraints of the declarations (:mod:`particles.validation`): each accepts its domain and
+refuses what it derives, declarations convert once and check relations, the check_* helpers are
+the constraints, and the command line's config keys are the declarations' constraints in their
+strict TOML mode. The generated bad-input suite that runs every declaration's invalid values is
+``tests/test_bad_input.py``.
 """
 
-import inspect
 import math
+import re
 
 import numpy as np
 import pytest
 
-import metrics
-import particles
-from headflow import _config, _schema
+from headflow import _config
 from particles.validation import (
     NONE,
     AnyOf,
@@ -33,87 +26,19 @@ from particles.validation import (
     declaration,
     declare,
 )
-from tests.test_bad_input import CASES
-
-#: public callables whose rules still live in their bodies: none (every public callable of particles,
-#: meanfield and metrics is declared); kept empty so that a new undeclared name fails here
-UNDECLARED = frozenset()
-
-#: declared callables that test_bad_input.py covers elsewhere (their valid call is written here)
-EXTRA = {
-    "metrics.mean_field_limit_study": (
-        metrics.mean_field_limit_study,
-        dict(model=particles.MultiHead.scalar([1.0], 2, beta=1.0, kind="usa"), density_fn=lambda x: 1 + 0.5 * x[:, 0],
-             n_values=(4, 8), n_seeds=1, t1=0.1, n_saves=2, m_grid=64, dt=0.05), {}),
-}
-ALL_CASES = {**CASES, **EXTRA}
+from tests.helpers import garbled
 
 
-def _declared_cases():
-    return {name: case for name, case in ALL_CASES.items() if declaration(case[0]) is not None}
-
-
-def _generated():
-    """(case name, parameter, invalid value) for every declared constraint, and relation breaks."""
-    out = []
-    for name, (fn, _, _) in _declared_cases().items():
-        decl = declaration(fn)
-        for param, constraint in decl.constraints.items():
-            out += [(name, param, bad, None) for bad in constraint.invalid()]
-        for rel in decl.relations:
-            out += [(name, rel.names[0], None, brk) for brk in rel.breaks]
-    return out
-
-
-GENERATED = _generated()
-
-
-def test_enough_generated_inputs():
-    # the declared surfaces alone derive this many invalid inputs; the number grows with every declaration
-    assert len(GENERATED) >= 2000, len(GENERATED)
-
-
-def _id(case):
-    name, param, bad, brk = case
-    what = f"breaks{sorted(brk)}" if brk is not None else type(bad).__name__
-    return f"{name}-{param}-{what}"
-
-
-def _run(case):
-    name, param, bad, brk = case
-    fn, kwargs, _ = ALL_CASES[name]
-    call = dict(kwargs, **(brk if brk is not None else {param: bad}))
-    with pytest.raises(InvalidParameterError) as info:
-        fn(**call)
-    return str(info.value)
-
-
-@pytest.mark.parametrize("name", sorted(_declared_cases()))
-def test_every_generated_bad_input_is_refused_naming_the_parameter(name):
-    """All the generated inputs of one callable (one test per callable keeps the report short)."""
-    cases = [c for c in GENERATED if c[0] == name]
-    failures = []
-    for case in cases:
-        try:
-            message = _run(case)
-        except BaseException as exc:  # noqa: BLE001 - collect every miss, then report them together
-            failures.append(f"{_id(case)}: {type(exc).__name__}: {str(exc)[:200]}")
-            continue
-        if f"'{case[1]}'" not in message and f'"{case[1]}[' not in message:  # (or an entry of it: grid['beta'])
-            failures.append(f"{_id(case)}: the message does not name {case[1]!r}: {message[:200]}")
-    assert not failures, "\n".join(failures)
-
-
-def test_no_new_public_callable_without_a_declaration():
-    # (test_bad_input.py fails when a public name has no valid call in CASES)
-    undeclared = {name for name, (fn, _, _) in CASES.items() if declaration(fn) is None}
-    assert undeclared <= UNDECLARED, f"declare these new public callables: {sorted(undeclared - UNDECLARED)}"
-    assert not UNDECLARED - undeclared, f"declared since: remove from UNDECLARED {sorted(UNDECLARED - undeclared)}"
-    # the declared ones are declared for every parameter they name, and only for parameters that exist
-    for name, (fn, _, _) in _declared_cases().items():
-        params = inspect.signature(fn).parameters
-        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):  # (**kwargs names are declared too)
-            assert set(declaration(fn).constraints) <= set(params), name
+@pytest.mark.parametrize("message, param, verdict", [
+    ('The The "\'lambdas\' parameter" parameter of f must be finite', "lambdas", "repeats the word 'The'"),
+    ("The 'x' parameter of f: The 'x' parameter must be finite", "x", "quotes 'x' twice"),
+    ("The 'x' parameter of f must be finite; got 1 NaN.", "x", ""),
+    ("The 'M' parameter of f must be 2 x 2 to match W; got 'M' of shape (3, 3)", "M", ""),
+    ("The 'x' parameter of f must be a list, e.g. ['a', 'a']; got ['b', 'b']", "x", ""),
+    ("The 'W' parameter of f must have shape (d, d) or (H, d, d) with n n rows", "W", "repeats the word 'n'"),
+])
+def test_the_garbling_check_can_fail(message, param, verdict):
+    assert garbled(message, param).startswith(verdict)
 
 
 # ------------------------------------------------------------------ the constraints themselves
@@ -136,7 +61,7 @@ def test_constraints_accept_their_domain_and_refuse_what_they_derive(constraint,
     bad = constraint.invalid()
     assert len(bad) >= 4
     for value in bad:
-        with pytest.raises(InvalidParameterError, match="'p' parameter of f"):
+        with pytest.raises(InvalidParameterError, match=r"'p(\[\d+\])?' parameter of f"):  # (or its entry p[1])
             constraint.check(value, "p", "f")
 
 
@@ -184,24 +109,33 @@ def _toml_expressible(value) -> bool:
 
 
 @pytest.mark.parametrize("section", sorted(_config._DECLARED), ids=lambda s: f"{s[0]}.{s[1]}")
-def test_cli_keys_refuse_what_their_declaration_refuses(section):
+def test_cli_keys_are_their_declarations_in_strict_mode(section):
+    """A config key is typed by the very constraint of the parameter it feeds (one rule), checked in the
+    strict mode of TOML values: whatever the declaration refuses, the key refuses, worded with its key path."""
     module, fn, keys = _config._DECLARED[section]
     types = _config.TYPES[section[0]][section[1]]
-    mod = __import__(module, fromlist=["_"])
-    if fn is None:
-        constraints = {key: getattr(mod, const) for key, const in keys.items()}
-    else:
-        constraints = {key: declaration(getattr(mod, fn)).constraints[key] for key in keys}
+    declared = declaration(getattr(__import__(module, fromlist=["_"]), fn)).constraints
     n_checked = 0
-    for key, constraint in constraints.items():
-        for bad in constraint.invalid():
-            if not _toml_expressible(bad):
-                continue  # TOML has no None, complex or NaN-free way to write it
-            with pytest.raises(_schema.Bad):
-                types[key].check(bad)
+    for key in keys:
+        assert types[key] is declared[key]
+        where = f"[{section[1]}]"
+        for bad in filter(_toml_expressible, declared[key].invalid()):
+            with pytest.raises(InvalidParameterError, match=re.escape(f"{where}.{key}")):
+                types[key].check(bad, key, where)
             n_checked += 1
         default = _config.SCHEMAS[section[0]][section[1]][key]
         if default is not None:
-            assert constraint.accepts(default), (key, default)
-            types[key].check(default)
-    assert n_checked >= 3 * len(constraints)
+            types[key].check(default, key, where)
+    assert n_checked >= 3 * len(keys)
+
+
+def test_strict_mode_refuses_what_toml_cannot_mean():
+    # an integral float is an integer in Python (4.0 -> 4) but a float in TOML; a tuple or an array is no TOML list
+    assert Integer(1).check(4.0, "n", "f") == 4
+    for rule, value in ((Integer(1), 4.0), (SequenceOf(Integer(1)), (1, 2)), (SequenceOf(Interval()), np.ones(2))):
+        assert rule.accepts(value) and not rule.accepts(value, strict=True)
+        with pytest.raises(InvalidParameterError, match=r"^\[run\]\.n must be"):
+            rule.check(value, "n", "[run]")
+    with pytest.raises(InvalidParameterError, match=r"^\[study\]\.n_values\[1\] must be an integer in \[1, inf\); "
+                                                    r"got '64' \(str\)\. Write 64 without quotes\.$"):
+        SequenceOf(Integer(1)).check([16, "64"], "n_values", "[study]")

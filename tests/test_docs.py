@@ -85,3 +85,62 @@ def test_api_reference_covers_every_public_name():
                     continue
                 missing.append(f"{full}.{name}")
     assert not missing, missing
+
+
+# ------------------------------------------------------------------ every path the docs name exists
+
+_PACKAGES = ("particles", "meanfield", "metrics", "headflow")
+_ALT = "|".join(_PACKAGES)
+_FILE = re.compile(rf"(?<![\w./-])((?:{_ALT}|tests|benchmarks|examples|docs)/[\w./-]*\w\.(?:py|md|toml|ipynb|yml))")
+_DOTTED = re.compile(rf":(?:mod|func|class|data|meth|attr):`~?((?:{_ALT})(?:\.\w+)+)`|`((?:{_ALT})(?:\.\w+)+)[(`]")
+#: dotted names that are not Python objects
+_NOT_OBJECTS = {"headflow.summation"}  # the summation layer's logger
+
+
+def _resolves(dotted: str) -> bool:
+    """A module, or an attribute chain of the longest importable module prefix."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def _named_paths(text: str):
+    yield from (("file", f) for f in _FILE.findall(text))
+    for match in _DOTTED.finditer(text):
+        yield "name", match.group(1) or match.group(2)
+
+
+def test_every_path_the_docs_name_exists():
+    """The pages, the README and the docstrings and comments of the four packages name files of the
+    repository (``metrics/_runs/store.py``) and modules or objects (``metrics.run_sweep``,
+    :mod:`metrics._runs.store`): each must exist, so a move cannot leave a stale pointer."""
+    sources = [*DOCS.rglob("*.md"), ROOT / "README.md", *(p for pkg in _PACKAGES for p in (ROOT / pkg).rglob("*.py"))]
+    stale, n_checked = [], 0
+    for source in sources:
+        for what, target in _named_paths(source.read_text()):
+            n_checked += 1
+            ok = (ROOT / target).exists() if what == "file" else target in _NOT_OBJECTS or _resolves(target)
+            if not ok:
+                stale.append(f"{source.relative_to(ROOT)}: {target}")
+    assert not stale, stale
+    assert n_checked > 500, n_checked  # (the patterns still match what the docs write)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("see `metrics/registry.py` and :mod:`metrics.density`", [("file", "metrics/registry.py"),
+                                                                ("name", "metrics.density")]),
+    ("call `metrics.density_of_angle(f)`; ``ds.attn`` is not a path", [("name", "metrics.density_of_angle")]),
+])
+def test_the_path_finder_sees_what_the_docs_write(text, found):
+    assert list(_named_paths(text)) == found
+    assert not _resolves("metrics.density") and not _resolves("particles._core.validation.check_real_array")
+    assert _resolves("metrics._runs.store") and _resolves("particles.MultiHead.scalar")

@@ -21,6 +21,7 @@ from .stepping import _suggest_L
 class _Circle:
     """Fourier coefficients c_n, n = 0..L (c_{-n} = conj c_n) of ρ = Σ c_n e^{inθ}."""
 
+    geometry = "circle"
     d = 2
     max_L = 2**16
 
@@ -39,7 +40,7 @@ class _Circle:
             z = ive(np.abs(m), a) * np.exp(-1j * m * alpha)
             zh = z[1:-1]
             nh = (np.exp(1j * gamma) * z[2:] - np.exp(-1j * gamma) * z[:-2]) / 2j
-            amp = mu_ * (_usa_scale(model, a) if model.kind == "usa" else 1.0)
+            amp = mu_ * (1.0 if model.attention.normalised else _usa_scale(model, a))
             self.heads.append((amp, zh, nh, a))
 
     def with_L(self, L):
@@ -58,7 +59,7 @@ class _Circle:
         v = np.zeros(self.M)
         for amp, zh, nh, _ in self.heads:
             num = self._grid(nh * c)
-            if self.model.kind == "softmax":
+            if self.model.attention.normalised:
                 v += amp * num / self._grid(zh * c)
             else:
                 v += amp * num
@@ -91,6 +92,34 @@ class _Circle:
     def grid_points(m):
         th = 2 * np.pi * (np.arange(m) + 0.5) / m
         return np.stack([np.cos(th), np.sin(th)], 1), np.full(m, 1.0 / m)
+
+    # ---- reading a solution (SpectralSolution asks its geometry's discretisation)
+    @classmethod
+    def output_grid(cls, mu0, L, d):
+        """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
+        return cls.grid_points(max(len(mu0.points), 2 * L + 2))
+
+    @staticmethod
+    def density(sol, c, x):
+        th = np.arctan2(x[:, 1], x[:, 0])
+        n = np.arange(len(c))
+        return np.real(np.exp(1j * np.outer(th, n)) @ (np.where(n == 0, 1.0, 2.0) * c))
+
+    @staticmethod
+    def circle_cdf(sol, c):
+        """(u, F(u), ρ(u)) on the grid u_j = j/K (:meth:`SpectralSolution.circle_cdf`)."""
+        c = np.asarray(c)
+        L = len(c) - 1
+        K = max(2**16, 8 * (L + 1))
+        n = np.arange(1, L + 1)
+        X = np.zeros(K // 2 + 1, complex)
+        X[1:L + 1] = c[1:] / (2j * np.pi * n)
+        P = np.fft.irfft(X, K) * K
+        R = np.zeros(K // 2 + 1, complex)
+        R[:L + 1] = c
+        rho = np.fft.irfft(R, K) * K
+        u = np.arange(K + 1) / K
+        return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
 
 
 def _tail(disc, c):

@@ -19,11 +19,10 @@ from particles.validation import (
 
 from .circle import _Circle
 from .discretise import discretisation
-from .kernels import _fh_log
 from .route import zonal_hint
-from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection
+from .sphere import _Sphere
 from .stepping import _EPS, _ifrk45
-from .zonal import _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
+from .zonal import _Zonal
 
 # ------------------------------------------------------------------ the solver
 
@@ -53,6 +52,15 @@ class SpectralSolution:
     coefficients: list
     tail: np.ndarray
     axis: np.ndarray | None = None
+
+    def _basis(self, method):
+        """The discretisation of this solution's geometry, which reads it (``method`` is one it has)."""
+        basis = _BASES[self.geometry]
+        if not hasattr(basis, method):
+            have = [g for g, b in _BASES.items() if hasattr(b, method)]
+            raise InvalidParameterError(f"{method} needs a solution of geometry {' or '.join(map(repr, have))}; "
+                                        f"this one is {self.geometry!r}.")
+        return basis
 
     def _index(self, k, method):
         """A save index in range (negative counts from the end), or a clear refusal."""
@@ -89,22 +97,7 @@ class SpectralSolution:
         1.3
         """
         c = self.coefficients[self._index(k, "density")]
-        x = self._points(points, "density")
-        if self.geometry == "circle":
-            th = np.arctan2(x[:, 1], x[:, 0])
-            n = np.arange(len(c))
-            return np.real(np.exp(1j * np.outer(th, n)) @ (np.where(n == 0, 1.0, 2.0) * c))
-        if self.geometry == "zonal":
-            return _gegenbauer_orthonormal(len(c) - 1, x @ self.axis, self.d) @ c
-        L = c.shape[0] - 1
-        z = np.clip(x[:, 2], -1, 1)
-        phi = np.arctan2(x[:, 1], x[:, 0])
-        out = np.zeros(len(x))
-        for m in range(L + 1):
-            P = _legendre_column(L, m, z)
-            am = P @ c[m:, m]
-            out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
-        return out
+        return self._basis("density").density(self, c, self._points(points, "density"))
 
     def circle_cdf(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""S^1: the grid :math:`u_j = j/K` (turns, K = max(2^16, 8(L+1))), the exact CDF
@@ -118,20 +111,7 @@ class SpectralSolution:
         >>> bool(np.isclose(F[len(u) // 4], 0.25 + 0.5 / (2 * np.pi)))  # F(u) = u + sin(2πu)/(4π)
         True
         """
-        if self.geometry != "circle":
-            raise InvalidParameterError(f"circle_cdf needs a solution on S^1; this one is {self.geometry!r}.")
-        c = np.asarray(self.coefficients[self._index(k, "circle_cdf")])
-        L = len(c) - 1
-        K = max(2**16, 8 * (L + 1))
-        n = np.arange(1, L + 1)
-        X = np.zeros(K // 2 + 1, complex)
-        X[1:L + 1] = c[1:] / (2j * np.pi * n)
-        P = np.fft.irfft(X, K) * K
-        R = np.zeros(K // 2 + 1, complex)
-        R[:L + 1] = c
-        rho = np.fft.irfft(R, K) * K
-        u = np.arange(K + 1) / K
-        return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
+        return self._basis("circle_cdf").circle_cdf(self, self.coefficients[self._index(k, "circle_cdf")])
 
     def projected_cdf(self, k: int, directions, t) -> tuple[np.ndarray, np.ndarray]:
         r"""S^2 or zonal: CDF and density (with respect to dt) of :math:`\langle\theta, x\rangle` under
@@ -151,16 +131,13 @@ class SpectralSolution:
         >>> G[:, 0].tolist(), g[:, 0].tolist()  # uniform on S^2: uniform projections (Archimedes)
         ([0.0, 0.5, 1.0], [0.5, 0.5, 0.5])
         """
-        if self.geometry not in ("sphere", "zonal"):
-            raise InvalidParameterError(f"projected_cdf needs a solution on S^2 or a zonal one; got {self.geometry!r}.")
+        basis = self._basis("projected_cdf")
         k = self._index(k, "projected_cdf")
         theta = self._points(np.atleast_2d(np.asarray(directions, dtype=float)), "projected_cdf", "directions")
         x = check_real_array(t, "t", "SpectralSolution.projected_cdf", ndim=1)
         if x[0] != -1 or np.any(np.diff(x) <= 0) or x[-1] > 1:
             raise InvalidParameterError("t of SpectralSolution.projected_cdf must increase from -1 to at most 1.")
-        if self.geometry == "sphere":
-            return _sphere_projection(self.coefficients[k], theta, x)
-        return _zonal_projection(np.asarray(self.coefficients[k]), self.d, theta @ self.axis, x)
+        return basis.projected_cdf(self, self.coefficients[k], theta, x)
 
     def log_partition(self, k: int, a: float, t) -> np.ndarray:
         r"""Zonal: :math:`\log\int e^{a\langle x, y\rangle}\rho(y)\,d\sigma(y)` at points with
@@ -172,16 +149,10 @@ class SpectralSolution:
         >>> bool(np.isclose(sol.log_partition(0, 1.0, np.array([0.3]))[0], np.log(np.sinh(1.0))))
         True
         """
-        if self.geometry != "zonal":
-            raise InvalidParameterError(f"log_partition needs a zonal solution; got {self.geometry!r}.")
-        c = np.asarray(self.coefficients[self._index(k, "log_partition")])
+        basis = self._basis("log_partition")
+        c = self.coefficients[self._index(k, "log_partition")]
         a = check_param(a, "a", "SpectralSolution.log_partition")
-        L = len(c) - 1
-        Q = _gegenbauer_orthonormal(L, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1), self.d)
-        if a == 0:
-            return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
-        sgn, lg = _fh_log(float(a), np.arange(L + 1), self.d)
-        return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(a)) * c), 1e-300)) + abs(a)
+        return basis.log_partition(self, c, a, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1))
 
 
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,
@@ -189,31 +160,24 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
     from .._result import MeanFieldResult
 
-    caller = "wasserstein_ascent(scheme='spectral')"
-    tol = check_param(tol, "tol", caller, low=0.0, high=1.0, low_open=True, high_open=True)
-    rtol = check_param(rtol, "rtol", caller, low=1e-15, high=1e-2)
-    max_steps = check_param(max_steps, "max_steps", caller, low=1, integer=True)
-    if L is not None:
-        L = check_param(L, "L", caller, low=2, integer=True)
-    if max_L is not None:
-        max_L = check_param(max_L, "max_L", caller, low=2, integer=True)
+    caller = "wasserstein_ascent(scheme='spectral')"  # (its options arrive checked: meanfield.flow.SCHEME_OPTIONS)
     if model.kind not in MEAN_FIELD_KINDS:
         raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
     geometry, d, L_max, make, initial = discretisation(mu0, model)
-    solver_cap = _CAPS[geometry]
+    solver_cap = _BASES[geometry].max_L
     for name, value in (("L", L), ("max_L", max_L)):
         if value is not None and value > solver_cap:
             # refused before anything is built: tables at such band limits take minutes and gigabytes
             raise InvalidParameterError(
                 f"{name}={value} of {caller} is above the cap max_L={solver_cap} of the {geometry} spectral solver "
-                f"(S^1: {_CAPS['circle']}, S^2: {_CAPS['sphere']}, zonal: {_CAPS['zonal']}). Use {name} <= "
+                f"({', '.join(f'{g}: {b.max_L}' for g, b in _BASES.items())}). Use {name} <= "
                 f"{solver_cap}, stop earlier, or use particles."
             )
     refine = L is None
     cap = min(solver_cap, max_L or np.inf) if refine else None
     disc, c0, L = _band_limit(make, initial, L, L_max, cap, tol, caller)
-    if refine and geometry == "sphere":
-        hint = zonal_hint(mu0, model, initial(L_max))
+    if refine and _BASES[geometry] in _ROUTE_HINTS:  # a faster route this geometry's data may have
+        hint = _ROUTE_HINTS[_BASES[geometry]](mu0, model, initial(L_max))
         if hint:
             warnings.warn(hint, UserWarning, stacklevel=3)
     saves, tails, field, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
@@ -222,8 +186,8 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     disc = field.disc(saves[-1])
     coeffs = [disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
-    sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)
-    pts, w = _output_grid(geometry, mu0, disc.L, d)
+    sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, getattr(mu0, "axis", None))  # (a zonal run's axis)
+    pts, w = _BASES[geometry].output_grid(mu0, disc.L, d)
     rho = np.array([sol.density(k, pts) for k in range(len(coeffs))])
     mass = rho * w[None, :]
     min_density = rho.min(axis=1)
@@ -264,19 +228,8 @@ def _band_limit(make, initial, L, L_max, cap, tol, caller):
     return disc, c0, L
 
 
-#: each solver's largest band limit (its tables' size)
-_CAPS = {"circle": _Circle.max_L, "sphere": _Sphere.max_L, "zonal": _Zonal.max_L}
-
-
-def _output_grid(geometry, mu0, L, d):
-    """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
-    if geometry == "circle":
-        pts, w = _Circle.grid_points(max(len(mu0.points), 2 * L + 2))
-    elif geometry == "sphere":
-        from ..quadrature import sphere_quadrature
-
-        pts, w = sphere_quadrature(3, max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
-    else:
-        t, w = _gauss_gegenbauer(L + 1, d)
-        pts = mu0._points(t)
-    return pts, w
+#: the spectral geometries: the discretisation of each, which also reads its solutions (density,
+#: CDFs, partition functions), knows its largest band limit and its output quadrature
+_BASES = {basis.geometry: basis for basis in (_Circle, _Sphere, _Zonal)}
+#: the hint of a faster route for a basis: S^2 data zonal about an axis goes to the Gegenbauer solver
+_ROUTE_HINTS = {_Sphere: zonal_hint}

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 from scipy import fft as sfft
-from scipy.special import gammaln
 
 from particles.extend import scalar_heads
 from particles.validation import (
@@ -20,7 +19,7 @@ from particles.validation import (
 
 from .circle import _tail
 from .stepping import _suggest_L
-from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _gegenbauer_orthonormal, _potential_multipliers
+from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _potential_multipliers
 
 # ------------------------------------------------------------------ S^2 transforms
 
@@ -142,6 +141,7 @@ class _Sphere:
     the transform's round-off, where the strong form Δ(ρΦ) multiplied it by l(l+1).
     """
 
+    geometry = "sphere"
     d = 3
     max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
 
@@ -237,6 +237,28 @@ class _Sphere:
     def sufficient_L(self, c, tol):
         return _suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
 
+    # ---- reading a solution (SpectralSolution asks its geometry's discretisation)
+    @staticmethod
+    def output_grid(mu0, L, d):
+        """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
+        from ..quadrature import sphere_quadrature
+
+        return sphere_quadrature(3, max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
+
+    @staticmethod
+    def density(sol, c, x):
+        L = c.shape[0] - 1
+        z = np.clip(x[:, 2], -1, 1)
+        phi = np.arctan2(x[:, 1], x[:, 0])
+        out = np.zeros(len(x))
+        for m in range(L + 1):
+            out += (1.0 if m == 0 else 2.0) * np.real((_legendre_column(L, m, z) @ c[m:, m]) * np.exp(1j * m * phi))
+        return out
+
+    @staticmethod
+    def projected_cdf(sol, c, theta, x):
+        return _sphere_projection(c, theta, x)
+
     def energy(self, c):
         if self.scalar:
             return _funk_hecke_energy(self.model, np.arange(self.L + 1), 3, self.energy_by_degree(c))
@@ -277,27 +299,6 @@ def _sphere_projection(C, theta, x):
     for l in range(1, L + 1):
         I[:, l] = (Pl[:, l + 1] - Pl[:, l - 1]) / (2 * l + 1)
     return 0.5 * I @ f.T, 0.5 * Pl[:, :L + 1] @ f.T
-
-
-def _zonal_projection(c, d, s, x):
-    L = len(c) - 1
-    q_dir = _gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
-    q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
-    coef = (q_dir * (c / q_one)[None, :]).T
-    logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
-
-    def density(t):
-        base = np.clip(1 - t * t, 0, None)
-        # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1/B at d = 3, else 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
-        return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
-
-    gl, gw = np.polynomial.legendre.leggauss(6)
-    h = np.diff(x)
-    nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
-    cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
-    return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
 
 
 def _legendre_column(L, m, z):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
+from scipy.special import gammaln
 
 from particles.extend import LOG_OVERFLOW, scalar_heads
 from particles.validation import (
@@ -107,6 +108,7 @@ def _gauss_gegenbauer(n, d):
 class _Zonal:
     """Coefficients c_l, l = 0..L, of ρ(<x, e>) = Σ c_l q_l(<x, e>) on S^{d-1} (scalar heads)."""
 
+    geometry = "zonal"
     max_L = 4096
 
     def __init__(self, model, L, d):
@@ -139,10 +141,8 @@ class _Zonal:
         the round-off of g, where the strong form Δ(ρΦ) multiplied it by l(l+d-2)."""
         K = self.K
         rho = self.Q[:, : self.L + 1] @ c
-        if self.model.kind == "usa":
-            dPhi = self.dQ @ (self.phi[:K] * c[:K])
-        else:
-            dPhi = self.dQ @ (self.phi[:K] * c[:K])
+        dPhi = self.dQ @ (self.phi[:K] * c[:K])
+        if self.model.attention.normalised:  # softmax heads: each divided by its partition function
             for amp, zs in self.zs:
                 Z = self.Q[:, :K] @ (zs[:K] * c[:K])
                 dPhi += amp * (self.dQ @ (zs[:K] * c[:K])) / np.maximum(Z, 1e-300)
@@ -167,11 +167,59 @@ class _Zonal:
         return _funk_hecke_energy(self.model, np.arange(self.L + 1), self.d, c * c)
 
 
+    # ---- reading a solution (SpectralSolution asks its geometry's discretisation)
+    @staticmethod
+    def output_grid(mu0, L, d):
+        """Gauss–Gegenbauer nodes on the axis of mu0 and their weights (exact for the band-limited density)."""
+        t, w = _gauss_gegenbauer(L + 1, d)
+        return mu0._points(t), w
+
+    @staticmethod
+    def density(sol, c, x):
+        return _gegenbauer_orthonormal(len(c) - 1, x @ sol.axis, sol.d) @ c
+
+    @staticmethod
+    def projected_cdf(sol, c, theta, x):
+        return _zonal_projection(np.asarray(c), sol.d, theta @ sol.axis, x)
+
+    @staticmethod
+    def log_partition(sol, c, a, t):
+        """log Σ_l ĝ_a(l) c_l q_l(t) (:meth:`SpectralSolution.log_partition`), for checked a and t."""
+        c = np.asarray(c)
+        L = len(c) - 1
+        Q = _gegenbauer_orthonormal(L, t, sol.d)
+        if a == 0:
+            return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
+        sgn, lg = _fh_log(float(a), np.arange(L + 1), sol.d)
+        return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(a)) * c), 1e-300)) + abs(a)
+
+
+def _zonal_projection(c, d, s, x):
+    L = len(c) - 1
+    q_dir = _gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
+    q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
+    coef = (q_dir * (c / q_one)[None, :]).T
+    logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
+
+    def density(t):
+        base = np.clip(1 - t * t, 0, None)
+        # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1/B at d = 3, else 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
+        return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
+
+    gl, gw = np.polynomial.legendre.leggauss(6)
+    h = np.diff(x)
+    nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
+    cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
+    return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
+
+
 def _potential_multipliers(model, l, d):
     """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>); for softmax
     heads the list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
     lam, mu = scalar_heads(model.M, model.W)
-    c = model.log_time_scale if model.kind == "usa" else 0.0
+    c = model.attention.time_shift(model.log_time_scale)
     phi = np.zeros(len(l))
     zs = []
     for la, m in zip(lam, mu):
@@ -181,7 +229,7 @@ def _potential_multipliers(model, l, d):
             phi += m * math.exp(-c) * np.where(l == 1, 1.0 / d, 0.0)
             continue
         sgn, lg = _fh_log(a, l, d)
-        if model.kind == "usa":
+        if not model.attention.normalised:
             # v = e^{-c} ∇_S (μ/a) ∫ e^{a<x,y>} dμ(y): multiplier μ ĝ_a(l) e^{-c} / a
             if np.max(lg) - c > LOG_OVERFLOW:
                 raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")

@@ -1,7 +1,7 @@
 """The ``ds.attn`` accessor: metrics, times and plots on headflow's Datasets.
 
-Registered under the project-specific name ``attn`` by ``import headflow`` (lazily: the
-accessor's module loads on first use of ``ds.attn``) and by ``import metrics``. Every method is
+Registered under the project-specific name ``attn`` when :mod:`metrics` is imported (as cf_xarray
+registers ``ds.cf``; ``headflow.metrics`` is the same module). Every method is
 a thin wrapper around a plain function of :mod:`metrics`; nothing depends on the accessor.
 
 It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
@@ -17,8 +17,8 @@ It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
 - ``"chaos"``: from :func:`metrics.chaos_horizon_study` (:meth:`AttnAccessor.plot_chaos_collapse`,
   :meth:`AttnAccessor.plot_chaos_horizon`).
 
-:meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics.plotting`,
-:mod:`metrics.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
+:meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics._figures.plotting`,
+:mod:`metrics._figures.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
 
 Times are selected by value (:func:`time_index`): a time outside the saved range is an error,
 never snapped to the nearest save.
@@ -48,6 +48,7 @@ def model_from_attrs(attrs: dict) -> MultiHead:
     return MultiHead.from_attrs(attrs)
 
 
+@xr.register_dataset_accessor("attn")
 class AttnAccessor:
     """``ds.attn``: metrics over the ``time`` dim of a trajectory, sweep or limit-study Dataset.
 
@@ -63,8 +64,6 @@ class AttnAccessor:
     >>> ds.attn.wasserstein_between(0.0, 0.2) > 0
     True
     """
-
-    _headflow_attn = True  # marks headflow's accessor (the lazy one of `import headflow` is the same)
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
@@ -236,12 +235,3 @@ def _kind_from_variables(ds: xr.Dataset) -> str:
         return "sweep"
     return "other"
 
-
-def _register() -> None:
-    """Register :class:`AttnAccessor` as ``ds.attn`` unless headflow's (lazy) accessor is there already."""
-    if getattr(getattr(xr.Dataset, "attn", None), "_headflow_attn", False):
-        return
-    xr.register_dataset_accessor("attn")(AttnAccessor)
-
-
-_register()

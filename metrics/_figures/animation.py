@@ -175,7 +175,7 @@ def ffmpeg_available() -> bool:
 
 _PATH = Instance((str, os.PathLike), test=lambda p: pathlib.Path(p).suffix.lower() in (".mp4", ".gif"),
                  what="a file path ending in .mp4 (needs ffmpeg) or .gif (Pillow)", bad=("tokens.avi",),
-                 hint="Pick the suffix: '.mp4' if metrics.animation.ffmpeg_available(), else '.gif'.")
+                 hint="Pick the suffix: '.mp4' if ffmpeg is on PATH, else '.gif'.")
 
 
 def sphere_frames(ds: xr.Dataset, *, size: float = 4.0, stride: int = 1, elev=None, azim=None, title=None,

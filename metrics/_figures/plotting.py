@@ -4,7 +4,7 @@ Every function takes the Dataset a headflow function made and returns the matplo
 drew (a new figure unless ``ax`` is given); ``ds.attn`` has each as a method, and
 ``ds.attn.plot()`` draws the figure of the Dataset's kind. Axis labels are built from the
 ``long_name`` and ``units`` attrs (:func:`axis_label`: a dimensionless ``"1"`` is not printed).
-The tokens themselves are drawn by :mod:`metrics.animation`; the limit study by
+The tokens themselves are drawn by :mod:`metrics._figures.animation`; the limit study by
 :func:`metrics.plot_limit_study`. matplotlib is imported on first use only.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from particles.extend import ATTENTION_KINDS
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
 from .._studies.phase import PHASE_STATISTICS
@@ -92,8 +93,9 @@ def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
 def _default_curves(ds: xr.Dataset) -> list:
     names = [v for v in CURVES if v in ds.data_vars and "time" in ds[v].dims]
     if "positions" in ds.data_vars:
-        softmax = ds.attrs.get("kind") == "softmax"  # (model_attrs records the heads' kind)
-        wanted = ("energy_multi", "mean_entropy", "n_clusters") if softmax else ("energy_multi", "n_clusters")
+        # (model_attrs records the heads' kind; the attention entropy is drawn for attention-mean heads)
+        rows = getattr(ATTENTION_KINDS.get(ds.attrs.get("kind")), "normalised", False)
+        wanted = ("energy_multi", "mean_entropy", "n_clusters") if rows else ("energy_multi", "n_clusters")
         names = list(dict.fromkeys([*names, *wanted]))
     if ds.attrs.get("headflow_kind") == "sentence_flow" and "mean_cosine" in ds.data_vars:
         names.append("mean_cosine")

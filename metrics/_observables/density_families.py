@@ -1,6 +1,6 @@
 r"""Densities from a config: a named family with parameters (:class:`FamilyDensity`) or an arithmetic
 expression of the coordinates parsed with ``ast`` (:class:`ExpressionDensity`; never ``eval``).
-Both follow the density convention of :mod:`metrics.density`: ``density_fn(points)``, points (m, d).
+Both follow the density convention of :mod:`metrics._observables.density`: ``density_fn(points)``, points (m, d).
 """
 
 from __future__ import annotations

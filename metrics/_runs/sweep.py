@@ -26,8 +26,8 @@ Contract:
    finite save and its message in ``failure_message``; it does not abort the sweep.
 5. **Engines.** ``"serial"`` (default), ``"process"`` (a local process pool), or a
    ``dask.distributed.Client`` for sweeps that outgrow one machine; each worker writes its
-   own cell, so a dead worker loses only its cell (:mod:`metrics._executors`; the store is
-   :mod:`metrics._store`).
+   own cell, so a dead worker loses only its cell (:mod:`metrics._runs.executors`; the store is
+   :mod:`metrics._runs.store`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from particles.validation import (
     Integer,
     Options,
     Relation,
-    check_names,
+    SequenceOf,
     declare,
 )
 
@@ -145,6 +145,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     method=Options(*STEPPERS), kappa=P.KAPPA, model_fn=Function("a callable model_fn(params, rng) -> MultiHead"),
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
     cell_settings=AnyOf(NONE, Instance(dict)), fixed=AnyOf(NONE, P.FIXED), **P.RUN_OPTIONS,
+    metrics=SequenceOf(Options(*METRICS), min_len=0, hint="Name them in a list: metrics=['n_clusters']."),
     relations=[P.DT_LE_T1, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
 def run_sweep(
     grid: dict,
@@ -333,7 +334,6 @@ def _model_source(model_fn, params: dict) -> str:
 def _check_args(caller, seed, t1, dt, n_saves, method, kappa, metrics, model_fn, max_workers, progress,
                 max_pool_restarts, engine):
     """The cells' settings and the run options of :func:`run_sweep` (its scalars are declared)."""
-    metrics = check_names(metrics, "metrics", METRICS, caller)
     opts = {"max_workers": max_workers, "progress": progress, "max_pool_restarts": max_pool_restarts}
     if engine == "process":
         check_not_bootstrapping(caller)

@@ -6,15 +6,15 @@ form. :func:`chaos_horizon_study` runs, through the resumable :func:`metrics.run
 (n, seed)), the particle flow from n i.i.d. uniform tokens and records at each save time
 
 - the distance to the mean field: exact :math:`W_1(\mu_n(t), \sigma)` on :math:`S^1` (geodesic,
-  radians; the circle closed form of :mod:`metrics.limit` against 4n quantile atoms of σ, error
+  radians; the circle closed form of :mod:`metrics._studies.limit` against 4n quantile atoms of σ, error
   2π/(16 n)); on :math:`S^2` the sliced :math:`SW_2` of the embedded measures against σ, exact per
   direction because the projection of σ on any axis is uniform on [-1, 1] (Archimedes);
 - the degree amplitudes :math:`A_l`, l = 1..l_max (:func:`metrics.harmonic_amplitudes`);
-- the cluster count and the largest cluster masses (bounded memory, :mod:`metrics.limit`);
+- the cluster count and the largest cluster masses (bounded memory, :mod:`metrics._studies.limit`);
 
 and, per (δ, n, seed), the breakdown time :math:`t_\delta` at which the amplitude of the most
 unstable degree :math:`A_{l^*}` reaches δ, the linearised prediction from the run's own
-:math:`A_{l^*}(0)` (:mod:`metrics.horizon`), the distance-based time at which the distance reaches δ,
+:math:`A_{l^*}(0)` (:mod:`metrics._statistics.horizon`), the distance-based time at which the distance reaches δ,
 the dominant degree at breakdown, the normalised :math:`Z = \sigma^* t_\delta - \tfrac12\log n -
 \log\delta` with a Kolmogorov–Smirnov p-value against its closed-form law, and the slope of the
 seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the predicted
@@ -131,7 +131,7 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
                         progress: bool | None = None) -> xr.Dataset:
     r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
 
-    Theory (:mod:`metrics.horizon`, docs/theory.md): the degree amplitudes start at
+    Theory (:mod:`metrics._statistics.horizon`, docs/theory.md): the degree amplitudes start at
     :math:`A_l(0) \approx \chi_{k_l}/\sqrt n` and grow like :math:`e^{\sigma_l t}`, so the amplitude of
     the most unstable degree :math:`l^*` reaches δ at
 

@@ -151,7 +151,7 @@ def mean_field_limit_study(model: MultiHead, density_fn, *, n_values=(16, 32, 64
     density_fn : callable
         Unnormalised initial density ``density_fn(points)``, points of shape (m, d) on S^{d-1}
         (on S^1 a function of the angle enters through :func:`metrics.density_of_angle`);
-        see :mod:`metrics.density`.
+        :func:`metrics.check_density_fn` checks a density against this convention.
     n_values : strictly increasing positive integers
     n_seeds : int or sequence of int
         Seeds per n (the rate intervals come from their spread; with one seed they are NaN), or one

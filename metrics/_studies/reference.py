@@ -244,7 +244,7 @@ def _sphere(model, density_fn, ts, *, m_grid, kappa, dt, t1, n_saves, n_values, 
 
 def _cached_reference(key: dict, ts, store, build, dims: dict, log_time_scale: float) -> dict:
     """``build()`` (a dict of arrays, each (time, ...) or (time,)), kept in ``store`` as
-    ``reference_<hash of key>.nc`` (time coordinate as every dataset's, :func:`metrics.dataset.time_coord`)
+    ``reference_<hash of key>.nc`` (time coordinate as every dataset's, :func:`metrics._data.dataset.time_coord`)
     and loaded instead of rebuilt when the key matches: only the key attr and the data variables are
     read, so a file written before the time coordinate had its attrs loads as well; adds ``seconds``
     (the build's cost), ``cached`` and ``file``."""

@@ -30,9 +30,10 @@ def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
     n_inf = int(np.isinf(a).sum())
     if n_nan == 0 and n_inf == 0:
         return
+    # (the subject is worded as by the other array checkers: ``name`` may already be a phrase)
     raise InvalidParameterError(
-        f"The {name!r} parameter{_fmt(caller)} must be finite; got {n_nan} NaN and "
-        f"{n_inf} inf entries. Remove or replace them before calling."
+        f"{name}{_fmt(caller)} must be finite; got {n_nan} NaN and {n_inf} inf entries. "
+        "Remove or replace them before calling."
     )
 
 

@@ -13,8 +13,9 @@ The declaration is the one place the rule lives:
   function receives the checked, converted values and internal code does not check them again);
   an error names the parameter, the caller, what was expected, what was given, and the declared
   one-line fix hint;
-- **the command line's config types** (``headflow/_schema.py`` turns the constraint of the
-  parameter a TOML key feeds into that key's type, so the CLI and the function cannot disagree);
+- **the command line's config types**: a TOML key is checked by the constraint of the parameter it
+  feeds, in strict mode, its caller being its section (``check(value, "beta", "[model]")``: the
+  message names ``[model].beta``), so the CLI and the function cannot disagree;
 - **the generated bad-input suite** (``tests/test_declared_params.py``): :meth:`Constraint.invalid`
   derives invalid values from the constraint itself (each side of each interval, wrong types,
   NaN and inf, wrong shapes) and each :class:`Relation` carries the arguments that break it.
@@ -23,57 +24,17 @@ The declaration is the one place the rule lives:
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
+from .constraint import Constraint, _real, _show, is_section, subject
 from .errors import InvalidParameterError
 
 __all__ = ["Constraint", "Interval", "Integer", "Options", "Boolean", "Instance", "Function", "SequenceOf",
-           "AnyOf", "MappingOf", "NONE"]
+           "AnyOf", "MappingOf", "NONE", "subject"]
 
 _WRONG_TYPES = (None, "1", [1.0], 1j, {"a": 1})
 _INT64_MAX = 2**63 - 1
-
-
-class Constraint:
-    """A rule on one parameter: ``check`` returns the clean value or raises, ``invalid`` lists
-    values the rule must refuse, ``describe`` says what it accepts."""
-
-    hint = ""
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def accepts(self, value) -> bool:
-        raise NotImplementedError
-
-    def convert(self, value):
-        return value
-
-    def invalid(self) -> list:
-        raise NotImplementedError
-
-    def check(self, value, name: str, caller: str):
-        if not self.accepts(value):
-            fix = f" {self.hint}" if self.hint else ""
-            raise InvalidParameterError(
-                f"The {name!r} parameter of {caller} must be {self.describe()}; got {_show(value)}.{fix}")
-        return self.convert(value)
-
-
-
-def _show(value) -> str:
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape} and dtype {value.dtype}"
-    text = repr(value)
-    return (text if len(text) <= 60 else text[:57] + "...") + f" ({type(value).__name__})"
-
-
-def _real(value) -> bool:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 class Interval(Constraint):
@@ -82,8 +43,11 @@ class Interval(Constraint):
 
     integer = False
 
-    def __init__(self, low=None, high=None, *, closed: str = "both", inf: bool = False, hint: str = ""):
+    def __init__(self, low=None, high=None, *, closed: str = "both", inf: bool = False, hint: str = "",
+                 integer: bool | None = None):
         self.low, self.high, self.closed, self.inf, self.hint = low, high, closed, inf, hint
+        if integer is not None:  # (Integer is the closed integer interval; an open one says integer=True)
+            self.integer = integer
 
     def _open(self, side: str) -> bool:
         return self.closed not in ("both", side)
@@ -96,8 +60,8 @@ class Interval(Constraint):
         kind = "an integer" if self.integer else "a real number"
         return f"{kind} in {left}{lo}, {hi}{right}" + (" or inf" if self.inf else "")
 
-    def accepts(self, value) -> bool:
-        if not _real(value):
+    def accepts(self, value, strict: bool = False) -> bool:
+        if not _real(value) or (strict and self.integer and not isinstance(value, int)):
             return False
         value = value.item() if isinstance(value, np.ndarray) else value
         if isinstance(value, (int, np.integer)):
@@ -151,7 +115,7 @@ class Options(Constraint):
     def describe(self) -> str:
         return "one of " + ", ".join(repr(c) for c in self.choices)
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         return isinstance(value, str) and value in self.choices
 
     def invalid(self) -> list:
@@ -165,7 +129,7 @@ class Boolean(Constraint):
     def describe(self) -> str:
         return "True or False"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         return isinstance(value, (bool, np.bool_))
 
     def convert(self, value):
@@ -180,7 +144,7 @@ class _NoneConstraint(Constraint):
     def describe(self) -> str:
         return "None"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         return value is None
 
     def invalid(self) -> list:
@@ -200,7 +164,7 @@ class Instance(Constraint):
     def describe(self) -> str:
         return self.what or f"a {self.cls.__name__}"
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         return isinstance(value, self.cls) and (self.test is None or bool(self.test(value)))
 
     def invalid(self) -> list:
@@ -208,16 +172,17 @@ class Instance(Constraint):
 
 
 class Function(Constraint):
-    """A callable (its signature in ``what``)."""
+    """A callable (its signature in ``what``); a class only with ``classes=True`` (a class passed for a
+    function is usually a mistake: a factory that builds objects is then asked for explicitly)."""
 
-    def __init__(self, what: str = "a callable", hint: str = ""):
-        self.what, self.hint = what, hint
+    def __init__(self, what: str = "a callable", hint: str = "", *, classes: bool = False):
+        self.what, self.hint, self.classes = what, hint, classes
 
     def describe(self) -> str:
         return self.what
 
-    def accepts(self, value) -> bool:
-        return callable(value) and not isinstance(value, type)
+    def accepts(self, value, strict: bool = False) -> bool:
+        return callable(value) and (self.classes or not isinstance(value, type))
 
     def invalid(self) -> list:
         return [None, 3, "f", [len]]
@@ -232,21 +197,28 @@ class SequenceOf(Constraint):
 
     def describe(self) -> str:
         inc = "strictly increasing " if self.increasing else ""
-        return f"a sequence of at least {self.min_len} {inc}values, each {self.item.describe()}"
+        size = f"at least {self.min_len} " if self.min_len else ""
+        return f"a sequence of {size}{inc}values, each {self.item.describe()}"
 
-    def _items(self, value):
-        if isinstance(value, np.ndarray):
+    def _items(self, value, strict: bool = False):
+        if isinstance(value, np.ndarray) and not strict:
             return list(value) if value.ndim == 1 else None
-        return list(value) if isinstance(value, (list, tuple)) else None
+        return list(value) if isinstance(value, list if strict else (list, tuple)) else None
 
-    def accepts(self, value) -> bool:
-        items = self._items(value)
-        if items is None or len(items) < self.min_len or not all(self.item.accepts(v) for v in items):
+    def accepts(self, value, strict: bool = False) -> bool:
+        items = self._items(value, strict)
+        if items is None or len(items) < self.min_len or not all(self.item.accepts(v, strict) for v in items):
             return False
         return not (self.increasing and any(b <= a for a, b in zip(items, items[1:])))
 
+    def check(self, value, name: str, caller: str):
+        items = self._items(value, is_section(caller)) or []
+        for i, v in enumerate(items if len(items) >= self.min_len else []):
+            self.item.check(v, f"{name}[{i}]", caller)  # a bad entry is named: n_values[1]
+        return super().check(value, name, caller)
+
     def convert(self, value):
-        return [self.item.convert(v) for v in self._items(value)]
+        return [self.item.convert(v) for v in self._items(value)]  # (a strict value is a list: same items)
 
     def invalid(self) -> list:
         bad = ["abc", 5, None, [], np.ones((2, 2))] + [[v] * max(self.min_len, 1) for v in self.item.invalid()[:4]]
@@ -268,7 +240,7 @@ class MappingOf(Constraint):
     def describe(self) -> str:
         return f"a dict of name -> non-empty list of distinct values, names among {sorted(self.items)}"
 
-    def _problem(self, value, name: str):
+    def _problem(self, value, name: str, strict: bool = False):
         """(entry name, what is wrong) of the first bad entry, or None."""
         if not isinstance(value, dict) or not value:
             return name, f"must be {self.describe()}, e.g. {{'beta': [0.5, 1.0]}}; got {_show(value)}"
@@ -289,18 +261,18 @@ class MappingOf(Constraint):
             if len(set(map(repr, vals))) != len(vals):
                 return entry, f"repeats a value; got {vals}"
             for v in vals:
-                if not self.items[key].accepts(v):
+                if not self.items[key].accepts(v, strict):
                     return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}"
         return None
 
-    def accepts(self, value) -> bool:
-        return self._problem(value, "") is None
+    def accepts(self, value, strict: bool = False) -> bool:
+        return self._problem(value, "", strict) is None
 
     def check(self, value, name: str, caller: str):
-        problem = self._problem(value, name)
+        problem = self._problem(value, name, is_section(caller))
         if problem is not None:
             fix = f" {self.hint}" if self.hint else ""
-            raise InvalidParameterError(f"The {problem[0]!r} parameter of {caller} {problem[1]}.{fix}")
+            raise InvalidParameterError(f"{subject(problem[0], caller)} {problem[1]}.{fix}")
         return self.convert(value)
 
     def convert(self, value):
@@ -323,8 +295,8 @@ class AnyOf(Constraint):
     def describe(self) -> str:
         return " or ".join(c.describe() for c in self.options)
 
-    def accepts(self, value) -> bool:
-        return any(c.accepts(value) for c in self.options)
+    def accepts(self, value, strict: bool = False) -> bool:
+        return any(c.accepts(value, strict) for c in self.options)
 
     def convert(self, value):
         return next(c for c in self.options if c.accepts(value)).convert(value)

@@ -10,7 +10,7 @@ import numpy as np
 from .arrays import check_points, check_real_array, check_square_stack
 from .declarations import Relation
 from .errors import InvalidParameterError
-from .params import Constraint
+from .params import Constraint, subject
 from .states import check_states
 from .validation import check_rng
 
@@ -24,7 +24,7 @@ class CheckedBy(Constraint):
     """A constraint whose :meth:`check` does the work (a checker that converts or raises): it
     accepts what ``check`` lets through and converts as ``check`` does."""
 
-    def accepts(self, value) -> bool:
+    def accepts(self, value, strict: bool = False) -> bool:
         try:
             self.check(value, "value", "")
         except InvalidParameterError:
@@ -36,7 +36,7 @@ class CheckedBy(Constraint):
 
 
 class Array(CheckedBy):
-    """A real array (:func:`~particles._core.validation.check_real_array`: float64, no ragged,
+    """A real array (:func:`~particles._core.arrays.check_real_array`: float64, no ragged,
     complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
     ``min_size`` entries at least and finite entries unless ``finite=False``."""
 
@@ -48,12 +48,12 @@ class Array(CheckedBy):
         return self.what
 
     def check(self, value, name: str, caller: str):
-        try:
-            return check_real_array(value, f"{name!r} parameter", caller, ndim=self.ndim, finite=self.finite,
+        try:  # (the checker's messages open with their subject: give it the one of every refusal)
+            return check_real_array(value, subject(name, caller), "", ndim=self.ndim, finite=self.finite,
                                     min_size=self.min_size, expected=self.what)
         except InvalidParameterError as exc:
             fix = f" {self.hint}" if self.hint else ""
-            raise InvalidParameterError(f"The {exc}{fix}") from None
+            raise InvalidParameterError(f"{exc}{fix}") from None
 
     def invalid(self) -> list:
         bad = [None, "abc", {"a": 1}, 1j, [1.0, 2j], [[1.0], [1.0, 2.0]], np.array([True, False]),
@@ -87,9 +87,8 @@ class Checked(CheckedBy):
             msg, fix = str(exc), f" {self.hint}" if self.hint else ""
             for prefix in (f"The {name!r} parameter ", f"{name} "):
                 if msg.startswith(prefix):
-                    raise InvalidParameterError(
-                        f"The {name!r} parameter of {caller} {msg[len(prefix):]}{fix}") from None
-            raise InvalidParameterError(f"The {name!r} parameter of {caller}: {msg}{fix}") from None
+                    raise InvalidParameterError(f"{subject(name, caller)} {msg[len(prefix):]}{fix}") from None
+            raise InvalidParameterError(f"{subject(name, caller)}: {msg}{fix}") from None
 
 
     def invalid(self) -> list:

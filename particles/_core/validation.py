@@ -1,6 +1,8 @@
 """Validation at the public boundary, shared by every headflow layer.
 
-Contract: each checker either returns a clean float64 value (a contiguous array or a
+The ``check_*`` helpers are one-line calls of the constraints of :mod:`particles._core.params` (the
+one implementation of every rule and of the message form) for code that checks a value outside a
+declaration. Contract: each checker either returns a clean float64 value (a contiguous array or a
 Python float) or raises an :class:`InvalidParameterError` whose message names the
 parameter, the caller, what was expected, what was received and how to fix it. Internal
 code trusts what these functions return and never re-validates.
@@ -13,6 +15,7 @@ import numbers
 import numpy as np
 
 from .errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from .params import NONE, AnyOf, Boolean, Function, Instance, Interval, Options, SequenceOf
 
 __all__ = [
     "InvalidParameterError",
@@ -45,47 +48,17 @@ def check_param(
     integer: bool = False,
     allow_inf: bool = False,
 ):
-    """Validate a real scalar parameter against an interval.
-
-    Returns ``float(value)`` (or ``int(value)`` when ``integer=True``).
-    """
-    kind = "an integer" if integer else "a float"
-    lo = "-inf" if low is None else repr(low)
-    hi = "inf" if high is None else repr(high)
-    interval = f"{'(' if low_open or low is None else '['}{lo}, {hi}{')' if high_open or high is None else ']'}"
-    msg = f"The {name!r} parameter{_fmt(caller)} must be {kind} in {interval}. Got {value!r} instead."
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value.item()
-        else:
-            raise InvalidParameterError(msg)
-    try:
-        as_float = float(value)
-    except OverflowError:  # an int beyond float64
-        raise InvalidParameterError(msg) from None
-    if integer:
-        if not as_float.is_integer():
-            raise InvalidParameterError(msg)
-        value = int(value)
-    else:
-        value = as_float
-    if np.isnan(as_float) or (np.isinf(as_float) and not allow_inf):
-        raise InvalidParameterError(msg)
-    if low is not None and (value < low or (low_open and value == low)):
-        raise InvalidParameterError(msg)
-    if high is not None and (value > high or (high_open and value == high)):
-        raise InvalidParameterError(msg)
-    return value
+    """Validate a real scalar parameter against an interval: :class:`~particles._core.params.Interval`
+    (an integer one when ``integer=True``; ``allow_inf`` admits +inf). Returns ``float(value)`` (or
+    ``int(value)``)."""
+    closed = {(False, False): "both", (True, False): "right", (False, True): "left"}.get((low_open, high_open),
+                                                                                          "neither")
+    return Interval(low, high, closed=closed, inf=allow_inf, integer=integer).check(value, name, caller)
 
 
 def check_choice(value, name: str, choices, caller: str = ""):
-    """Validate that ``value`` is one of ``choices`` (a dict's keys or a sequence)."""
-    options = sorted(choices)
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be one of {options}; got {value!r}."
-        )
-    return value
+    """Validate that ``value`` is one of ``choices`` (a dict's keys or a sequence): :class:`Options`."""
+    return Options(*sorted(choices)).check(value, name, caller)
 
 
 def _typename(value) -> str:
@@ -93,35 +66,20 @@ def _typename(value) -> str:
 
 
 def check_bool(value, name: str, caller: str = "") -> bool:
-    """Validate a flag: ``True``/``False`` (or a numpy bool), nothing else."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be True or False. Got {value!r} instead."
-        )
-    return bool(value)
+    """Validate a flag: ``True``/``False`` (or a numpy bool), nothing else: :class:`Boolean`."""
+    return Boolean().check(value, name, caller)
 
 
 def check_callable(fn, name: str, caller: str = "", *, signature: str = "", allow_none: bool = False):
-    """Validate that ``fn`` is callable (``None`` passes through when ``allow_none``)."""
-    if fn is None and allow_none:
-        return None
-    if not callable(fn):
-        sig = f" {signature}" if signature else ""
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a callable{sig}. Got {_typename(fn)} instead."
-        )
-    return fn
+    """Validate that ``fn`` is callable (``None`` passes through when ``allow_none``): :class:`Function`."""
+    rule = Function(f"a callable {signature}".rstrip(), classes=True)
+    return (AnyOf(NONE, rule) if allow_none else rule).check(fn, name, caller)
 
 
 def check_instance(obj, cls, name: str, caller: str = "", *, hint: str = ""):
-    """Validate ``isinstance(obj, cls)``; ``hint`` says how to build a valid one."""
-    if not isinstance(obj, cls):
-        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a {names}. Got {_typename(obj)} instead."
-            + (f" {hint}" if hint else "")
-        )
-    return obj
+    """Validate ``isinstance(obj, cls)``; ``hint`` says how to build a valid one: :class:`Instance`."""
+    names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+    return Instance(cls, what=f"a {names}", hint=hint).check(obj, name, caller)
 
 
 def check_rng(rng, name: str = "rng", caller: str = "") -> np.random.Generator:
@@ -141,23 +99,10 @@ def check_rng(rng, name: str = "rng", caller: str = "") -> np.random.Generator:
 
 
 def check_names(names, name: str, choices, caller: str = "") -> list:
-    """Validate a sequence of names, each one of ``choices``; a bare string is refused
-    (iterating it would ask for its letters)."""
-    if isinstance(names, (str, bytes)):
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a list of names; got the string {names!r}. "
-            f"Wrap it in a list: [{names!r}]."
-        )
-    try:
-        out = list(names)
-    except TypeError:
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a list of names from {sorted(choices)}. "
-            f"Got {_typename(names)} instead."
-        ) from None
-    for item in out:
-        check_choice(item, name, choices, caller)
-    return out
+    """Validate a sequence of names, each one of ``choices``: :class:`SequenceOf` :class:`Options`; a bare
+    string is refused (iterating it would ask for its letters)."""
+    hint = f"Wrap it in a list: [{names!r}]." if isinstance(names, str) else ""
+    return SequenceOf(Options(*sorted(choices)), min_len=0, hint=hint).check(names, name, caller)
 
 
 #: every exception type raised on purpose by headflow (bad input or a failed solve)

@@ -16,7 +16,7 @@ from .._core.errors import InvalidParameterError, SolverError
 from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
-from .._core.validation import check_bool, check_choice, check_instance, check_param, check_rng
+from .._core.validation import check_rng
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field, field_fingerprint
 from .saving import SaveAt, Saver, Trajectory
@@ -152,15 +152,13 @@ def simulate(
     >>> traj.x.shape, bool(np.allclose(np.linalg.norm(traj.x, axis=-1), 1))
     ((2, 3, 3), True)
     """
-    caller = "simulate"
-    stepper, method = _checked_stepper(method, caller)
-    check_choice(on_failure, "on_failure", {"raise", "return"}, caller)
+    caller = "simulate"  # (the declaration checked every argument; what follows relates and converts them)
+    stepper, method = _stepper(method), (method.name if isinstance(method, Stepper) else method)
     fingerprint = field_fingerprint(field)
     field = as_field(field, geometry, caller)
     x = field.check_x(x0, "x0")
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
-    progress = check_bool(progress, "progress", caller)
     save = _check_save(save, method, caller)
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
@@ -191,18 +189,9 @@ def simulate(
                             fingerprint=fingerprint)
 
 
-def _checked_stepper(method, caller: str):
-    """(stepper, name) of ``method``: a name of :data:`STEPPERS` or a :class:`Stepper` of one's own."""
-    if not isinstance(method, Stepper):
-        check_choice(method, "method", STEPPERS, caller)
-    stepper = _stepper(method)
-    return stepper, (method.name if isinstance(method, Stepper) else method)
-
-
 def _check_save(save, method: str, caller: str) -> SaveAt:
     """The run's :class:`SaveAt` (default: the start and the end)."""
     save = SaveAt() if save is None else save
-    check_instance(save, SaveAt, "save", caller, hint="Use particles.SaveAt(ts=..., every=..., fn=...).")
     if save.every is not None and method == "dopri5_systems":
         # its outer steps only land on the save targets: each system takes steps of its own
         raise InvalidParameterError(
@@ -253,31 +242,24 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
 
 
 def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every, controller):
-    """Validated times, step, noise amplitude and the loop's options."""
-    caller = "simulate"
-    t0 = check_param(t0, "t0", caller)
-    t1 = check_param(t1, "t1", caller)
+    """The times, step, noise amplitude and loop options, related to each other (each was checked alone by
+    simulate's declaration)."""
     if t1 <= t0:
         raise InvalidParameterError(f"t1 must be greater than t0 = {t0:g}; got t1 = {t1:g}.")
     if dt is None:
         if not stepper.adaptive and controller is None:
             raise InvalidParameterError(f"method {method!r} is fixed-step: pass dt.")
         dt = (t1 - t0) / 100  # a first trial step; the controller decides from there
-    dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
     if dt > t1 - t0 and not stepper.adaptive and controller is None:
         # a fixed step longer than the run would silently become one step of t1 - t0
         raise InvalidParameterError(
-            f"dt = {dt:g} of {caller} is longer than the run t1 - t0 = {t1 - t0:g}: method {method!r} takes fixed "
+            f"dt = {dt:g} of simulate is longer than the run t1 - t0 = {t1 - t0:g}: method {method!r} takes fixed "
             f"steps, so it would take one step of {t1 - t0:g}. Pass dt <= {t1 - t0:g} (e.g. dt = {(t1 - t0) / 100:g}"
             ") or a later t1.")
-    kappa = check_param(kappa, "kappa", caller, low=0.0, low_open=True, allow_inf=True)
     if np.isfinite(kappa) and not stepper.stochastic:
         raise InvalidParameterError(f"kappa={kappa:g} adds noise: use method='euler_maruyama' (got {method!r}).")
     sigma = float(np.sqrt(2.0 / kappa)) if np.isfinite(kappa) else 0.0
-    opts = dict(rtol=check_param(rtol, "rtol", caller, low=0.0, low_open=True),
-                atol=check_param(atol, "atol", caller, low=0.0, low_open=True),
-                max_steps=check_param(max_steps, "max_steps", caller, low=1, integer=True),
-                check_every=check_param(check_every, "check_every", caller, low=1, integer=True))
+    opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, check_every=check_every)
     return t0, t1, dt, sigma, opts
 
 

@@ -50,7 +50,7 @@ def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geom
 def Model(*, kinds=None, symmetric: bool = False, geometries=None, hint: str = "") -> Checked:
     """The declared form of :func:`check_model`: a MultiHead (of the given kinds, geometries, symmetry)."""
     what = "a particles.MultiHead" + (f" of kind in {sorted(kinds)}" if kinds else "")
-    bad = [None, "model", 3, np.eye(3)]
+    bad = [None, "model", 3, np.eye(3)] + ([MultiHead(np.triu(np.ones((3, 3))))] if symmetric else [])
 
     def check(value, name, caller):
         return check_model(value, caller, kinds=kinds, symmetric=symmetric, geometries=geometries, name=name)

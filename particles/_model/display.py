@@ -37,7 +37,7 @@ def heads_summary(model) -> str:
 
 def _fields(model) -> list[tuple[str, str]]:
     heads = f"{model.n_heads} head{'s' if model.n_heads > 1 else ''}"
-    return [("heads", f"{heads} on {'S^' + str(model.d - 1) if model.geometry == 'sphere' else 'R^' + str(model.d)}"
+    return [("heads", f"{heads} on {'S^' + str(model.d - 1) if model.geom.on_sphere else 'R^' + str(model.d)}"
                       f" (d = {model.d})"),
             ("kind", model.kind), ("beta", f"{model.beta:g}"), ("matrices", heads_summary(model)),
             ("log_time_scale", f"{model.log_time_scale:g}"), ("summation", f"{model.summation} (tol {model.tol:g})"),

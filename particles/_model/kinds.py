@@ -56,6 +56,17 @@ class Kind:
     exp_rule: str | None = None
     beta_free: bool = False
 
+    @property
+    def normalised(self) -> bool:
+        """The output is the attention mean :math:`S_i/Z_i` (``exp_rule`` "mean"): the mean-field
+        velocity divides each head's sum by its partition function."""
+        return self.exp_rule == "mean"
+
+    def time_shift(self, log_time_scale: float) -> float:
+        """The c of the factor :math:`e^{-c}` the output carries: the model's log time scale for the
+        partition-scaled rule (USA), 0 for every other kind (their time is not rescaled)."""
+        return log_time_scale if self.exp_rule == "partition" else 0.0
+
 
 def safe_exp(a) -> np.ndarray:
     """exp that returns +inf past the float64 range instead of warning."""

@@ -59,6 +59,7 @@ from .kinds import (
     ATTENTION_KINDS,
     KINDS,
     UPDATES,
+    Kind,
     LogOverflow,
     apply_update,
     check_fast,
@@ -250,13 +251,13 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     def _output(self, x: np.ndarray, h: int, p: HeadSums, n_sources: int | None = None) -> np.ndarray:
         n = x.shape[0] if n_sources is None else n_sources
         try:
-            return ATTENTION_KINDS[self.kind].output(p, self.W[h].T, n, self.log_time_scale)
+            return self.attention.output(p, self.W[h].T, n, self.log_time_scale)
         except LogOverflow as exc:
             raise SolverError(usa_overflow_message(h, exc.args[0], self.beta, x)) from None
 
     def velocity_scale(self, n: int) -> float:
         r"""The factor of :math:`\sum_h f^h_i` in the velocity (1/n for USA heads, else 1)."""
-        return ATTENTION_KINDS[self.kind].scale(n)
+        return self.attention.scale(n)
 
     # ---------------------------------------------------------------- public API
     def head_outputs(self, x) -> np.ndarray:
@@ -267,7 +268,13 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     @property
     def gradient_flow(self) -> bool:
         """True when the field is n · grad E_multi (Theorem 11): USA heads, C3, C4, no mask, standard update."""
-        return self.kind == "usa" and self.symmetric and self.aligned and not self.causal and self.update == "standard"
+        partition = self.attention.exp_rule == "partition"  # (USA's rule)
+        return partition and self.symmetric and self.aligned and not self.causal and self.update == "standard"
+
+    @property
+    def attention(self) -> Kind:
+        """The registry entry of this model's kind (:data:`particles.extend.ATTENTION_KINDS`): its rules."""
+        return ATTENTION_KINDS[self.kind]
 
     @property
     def variant(self) -> bool:

@@ -58,6 +58,7 @@ from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import Options
 from .._core.params_data import Array
+from .._core.sphere import FLAT, GEOMETRIES
 from .._core.validation import check_choice
 from .multihead import MultiHead
 
@@ -249,7 +250,7 @@ class AttentionWeights:
             Passed to :class:`~particles.MultiHead`; ``causal`` defaults to the layer's.
         """
         check_choice(bias, "bias", BIAS_MODES, "AttentionWeights.to_multihead")
-        if bias == "augment" and geometry != "flat":
+        if bias == "augment" and GEOMETRIES.get(geometry, FLAT).on_sphere:  # (an unknown one: MultiHead says)
             raise InvalidParameterError(
                 "bias='augment' of AttentionWeights.to_multihead adds the constant coordinate 1 to every token, which "
                 f"is not on the sphere: pass geometry='flat' (got {geometry!r}), or bias='drop' for the sphere."

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.arrays import check_square_stack
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import Function
-from .checks import Model, check_model
+from .checks import Model
 from .multihead import MultiHead
 
 __all__ = ["TimeDependent"]
@@ -48,14 +49,6 @@ class TimeDependent:
     weights_fn: object
     template: MultiHead
 
-    def __post_init__(self):
-        if not callable(self.weights_fn):
-            raise InvalidParameterError(
-                f"The 'weights_fn' parameter of TimeDependent must be a callable t -> (M, W); "
-                f"got {type(self.weights_fn).__name__}."
-            )
-        check_model(self.template, "TimeDependent")
-
     @property
     def geometry(self) -> str:
         """The template's geometry: the field integrates where its models live."""
@@ -77,9 +70,17 @@ class TimeDependent:
                 f"weights_fn of TimeDependent must return a pair (M, W); got {type(out).__name__} at t={t:g}."
             )
         tm = self.template
-        M, W = out
+        # the returned matrices are named by the call that made them (not by MultiHead.replace below)
+        M, W = (a if a is None else check_square_stack(a, f"{n} = weights_fn({t:g})[{i}]", caller="TimeDependent")
+                for i, (n, a) in enumerate(zip("MW", out)))  # (W None: W = M, as in MultiHead)
         # every other field of the template carries over (replace is generated from the fields)
-        model = tm.replace(M=M, W=W)
+        try:
+            model = tm.replace(M=M, W=W)
+        except InvalidParameterError as exc:  # (replace's message would name replace's M, not the user's callable)
+            raise InvalidParameterError(
+                f"weights_fn of TimeDependent returned unusable matrices at t={t:g}: {exc} Make weights_fn(t) "
+                "return finite arrays (M, W) of shape (H, d, d) at every time of the run."
+            ) from None
         if model.d != tm.d:
             # the tokens have the template's dimension: other matrices would fail deep inside a matmul
             raise InvalidParameterError(

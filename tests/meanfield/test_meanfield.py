@@ -160,6 +160,20 @@ def test_meanfield_bad_input(rng):
         mf.measure_velocity(MultiHead(np.eye(2), kind="relu"), pts)
 
 
+def test_first_variation_refuses_a_non_symmetric_score():
+    # for M != M^T the first variation of E has two halves, e^{beta<y_k, M y_l>} and e^{beta<y_l, M y_k>}
+    M = np.array([[1.0, 0.5], [0.0, 1.0]])
+    with pytest.raises(InvalidParameterError, match=r"'model' parameter of first_variation: M must be symmetric.*"
+                                                    r"max \|M_h - M_h\^T\| = 0.5"):
+        mf.first_variation(MultiHead(M, beta=1.0, kind="usa"), np.eye(2))
+    # the symmetric part is accepted, and is the derivative of the energy along mass moves v (sum v = 0)
+    S = MultiHead((M + M.T) / 2, beta=1.0, kind="usa")
+    y, p, e = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, -1.0]]), np.array([0.2, 0.3, 0.5]), 1e-5
+    for v in (np.array([1.0, -1.0, 0.0]), np.array([0.0, 1.0, -1.0])):
+        numeric = (mf.measure_energy(S, y, p + e * v) - mf.measure_energy(S, y, p - e * v)) / (2 * e)
+        assert mf.first_variation(S, y, p) @ v == pytest.approx(numeric, rel=1e-7)
+
+
 def sphere_measure(m):
     pts, _ = mf.fibonacci_sphere(m)
     mesh = mf.SphereMesh.from_points(pts)

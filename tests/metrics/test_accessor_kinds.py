@@ -1,4 +1,4 @@
-"""ds.attn on trajectory, sweep and study Datasets; time by value; registration by `import headflow`."""
+"""ds.attn on trajectory, sweep and study Datasets; time by value; registration by `import metrics`."""
 
 import json
 import pathlib
@@ -89,10 +89,12 @@ def test_accessor_on_a_study():
         ds.attn.plot_limit_study("n_clusters")
 
 
-def test_import_headflow_registers_attn_lazily():
-    code = ("import sys, json, headflow; import xarray as xr; heavy = 'ot' in sys.modules; "
-            "ds = xr.Dataset({'a': ('time', [1.0])}, coords={'time': [0.0]}); kind = ds.attn.kind; "
-            "print(json.dumps({'heavy_before_use': heavy, 'kind': kind}))")
+def test_importing_metrics_registers_attn_and_nothing_else_does():
+    # as cf_xarray: the accessor comes with the package that defines it, not with xarray or the umbrella
+    code = ("import sys, json, headflow; import xarray as xr; before = hasattr(xr.Dataset, 'attn'); "
+            "hooks = [type(f).__name__ for f in sys.meta_path if 'headflow' in type(f).__module__]; "
+            "import headflow.metrics; ds = xr.Dataset({'a': ('time', [1.0])}, coords={'time': [0.0]}); "
+            "print(json.dumps({'before': before, 'hooks': hooks, 'kind': ds.attn.kind}))")
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"heavy_before_use": False, "kind": "other"}
+    assert json.loads(out.stdout) == {"before": False, "hooks": ["_LayerAlias"], "kind": "other"}

@@ -69,7 +69,7 @@ def test_dask_engine_matches_serial():
 def test_sweep_bad_input():
     with pytest.raises(InvalidParameterError, match=r"grid. parameter of run_sweep has unknown key\(s\)"):
         run_sweep({"temperature": [1.0]})
-    with pytest.raises(InvalidParameterError, match="'metrics' parameter of run_sweep must be one of"):
+    with pytest.raises(InvalidParameterError, match=r"'metrics\[0\]' parameter of run_sweep must be one of"):
         run_sweep(GRID, metrics=("nope",))
     with pytest.raises(InvalidParameterError, match="engine.* must be one of .serial., .process. or a dask"):
         run_sweep({"beta": [1.0]}, t1=0.1, dt=0.05, engine="mpi")
@@ -104,7 +104,8 @@ def test_sweep_grid_validation():
         run_sweep({"d": [3, 3]})
     with pytest.raises(InvalidParameterError, match=r"'grid' parameter of run_sweep has unknown key\(s\) \['temp'\]"):
         run_sweep({"temp": [1.0]})
-    with pytest.raises(InvalidParameterError, match="must be a list of names; got the string 'n_clusters'"):
+    with pytest.raises(InvalidParameterError, match=r"'metrics' parameter of run_sweep must be a sequence of values, .*"
+                                                     r"got 'n_clusters' \(str\)\. Name them in a list"):
         run_sweep({"beta": [1.0]}, metrics="n_clusters")
 
 

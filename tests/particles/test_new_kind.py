@@ -6,7 +6,9 @@ The test copies ``particles`` into a temporary folder, edits one file of the cop
 copy, runs the kernel contract of ``tests/particles/test_kernel_contract.py`` (parametrised over
 ``particles.KINDS``, so it covers the new kind unchanged) and checks that ``MultiHead``,
 ``Ensemble`` and ``simulate`` take it. Files touched to add a kind: ``kinds.py`` (its entry); the
-tests that cover it are already there.
+tests that cover it are already there. A kind whose output is one of the two rules the mean field
+knows (``exp_rule``) reaches the mean-field solvers with no other edit: the second test adds one under
+a new name and runs the finite-volume and spectral schemes and the growth rates on it.
 """
 
 import os
@@ -70,3 +72,42 @@ def test_a_new_kind_is_one_registry_entry(tmp_path):
     assert contract.returncode == 0, contract.stdout[-3000:] + contract.stderr[-2000:]
     passed = int(contract.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1])
     assert passed >= 10  # the contract's kind-parametrised tests all ran on the new kind
+
+
+#: a kind with the attention-mean rule under a name the mean field has never seen
+MEAN_ENTRY = '''
+    "mean_rule": Kind("mean_rule", "exp", lambda p, Wt, n, c: p.mean @ Wt, lambda n: 1.0,
+                      lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), exp_rule="mean"),'''
+
+MEAN_CHECK = """
+import pathlib
+
+import numpy as np
+import meanfield as mf
+import particles
+from particles import MultiHead
+
+assert "mean_rule" in particles.extend.MEAN_FIELD_KINDS
+assert pathlib.Path(mf.__file__).parents[1] == pathlib.Path(particles.__file__).parents[1]  # (the copies)
+pts, areas = mf.circle_grid(64)
+mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: 1 + 0.5 * y[:, 0])
+new, ref = (MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind=k) for k in ("mean_rule", "softmax"))
+for scheme, options in (("fv_circle", {}), ("spectral", {"L": 32})):
+    a, b = (mf.wasserstein_ascent(mu0, m, t1=0.5, n_saves=3, scheme=scheme, **options) for m in (new, ref))
+    np.testing.assert_allclose(a.mass, b.mass, rtol=0, atol=1e-13)
+x = particles.sample_uniform(9, 2, 0)
+np.testing.assert_allclose(mf.measure_velocity(new, x), new.velocity(x), rtol=1e-12, atol=1e-14)
+np.testing.assert_allclose(mf.growth_rates(new), mf.growth_rates(ref), rtol=1e-14)
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_a_new_kind_of_a_known_rule_reaches_the_mean_field(tmp_path):
+    for package in ("particles", "meanfield"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    kinds = tmp_path / "particles" / "_model" / "kinds.py"
+    kinds.write_text(kinds.read_text().replace("ATTENTION_KINDS = {", "ATTENTION_KINDS = {" + MEAN_ENTRY))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", MEAN_CHECK], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

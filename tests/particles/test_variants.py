@@ -153,5 +153,13 @@ def test_bad_input(rng):
         TimeDependent(M, MultiHead(M))
     with pytest.raises(ValueError, match="weights_fn of TimeDependent must return a pair"):
         TimeDependent(lambda t: M, MultiHead(M))(0.0, np.eye(3))
+    # matrices that go bad later in the run: the message names the callable and the time, not MultiHead.replace
+    late_nan = TimeDependent(lambda t: (M * (np.nan if t > 0 else 1.0), M), MultiHead(M))
+    late_nan(0.0, np.eye(3))
+    with pytest.raises(ValueError, match=r"^M = weights_fn\(0.25\)\[0\] of TimeDependent must be finite; got 9 NaN"):
+        late_nan(0.25, np.eye(3))
+    late_w = TimeDependent(lambda t: (M, M if t < 1 else np.ones((2, 3, 3))), MultiHead(M))
+    with pytest.raises(ValueError, match=r"^weights_fn of TimeDependent returned unusable matrices at t=1: .*'W'"):
+        late_w(1.0, np.eye(3))
     with pytest.raises(ValueError, match="layers of simulate_layers must share d and geometry"):
         simulate_layers(np.eye(3), [MultiHead(M), MultiHead(np.eye(2))], dt=0.1)
