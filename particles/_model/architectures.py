@@ -19,7 +19,8 @@ safetensors file, its bytes, or a dict of numpy arrays, in one of the namings of
   heads are the layer's at equal positions, where RoPE is the identity).
 
 The number of heads is not stored in the tensors: pass ``n_heads`` (the model's config). The
-safetensors reader needs the optional extra: ``pip install "headflow[trained]"``.
+safetensors files are read with numpy alone (bf16 and fp16 included); the tokenizer of
+:mod:`metrics.sentences` needs the optional extra: ``pip install "headflow[trained]"``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean, Integer, Options
 from .._core.validation import check_param
 from .pretrained import AttentionWeights
+from .tensorfile import parse_safetensors, read_file
 
 __all__ = ["ARCHITECTURES", "Architecture", "read_tensors", "load_attention", "load_attention_layers",
            "detect_architecture", "require_extra"]
@@ -57,28 +59,28 @@ def require_extra(module: str):
 
 
 def read_tensors(source) -> dict:
-    """The tensors of ``source`` as a dict of numpy arrays (float32 stays float32 here;
-    :class:`AttentionWeights` converts to float64).
+    """The tensors of ``source`` as a dict of numpy arrays (float32 stays float32 here, bf16
+    becomes float32 exactly; :class:`AttentionWeights` converts to float64).
 
-    ``source`` is a path to a ``.safetensors`` file, the bytes of one, or a mapping of names to
-    arrays (returned as a dict, arrays untouched).
+    ``source`` is a path to a ``.safetensors`` file, the bytes of one (read by
+    :mod:`particles._model.tensorfile`, numpy alone: F64, F32, F16, BF16 and the integer types),
+    or a mapping of names to arrays (returned as a dict, arrays untouched). A damaged file
+    (empty, truncated, a header that is not JSON) is an :class:`InvalidParameterError` saying so.
     """
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, (bytes, bytearray)):
-        return dict(require_extra("safetensors.numpy").load(bytes(source)))
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return parse_safetensors(bytes(source), "the bytes given")
     if isinstance(source, (str, os.PathLike)):
+        if os.path.isdir(source):
+            raise InvalidParameterError(f"source of read_tensors: {os.fspath(source)!r} is a folder; pass the "
+                                        "path of the .safetensors file in it (e.g. model.safetensors).")
         if not os.path.isfile(source):
             raise InvalidParameterError(f"source of read_tensors: no file at {os.fspath(source)!r}; pass the path "
                                         "of a .safetensors file, its bytes, or a dict of numpy arrays.")
-        st = require_extra("safetensors.numpy")
-        try:
-            return dict(st.load_file(os.fspath(source)))
-        except Exception as exc:  # the Rust reader raises its own SafetensorError
-            raise InvalidParameterError(f"source of read_tensors: {os.fspath(source)!r} is not a readable "
-                                        f"safetensors file ({exc}).") from None
-    raise TypeError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; "
-                    f"got {type(source).__name__}.")
+        return read_file(source)
+    raise InvalidParameterError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; "
+                                f"got {type(source).__name__}.")
 
 
 @dataclass(frozen=True)
