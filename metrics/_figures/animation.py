@@ -24,7 +24,7 @@ from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interv
 from .._data.dataset import time_index
 from .plotting import AX
 
-__all__ = ["plot_angles", "plot_sphere", "animate"]
+__all__ = ["plot_angles", "plot_sphere", "animate", "MAX_FRAMES", "MAX_GIF_BYTES", "PROGRESS_FRAMES"]
 
 _DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
                what="an xarray.Dataset with a 'positions' variable (time, particle, component)",
@@ -42,6 +42,13 @@ def _pyplot():
 
 def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
     pos = ds["positions"].transpose("time", "particle", "component").values
+    bad = np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))
+    if bad.size:
+        times = ", ".join(f"{float(t):g}" for t in ds["time"].values[bad[:5]]) + (", ..." if bad.size > 5 else "")
+        raise InvalidParameterError(
+            f"The 'ds' parameter of {caller} has NaN or inf positions at {bad.size} saved time(s) ({times}; the run "
+            f"failed there, see ds.attrs['status']): nothing is drawn from them. Select the finite saves, e.g. "
+            f"ds.isel(time=slice(0, {int(bad[0])})).")
     d = pos.shape[-1]
     if d not in dims:
         raise InvalidParameterError(
@@ -172,7 +179,7 @@ def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: flo
     matplotlib.axes.Axes
     """
     pos = _positions(ds, "plot_sphere")
-    k = pos.shape[0] - 1 if time is None else time_index(ds, time, "time")
+    k = pos.shape[0] - 1 if time is None else time_index(ds, time, "plot_sphere")
     if ax is None:
         _, ax = _pyplot().subplots(figsize=(4.2, 4.2))
     frame = _view(elev, azim)
@@ -209,11 +216,53 @@ _PATH = Instance((str, os.PathLike), test=lambda p: pathlib.Path(p).suffix.lower
                  hint="Pick the suffix: '.mp4' if metrics.animation.ffmpeg_available(), else '.gif'.")
 
 
+#: the most frames an animation draws (about 7 minutes at 12 fps); raise ``stride`` beyond
+MAX_FRAMES = 5000
+#: the most bytes of frames a GIF may hold (Pillow keeps every frame in memory until the end)
+MAX_GIF_BYTES = 2**31
+#: above this many frames, ``progress=None`` shows a bar (a few seconds of drawing)
+PROGRESS_FRAMES = 50
+
+
+def _output_problem(path: pathlib.Path) -> str:
+    """Why an animation cannot be written at ``path`` (checked before any frame is drawn), or ''."""
+    from particles.extend import unwritable
+
+    if path.is_dir():
+        return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
+    folder = path.parent
+    if not folder.exists():
+        anchor = next((p for p in folder.parents if p.exists()), pathlib.Path("."))
+        if not anchor.is_dir():
+            return f"{str(path)!r} passes through {str(anchor)!r}, which is a file, not a folder"
+        return f"the folder {str(folder)!r} does not exist; create it first (pathlib.Path(...).mkdir(parents=True))"
+    if not folder.is_dir():
+        return f"{str(path)!r} passes through {str(folder)!r}, which is a file, not a folder"
+    exc = unwritable(folder)
+    return "" if exc is None else f"the folder {str(folder)!r} is not writable ({exc.strerror or exc})"
+
+
+def _frame_budget(n_times: int, stride: int, gif: bool, size: float, dpi: int) -> int:
+    """The number of frames, refused beyond :data:`MAX_FRAMES` (or :data:`MAX_GIF_BYTES` for a GIF)."""
+    n_frames = -(-n_times // stride)
+    if n_frames > MAX_FRAMES:
+        raise InvalidParameterError(
+            f"The 'stride' parameter of animate: {n_times} saves at stride {stride} make {n_frames} frames, more than "
+            f"{MAX_FRAMES}. Pass stride={-(-n_times // MAX_FRAMES)} or more (or select times: ds.isel(time=...)).")
+    n_bytes = n_frames * 4 * round(size * dpi) ** 2
+    if gif and n_bytes > MAX_GIF_BYTES:
+        raise InvalidParameterError(
+            f"The 'dpi' parameter of animate: {n_frames} GIF frames of {round(size * dpi)} pixels square hold "
+            f"{n_bytes / 1e9:.3g} GB in memory until the file is written (the limit is {MAX_GIF_BYTES / 1e9:.3g} GB). "
+            "Lower dpi or size, raise stride, or write an MP4 (frames are streamed to ffmpeg).")
+    return n_frames
+
+
 @declare(ds=_DS, path=_PATH,
          fps=Integer(1, 120), stride=Integer(1), dpi=Integer(20, 600), size=Interval(1, 20),
-         elev=_ANGLE, azim=_ANGLE)
+         elev=_ANGLE, azim=_ANGLE, progress=AnyOf(NONE, Boolean()))
 def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 80, size: float = 4.0,
-            elev: float = 25.0, azim: float = -60.0) -> pathlib.Path:
+            elev: float = 25.0, azim: float = -60.0, progress: bool | None = None) -> pathlib.Path:
     r"""Write an animation of the tokens, one frame per saved time (every ``stride``-th), as
     :func:`plot_sphere` draws them: on the circle (:math:`S^1`) or on the shaded sphere (:math:`S^2`).
 
@@ -232,11 +281,20 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
         Resolution and the figure's side in inches (the frame is ``size * dpi`` pixels square).
     elev, azim : float
         Viewing direction on :math:`S^2`, in degrees.
+    progress : bool, optional
+        A tqdm bar over the frames; None (default) shows one above :data:`PROGRESS_FRAMES` frames.
 
     Returns
     -------
     pathlib.Path
         The file written.
+
+    Raises
+    ------
+    InvalidParameterError
+        Before any frame is drawn: NaN or inf positions, an output path that is a folder, under a
+        file, in a missing or read-only folder, more than :data:`MAX_FRAMES` frames, or a GIF
+        whose frames would hold more than :data:`MAX_GIF_BYTES`.
 
     Examples
     --------
@@ -251,6 +309,10 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     """
     pos = _positions(ds, "animate")
     path = pathlib.Path(path)
+    problem = _output_problem(path)
+    if problem:
+        raise InvalidParameterError(f"The 'path' parameter of animate: {problem}. Nothing was drawn.")
+    n_frames = _frame_budget(pos.shape[0], stride, path.suffix.lower() == ".gif", size, dpi)
     writer = _writer(path, fps)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(size, size))
@@ -260,9 +322,14 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     dots = ax.scatter(np.zeros(pos.shape[1]), np.zeros(pos.shape[1]), lw=0.3, edgecolors="k", zorder=2)
     title = ax.set_title("", fontsize=9)
     fig.tight_layout()
+    from particles import tqdm_class
+
+    show = n_frames > PROGRESS_FRAMES if progress is None else progress
+    bar = tqdm_class()(total=n_frames, unit="frame", desc="animate", disable=not show)
     try:
         with writer.saving(fig, str(path), dpi):
             for k in range(0, pos.shape[0], stride):
+                bar.update(1)
                 xy, c, s = _screen(pos[k], colours, frame)
                 dots.set_offsets(xy)
                 dots.set_facecolors(c)
@@ -270,5 +337,6 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
                 title.set_text(_frame_title(ds, k))
                 writer.grab_frame()
     finally:
+        bar.close()
         plt.close(fig)
     return path

@@ -35,6 +35,7 @@ import numpy as np
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean, Integer, Options
+from .._core.params_data import Checked
 from .._core.validation import check_param
 from .pretrained import AttentionWeights
 from .tensorfile import parse_safetensors, read_file
@@ -242,11 +243,23 @@ class _Getter:
                 f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
 
 
+def _tensors(value, name, caller):
+    """The tensors of a source (:func:`read_tensors`), its refusals re-worded to name the parameter."""
+    try:
+        return read_tensors(value)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"The {name!r} parameter is not usable: "
+                                    f"{str(exc).removeprefix('source of read_tensors').lstrip(': ')}") from None
+
+
+#: a model's tensors: a .safetensors path, its bytes, or a dict of arrays (read once, at the call)
+SOURCE = Checked(_tensors, "the path of a .safetensors file, its bytes, or a dict of tensor name -> array",
+                 [None, 3, 2.5, "absent.safetensors", b"", b"\x05" + bytes(7), ["a"]])
 _ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))
 _HEADS = Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads).")
 
 
-@declare(layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
+@declare(source=SOURCE, layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
 def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | None = None,
                    fold_norm: bool = False) -> AttentionWeights:
     r"""One attention sublayer of a trained model as :class:`~particles.AttentionWeights`.
@@ -283,7 +296,7 @@ def load_attention(source, layer: int = 0, *, n_heads: int, architecture: str | 
     return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm)
 
 
-@declare(n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
+@declare(source=SOURCE, n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean())
 def load_attention_layers(source, *, n_heads: int, architecture: str | None = None,
                           fold_norm: bool = False) -> list[AttentionWeights]:
     """Every attention sublayer of a model, in order (:func:`load_attention`)."""
