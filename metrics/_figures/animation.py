@@ -22,9 +22,10 @@ import xarray as xr
 from particles.validation import NONE, AnyOf, Boolean, Instance, Integer, Interval, InvalidParameterError, declare
 
 from .._data.dataset import time_index
+from .._runs.progress import progress_bar
 from .plotting import AX
 
-__all__ = ["plot_angles", "plot_sphere", "animate", "MAX_FRAMES", "MAX_GIF_BYTES", "PROGRESS_FRAMES"]
+__all__ = ["plot_angles", "plot_sphere", "animate", "MAX_FRAMES", "MAX_GIF_BYTES"]
 
 _DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
                what="an xarray.Dataset with a 'positions' variable (time, particle, component)",
@@ -220,8 +221,6 @@ _PATH = Instance((str, os.PathLike), test=lambda p: pathlib.Path(p).suffix.lower
 MAX_FRAMES = 5000
 #: the most bytes of frames a GIF may hold (Pillow keeps every frame in memory until the end)
 MAX_GIF_BYTES = 2**31
-#: above this many frames, ``progress=None`` shows a bar (a few seconds of drawing)
-PROGRESS_FRAMES = 50
 
 
 def _output_problem(path: pathlib.Path) -> str:
@@ -282,7 +281,8 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     elev, azim : float
         Viewing direction on :math:`S^2`, in degrees.
     progress : bool, optional
-        A tqdm bar over the frames; None (default) shows one above :data:`PROGRESS_FRAMES` frames.
+        A tqdm bar over the frames: None (default) shows it once drawing has taken 2 s, True at
+        once, False never.
 
     Returns
     -------
@@ -322,14 +322,11 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     dots = ax.scatter(np.zeros(pos.shape[1]), np.zeros(pos.shape[1]), lw=0.3, edgecolors="k", zorder=2)
     title = ax.set_title("", fontsize=9)
     fig.tight_layout()
-    from particles import tqdm_class
-
-    show = n_frames > PROGRESS_FRAMES if progress is None else progress
-    bar = tqdm_class()(total=n_frames, unit="frame", desc="animate", disable=not show)
+    bar = progress_bar(progress, total=n_frames, desc="animation", unit="frame")
     try:
         with writer.saving(fig, str(path), dpi):
             for k in range(0, pos.shape[0], stride):
-                bar.update(1)
+                bar is None or bar.update(1)
                 xy, c, s = _screen(pos[k], colours, frame)
                 dots.set_offsets(xy)
                 dots.set_facecolors(c)
@@ -337,6 +334,6 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
                 title.set_text(_frame_title(ds, k))
                 writer.grab_frame()
     finally:
-        bar.close()
+        bar is None or bar.close()
         plt.close(fig)
     return path

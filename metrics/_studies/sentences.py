@@ -55,6 +55,7 @@ from particles.validation import (
 from .._data.dataset import KIND_ATTR, trajectory_to_dataset
 from .._data.heads import LAYERS
 from .._observables.clustering import cluster_labels
+from .._runs.progress import progress_bar
 from .model_files import bert_embeddings, packaged_model_zip, read_model_zip, tokenize  # noqa: F401 (re-exported)
 
 __all__ = ["sentence_flow", "tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip", "FLOW_DIAGNOSTICS"]
@@ -72,8 +73,6 @@ _POSITIVE = Interval(0, None, closed="neither")
 MAX_FLOW_STEPS = 1_000_000
 #: the most bytes a sentence flow's saved states may hold
 MAX_FLOW_SAVE_BYTES = 2**31
-#: above this many steps, ``progress=None`` shows a bar (a few seconds of work on a laptop)
-PROGRESS_STEPS = 2_000
 
 
 def _flow_budget(T: float, step: float, n_times: int, shape: tuple, max_steps: int, caller: str) -> int:
@@ -135,7 +134,8 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
         The run is refused before it starts when it would take more steps (default
         :data:`MAX_FLOW_STEPS`), or when its saves would hold more than :data:`MAX_FLOW_SAVE_BYTES`.
     progress : bool, optional
-        A tqdm bar; None (default) shows one for runs of more than :data:`PROGRESS_STEPS` steps.
+        A tqdm bar over the saves: None (default) shows it once the run has taken 2 s (the rule of
+        every study and sweep), True at once, False never.
 
     Returns
     -------
@@ -180,9 +180,14 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
         field, method = models[0], "rk4"
     ts = np.linspace(0.0, T, n_times)
     # a d x d matmul per head and token block: BLAS threads only contend on small n (head_geometry)
-    with threadpool_limits(limits=1, user_api="blas"):
-        traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=save_fn),
-                        max_steps=n_steps + 8, progress=n_steps > PROGRESS_STEPS if progress is None else progress)
+    bar = progress_bar(progress, total=n_times, desc="sentence flow", unit="save")
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=_counted(save_fn, bar)),
+                            max_steps=n_steps + 8)
+    finally:
+        if bar is not None:
+            bar.close()
     w0 = ws[0]
     config = {"n_layers": len(ws), "stack": int(stack), "layer_time": tau, "t1": T, "dt": step, "method": method,
               "beta": beta, "kind": "softmax", "geometry": "sphere", "bias": "drop", "eps": eps,
@@ -191,6 +196,19 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
     ds = _label_flow(ds, tokens)
     return ds
+
+
+def _counted(save_fn, bar):
+    """``save_fn`` that also advances the progress bar (if any) by one save."""
+    if bar is None:
+        return save_fn
+
+    def counted(t, x):
+        out = save_fn(t, x)
+        bar.update(1)
+        return out
+
+    return counted
 
 
 def _flow_saver(models, layer_at, eps):

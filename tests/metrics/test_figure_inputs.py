@@ -75,11 +75,16 @@ def test_too_many_frames_or_too_large_a_gif_is_refused(s2, tmp_path, monkeypatch
     assert not (tmp_path / "u.gif").exists()
 
 
-def test_animation_progress_past_the_threshold(s2, tmp_path, capsys, monkeypatch):
+def test_animation_progress_follows_the_library_rule(s2, tmp_path, capsys, monkeypatch):
+    """None: a bar once drawing has run AUTO_DELAY seconds (a quick animation stays silent)."""
+    from metrics._runs import progress
+
     metrics.animate(s2, tmp_path / "a.gif", dpi=20)
-    assert "animate" not in capsys.readouterr().err
-    monkeypatch.setattr(animation, "PROGRESS_FRAMES", 2)
-    metrics.animate(s2, tmp_path / "b.gif", dpi=20)
+    assert "animation" not in capsys.readouterr().err
+    metrics.animate(s2, tmp_path / "b.gif", dpi=20, progress=True)
+    assert "animation" in capsys.readouterr().err
+    monkeypatch.setattr(progress, "AUTO_DELAY", 0.0)
+    metrics.animate(s2, tmp_path / "c.gif", dpi=20)
     assert "5/5" in capsys.readouterr().err
 
 

@@ -155,19 +155,21 @@ def test_unbounded_work_is_refused_before_it_starts(synthetic, options, match):
         sentence_flow(ws[0], u, **options)
 
 
-def test_max_steps_allows_a_long_run_and_progress_shows_past_the_threshold(synthetic, capsys, monkeypatch):
+def test_max_steps_allows_a_long_run_and_progress_follows_the_library_rule(synthetic, capsys, monkeypatch):
     ws, u = synthetic
     with pytest.raises(InvalidParameterError, match="more than max_steps = 10"):
         sentence_flow(ws[0], u, t1=1.0, dt=0.05, max_steps=10)
     ds = sentence_flow(ws[0], u, t1=1.0, dt=0.05, max_steps=20)
-    assert ds.sizes["time"] == 5 and "simulate[" not in capsys.readouterr().err  # 20 steps: no bar
-    import metrics._studies.sentences as flow
+    assert ds.sizes["time"] == 5 and "sentence flow" not in capsys.readouterr().err  # quick: no bar
+    sentence_flow(ws[0], u, t1=1.0, dt=0.05, progress=True)
+    assert "5/5" in capsys.readouterr().err
+    from metrics._runs import progress
 
-    monkeypatch.setattr(flow, "PROGRESS_STEPS", 10)
+    monkeypatch.setattr(progress, "AUTO_DELAY", 0.0)  # None: a bar once the run has taken AUTO_DELAY seconds
     sentence_flow(ws[0], u, t1=1.0, dt=0.05)
-    assert "simulate[rk4]" in capsys.readouterr().err
+    assert "sentence flow" in capsys.readouterr().err
     sentence_flow(ws[0], u, t1=1.0, dt=0.05, progress=False)
-    assert "simulate[" not in capsys.readouterr().err
+    assert "sentence flow" not in capsys.readouterr().err
 
 
 def test_loaders_name_what_is_wrong(tmp_path):
