@@ -32,7 +32,7 @@ import os
 import pathlib
 import sys
 
-from ._budget import check_simulate_memory
+from ._budget import check_simulate_memory, check_study_memory, check_sweep_memory
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
     EXAMPLES,
     MODEL_FIELDS,
@@ -149,6 +149,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
+    check_sweep_memory(cfg)
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     _resume_note(store)
     try:
@@ -204,6 +205,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
+    check_study_memory(cfg)
     model = build_model(cfg["model"])
     st = cfg["study"]
     if st["dt"] > st["t1"]:

@@ -300,15 +300,25 @@ def test_config_that_is_a_folder_is_refused_as_a_folder(tmp_path, capsys):
     assert "is a folder, not a file" in err and "does not exist" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("section, line, key", [
-    ("run", "n = 10000000000", "[run] n"),
-    ("run", "n_saves = 10000000000", "[run] n_saves"),
-    ("model", "d = 1000000", "[model] d"),
+@pytest.mark.parametrize("command, text, key", [
+    ("simulate", "[run]\nn = 10000000000", "[run] n"),
+    ("simulate", "[run]\nn_saves = 10000000000", "[run] n_saves"),
+    ("simulate", "[model]\nd = 1000000", "[model] d"),
+    ("sweep", "[sweep]\nn_saves = 10000000000", "[sweep] n_saves"),
+    ("sweep", "[sweep]\ngrid = { n_particles = [10000000000] }", "[sweep] grid.n_particles"),
+    ("sweep", "[sweep]\ngrid = { d = [1000000] }", "[sweep] grid.d"),
+    ("sweep", "[model]\nd = 1000000", "[model] d"),
+    ("study", "[study]\nn_saves = 10000000000", "[study] n_saves"),
+    ("study", "[study]\nn_values = [50000, 100000]", "[study] n_values"),  # (on a machine with 1 MB free)
+    ("study", "[model]\nd = 1000000", "[model] d"),
 ])
-def test_config_too_large_for_memory_names_the_key_before_allocating(tmp_path, capsys, section, line, key):
+def test_config_too_large_for_memory_names_the_key_before_allocating(tmp_path, capsys, monkeypatch, command, text,
+                                                                     key):
+    if "50000" in text:
+        monkeypatch.setattr("headflow._budget.available_memory", lambda: 10**6)
     cfg = tmp_path / "big.toml"
-    cfg.write_text(f"[{section}]\n{line}\n")
-    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "o.nc"), "--no-progress"]) == 2
+    cfg.write_text(text + "\n")
+    assert cli.main([command, str(cfg), "--out", str(tmp_path / "o.nc"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{key} is too large" in err and "Nothing was allocated" in err and "Traceback" not in err
     assert not (tmp_path / "o.nc").exists()
