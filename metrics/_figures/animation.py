@@ -44,6 +44,9 @@ def _pyplot():
 def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
     pos = ds["positions"].transpose("time", "particle", "component").values
     bad = np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))
+    if bad.size == len(pos):
+        raise InvalidParameterError(f"The 'ds' parameter of {caller} has NaN or inf positions at every saved time: "
+                                    "the run failed from the start (see ds.attrs['status']); there is nothing to draw.")
     if bad.size:
         times = ", ".join(f"{float(t):g}" for t in ds["time"].values[bad[:5]]) + (", ..." if bad.size > 5 else "")
         raise InvalidParameterError(

@@ -93,6 +93,11 @@ def _tokenizer_text(value, name, caller):
         raise InvalidParameterError(
             f"The {name!r} parameter must be the JSON text of a tokenizer.json (starting with '{{') or "
             f"the path of one; got {_shown(value)}. Read it with read_model_zip(path)[1].")
+    try:
+        json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise InvalidParameterError(f"The {name!r} parameter is not valid JSON ({exc}); pass the whole text of a "
+                                    "tokenizer.json (read_model_zip(path)[1]).") from None
     return value
 
 

@@ -75,15 +75,18 @@ MAX_FLOW_STEPS = 1_000_000
 MAX_FLOW_SAVE_BYTES = 2**31
 
 
-def _flow_budget(T: float, step: float, n_times: int, shape: tuple, max_steps: int, caller: str) -> int:
+def _flow_budget(T: float, step: float, n_times: int, shape: tuple, max_steps: int, caller: str,
+                 by_saves: bool = False) -> int:
     """The step count of a flow, refused (naming the arguments to change) beyond ``max_steps`` or
-    when its saves would hold more than :data:`MAX_FLOW_SAVE_BYTES`."""
+    when its saves would hold more than :data:`MAX_FLOW_SAVE_BYTES`; ``by_saves``: the step is set by
+    the save interval (shorter than dt)."""
     n_steps = round(T / step)
     if n_steps > max_steps:
+        name, fix = ("saves_per_layer", "Lower saves_per_layer") if by_saves else ("dt", "Raise dt")
         raise InvalidParameterError(
-            f"The 'dt' parameter of {caller}: the flow to t = {T:.6g} with steps of {step:.3g} takes {n_steps:.3g} "
-            f"steps, more than max_steps = {max_steps}. Raise dt, shorten t1 (or layer_time), or pass a larger "
-            "max_steps if the run is meant to be that long.")
+            f"The {name!r} parameter of {caller}: the flow to t = {T:.6g} with steps of {step:.3g} takes "
+            f"{n_steps:.3g} steps, more than max_steps = {max_steps}. {fix}, shorten t1 (or layer_time), or pass a "
+            "larger max_steps if the run is meant to be that long.")
     n, d, H = shape
     n_bytes = 8 * n_times * (n * d + n * H + n + 4 * H + 16)
     if n_bytes > MAX_FLOW_SAVE_BYTES:
@@ -98,7 +101,7 @@ _TOKENS = AnyOf(NONE, SequenceOf(Instance(str, what="a str"), min_len=1,
                                  hint="Pass the token strings as a list, e.g. tokenize(...)[1]."))
 
 
-@declare(layers=LAYERS, x0=Points(min_n=2, hint="A flow needs at least 2 tokens (their cosines and clusters)."),
+@declare(layers=LAYERS, x0=Points(min_n=2),
          tokens=_TOKENS, layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
          eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)), max_steps=Integer(1),
          progress=AnyOf(NONE, Boolean()))
@@ -162,7 +165,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     per = max(1, math.ceil(tau / n_saves / dt - 1e-9))
     step = tau / n_saves / per  # whole steps per save interval, so per layer
     n_times = int(round(T / tau * n_saves)) + 1
-    n_steps = _flow_budget(T, step, n_times, (x0.shape[0], d, ws[0].n_heads), max_steps, caller)
+    n_steps = _flow_budget(T, step, n_times, (x0.shape[0], d, ws[0].n_heads), max_steps, caller, tau / n_saves < dt)
     if tokens is not None and len(tokens) != x0.shape[0]:
         raise InvalidParameterError(f"tokens of {caller} must name the {x0.shape[0]} tokens; got {len(tokens)}.")
     models = [w.to_multihead(beta=beta, kind="softmax", summation="exact") for w in ws]

@@ -38,6 +38,14 @@ def test_nan_positions_are_refused_before_drawing(s2, tmp_path, draw):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_run_that_failed_from_the_start_has_nothing_to_draw(s2, tmp_path):
+    bad = s2.copy(deep=True)
+    bad["positions"][:] = np.inf
+    with pytest.raises(InvalidParameterError, match="NaN or inf positions at every saved time.*nothing to draw"):
+        bad.attn.animate(tmp_path / "t.gif")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("where, match", [
     ("folder", "is a folder; pass a file path in it"),
     ("under_file", "which is a file, not a folder"),
