@@ -114,9 +114,9 @@ def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool) ->
         if existing is None:
             raise ConfigError(
                 f"--out {str(path)!r} exists and is not a {fmt} dataset written by a headflow command (no "
-                f"{STAMP_ATTR!r} attr matching its {'/'.join(MARKER_ATTRS)} attrs); headflow never replaces what it "
-                "did not write, even with --force. Choose another --out or move the file away."
-            )
+                f"{STAMP_ATTR!r} attr matching its {'/'.join(MARKER_ATTRS)} attrs; an output of a headflow older than "
+                "that stamp has none either); headflow never replaces what it did not write, even with --force. "
+                "Choose another --out or move the file away.")
         if existing == config_json:
             return True
         if not force:
