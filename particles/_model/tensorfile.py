@@ -87,12 +87,13 @@ def parse_safetensors(buf, where: str) -> dict:
         arr = np.frombuffer(data[begin:end], dtype=DTYPES[dtype]).reshape(shape)
         if dtype == "BF16":  # the 16 bits are the top half of a float32: shift them back into place
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
-        out[name] = arr
+        # own, writable arrays (as the safetensors package returns): no view keeps the buffer or the file open
+        out[name] = arr if dtype == "BF16" else arr.copy()
     return out
 
 
 def read_file(path) -> dict:
-    """:func:`parse_safetensors` of a file (memory-mapped: tensors are read when used)."""
+    """:func:`parse_safetensors` of a file (memory-mapped while the tensors are copied out)."""
     where = repr(os.fspath(path))
     try:
         if os.path.getsize(path) == 0:

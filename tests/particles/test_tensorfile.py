@@ -48,7 +48,8 @@ def test_float_widths_match_the_safetensors_package(dtype, code):
     theirs = st.load(st.save({"a": a}))["a"]
     assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
     assert np.array_equal(read_tensors(st.save({"a": a}))["a"], a)
-
+    ours[0, 0] = 7  # writable, own memory (as the package's)
+    assert ours.flags.owndata
 
 def test_a_bf16_checkpoint_loads_like_its_float32_original():
     rng = np.random.default_rng(1)
