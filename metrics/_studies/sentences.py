@@ -68,9 +68,9 @@ FLOW_DIAGNOSTICS = ("log_energy", "energy_multi", "energy_rate", "kinetic", "rat
 _POSITIVE = Interval(0, None, closed="neither")
 
 
-#: the most steps a sentence flow takes unless ``max_steps`` allows more (about an hour for a
-#: 12-head, 384-wide layer on tens of tokens on one core)
-MAX_FLOW_STEPS = 1_000_000
+#: the most steps a sentence flow takes unless ``max_steps`` allows more: hours for a BERT-size layer
+#: (12 heads, d = 384: a tenth of a second per RK4 step and more on one core), 5000 layers at dt = 0.05
+MAX_FLOW_STEPS = 100_000
 #: the most bytes a sentence flow's saved states may hold
 MAX_FLOW_SAVE_BYTES = 2**31
 
