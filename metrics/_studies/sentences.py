@@ -168,7 +168,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     n_steps = _flow_budget(T, step, n_times, (x0.shape[0], d, ws[0].n_heads), max_steps, caller, tau / n_saves < dt)
     if tokens is not None and len(tokens) != x0.shape[0]:
         raise InvalidParameterError(f"tokens of {caller} must name the {x0.shape[0]} tokens; got {len(tokens)}.")
-    models = [w.to_multihead(beta=beta, kind="softmax", summation="exact") for w in ws]
+    models = [_heads(w, beta) for w in ws]
 
     def layer_at(t):
         # layer k acts on [k tau, (k+1) tau); the 1e-6 absorbs round-off in the landed times
@@ -199,6 +199,19 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     ds = trajectory_to_dataset(traj, title=title, config=config, attrs=config)
     ds = _label_flow(ds, tokens)
     return ds
+
+
+def _heads(w: AttentionWeights, beta: float):
+    """The layer's softmax MultiHead; a layer whose M_h or W_h overflow float64 is refused naming it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(w.score_matrices()).all() and np.isfinite(w.value_matrices()).all()
+    if not finite:
+        big = max(float(np.abs(getattr(w, f)).max()) for f in ("Wq", "Wk", "Wv", "Wo"))
+        raise InvalidParameterError(
+            f"The 'layers' parameter of sentence_flow: layer {w.layer}'s weights reach {big:.3g}, so its score or "
+            "value matrices (products of two weights) exceed float64. These are not a trained model's weights: "
+            "check how they were loaded (a dtype or scale error).")
+    return w.to_multihead(beta=beta, kind="softmax", summation="exact")
 
 
 def _counted(save_fn, bar):

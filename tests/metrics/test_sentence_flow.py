@@ -156,6 +156,12 @@ def test_unbounded_work_is_refused_before_it_starts(synthetic, options, match):
         sentence_flow(ws[0], u, **options)
 
 
+def test_weights_whose_products_overflow_are_refused_naming_the_layer(rng):
+    w = particles.AttentionWeights(*(1e160 * rng.standard_normal((3, 2, 2, 6))), Wo=rng.standard_normal((2, 6, 2)))
+    with pytest.raises(InvalidParameterError, match=r"'layers' parameter of sentence_flow: layer 0's weights reach"):
+        sentence_flow(w, norm_sphere(rng.standard_normal((4, 6))))
+
+
 def test_max_steps_allows_a_long_run_and_progress_follows_the_library_rule(synthetic, capsys, monkeypatch):
     ws, u = synthetic
     with pytest.raises(InvalidParameterError, match="more than max_steps = 10"):
