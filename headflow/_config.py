@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import pathlib
+import sys
 
 try:
     import tomllib
@@ -242,7 +243,10 @@ def load_config(command: str, source) -> dict:
     schema = SCHEMAS[command]
     if isinstance(source, os.PathLike):  # a path; a str is the TOML text itself
         path = pathlib.Path(source)
-        if not path.is_file():
+        if path.is_dir():
+            raise ConfigError(f"config file {str(path)!r} is a folder, not a file; pass the TOML file itself "
+                              f"(`headflow {command} --example > run.toml` writes one).")
+        if not path.exists():  # (a pipe or <(...) is no regular file, yet exists and reads as one)
             raise ConfigError(f"config file {str(path)!r} does not exist; `headflow {command} --example` prints one.")
         try:
             text = path.read_bytes().decode("utf-8")  # TOML is UTF-8 by definition
@@ -254,6 +258,9 @@ def load_config(command: str, source) -> dict:
             raise ConfigError(f"config file {str(path)!r} cannot be read ({exc.strerror or exc}).") from None
     else:
         text = str(source)
+    if text.startswith("\ufeff"):  # a byte-order mark (Windows editors): TOML has none, the text is what follows
+        text = text[1:]
+        print("headflow: note: the config starts with a UTF-8 byte-order mark; it was ignored.", file=sys.stderr)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -7,17 +7,20 @@ The rules (each one tested in ``tests/test_cli_outputs.py``):
    output must be of the kind the format writes (a file for netCDF, a folder for zarr). A run
    that could not save its result never starts.
 2. **Only headflow's own outputs are replaced.** An existing output is replaced (with
-   ``--force``, when its config differs) only if it is a dataset headflow wrote: it opens, and
-   its attrs carry the provenance marker (``headflow_version`` and ``config``, written by
-   :func:`metrics.provenance`); a zarr folder must also hold nothing but zarr entries. Anything
-   else (a folder of the user's files, an unrelated netCDF file, an unreadable file) is refused,
-   ``--force`` or not, and left byte for byte as it was.
+   ``--force``, when its config differs) only if it is a dataset a headflow command wrote: it
+   opens, and its ``headflow_output`` attr holds the SHA-256 of its own ``config`` and
+   ``headflow_version`` attrs (:func:`output_stamp`, written by :func:`write_output`), which a
+   file cannot carry by accident (attrs merely *named* ``config`` and ``headflow_version`` are
+   not enough); a zarr folder must also hold nothing but zarr entries. Anything else (a folder
+   of the user's files, an unrelated netCDF file, an unreadable file, an output of a headflow
+   older than the stamp) is refused, ``--force`` or not, and left byte for byte as it was.
 3. **Atomic.** The dataset is written to ``<path>.part<pid>`` beside the target and renamed
    over it: a reader sees the old output or the whole new one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import re
@@ -25,12 +28,20 @@ import shutil
 
 from ._config import ConfigError
 
-__all__ = ["check_output", "write_output"]
+__all__ = ["check_output", "write_output", "output_stamp"]
 
 #: attrs that :func:`metrics.provenance` writes into every dataset of the commands
 MARKER_ATTRS = ("headflow_version", "config")
+#: the attr that proves a command wrote the dataset (:func:`output_stamp` of the two above)
+STAMP_ATTR = "headflow_output"
 #: names a zarr store (v2 or v3) holds: metadata files and chunk keys
 _ZARR_NAME = re.compile(r"zarr\.json|\.zarray|\.zattrs|\.zgroup|\.zmetadata|\d+(\.\d+)*")
+
+
+def output_stamp(config: str, version: str) -> str:
+    """SHA-256 of a command output's ``config`` and ``headflow_version`` attrs (its ownership stamp)."""
+    blob = "\0".join(("headflow command output", str(version), str(config)))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def _nearest_existing(path: pathlib.Path) -> pathlib.Path:
@@ -78,6 +89,8 @@ def _headflow_config(path: pathlib.Path, fmt: str) -> str | None:
         return None
     if not all(k in attrs for k in MARKER_ATTRS):
         return None
+    if str(attrs.get(STAMP_ATTR, "")) != output_stamp(attrs["config"], attrs["headflow_version"]):
+        return None  # lookalike attrs (or another tool's copy of them): not a headflow output
     return str(attrs["config"])
 
 
@@ -100,10 +113,10 @@ def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool) ->
         existing = _headflow_config(path, fmt)
         if existing is None:
             raise ConfigError(
-                f"--out {str(path)!r} exists and is not a {fmt} dataset written by headflow (no provenance attrs "
-                f"{'/'.join(MARKER_ATTRS)}); headflow never replaces what it did not write, even with --force. "
-                "Choose another --out or move the file away."
-            )
+                f"--out {str(path)!r} exists and is not a {fmt} dataset written by a headflow command (no "
+                f"{STAMP_ATTR!r} attr matching its {'/'.join(MARKER_ATTRS)} attrs; an output of a headflow older than "
+                "that stamp has none either); headflow never replaces what it did not write, even with --force. "
+                "Choose another --out or move the file away.")
         if existing == config_json:
             return True
         if not force:
@@ -121,6 +134,7 @@ def write_output(ds, path: pathlib.Path, fmt: str) -> None:
     the result stays in the part file and a :class:`ConfigError` says where.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    ds.attrs[STAMP_ATTR] = output_stamp(ds.attrs["config"], ds.attrs["headflow_version"])
     tmp = path.with_name(path.name + f".part{os.getpid()}")
     if fmt == "zarr":
         ds.to_zarr(tmp, mode="w", consolidated=False)  # consolidated metadata is not in the zarr v3 spec

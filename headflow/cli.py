@@ -34,6 +34,7 @@ import pathlib
 import sys
 import warnings
 
+from ._budget import check_simulate_memory, check_study_memory, check_sweep_memory
 from ._config import (  # noqa: F401  (the config API is part of this module's namespace)
     EXAMPLES,
     MODEL_FIELDS,
@@ -101,6 +102,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
+    check_simulate_memory(cfg)
     model = build_model(cfg["model"])
     run = cfg["run"]
     streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
@@ -149,10 +151,9 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
+    check_sweep_memory(cfg)
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
-    n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
-    if n_done:
-        print(f"resuming: {n_done} finished cell file(s) in {store}")
+    _resume_note(store)
     try:
         ds = metrics.run_sweep(
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
@@ -161,15 +162,30 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
             model_fn=model_fn, fixed=fixed or None,
         )
     except KeyboardInterrupt:
-        n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
-        raise Interrupted(f"interrupted; {n_done} finished cell file(s) are kept in {store}: rerun the same "
-                          "command to resume.") from None
+        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+                          "the same command to resume.") from None
     ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = "headflow sweep"
     write_output(ds, path, fmt)
     print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1); cells kept in {store}")
     return ds
+
+
+def _cells_done(store) -> tuple[int, list]:
+    from metrics.io import stored_cells
+
+    return stored_cells(store)
+
+
+def _resume_note(store) -> None:
+    """Say how many finished cells a store holds, and name the ``cell_*.nc`` files headflow did not write."""
+    n_done, foreign = _cells_done(store)
+    if n_done:
+        print(f"resuming: {n_done} finished cell file(s) in {store}")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write (left as they are): {shown}")
 
 
 class Interrupted(Exception):
@@ -191,15 +207,14 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
+    check_study_memory(cfg)
     model = build_model(cfg["model"])
     st = cfg["study"]
     if st["dt"] > st["t1"]:
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
     rho = build_density(cfg["density"], model.d)
     store = st["store"] or str(path) + ".cells"
-    n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
-    if n_done:
-        print(f"resuming: {n_done} finished cell file(s) in {store}")
+    _resume_note(store)
     try:
         ds = metrics.mean_field_limit_study(
             model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
@@ -208,9 +223,8 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
             max_workers=st["max_workers"], store=store, progress=progress,
         )
     except KeyboardInterrupt:
-        n_done = len(list(pathlib.Path(store).glob("cell_*.nc"))) if pathlib.Path(store).is_dir() else 0
-        raise Interrupted(f"interrupted; {n_done} finished cell file(s) are kept in {store}: rerun the same "
-                          "command to resume.") from None
+        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+                          "the same command to resume.") from None
     ds.attrs["study_config"] = ds.attrs["config"]
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"

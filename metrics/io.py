@@ -5,6 +5,6 @@ new one, never a partial file that looks complete.
 """
 
 from ._data.provenance import to_json
-from ._runs.store import atomic_to_netcdf
+from ._runs.store import atomic_to_netcdf, stored_cells
 
-__all__ = ["atomic_to_netcdf", "to_json"]
+__all__ = ["atomic_to_netcdf", "to_json", "stored_cells"]

@@ -7,6 +7,8 @@ installed model package without importing it and never download.
 
 from ._studies.sentences import (
     FLOW_DIAGNOSTICS,
+    MAX_FLOW_SAVE_BYTES,
+    MAX_FLOW_STEPS,
     bert_embeddings,
     packaged_model_zip,
     read_model_zip,
@@ -14,4 +16,5 @@ from ._studies.sentences import (
     tokenize,
 )
 
-__all__ = ["sentence_flow", "packaged_model_zip", "read_model_zip", "tokenize", "bert_embeddings", "FLOW_DIAGNOSTICS"]
+__all__ = ["sentence_flow", "packaged_model_zip", "read_model_zip", "tokenize", "bert_embeddings", "FLOW_DIAGNOSTICS",
+           "MAX_FLOW_STEPS", "MAX_FLOW_SAVE_BYTES"]

@@ -39,6 +39,12 @@ ARRAY_TAGS = {"points", "weights", "weights_nn", "matrix", "matrix_nn", "array",
 
 # name -> [(pair of arguments that disagree, callable, kwargs)]; the error must name one of the pair
 COMBINATIONS = {
+    "metrics.sentences.bert_embeddings": [
+        (("ids", "type_ids"), __import__("metrics.sentences").sentences.bert_embeddings,
+         dict(tensors={f"embeddings.{p}_embeddings.weight": np.ones((4, 3)) for p in ("word", "position",
+                                                                                       "token_type")},
+              ids=[1, 2, 3], type_ids=[0, 1])),
+    ],
     "metrics.breakdown_time": [
         (("t", "values"), metrics.breakdown_time, dict(t=np.linspace(0, 1, 5), values=np.linspace(0, 1, 4), delta=0.5)),
     ],

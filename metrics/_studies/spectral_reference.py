@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from particles import validation as pv
 from particles.extend import scaled_rotation_of
 from particles.validation import InvalidParameterError, check_instance, check_param
 
@@ -87,6 +88,24 @@ def _solution(solution, geometries, caller):
     return solution
 
 
+def _angles(value, name, caller):
+    """Angles (n,) in radians, or points (n, 2) on S^1 turned into their angles (never flattened)."""
+    arr = pv.check_real_array(value, name, "", ndim=(1, 2), expected="angles (n,) or points (n, 2)")
+    if arr.ndim == 2:
+        if arr.shape[1] != 2:
+            raise InvalidParameterError(
+                f"The {name!r} parameter must be angles of shape (n,) or points on S^1 of shape (n, 2); got shape "
+                f"{arr.shape}. Pass np.arctan2(x[:, 1], x[:, 0]) for points x on the circle.")
+        x = pv.check_points(arr, name, "", on_sphere=True, min_d=2, d=2)
+        return np.arctan2(x[:, 1], x[:, 0])
+    return arr
+
+
+_THETA = pv.Checked(_angles, "angles of shape (n,) or points on S^1 of shape (n, 2)",
+                 [None, "abc", np.zeros(0), np.array([np.nan]), np.ones((3, 3)), 2.0 * np.eye(2), [1j]])
+
+
+@pv.declare(k=pv.Integer(), M=pv.Integer(1))
 def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Angles (radians, in [0, 2π)) of the M mid-quantile atoms :math:`F^{-1}((j + 1/2)/M)` of the
     spectral density at save index k, and the lengths (radians) of the M quantile cells.
@@ -111,9 +130,11 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     return _TWO_PI * mids, _TWO_PI * np.diff(edges)
 
 
+@pv.declare(theta=_THETA, k=pv.Integer(), p=pv.Integer(1), n_quantiles=pv.AnyOf(pv.NONE, pv.Integer(1)))
 def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quantiles: int | None = None
                                 ) -> tuple[float, float]:
-    r""":math:`W_p` (geodesic, radians) between the uniform measure on the angles ``theta`` and the
+    r""":math:`W_p` (geodesic, radians) between the uniform measure on the angles ``theta`` (or on
+    points of shape (n, 2) on :math:`S^1`, never flattened into angles) and the
     spectral density at save k, and a bound on the error of the value (quantisation of the exact
     CDF into ``n_quantiles`` atoms, default :math:`\max(16n, 4096)`).
 
@@ -128,9 +149,6 @@ def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quanti
     True
     """
     caller = "circle_spectral_wasserstein"
-    theta = np.asarray(theta, dtype=float).ravel()
-    if theta.size == 0 or not np.all(np.isfinite(theta)):
-        raise InvalidParameterError(f"theta of {caller} must be a non-empty array of finite angles.")
     p = check_param(p, "p", caller, low=1, integer=True)
     M = max(16 * theta.size, 4096) if n_quantiles is None else check_param(n_quantiles, "n_quantiles", caller,
                                                                             low=1, integer=True)
@@ -205,6 +223,7 @@ def _graded_levels(M: int, d: int, grade: float = 4.0) -> np.ndarray:
     return a / (a + b)
 
 
+@pv.declare(k=pv.Integer(), n=pv.Integer(1), rng=pv.Seed())
 def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
     caller = "circle_spectral_sample"

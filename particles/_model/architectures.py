@@ -19,7 +19,8 @@ safetensors file, its bytes, or a dict of numpy arrays, in one of the namings of
   heads are the layer's at equal positions, where RoPE is the identity).
 
 The number of heads is not stored in the tensors: pass ``n_heads`` (the model's config). The
-safetensors reader needs the optional extra: ``pip install "headflow[trained]"``.
+safetensors files are read with numpy alone (bf16 and fp16 included); the tokenizer of
+:mod:`metrics.sentences` needs the optional extra: ``pip install "headflow[trained]"``.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ import numpy as np
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean, Instance, Integer, Options
+from .._core.params_data import Checked
 from .._core.validation import check_param
 from .pretrained import AttentionWeights
+from .tensorfile import parse_safetensors, read_file
 
 __all__ = ["ARCHITECTURES", "Architecture", "read_tensors", "load_attention", "load_attention_layers",
            "detect_architecture", "require_extra"]
@@ -57,28 +60,28 @@ def require_extra(module: str):
 
 
 def read_tensors(source) -> dict:
-    """The tensors of ``source`` as a dict of numpy arrays (float32 stays float32 here;
-    :class:`AttentionWeights` converts to float64).
+    """The tensors of ``source`` as a dict of numpy arrays (float32 stays float32 here, bf16
+    becomes float32 exactly; :class:`AttentionWeights` converts to float64).
 
-    ``source`` is a path to a ``.safetensors`` file, the bytes of one, or a mapping of names to
-    arrays (returned as a dict, arrays untouched).
+    ``source`` is a path to a ``.safetensors`` file, the bytes of one (read by
+    :mod:`particles._model.tensorfile`, numpy alone: F64, F32, F16, BF16 and the integer types),
+    or a mapping of names to arrays (returned as a dict, arrays untouched). A damaged file
+    (empty, truncated, a header that is not JSON) is an :class:`InvalidParameterError` saying so.
     """
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, (bytes, bytearray)):
-        return dict(require_extra("safetensors.numpy").load(bytes(source)))
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return parse_safetensors(bytes(source), "the bytes given")
     if isinstance(source, (str, os.PathLike)):
+        if os.path.isdir(source):
+            raise InvalidParameterError(f"source of read_tensors: {os.fspath(source)!r} is a folder; pass the "
+                                        "path of the .safetensors file in it (e.g. model.safetensors).")
         if not os.path.isfile(source):
             raise InvalidParameterError(f"source of read_tensors: no file at {os.fspath(source)!r}; pass the path "
                                         "of a .safetensors file, its bytes, or a dict of numpy arrays.")
-        st = require_extra("safetensors.numpy")
-        try:
-            return dict(st.load_file(os.fspath(source)))
-        except Exception as exc:  # the Rust reader raises its own SafetensorError
-            raise InvalidParameterError(f"source of read_tensors: {os.fspath(source)!r} is not a readable "
-                                        f"safetensors file ({exc}).") from None
-    raise TypeError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; "
-                    f"got {type(source).__name__}.")
+        return read_file(source)
+    raise InvalidParameterError(f"source of read_tensors must be a path, bytes or a dict of numpy arrays; "
+                                f"got {type(source).__name__}.")
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,18 @@ class _Getter:
                 f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
 
 
+def _tensors(value, name, caller):
+    """The tensors of a source (:func:`read_tensors`), its refusals re-worded to name the parameter."""
+    try:
+        return read_tensors(value)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"The {name!r} parameter is not usable: "
+                                    f"{str(exc).removeprefix('source of read_tensors').lstrip(': ')}") from None
+
+
+#: a model's tensors: a .safetensors path, its bytes, or a dict of arrays (read once, at the call)
+SOURCE = Checked(_tensors, "the path of a .safetensors file, its bytes, or a dict of tensor name -> array",
+                 [None, 3, 2.5, "absent.safetensors", b"", b"\x05" + bytes(7), ["a"]])
 _ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))
 _HEADS = AnyOf(NONE, Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads)."))
 _CONFIG = AnyOf(NONE, Instance(Mapping, what="a model config (a dict, e.g. the config read by "
@@ -261,7 +276,7 @@ def _heads(n_heads, config, caller: str) -> int:
     return int(found if n_heads is None else n_heads)
 
 
-@declare(layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
+@declare(source=SOURCE, layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
 def load_attention(source, layer: int = 0, *, n_heads: int | None = None, architecture: str | None = None,
                    fold_norm: bool = False, config=None) -> AttentionWeights:
     r"""One attention sublayer of a trained model as :class:`~particles.AttentionWeights`.
@@ -302,7 +317,7 @@ def load_attention(source, layer: int = 0, *, n_heads: int | None = None, archit
     return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm)
 
 
-@declare(n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
+@declare(source=SOURCE, n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
 def load_attention_layers(source, *, n_heads: int | None = None, architecture: str | None = None,
                           fold_norm: bool = False, config=None) -> list[AttentionWeights]:
     """Every attention sublayer of a model, in order (:func:`load_attention`; ``n_heads`` or ``config``)."""

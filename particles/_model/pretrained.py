@@ -101,7 +101,10 @@ def norm_sphere(a, kind: str = "layernorm") -> np.ndarray:
     """
     a = check_real_array(a, "a", "norm_sphere", ndim=2, expected="an array of token vectors of shape (n, d)")
     check_choice(kind, "kind", NORMS, "norm_sphere")
-    u = _normalise(a, kind, 0.0 if kind == "rmsnorm" else 1e-300)
+    # u is invariant under a positive scale of a row: bring each row to max |a_ij| = 1 first, so that
+    # the variance of rows of 1e200 neither overflows nor that of rows of 1e-200 underflows
+    big = np.abs(a).max(axis=1, keepdims=True)
+    u = _normalise(a / np.where(big > 0, big, 1.0), kind, 0.0 if kind == "rmsnorm" else 1e-300)
     norm = np.linalg.norm(u, axis=1, keepdims=True)
     if not np.all(norm > 0):
         i = int(np.argmin(norm[:, 0]))

@@ -94,9 +94,46 @@ def test_dataset_schema_and_netcdf(rng, tmp_path):
 
 
 def test_bad_input(rng):
-    with pytest.raises(InvalidParameterError, match="non-empty sequence"):
+    with pytest.raises(InvalidParameterError, match="non-empty list"):
         head_geometry([])
-    with pytest.raises(InvalidParameterError, match="non-empty sequence"):
+    with pytest.raises(InvalidParameterError, match="non-empty list"):
         head_geometry(3)
     with pytest.raises(InvalidParameterError, match=r"must share \(n_heads, d_head, d\)"):
         head_geometry([_random(rng), _random(rng, H=2)])
+
+
+_RATIOS = ("score_angle", "key_angle", "value_angle", "cross_ratio", "self_energy_ratio", "symmetry_defect",
+           "value_misalignment", "value_alignment_cosine", "scalar_defect")
+
+
+@pytest.mark.parametrize("scale", [2.0**-560, 1e-170, 1e-40, 1e40, 1e75])
+def test_ratios_are_scale_free_at_any_scale(rng, scale):
+    """Weights x c: every ratio is that of the weights (no NaN from underflowing products); the
+    norms scale as c^2 (M_h, W_h) or c^4 (products of two), where float64 holds them."""
+    w = _random(rng)
+    ref = head_geometry(w, n_tokens=8)
+    big = AttentionWeights(w.Wq * scale, w.Wk * scale, w.Wv * scale, w.Wo * scale)
+    ds = head_geometry(big, n_tokens=8)
+    for name in _RATIOS:
+        assert not ds[name].isnull().any(), name
+        np.testing.assert_allclose(ds[name], ref[name], rtol=1e-9, atol=1e-9, err_msg=name)
+    for name, power in (("singular_value", 2), ("self_norm", 4), ("orthogonality_defect", 4)):
+        expected = ref[name].values * scale**(power // 2) * scale**(power // 2)
+        np.testing.assert_allclose(ds[name], expected, rtol=1e-9, atol=0, err_msg=name)
+
+
+def test_norms_beyond_float64_are_refused_not_inf(rng):
+    w = _random(rng)
+    huge = AttentionWeights(w.Wq * 1e160, w.Wk * 1e160, w.Wv * 1e160, w.Wo * 1e160)
+    with pytest.raises(InvalidParameterError, match=r"reach \d.*e\+160.*exceeds float64.*power of two"):
+        head_geometry(huge)
+
+
+@pytest.mark.parametrize("field", ["Wq", "Wo", "all"])
+def test_a_pruned_head_is_refused_naming_it(rng, field):
+    w = _random(rng)
+    arrays = {f: getattr(w, f).copy() for f in ("Wq", "Wk", "Wv", "Wo")}
+    for f in (arrays if field == "all" else [field]):
+        arrays[f][2] = 0.0
+    with pytest.raises(InvalidParameterError, match=r"layer 0 has zero \(pruned\) heads \[2\]"):
+        head_geometry(AttentionWeights(**arrays))

@@ -74,7 +74,7 @@ def test_bad_arguments(synthetic, rng):
         sentence_flow([], u)
     with pytest.raises(InvalidParameterError, match="missing tensor 'embeddings.word_embeddings.weight'"):
         bert_embeddings({}, [1, 2])
-    with pytest.raises(InvalidParameterError, match=r"indices of bert_embeddings must lie in \[0, 4\)"):
+    with pytest.raises(InvalidParameterError, match=r"'ids' parameter of bert_embeddings: word indices .*\[0, 4\)"):
         bert_embeddings({f"embeddings.{p}_embeddings.weight": np.ones((4, 3))
                          for p in ("word", "position", "token_type")}, [1, 7])
 
@@ -127,7 +127,7 @@ def test_missing_tokenizers_names_the_extra(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "tokenizers", None)
     with pytest.raises(ImportError, match=r'headflow\[trained\]'):
         tokenize("{}", "a sentence")
-    with pytest.raises(InvalidParameterError, match="text of tokenize must be a non-empty string"):
+    with pytest.raises(InvalidParameterError, match="'text' parameter of tokenize must be a non-empty string"):
         tokenize("{}", " ")
 
 
@@ -184,3 +184,87 @@ def test_flow_plot_one_panel_per_quantity_with_layer_boundaries_and_log_axes(syn
         assert boundaries == [1.0, 2.0]
     finally:
         plt.close("all")
+
+
+def test_inputs_that_used_to_pass_silently(synthetic):
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match="'tokens' parameter of sentence_flow must be None or a sequence"):
+        sentence_flow(ws[0], u, tokens="abcdef")  # six letters are not six tokens
+    with pytest.raises(InvalidParameterError, match=r"'x0' parameter of sentence_flow must have shape .* n >= 2"):
+        sentence_flow(ws[0], u[:1])  # one token has no mean cosine
+
+
+@pytest.mark.parametrize("options, match", [
+    (dict(t1=1e7), r"'dt' parameter of sentence_flow: the flow to t = 1e\+07 .* takes 2e\+08 steps"),
+    (dict(dt=1e-9), r"'dt' parameter of sentence_flow: .* takes 1e\+09 steps, more than max_steps = 100000"),
+    (dict(saves_per_layer=10**9), r"'saves_per_layer' parameter of sentence_flow: .* takes 1e\+09 steps"),
+    (dict(t1=6e5, dt=1.0, max_steps=10**8), r"'saves_per_layer' parameter of sentence_flow: 2400001 saved"),
+])
+def test_unbounded_work_is_refused_before_it_starts(synthetic, options, match):
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match=match):
+        sentence_flow(ws[0], u, **options)
+
+
+def test_weights_whose_products_overflow_are_refused_naming_the_layer(rng):
+    w = particles.AttentionWeights(*(1e160 * rng.standard_normal((3, 2, 2, 6))), Wo=rng.standard_normal((2, 6, 2)))
+    with pytest.raises(InvalidParameterError, match=r"'layers' parameter of sentence_flow: layer 0's weights reach"):
+        sentence_flow(w, norm_sphere(rng.standard_normal((4, 6))))
+
+
+def test_max_steps_allows_a_long_run_and_progress_follows_the_library_rule(synthetic, capsys, monkeypatch):
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match="more than max_steps = 10"):
+        sentence_flow(ws[0], u, t1=1.0, dt=0.05, max_steps=10)
+    ds = sentence_flow(ws[0], u, t1=1.0, dt=0.05, max_steps=20)
+    assert ds.sizes["time"] == 5 and "sentence flow" not in capsys.readouterr().err  # quick: no bar
+    sentence_flow(ws[0], u, t1=1.0, dt=0.05, progress=True)
+    assert "5/5" in capsys.readouterr().err
+    from metrics._runs import progress
+
+    monkeypatch.setattr(progress, "AUTO_DELAY", 0.0)  # None: a bar once the run has taken AUTO_DELAY seconds
+    sentence_flow(ws[0], u, t1=1.0, dt=0.05)
+    assert "sentence flow" in capsys.readouterr().err
+    sentence_flow(ws[0], u, t1=1.0, dt=0.05, progress=False)
+    assert "sentence flow" not in capsys.readouterr().err
+
+
+def test_loaders_name_what_is_wrong(tmp_path):
+    import zipfile
+
+    with pytest.raises(InvalidParameterError, match="'type_ids' parameter of bert_embeddings must be a non-empty 1-D"):
+        bert_embeddings({}, [0, 1], type_ids=[0.5, 0.0])  # float type ids
+    with pytest.raises(InvalidParameterError, match="'tokenizer_json' parameter of tokenize must be the JSON text"):
+        tokenize("", "a sentence")
+    with pytest.raises(InvalidParameterError, match="'tokenizer_json' parameter of tokenize must be the JSON text"):
+        tokenize(str(tmp_path / "absent" / "tokenizer.json"), "a sentence")
+    with pytest.raises(InvalidParameterError, match="'tokenizer_json' parameter of tokenize is not valid JSON"):
+        tokenize("{oops", "a sentence")
+    pytest.importorskip("tokenizers")
+    with pytest.raises(InvalidParameterError, match="'tokenizer_json' parameter of tokenize is JSON but not a"):
+        tokenize('{"model": 3}', "a sentence")
+    for member, content, match in [("model.safetensors", b"\x01\x02", "its model.safetensors is damaged"),
+                                   ("config.json", b"{not json", "its config.json is not JSON")]:
+        members = {"model.safetensors": _tiny_safetensors(), "tokenizer.json": b"{}", "config.json": b"{}"}
+        members[member] = content
+        path = tmp_path / f"{member}.zip"
+        with zipfile.ZipFile(path, "w") as z:
+            for name, data in members.items():
+                z.writestr(name, data)
+        with pytest.raises(InvalidParameterError, match=match):
+            read_model_zip(path)
+
+
+def _tiny_safetensors() -> bytes:
+    import json
+
+    head = json.dumps({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+    return len(head).to_bytes(8, "little") + head + np.float32(1.0).tobytes()
+
+
+def test_a_tokenizer_path_is_read(tmp_path):
+    tensors, tokenizer, _ = _minilm()
+    (tmp_path / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
+    ids, toks = tokenize(tmp_path / "tokenizer.json", "Attention heads.")
+    assert np.array_equal(ids, tokenize(tokenizer, "Attention heads.")[0])
+    assert np.array_equal(bert_embeddings(tensors, ids.astype(float)), bert_embeddings(tensors, ids))

@@ -93,8 +93,27 @@ def test_bad_input():
         circle_spectral_quantiles(sol, 0, 10)
     with pytest.raises(TypeError, match="solution"):
         SpectralSlicedReference(np.eye(3))
-    with pytest.raises(ValueError, match="theta of circle_spectral_wasserstein"):
+    with pytest.raises(ValueError, match="'theta' parameter of circle_spectral_wasserstein must be finite"):
         circle_spectral_wasserstein(np.array([np.nan]), uniform_solution(2), 0)
+
+
+def test_points_on_the_circle_are_their_angles_never_flattened(rng):
+    """(n, 2) points are n tokens at their angles, not 2n numbers read as angles."""
+    sol = uniform_solution(2)
+    x = particles.sample_uniform(7, 2, rng)
+    theta = np.arctan2(x[:, 1], x[:, 0])
+    assert circle_spectral_wasserstein(x, sol, 0) == circle_spectral_wasserstein(theta, sol, 0)
+    with pytest.raises(ValueError, match=r"'theta' parameter .* \(n, 2\); got shape \(7, 3\)"):
+        circle_spectral_wasserstein(np.ones((7, 3)), sol, 0)
+    with pytest.raises(ValueError, match="'theta' parameter .* must lie on the unit sphere"):
+        circle_spectral_wasserstein(2 * x, sol, 0)
+
+
+def test_a_string_seed_is_refused_naming_rng():
+    from metrics.spectral_reference import circle_spectral_sample
+
+    with pytest.raises(ValueError, match="'rng' parameter of circle_spectral_sample must be"):
+        circle_spectral_sample(uniform_solution(2), 0, 3, rng="seed")
 
 
 def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():

@@ -1,0 +1,104 @@
+r"""The safetensors format, read with numpy alone: every float width checkpoints ship, bf16 included.
+
+A safetensors file is an 8-byte little-endian header length :math:`N`, :math:`N` bytes of JSON
+(``{name: {"dtype", "shape", "data_offsets": [begin, end]}}``, plus an optional
+``__metadata__``), then the tensors' bytes, little-endian, C order. numpy has no bfloat16, so
+the ``safetensors`` package cannot hand one to numpy; here a bf16 value (the top 16 bits of a
+float32: sign, 8 exponent bits, 7 mantissa bits) becomes that float32 exactly by a 16-bit
+shift. fp16 and fp32 are numpy types; 8-bit floats are refused with the conversion to make.
+Every way a file can be damaged (empty, truncated, a header that is not JSON, offsets outside
+the data, a size that disagrees with the shape) is an :class:`InvalidParameterError` naming
+the file and, where one is at fault, the tensor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from .._core.errors import InvalidParameterError
+
+__all__ = ["parse_safetensors", "DTYPES"]
+
+#: safetensors dtype -> numpy dtype (little-endian); "BF16" is read as uint16 and shifted into float32
+DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
+          "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}
+_MAX_HEADER = 100_000_000  # the format's own limit on the JSON header
+_CONVERT = ("convert it to float16, bfloat16 or float32 first (in torch: "
+            "`safetensors.torch.save_file({k: v.float() for k, v in tensors.items()}, path)`)")
+
+
+def _bad(where: str, what: str) -> InvalidParameterError:
+    return InvalidParameterError(f"source of read_tensors: {where} is not a readable safetensors file: {what}.")
+
+
+def _header(buf, where: str) -> tuple[dict, int]:
+    """The JSON header and the offset where the tensors' bytes begin."""
+    if len(buf) < 8:
+        raise _bad(where, f"it holds {len(buf)} bytes, fewer than the 8 of the header length (empty or truncated "
+                          "file; download or save it again)")
+    n = int(np.frombuffer(buf[:8], "<u8")[0])
+    if n > min(_MAX_HEADER, len(buf) - 8):
+        raise _bad(where, f"the header claims {n} bytes but the file holds {len(buf) - 8} after the length "
+                          "(truncated, or not a safetensors file)")
+    try:
+        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(where, f"its header is not JSON ({exc})") from None
+    if not isinstance(header, dict):
+        raise _bad(where, f"its header is a JSON {type(header).__name__}, not an object of tensors")
+    return header, 8 + n
+
+
+def _entry(name: str, spec, where: str, data_len: int) -> tuple[str, tuple, int, int]:
+    """(numpy dtype, shape, begin, end) of one header entry, each field checked."""
+    if not isinstance(spec, dict) or not {"dtype", "shape", "data_offsets"} <= set(spec):
+        raise _bad(where, f"tensor {name!r} has no dtype, shape and data_offsets in the header")
+    dtype, shape, offsets = spec["dtype"], spec["shape"], spec["data_offsets"]
+    if dtype not in DTYPES:
+        raise _bad(where, f"tensor {name!r} has dtype {dtype!r}, which headflow does not read (it reads "
+                          f"{', '.join(DTYPES)}); {_CONVERT}")
+    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1] <= data_len):
+        raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r} outside the {data_len} data bytes "
+                          "(truncated file)")
+    size = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize
+    if offsets[1] - offsets[0] != size:
+        raise _bad(where, f"tensor {name!r} of shape {tuple(shape)} and dtype {dtype} needs {size} bytes; its "
+                          f"data_offsets span {offsets[1] - offsets[0]}")
+    return dtype, tuple(shape), offsets[0], offsets[1]
+
+
+def parse_safetensors(buf, where: str) -> dict:
+    """The tensors of safetensors bytes ``buf`` (bytes, or a memory map of a file) as numpy arrays
+    (bf16 as float32, the rest in their own dtype); ``where`` names the source in errors."""
+    header, start = _header(buf, where)
+    data = memoryview(buf)[start:]
+    out = {}
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, begin, end = _entry(name, spec, where, len(data))
+        arr = np.frombuffer(data[begin:end], dtype=DTYPES[dtype]).reshape(shape)
+        if dtype == "BF16":  # the 16 bits are the top half of a float32: shift them back into place
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        # own, writable arrays (as the safetensors package returns): no view keeps the buffer or the file open
+        out[name] = arr if dtype == "BF16" else arr.copy()
+    return out
+
+
+def read_file(path) -> dict:
+    """:func:`parse_safetensors` of a file (memory-mapped while the tensors are copied out)."""
+    where = repr(os.fspath(path))
+    try:
+        if os.path.getsize(path) == 0:
+            return parse_safetensors(b"", where)
+        buf = np.memmap(path, dtype=np.uint8, mode="r")
+    except OSError as exc:
+        raise _bad(where, f"it cannot be read ({exc.strerror or exc})") from None
+    return parse_safetensors(buf, where)
