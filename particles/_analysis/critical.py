@@ -146,7 +146,7 @@ def riemannian_hessian(model: MultiHead, x) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> x = np.array([[1.0, 0.0], [-1.0, 0.0]])  # antipodal pair on S^1
     >>> hess, _ = riemannian_hessian(MultiHead.scalar([1.0], d=2, beta=1.0), x)
-    >>> np.round(np.linalg.eigvalsh(hess), 6)  # 0 (rotation) and e^{-1}/2 (approach)
+    >>> np.round(np.linalg.eigvalsh(hess), 6) + 0.0  # 0 (rotation) and e^{-1}/2 (approach); + 0.0: no "-0."
     array([0.      , 0.18394])
     """
     _check_gradient_model(model, "riemannian_hessian")
