@@ -12,7 +12,8 @@ from particles.validation import (
 )
 
 from .circle import _Circle, _circle_coefficients
-from .sphere import _Sphere, sphere_harmonic_transform
+from .sht import sphere_harmonic_transform
+from .sphere import _Sphere
 from .zonal import ZonalMeasure, _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
 
 __all__ = ["discretisation"]

@@ -20,7 +20,7 @@ from particles.validation import (
 from .circle import _Circle
 from .discretise import discretisation
 from .kernels import _fh_log
-from .sphere import _legendre_column, _Sphere, _sphere_projection, _zonal_projection
+from .sphere import _Sphere, _sphere_density, _sphere_projection, _zonal_projection
 from .stepping import _EPS, _ifrk45
 from .zonal import _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
 
@@ -95,15 +95,7 @@ class SpectralSolution:
             return np.real(np.exp(1j * np.outer(th, n)) @ (np.where(n == 0, 1.0, 2.0) * c))
         if self.geometry == "zonal":
             return _gegenbauer_orthonormal(len(c) - 1, x @ self.axis, self.d) @ c
-        L = c.shape[0] - 1
-        z = np.clip(x[:, 2], -1, 1)
-        phi = np.arctan2(x[:, 1], x[:, 0])
-        out = np.zeros(len(x))
-        for m in range(L + 1):
-            P = _legendre_column(L, m, z)
-            am = P @ c[m:, m]
-            out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
-        return out
+        return _sphere_density(np.asarray(c), x)
 
     def circle_cdf(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""S^1: the grid :math:`u_j = j/K` (turns, K = max(2^16, 8(L+1))), the exact CDF

@@ -1,133 +1,24 @@
-r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation (module
-docstring of :mod:`meanfield.spectral`)."""
+r"""The S^2 discretisation of the spectral solver (module docstring of :mod:`meanfield.spectral`), on the
+transforms of :mod:`meanfield._spectral.sht`."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from scipy import fft as sfft
 from scipy.special import gammaln
 
 from particles.extend import scalar_heads
-from particles.validation import (
-    Integer,
-    InvalidParameterError,
-    Relation,
-    check_param,
-    declare,
-)
 
 from .circle import _tail
+from .legendre import _legendre_column
+from .sht import ring_synthesis, sht_backend, sphere_harmonic_transform
 from .stepping import _suggest_L
-from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _gegenbauer_orthonormal, _potential_multipliers
+from .zonal import _funk_hecke_energy, _gegenbauer_orthonormal, _potential_multipliers
 
-# ------------------------------------------------------------------ S^2 transforms
-
-
-@declare(L=Integer(0), nlat=Integer(2), relations=[Relation(
-    ("nlat", "L"), lambda nlat, L: nlat > L, "must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1): "
-    "use nlat >= L + 1, or ceil((3L+1)/2) to project products exactly", breaks={"nlat": 3, "L": 5})])
-class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, named like a function
-    r"""Spherical-harmonic transforms to degree L on the Gauss–Legendre grid of ``nlat`` latitudes.
-
-    Grid: Gauss–Legendre nodes :math:`z_j = \cos\theta_j` (``nlat``) × ``nlon = 2 nlat`` longitudes
-    :math:`\varphi_k = \pi k/\text{nlat}` (the points of ``sphere_quadrature(3, nlat)``). Coefficients
-    ``C[l, m]``, m ≥ 0, of :math:`f = \sum_l [C_{l0}\bar P_{l0} + 2\operatorname{Re}\sum_{m\ge1}
-    C_{lm}\bar P_{lm}(z) e^{im\varphi}]` with :math:`\bar P_{lm}` normalised by
-    :math:`\tfrac12\int_{-1}^1\bar P_{lm}^2dz = 1` (so :math:`\|f\|^2_{L^2(\sigma)} = \sum_l|C_{l0}|^2 +
-    2\sum_{m\ge1}|C_{lm}|^2`), from the stable three-term recurrence in l at fixed m. Synthesis is one
-    matrix product per order m and parity of l + m on the northern nodes (equatorial symmetry) and an
-    inverse real FFT per latitude; analysis the reverse with the
-    Gauss weights; both are exact for band-limited functions when ``nlat > L`` (analysis of a
-    product of degree ≤ 2L projected on degree ≤ L needs ``nlat ≥ (3L + 1)/2``).
-
-    Examples
-    --------
-    >>> sht = sphere_harmonic_transform(4, 6)
-    >>> z = sht.points[:, 2].reshape(sht.nlat, sht.nlon)
-    >>> C = sht.analysis(z)
-    >>> bool(np.isclose(abs(C[1, 0]), 1 / np.sqrt(3)))  # z = Y_10 / √3 in the σ-normalisation
-    True
-    >>> bool(np.allclose(sht.synthesis(C), z))
-    True
-    """
-
-    def __init__(self, L: int, nlat: int):
-        self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
-        # the Gauss-Legendre rule to relative round-off (numpy's leggauss weights drift by 1e-10 at 1600 nodes)
-        z, w = _gauss_gegenbauer(self.nlat, 3)
-        self.z, self.w = z, w
-        phi = np.pi * np.arange(self.nlon) / self.nlat
-        Z, PHI = np.meshgrid(z, phi, indexing="ij")
-        r = np.sqrt(1 - Z * Z)
-        self.points = np.stack([r * np.cos(PHI), r * np.sin(PHI), Z], -1).reshape(-1, 3)
-        L = self.L
-        # equatorial symmetry: the nodes come in pairs z, -z and P̄_lm(-z) = (-1)^{l+m} P̄_lm(z), so only
-        # the northern rows are stored, split by the parity of l + m (half the flops and memory)
-        nh = (self.nlat + 1) // 2
-        self._north = np.arange(self.nlat - nh, self.nlat)
-        self._south = self.nlat - 1 - self._north  # the mirror rows (the equator, odd nlat, is its own)
-        self._mid = self.nlat % 2 == 1
-        self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
-        zn = z[self._north]
-        for m in range(L + 1):
-            P = _legendre_column(L, m, zn)
-            self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
-            self.Po.append(np.ascontiguousarray(P[:, 1::2]))
-        l = np.arange(L + 1)
-        self.laplacian = -(l * (l + 1)).astype(float)
-
-    def synthesis(self, C: np.ndarray) -> np.ndarray:
-        """Grid values (nlat, nlon) from coefficients C (L+1, L+1) (or stacked (..., L+1, L+1))."""
-        C = np.asarray(C, dtype=complex)
-        if C.ndim < 2 or C.shape[-2:] != (self.L + 1, self.L + 1):
-            raise InvalidParameterError(
-                f"C of sphere_harmonic_transform.synthesis must have shape (..., {self.L + 1}, {self.L + 1}) "
-                f"(degrees and orders 0..L={self.L}); got {C.shape}."
-            )
-        lead = C.shape[:-2]
-        Cf = C.reshape(-1, self.L + 1, self.L + 1)
-        k = Cf.shape[0]
-        A = np.zeros((self.nlat, self.nlon // 2 + 1, k), complex)
-        for m in range(self.L + 1):
-            # real Legendre matrices times (re, im) pairs: real GEMMs, no complex upcast of P
-            Cm = Cf[:, m:, m]
-            E = (self.Pe[m] @ np.ascontiguousarray(Cm[:, 0::2].T).view(float)).view(complex)
-            O = (self.Po[m] @ np.ascontiguousarray(Cm[:, 1::2].T).view(float)).view(complex)
-            A[self._south, m, :] = E - O
-            A[self._north, m, :] = E + O  # last: the equator row keeps E (O vanishes there)
-        # the Hermitian extension of irfft adds the conjugate orders: f = a_0 + 2 Re Σ_{m≥1} a_m e^{imφ}
-        out = sfft.irfft(A, self.nlon, axis=1) * self.nlon
-        return np.moveaxis(out, -1, 0).reshape(*lead, self.nlat, self.nlon)
-
-    def analysis(self, f: np.ndarray, L: int | None = None) -> np.ndarray:
-        """Coefficients (L+1, L+1) (default the transform's L) of grid values f (nlat, nlon)."""
-        caller = "sphere_harmonic_transform.analysis"
-        L = self.L if L is None else check_param(L, "L", caller, low=0, high=self.L, integer=True)
-        f = np.asarray(f)
-        if np.iscomplexobj(f) or f.ndim < 2 or f.shape[-2:] != (self.nlat, self.nlon):
-            raise InvalidParameterError(
-                f"f of {caller} must be real grid values of shape (..., nlat, nlon) = (..., {self.nlat}, {self.nlon}); "
-                f"got {'complex ' if np.iscomplexobj(f) else ''}{f.shape}."
-            )
-        f = f.astype(float)
-        lead = f.shape[:-2]
-        ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
-        A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in
-        k = A.shape[-1]
-        An, As = A[self._north], A[self._south]
-        S, D = An + As, An - As
-        if self._mid:
-            S[0] *= 0.5  # the equator was counted twice
-        C = np.zeros((k, L + 1, L + 1), complex)
-        for m in range(L + 1):
-            ne, no = (L - m) // 2 + 1, (L - m + 1) // 2
-            Cm = C[:, m:, m]
-            Cm[:, 0::2] = (self.Pe[m][:, :ne].T @ np.ascontiguousarray(S[:, m, :]).view(float)).view(complex).T
-            if no:
-                Cm[:, 1::2] = (self.Po[m][:, :no].T @ np.ascontiguousarray(D[:, m, :]).view(float)).view(complex).T
-        return C.reshape(*lead, L + 1, L + 1)
+#: orders m >= 1 below this fraction of the largest order-0 coefficient are the analysis' round-off of an
+#: axially symmetric density (measured: 1e-17 of c_00 for a zonal start on sphere_quadrature(3, 40))
+_AXIAL_ROUNDOFF = 1e-13
 
 
 class _Sphere:
@@ -143,7 +34,8 @@ class _Sphere:
     """
 
     d = 3
-    max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
+    # ducc0's grids at L = 2048 hold 1.9e7 points (150 MB a field); the Legendre tables ~ 0.4 L^3 doubles
+    max_L = 2048 if sht_backend() == "ducc0" else 512
 
     def __init__(self, model, L):
         self.model, self.L = model, L
@@ -170,37 +62,68 @@ class _Sphere:
         out[:k, :k] = c[:k, :k]
         return out
 
-    def _up(self, c):
-        """Coefficients at the transform's degree L + 1 (zero row/column)."""
-        out = np.zeros((self.L + 2, self.L + 2), complex)
-        out[: self.L + 1, : self.L + 1] = c
+    def _up(self, c, k=None):
+        """Coefficients at the transform's degree L + 1 (zero row), orders 0..k-1 (default all: zero column)."""
+        k = self.L + 2 if k is None else k
+        out = np.zeros((self.L + 2, k), complex)
+        out[: self.L + 1, : min(k, self.L + 1)] = c[:, :k]
         return out
 
-    def _gradient(self, a):
+    def _gradient(self, a, k=None):
         """Coefficients (degree L + 1) of sinθ ∂_θ f and ∂_φ f for f of degree ≤ L (coefficients a at degree
         L + 1): sinθ ∂_θ f = -(1-z²)∂_z f maps degree l to l ± 1 only."""
-        a = self._up(a)
+        a = self._up(a, k)
+        k = a.shape[1]
         D = np.zeros_like(a)
-        D[:-1] -= self.u[1:] * a[1:]
-        D[1:] += self.v[:-1] * a[:-1]
-        return D, self.im * a
+        D[:-1] -= self.u[1:, :k] * a[1:]
+        D[1:] += self.v[:-1, :k] * a[:-1]
+        return D, self.im[:, :k] * a
 
     def rhs(self, c):
+        if not self.scalar:
+            return self._rhs_general(c)
+        # scalar heads keep an axially symmetric density so: when its orders m >= 1 are at round-off, the m = 0
+        # column alone is advanced, by one Legendre matrix on the Gauss nodes (O(L nlat), as the zonal solver)
+        axial = not np.any(np.abs(c[:, 1:]) > _AXIAL_ROUNDOFF * np.abs(c[:, 0]).max())
+        k = 1 if axial else self.L + 2
+        synthesis, analysis = (self._axial_synthesis, self._axial_analysis) if axial else (
+            self.sht.synthesis, self.sht.analysis)
+        linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
+        parts = [self._up(c, k), *(self._gradient(self.phi[:, None] * c, k) if linear else ())]
+        for _, zs in self.zs:
+            parts += [self._up(zs[:, None] * c, k), *self._gradient(zs[:, None] * c, k)]
+        vals = synthesis(np.stack(parts))
+        rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
+        for j, (amp, _) in enumerate(self.zs):
+            # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
+            Z, Zt, Zp = vals[1 + 2 * linear + 3 * j: 4 + 2 * linear + 3 * j]
+            s = amp / np.maximum(Z, 1e-300)
+            St, Sp = St + s * Zt, Sp + s * Zp
+        q = rho * self.inv_s2
+        out = self._weak_divergence(q * St, q * Sp, analysis, k)
+        if axial:
+            full = np.zeros((self.L + 1, self.L + 1), complex)
+            full[:, :1] = out
+            return full
+        return out
+
+    @property
+    def _P0(self):
+        """P̄_l0 (l = 0..L+1) at the Gauss nodes, (nlat, L + 2): the axially symmetric transforms."""
+        if not hasattr(self, "_p0"):
+            self._p0 = _legendre_column(self.L + 1, 0, self.sht.z)
+        return self._p0
+
+    def _axial_synthesis(self, P):
+        """Grid values (k, nlat, 1) of order-0 coefficients P (k, L + 2, 1) (constant in φ)."""
+        return (self._P0 @ P[:, :, 0].real.T).T[:, :, None]
+
+    def _axial_analysis(self, F):
+        """Order-0 coefficients (k, L + 2, 1) of values F (k, nlat, 1) constant in φ (Gauss quadrature)."""
+        return (self._P0.T @ (F[:, :, 0] * self.sht.w).T).T[:, :, None].astype(complex)
+
+    def _rhs_general(self, c):
         sht = self.sht
-        if self.scalar:
-            linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
-            parts = [self._up(c), *(self._gradient(self.phi[:, None] * c) if linear else ())]
-            for _, zs in self.zs:
-                parts += [self._up(zs[:, None] * c), *self._gradient(zs[:, None] * c)]
-            vals = sht.synthesis(np.stack(parts))
-            rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
-            for k, (amp, _) in enumerate(self.zs):
-                # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
-                Z, Zt, Zp = vals[1 + 2 * linear + 3 * k: 4 + 2 * linear + 3 * k]
-                s = amp / np.maximum(Z, 1e-300)
-                St, Sp = St + s * Zt, Sp + s * Zp
-            q = rho * self.inv_s2
-            return self._weak_divergence(q * St, q * Sp)
         rho = sht.synthesis(self._up(c))
         w = np.maximum(rho, 0.0).ravel() * np.repeat(sht.w, sht.nlon) / sht.nlon
         from ..field import _velocity
@@ -211,16 +134,17 @@ class _Sphere:
         # F_θ sinθ = z (x F_x + y F_y) - (1 - z²) F_z and F_φ sinθ = x F_y - y F_x (e_θ, e_φ times sinθ)
         Ft = x[..., 2] * (x[..., 0] * F[..., 0] + x[..., 1] * F[..., 1]) - (1 - x[..., 2] ** 2) * F[..., 2]
         Fp = x[..., 0] * F[..., 1] - x[..., 1] * F[..., 0]
-        return self._weak_divergence(Ft * self.inv_s2, Fp * self.inv_s2)
+        return self._weak_divergence(Ft * self.inv_s2, Fp * self.inv_s2, sht.analysis, self.L + 2)
 
-    def _weak_divergence(self, gt, gp):
-        r"""⟨F, ∇Y_lm⟩, l ≤ L, from grid values gt = F_θ/sinθ and gp = F_φ/sinθ (the class docstring)."""
+    def _weak_divergence(self, gt, gp, analysis, k):
+        r"""⟨F, ∇Y_lm⟩, l ≤ L, orders below k, from grid values gt = F_θ/sinθ and gp = F_φ/sinθ (the class
+        docstring)."""
         L = self.L
-        Gt, Gp = self.sht.analysis(np.stack([gt, gp]))
-        down = np.zeros((L + 1, L + 2), complex)  # g_{l-1}
+        Gt, Gp = analysis(np.stack([gt, gp]))
+        down = np.zeros((L + 1, k), complex)  # g_{l-1}
         down[1:] = Gt[:L]
-        out = -self.u[: L + 1] * down + self.v[: L + 1] * Gt[1:] - self.im * Gp[: L + 1]
-        return out[:, : L + 1] * self.mask
+        out = -self.u[: L + 1, :k] * down + self.v[: L + 1, :k] * Gt[1:] - self.im[:, :k] * Gp[: L + 1]
+        return out[:, : L + 1] * self.mask[:, :k]
 
     def norm(self, c):
         return float(np.sqrt(np.sum(self.weight * np.abs(c) ** 2)))
@@ -257,6 +181,27 @@ def _gradient_weights(n):
     m = np.arange(n + 1, dtype=float)[None, :]
     alpha = np.sqrt(np.clip(l * l - m * m, 0, None) / np.maximum(4 * l * l - 1, 1))
     return (l[:-1] + 1) * alpha[:-1], l[:-1] * alpha[1:]
+
+
+def _sphere_density(C, x):
+    """ρ at points x (m, 3) from the coefficients C: by ring synthesis when x is a product grid of
+    ``sphere_quadrature(3, n)`` (rings of equal z, longitudes πk/n), else one recurrence per order m."""
+    L = C.shape[0] - 1
+    nlat = int(round(np.sqrt(len(x) / 2)))
+    if 2 * nlat * nlat == len(x) and nlat > L:
+        g = x.reshape(nlat, 2 * nlat, 3)
+        phi = np.pi * np.arange(2 * nlat) / nlat
+        r = np.sqrt(np.clip(1 - g[:, :1, 2] ** 2, 0, None))
+        if (np.all(g[:, :, 2] == g[:, :1, 2]) and np.allclose(g[..., 0], r * np.cos(phi), rtol=0, atol=1e-13)
+                and np.allclose(g[..., 1], r * np.sin(phi), rtol=0, atol=1e-13)):
+            return ring_synthesis(C, g[:, 0, 2], 2 * nlat).ravel()
+    z = np.clip(x[:, 2], -1, 1)
+    phi = np.arctan2(x[:, 1], x[:, 0])
+    out = np.zeros(len(x))
+    for m in range(L + 1):
+        am = _legendre_column(L, m, z) @ C[m:, m]
+        out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
+    return out
 
 
 def _sphere_projection(C, theta, x):
@@ -298,19 +243,3 @@ def _zonal_projection(c, d, s, x):
     nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
     cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
     return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
-
-
-def _legendre_column(L, m, z):
-    """P̄_lm(z), l = m..L (same recurrence and normalisation as sphere_harmonic_transform)."""
-    s = np.sqrt(np.clip(1 - z * z, 0, None))
-    pmm = np.ones_like(z)
-    for k in range(1, m + 1):
-        pmm = pmm * np.sqrt((2 * k + 1) / (2 * k)) * s
-    cols = [pmm]
-    if m < L:
-        cols.append(np.sqrt(2 * m + 3) * z * pmm)
-    for l in range(m + 2, L + 1):
-        a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
-        b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
-        cols.append(a * (z * cols[-1] - b * cols[-2]))
-    return np.stack(cols, 1)
