@@ -206,7 +206,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     saves, tails, disc, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
                                        max_steps=max_steps,
                                        cap=int(cap) if refine else disc.max_L, **run)
-    coeffs = [disc.pad(c) for c in saves]
+    coeffs = [disc.pad(c, square=True) if geometry == "sphere" else disc.pad(c) for c in saves]
     energy = np.array([disc.energy(c) for c in coeffs])
     sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, mu0.axis if geometry == "zonal" else None)
     pts, w = _output_grid(geometry, mu0, disc.L, d)

@@ -17,8 +17,8 @@ from .stepping import _suggest_L
 from .zonal import _funk_hecke_energy, _gegenbauer_orthonormal, _potential_multipliers
 
 #: orders m >= 1 below this fraction of the largest order-0 coefficient are the analysis' round-off of an
-#: axially symmetric density (measured: 1e-17 of c_00 for a zonal start on sphere_quadrature(3, 40))
-_AXIAL_ROUNDOFF = 1e-13
+#: axially symmetric density (measured: 5e-18 of c_00 for a zonal start on sphere_quadrature(3, 40))
+AXIAL_ROUNDOFF = 1e-13
 
 
 class _Sphere:
@@ -31,22 +31,29 @@ class _Sphere:
     :math:`\dot C_{lm} = -u_{lm}g^\theta_{l-1,m} + v_{lm}g^\theta_{l+1,m} - im\,g^\varphi_{lm}`, g the
     coefficients of :math:`F_\theta/\sin\theta` and :math:`F_\varphi/\sin\theta`: one factor ~ l meets
     the transform's round-off, where the strong form Δ(ρΦ) multiplied it by l(l+1).
+
+    ``axial=True`` (scalar heads, a density symmetric about the pole): the coefficients are the order-0
+    column (L + 1, 1), which scalar heads keep alone, and the transforms one Legendre matrix on the Gauss
+    nodes: O(L) memory and O(L^2) work per step, as the zonal solver.
     """
 
     d = 3
     # ducc0's grids at L = 2048 hold 1.9e7 points (150 MB a field); the Legendre tables ~ 0.4 L^3 doubles
     max_L = 2048 if sht_backend() == "ducc0" else 512
 
-    def __init__(self, model, L):
-        self.model, self.L = model, L
+    def __init__(self, model, L, axial=False):
+        self.model, self.L, self.axial = model, L, bool(axial)
         self.scalar = scalar_heads(model.M, model.W) is not None
+        if self.axial and not self.scalar:
+            raise ValueError("the axially symmetric S^2 discretisation needs scalar heads")
+        K = 1 if self.axial else L + 1  # orders held
         # transforms to degree L + 1 (the gradient of degree L, the flux against ∇Y_lm, l ≤ L); the grid
         # integrates ρ ∇Φ·∇Y_lm (degree ≤ 3L + 1) exactly
         self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)
         l = np.arange(L + 1)
-        self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], L + 1, 1)
-        self.mask = np.tril(np.ones((L + 1, L + 1), bool))
-        self.weight = np.where(np.arange(L + 1)[None, :] == 0, 1.0, 2.0) * self.mask
+        self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], K, 1)
+        self.mask = np.tril(np.ones((L + 1, K), bool))
+        self.weight = np.where(np.arange(K)[None, :] == 0, 1.0, 2.0) * self.mask
         self.u, self.v = _gradient_weights(L + 1)
         self.im = 1j * np.arange(L + 2)[None, :]  # ∂_φ on order m
         self.inv_s2 = (1.0 / (1.0 - self.sht.z**2))[:, None]  # Gauss nodes avoid the poles
@@ -54,45 +61,42 @@ class _Sphere:
             self.phi, self.zs = _potential_multipliers(model, l, 3)
 
     def with_L(self, L):
-        return _Sphere(self.model, L)
+        return _Sphere(self.model, L, self.axial)
 
-    def pad(self, c):
-        out = np.zeros((self.L + 1, self.L + 1), complex)
+    def pad(self, c, square=False):
+        """c at this band limit, with this discretisation's orders (all of them with ``square``)."""
+        K = 1 if self.axial and not square else self.L + 1
+        out = np.zeros((self.L + 1, K), complex)
         k = min(len(c), self.L + 1)
-        out[:k, :k] = c[:k, :k]
+        out[:k, : min(k, c.shape[1], K)] = c[:k, : min(k, c.shape[1], K)]
         return out
 
-    def _up(self, c, k=None):
-        """Coefficients at the transform's degree L + 1 (zero row), orders 0..k-1 (default all: zero column)."""
-        k = self.L + 2 if k is None else k
-        out = np.zeros((self.L + 2, k), complex)
-        out[: self.L + 1, : min(k, self.L + 1)] = c[:, :k]
+    def _up(self, c):
+        """Coefficients at the transform's degree L + 1 (zero row and column)."""
+        out = np.zeros((self.L + 2, self.L + 2), complex)
+        out[: self.L + 1, : self.L + 1] = c
         return out
 
-    def _gradient(self, a, k=None):
+    def _gradient(self, a):
         """Coefficients (degree L + 1) of sinθ ∂_θ f and ∂_φ f for f of degree ≤ L (coefficients a at degree
         L + 1): sinθ ∂_θ f = -(1-z²)∂_z f maps degree l to l ± 1 only."""
-        a = self._up(a, k)
-        k = a.shape[1]
+        a = self._up(a)
         D = np.zeros_like(a)
-        D[:-1] -= self.u[1:, :k] * a[1:]
-        D[1:] += self.v[:-1, :k] * a[:-1]
-        return D, self.im[:, :k] * a
+        D[:-1] -= self.u[1:] * a[1:]
+        D[1:] += self.v[:-1] * a[:-1]
+        return D, self.im * a
 
     def rhs(self, c):
         if not self.scalar:
             return self._rhs_general(c)
-        # scalar heads keep an axially symmetric density so: when its orders m >= 1 are at round-off, the m = 0
-        # column alone is advanced, by one Legendre matrix on the Gauss nodes (O(L nlat), as the zonal solver)
-        axial = not np.any(np.abs(c[:, 1:]) > _AXIAL_ROUNDOFF * np.abs(c[:, 0]).max())
-        k = 1 if axial else self.L + 2
-        synthesis, analysis = (self._axial_synthesis, self._axial_analysis) if axial else (
-            self.sht.synthesis, self.sht.analysis)
+        if self.axial:
+            return self._rhs_axial(c)
+        sht = self.sht
         linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
-        parts = [self._up(c, k), *(self._gradient(self.phi[:, None] * c, k) if linear else ())]
+        parts = [self._up(c), *(self._gradient(self.phi[:, None] * c) if linear else ())]
         for _, zs in self.zs:
-            parts += [self._up(zs[:, None] * c, k), *self._gradient(zs[:, None] * c, k)]
-        vals = synthesis(np.stack(parts))
+            parts += [self._up(zs[:, None] * c), *self._gradient(zs[:, None] * c)]
+        vals = sht.synthesis(np.stack(parts))
         rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
         for j, (amp, _) in enumerate(self.zs):
             # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
@@ -100,27 +104,35 @@ class _Sphere:
             s = amp / np.maximum(Z, 1e-300)
             St, Sp = St + s * Zt, Sp + s * Zp
         q = rho * self.inv_s2
-        out = self._weak_divergence(q * St, q * Sp, analysis, k)
-        if axial:
-            full = np.zeros((self.L + 1, self.L + 1), complex)
-            full[:, :1] = out
-            return full
-        return out
+        return self._weak_divergence(q * St, q * Sp)
 
-    @property
-    def _P0(self):
-        """P̄_l0 (l = 0..L+1) at the Gauss nodes, (nlat, L + 2): the axially symmetric transforms."""
+    def _rhs_axial(self, c):
+        """The flow of the order-0 column (real, (L + 1, 1)): the scalar path of :meth:`rhs` at m = 0, its
+        transforms one Legendre matrix on the Gauss nodes."""
+        L, a = self.L, c[:, 0].real
+        u, v = self.u[:, 0], self.v[:, 0]
         if not hasattr(self, "_p0"):
-            self._p0 = _legendre_column(self.L + 1, 0, self.sht.z)
-        return self._p0
+            self._p0 = _legendre_column(L + 1, 0, self.sht.z)  # P̄_l0 (l = 0..L+1), (nlat, L + 2)
 
-    def _axial_synthesis(self, P):
-        """Grid values (k, nlat, 1) of order-0 coefficients P (k, L + 2, 1) (constant in φ)."""
-        return (self._P0 @ P[:, :, 0].real.T).T[:, :, None]
+        def gradient(b):  # sinθ ∂_θ of degree-L coefficients b, at degree L + 1
+            D = np.zeros(L + 2)
+            D[:L] -= u[1: L + 1] * b[1:]
+            D[1:] += v[: L + 1] * b
+            return D
 
-    def _axial_analysis(self, F):
-        """Order-0 coefficients (k, L + 2, 1) of values F (k, nlat, 1) constant in φ (Gauss quadrature)."""
-        return (self._P0.T @ (F[:, :, 0] * self.sht.w).T).T[:, :, None].astype(complex)
+        linear = bool(np.any(self.phi))
+        cols = [np.append(a, 0.0), *((gradient(self.phi * a),) if linear else ())]
+        for _, zs in self.zs:
+            cols += [np.append(zs * a, 0.0), gradient(zs * a)]
+        vals = self._p0 @ np.stack(cols, 1)
+        St = vals[:, 1] if linear else 0.0
+        for j, (amp, _) in enumerate(self.zs):
+            Z, Zt = vals[:, 1 + linear + 2 * j], vals[:, 2 + linear + 2 * j]
+            St = St + amp / np.maximum(Z, 1e-300) * Zt
+        G = self._p0.T @ (self.sht.w * vals[:, 0] * self.inv_s2[:, 0] * St)
+        out = v[: L + 1] * G[1:]
+        out[1:] -= u[1: L + 1] * G[:L]
+        return out[:, None]
 
     def _rhs_general(self, c):
         sht = self.sht
@@ -134,25 +146,24 @@ class _Sphere:
         # F_θ sinθ = z (x F_x + y F_y) - (1 - z²) F_z and F_φ sinθ = x F_y - y F_x (e_θ, e_φ times sinθ)
         Ft = x[..., 2] * (x[..., 0] * F[..., 0] + x[..., 1] * F[..., 1]) - (1 - x[..., 2] ** 2) * F[..., 2]
         Fp = x[..., 0] * F[..., 1] - x[..., 1] * F[..., 0]
-        return self._weak_divergence(Ft * self.inv_s2, Fp * self.inv_s2, sht.analysis, self.L + 2)
+        return self._weak_divergence(Ft * self.inv_s2, Fp * self.inv_s2)
 
-    def _weak_divergence(self, gt, gp, analysis, k):
-        r"""⟨F, ∇Y_lm⟩, l ≤ L, orders below k, from grid values gt = F_θ/sinθ and gp = F_φ/sinθ (the class
-        docstring)."""
+    def _weak_divergence(self, gt, gp):
+        r"""⟨F, ∇Y_lm⟩, l ≤ L, from grid values gt = F_θ/sinθ and gp = F_φ/sinθ (the class docstring)."""
         L = self.L
-        Gt, Gp = analysis(np.stack([gt, gp]))
-        down = np.zeros((L + 1, k), complex)  # g_{l-1}
+        Gt, Gp = self.sht.analysis(np.stack([gt, gp]))
+        down = np.zeros((L + 1, L + 2), complex)  # g_{l-1}
         down[1:] = Gt[:L]
-        out = -self.u[: L + 1, :k] * down + self.v[: L + 1, :k] * Gt[1:] - self.im[:, :k] * Gp[: L + 1]
-        return out[:, : L + 1] * self.mask[:, :k]
+        out = -self.u[: L + 1] * down + self.v[: L + 1] * Gt[1:] - self.im * Gp[: L + 1]
+        return out[:, : L + 1] * self.mask
 
     def norm(self, c):
         return float(np.sqrt(np.sum(self.weight * np.abs(c) ** 2)))
 
     @staticmethod
     def energy_by_degree(c):
-        k = c.shape[0]
-        weight = np.where(np.arange(k)[None, :] == 0, 1.0, 2.0) * np.tri(k, dtype=bool)
+        k, K = c.shape
+        weight = np.where(np.arange(K)[None, :] == 0, 1.0, 2.0) * np.tri(k, K, dtype=bool)
         return np.sum(weight * np.abs(c) ** 2, axis=1)
 
     def tail(self, c):
@@ -192,8 +203,11 @@ def _sphere_density(C, x):
         g = x.reshape(nlat, 2 * nlat, 3)
         phi = np.pi * np.arange(2 * nlat) / nlat
         r = np.sqrt(np.clip(1 - g[:, :1, 2] ** 2, 0, None))
-        if (np.all(g[:, :, 2] == g[:, :1, 2]) and np.allclose(g[..., 0], r * np.cos(phi), rtol=0, atol=1e-13)
-                and np.allclose(g[..., 1], r * np.sin(phi), rtol=0, atol=1e-13)):
+        if (np.all(g[:, :, 2] == g[:, :1, 2]) and np.abs(g[..., 0] - r * np.cos(phi)).max() <= 1e-13
+                and np.abs(g[..., 1] - r * np.sin(phi)).max() <= 1e-13):
+            if not np.any(C[:, 1:]):  # axially symmetric: one value per ring
+                values = _legendre_column(L, 0, g[:, 0, 2]) @ C[:, 0].real
+                return np.repeat(values, 2 * nlat)
             return ring_synthesis(C, g[:, 0, 2], 2 * nlat).ravel()
     z = np.clip(x[:, 2], -1, 1)
     phi = np.arctan2(x[:, 1], x[:, 0])

@@ -8,6 +8,7 @@ import pytest
 
 import meanfield as mf
 import particles
+from meanfield._spectral import discretise
 from meanfield._spectral import sht as sht_module
 from meanfield._spectral import sphere as sphere_module
 from meanfield._spectral.legendre import _ring_synthesis_tables
@@ -54,21 +55,35 @@ def test_ring_synthesis_is_the_density_on_a_product_grid():
 
 
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
-def test_axially_symmetric_rhs_equals_the_full_transforms(kind, monkeypatch):
-    """A zonal density: the m = 0 path (one Legendre matrix) gives the flow of the full transforms to their
-    round-off (measured 4e-14 of the largest rate, at degrees the flow does not reach), whose orders m >= 1
-    are round-off."""
+def test_axially_symmetric_rhs_equals_the_full_transforms(kind):
+    """A zonal density: the order-0 discretisation (one Legendre matrix) gives the flow of the full
+    transforms to their round-off (measured 4e-14 of the largest rate, at degrees the flow does not reach),
+    whose orders m >= 1 are round-off."""
     L = 48
     model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind=kind)
     c = np.zeros((L + 1, L + 1), complex)
     c[:30, 0] = 0.6 ** np.arange(30)
-    disc = _Sphere(model, L)
-    axial = disc.rhs(c)
-    monkeypatch.setattr(sphere_module, "_AXIAL_ROUNDOFF", -1.0)  # never axial
-    full = disc.rhs(c)
+    axial = _Sphere(model, L, axial=True).rhs(c[:, :1])
+    full = _Sphere(model, L).rhs(c)
+    assert axial.shape == (L + 1, 1)
     assert np.abs(full[:, 1:]).max() < 1e-15 * np.abs(full).max()
-    np.testing.assert_allclose(axial, full, rtol=0, atol=2e-13 * np.abs(full).max())
-    assert not np.any(axial[:, 1:])
+    np.testing.assert_allclose(axial[:, 0], full[:, 0], rtol=0, atol=2e-13 * np.abs(full).max())
+
+
+def test_a_zonal_start_runs_on_the_order_0_column_and_matches_the_full_solver(monkeypatch):
+    """The S^2 solver on a density symmetric about the pole: same coefficients as the full transforms (the
+    orders m >= 1 forced on by a threshold below their round-off), saved as square arrays."""
+    pts, w = mf.sphere_quadrature(3, 24)
+    mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: np.exp(1.5 * x[:, 2]))
+    model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
+    run = lambda: mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=3, scheme="spectral", L=32,  # noqa: E731
+                                        tol=0.5).info["solution"].coefficients
+    axial = run()
+    monkeypatch.setattr(discretise, "AXIAL_ROUNDOFF", -1.0)
+    full = run()
+    assert axial[-1].shape == full[-1].shape == (33, 33)
+    assert not np.any(axial[-1][:, 1:]) and np.abs(full[-1][:, 1:]).max() < 1e-15
+    np.testing.assert_allclose(axial[-1], full[-1], rtol=0, atol=1e-13)
 
 
 def test_without_ducc0_the_tables_serve_and_refuse_clearly(monkeypatch):
