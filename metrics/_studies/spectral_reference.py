@@ -220,8 +220,9 @@ class StudyReference:
     that are scaled rotations), S^2 (any heads), or d ≥ 4 with scalar heads and a density zonal about
     the last axis. Otherwise the study keeps its grid or Lagrangian reference. It also gives up (an
     instance with ``solution=None`` and the reason in ``attrs["reference_note"]``) when the flow
-    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 128 on S^2, 512 for zonal
-    runs: the cost of a grid reference of m_grid cells, and the Legendre tables' size).
+    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 1024 on S^2 with ducc0's
+    transforms and 128 without, 512 for zonal runs: the cost of a grid reference of m_grid cells, and of
+    the S^2 transforms).
 
     Attributes
     ----------
@@ -244,9 +245,11 @@ class StudyReference:
 
         d = model.d
         t1, n_saves = float(ts[-1]), len(ts)
+        from meanfield.spectral import sht_backend
         from particles.validation import SolverError
 
-        max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
+        # S^2: 1024 on ducc0's transforms (seconds per step at most), 128 on the Legendre tables
+        max_L = {2: max(16, int(m_grid) // 2), 3: 1024 if sht_backend() == "ducc0" else 128}.get(d, 512)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
         if d == 2 and not all(scaled_rotation_of(A) is not None for A in np.concatenate([model.M, model.W])):
             return None
