@@ -213,6 +213,14 @@ def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
+def _default_max_L(d, m_grid):
+    """The reference's band-limit cap: S^1 m_grid / 2, S^2 1024 on ducc0's transforms (128 on the Legendre
+    tables), zonal 512."""
+    from meanfield.spectral import sht_backend
+
+    return {2: max(16, int(m_grid) // 2), 3: 1024 if sht_backend() == "ducc0" else 128}.get(d, 512)
+
+
 class StudyReference:
     r"""The spectral mean-field reference of :func:`metrics.mean_field_limit_study`, where it applies.
 
@@ -245,11 +253,9 @@ class StudyReference:
 
         d = model.d
         t1, n_saves = float(ts[-1]), len(ts)
-        from meanfield.spectral import sht_backend
         from particles.validation import SolverError
 
-        # S^2: 1024 on ducc0's transforms (seconds per step at most), 128 on the Legendre tables
-        max_L = {2: max(16, int(m_grid) // 2), 3: 1024 if sht_backend() == "ducc0" else 128}.get(d, 512)
+        max_L = _default_max_L(d, m_grid)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
         if d == 2 and not all(scaled_rotation_of(A) is not None for A in np.concatenate([model.M, model.W])):
             return None
