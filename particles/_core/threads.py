@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["num_threads", "set_num_threads"]
+__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "MIN_PARALLEL_PAIRS"]
 
 _setting: list = [None]  # set_num_threads (a list: no global statement)
 _controller: list = []  # the threadpoolctl controller, built once (it scans the loaded libraries)
@@ -45,14 +45,12 @@ def _pool_limit() -> int | None:
     """The smallest current thread limit of the BLAS / OpenMP pools (threadpoolctl), or of the usual
     environment variables when threadpoolctl is not installed."""
     try:
-        from threadpoolctl import ThreadpoolController
+        controller = _blas_controller()
     except ImportError:
         limits = [os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")]
         values = [int(v) for v in limits if v and v.strip().isdigit() and int(v) > 0]
         return min(values) if values else None
-    if not _controller:
-        _controller.append(ThreadpoolController())
-    values = [int(p["num_threads"]) for p in _controller[0].info() if p.get("num_threads")]
+    values = [int(p["num_threads"]) for p in controller.info() if p.get("num_threads")]
     return min(values) if values else None
 
 
@@ -65,3 +63,42 @@ def num_threads() -> int:
         n = int(env) if env.isdigit() and int(env) > 0 else _cpus()
     limit = _pool_limit()
     return max(1, min(n, limit) if limit else n)
+
+
+#: below this many (target, source) pairs a pass stays in the calling thread (the hand-off costs more)
+MIN_PARALLEL_PAIRS = 2**21
+_pools: dict = {}
+
+
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    if not _controller:
+        _controller.append(ThreadpoolController())
+    return _controller[0]
+
+
+def parallel_chunks(items: list, work, pairs: int) -> list:
+    """``[work(chunk) for chunk in chunks]`` over interleaved chunks of ``items``, one per thread of
+    :func:`num_threads` on a thread pool (GEMMs and exps release the GIL), the BLAS pool limited to one
+    thread meanwhile (the threads are ours: BLAS threads on top would oversubscribe the cores). A small
+    pass (``pairs`` below :data:`MIN_PARALLEL_PAIRS`) runs as one chunk in the calling thread, BLAS as
+    configured. The chunks are fixed by the thread count, so a result does not depend on the scheduling."""
+    if pairs < MIN_PARALLEL_PAIRS:
+        return [work(items)]
+    k = min(num_threads(), len(items))
+    try:
+        limit = _blas_controller().limit(limits=1, user_api="blas")
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        limit = None
+    try:
+        if k <= 1:
+            return [work(items)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        if k not in _pools:
+            _pools[k] = ThreadPoolExecutor(max_workers=k, thread_name_prefix="headflow")
+        return list(_pools[k].map(work, [items[i::k] for i in range(k)]))
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-import particles
 from meanfield._spectral import discretise
 from meanfield._spectral import sht as sht_module
 from meanfield._spectral import sphere as sphere_module
@@ -98,17 +97,3 @@ def test_without_ducc0_the_tables_serve_and_refuse_clearly(monkeypatch):
         mf.sphere_harmonic_transform(1025, 1100)
     C = random_coefficients(8)
     np.testing.assert_allclose(sht_module.ring_synthesis(C, sht.z, 20), sht.synthesis(C), rtol=0, atol=1e-13)
-
-
-def test_one_thread_setting_capped_by_threadpoolctl():
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-    try:
-        particles.set_num_threads(3)
-        with threadpoolctl.threadpool_limits(1):
-            assert particles.num_threads() == 1
-        with threadpoolctl.threadpool_limits(2):
-            assert particles.num_threads() == 2
-    finally:
-        particles.set_num_threads(None)
-    with pytest.raises(InvalidParameterError, match="'n' parameter of set_num_threads"):
-        particles.set_num_threads(0)
