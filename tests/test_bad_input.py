@@ -303,6 +303,7 @@ CASES.update({
                                {"density_fn": "callable", "d": "int", "axis": "array"}),
     "meanfield.funk_hecke_log": (mf.funk_hecke_log, dict(a=1.0, l=[0, 1], d=3),
                                  {"a": "real", "l": "nonneg_int", "d": "int"}),
+    "meanfield.sht_backend": (mf.sht_backend, dict(), {}),
     "meanfield.sphere_harmonic_transform": (mf.sphere_harmonic_transform, dict(L=4, nlat=6),
                                             {"L": "nonneg_int", "nlat": "int", "backend": "choice"}),
     "metrics.plateaus": (metrics.plateaus, dict(t=np.linspace(0.1, 1.0, 6), values=np.ones(6)),
