@@ -29,16 +29,21 @@ from _timing import Timing, best_of, header
 from threadpoolctl import threadpool_limits
 
 MEMORY = r"""
-import json, resource, sys
+import json, sys
 import numpy as np
 from particles import MultiHead, sample_uniform
 from particles._summation import routes
+
+def hwm():  # peak resident memory of this program (VmHWM: ru_maxrss would keep the parent's peak)
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
+
 routes.NUFFT_LIBRARY[0] = sys.argv[1]
 n = int(sys.argv[2])
 x = sample_uniform(n, 3, np.random.default_rng(0))
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+base = hwm()
 MultiHead.scalar([1.0], d=3, beta=10.0, kind="softmax", summation="fast", tol=1e-8).velocity(x)
-print(json.dumps({"base": base, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+print(json.dumps({"base": base, "peak": hwm()}))
 """
 
 
@@ -136,7 +141,7 @@ def main():
           f"FINUFFT / ducc0 end to end: {totals['finufft'].seconds / totals['ducc0'].seconds:.2f}x (same process)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", HEADFLOW_NUM_THREADS="1")
-    print("\n| library | resident memory before (MiB) | peak over one right-hand side (MiB) |\n|---|---:|---:|")
+    print("\n| library | peak resident memory before the right-hand side (MiB) | peak after it (MiB) |\n|---|---:|---:|")
     for lib in libraries:
         mem = json.loads(subprocess.run([sys.executable, "-c", MEMORY, lib, str(args.n)], env=env, check=True,
                                         capture_output=True, text=True).stdout.splitlines()[-1])
