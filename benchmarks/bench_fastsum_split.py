@@ -141,7 +141,8 @@ def main():
           f"FINUFFT / ducc0 end to end: {totals['finufft'].seconds / totals['ducc0'].seconds:.2f}x (same process)")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]),
                OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", HEADFLOW_NUM_THREADS="1")
-    print("\n| library | peak resident memory before the right-hand side (MiB) | peak after it (MiB) |\n|---|---:|---:|")
+    print("\n| library | peak resident memory before the right-hand side (MiB) | peak after it (MiB) |")
+    print("|---|---:|---:|")
     for lib in libraries:
         mem = json.loads(subprocess.run([sys.executable, "-c", MEMORY, lib, str(args.n)], env=env, check=True,
                                         capture_output=True, text=True).stdout.splitlines()[-1])
