@@ -120,7 +120,7 @@ def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r
         coefs.append((per_axis, flip))
     scale = 2 * np.pi / P
     t_pts = (tgt - centre) * scale
-    s_pts = (src - centre) * scale
+    s_pts = t_pts if tgt is src else (src - centre) * scale
     return Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs,
                  same=tgt is src)
 
