@@ -28,9 +28,9 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     args = ap.parse_args()
     q = ["--quick"] if args.quick else []
-    runs = [["bench_sht.py", "--threads", "1,2", *q],
+    runs = [["bench_sht.py", "--threads", "1,2", "--repeat", "2", *q],
             ["bench_fastsum_split.py", *(["--n", "100000"] if args.quick else [])],
-            ["bench_threads.py", *q],
+            ["bench_threads.py", "--repeat", "2", *q],
             ["bench_rhs.py", "--kind", "softmax", "--repeat", "3", "--sizes", "1024,4096"],
             ["bench_phase_diagram.py", "--quick"]]
     start = time.perf_counter()
