@@ -144,7 +144,10 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
             return out
 
         # interleaved block rows balance the threads (row I holds (m - I) / side tiles)
-        out = sum(parallel_chunks(list(range(0, m, side)), rows, m * n // 2))
+        parts = parallel_chunks(list(range(0, m, side)), rows, m * n // 2)
+        out = parts[0]
+        for part in parts[1:]:
+            out += part
         return _finish(L, Y, Ya, out, np.full(m, shift))
     shift = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
     La = _with_column(L, -shift)
