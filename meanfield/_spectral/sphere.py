@@ -66,7 +66,7 @@ class _Sphere:
     def pad(self, c, square=False):
         """c at this band limit, with this discretisation's orders (all of them with ``square``)."""
         K = 1 if self.axial and not square else self.L + 1
-        out = np.zeros((self.L + 1, K), complex)
+        out = np.zeros((self.L + 1, K), complex if square else c.dtype)  # the axial column stays real
         k = min(len(c), self.L + 1)
         out[:k, : min(k, c.shape[1], K)] = c[:k, : min(k, c.shape[1], K)]
         return out
