@@ -97,3 +97,15 @@ def test_without_ducc0_the_tables_serve_and_refuse_clearly(monkeypatch):
         mf.sphere_harmonic_transform(1025, 1100)
     C = random_coefficients(8)
     np.testing.assert_allclose(sht_module.ring_synthesis(C, sht.z, 20), sht.synthesis(C), rtol=0, atol=1e-13)
+
+
+def test_the_axial_column_stays_real_when_the_band_limit_grows():
+    """Refinement pads the state at the new band limit: the order-0 column stays real (half the work of
+    complex arithmetic), and the saved coefficients are square complex arrays."""
+    model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
+    disc = _Sphere(model, 32, axial=True)
+    c = np.linspace(1.0, 0.1, 17)[:, None]
+    grown = disc.pad(c)
+    assert grown.dtype == float and grown.shape == (33, 1) and np.array_equal(grown[:17], c)
+    square = disc.pad(c, square=True)
+    assert square.dtype == complex and square.shape == (33, 33) and not np.any(square[:, 1:])
