@@ -238,9 +238,10 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
 def info() -> dict:
     """``headflow info``: versions, thread counts and the available summation paths."""
     from metrics import dependency_versions, summation_paths
+    from particles import num_threads
 
-    threads = {"cpu_count": os.cpu_count()}
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    threads = {"cpu_count": os.cpu_count(), "headflow_threads": num_threads()}
+    for var in ("HEADFLOW_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         threads[var] = os.environ.get(var, "unset")
     try:
         from threadpoolctl import threadpool_info
@@ -266,7 +267,8 @@ def _print_info(data: dict) -> None:
             print(f"  {k:20s} {v}")
     print("\nsummation paths")
     notes = {"exact": 'blocked exact pass, O(n^2) work, error bound 0 (summation="exact")',
-             "finufft": 'NUFFT routes of summation="fast"/"auto", error bound tol (needs the finufft package)'}
+             "finufft": 'NUFFT routes of summation="fast"/"auto", error bound tol (needs the finufft package)',
+             "ducc0": 'faster NUFFT for those routes and the S^2 transforms (pip install "headflow[sht]")'}
     for k, ok in data["summation"].items():
         print(f"  {k:20s} {'available' if ok else 'NOT available'}   {notes.get(k, '')}")
 

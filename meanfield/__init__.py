@@ -7,7 +7,7 @@ from .field import first_variation, measure_energy, measure_velocity
 from .flow import SCHEMES, MeanFieldResult, SphereMesh, circle_velocity, wasserstein_ascent
 from .measure import EmpiricalMeasure, GridMeasure, circle_grid, fibonacci_sphere
 from .quadrature import sphere_quadrature
-from .spectral import SpectralSolution, ZonalMeasure, funk_hecke_log, sphere_harmonic_transform
+from .spectral import SpectralSolution, ZonalMeasure, funk_hecke_log, sht_backend, sphere_harmonic_transform
 from .stability import critical_kappa, funk_hecke_exp, growth_rates, harmonic_growth, uniform_growth_rate
 
 __all__ = [
@@ -33,4 +33,5 @@ __all__ = [
     "SpectralSolution",
     "funk_hecke_log",
     "sphere_harmonic_transform",
+    "sht_backend",
 ]

@@ -10,9 +10,12 @@ coefficients of ρ in an orthonormal basis of :math:`L^2(\sigma)` truncated at d
   the convolution velocity :math:`v(\theta) = \sum_h s_h[(k_h*\rho)(\theta)]` with the exact Fourier
   coefficients of :math:`e^{a\cos(\delta-\alpha)}` (:math:`I_n(a)e^{-in\alpha}`) and of
   :math:`e^{a\cos(\delta-\alpha)}\sin(\gamma-\delta)`;
-- :math:`S^2`: spherical harmonics on a Gauss–Legendre × uniform-longitude grid (FFT in longitude,
-  normalised associated Legendre matrices per order m); scalar heads through Funk–Hecke, general
-  3 × 3 heads through the summation layer evaluated on the quadrature grid;
+- :math:`S^2`: spherical harmonics on a Gauss–Legendre × uniform-longitude grid, by the transforms of
+  ``ducc0`` when it is installed (``pip install "headflow[sht]"``: band limits to 2048), else by tables of
+  normalised associated Legendre functions (band limits to 512; :func:`sht_backend` says which); scalar
+  heads through Funk–Hecke, general 3 × 3 heads through the summation layer evaluated on the quadrature
+  grid. A density symmetric about the pole under scalar heads stays so: its order-0 column alone is
+  advanced (one Legendre matrix, the cost of the zonal solver);
 - zonal :math:`S^{d-1}`, any d ≥ 3: ρ depends on :math:`t = \langle x, e\rangle` only and is expanded in
   the orthonormal Gegenbauer polynomials :math:`q_l \propto C_l^{(d-2)/2}(t)` with Gauss–Gegenbauer
   quadrature; scalar heads keep the flow zonal.
@@ -40,8 +43,9 @@ at the larger L. Negative densities on the output grid beyond round-off are repo
 """
 
 from ._spectral.kernels import funk_hecke_log
+from ._spectral.sht import sht_backend, sphere_harmonic_transform
 from ._spectral.solve import SpectralSolution, spectral_ascent  # noqa: F401  (the scheme function of flow.py)
-from ._spectral.sphere import _Sphere, sphere_harmonic_transform  # noqa: F401  (_Sphere: tests and benchmarks)
+from ._spectral.sphere import _Sphere  # noqa: F401  (tests and benchmarks)
 from ._spectral.zonal import ZonalMeasure
 
-__all__ = ["ZonalMeasure", "SpectralSolution", "funk_hecke_log", "sphere_harmonic_transform"]
+__all__ = ["ZonalMeasure", "SpectralSolution", "funk_hecke_log", "sphere_harmonic_transform", "sht_backend"]

@@ -185,8 +185,8 @@ _M_CAP = 2 * (_Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solv
                              breaks={"model": MultiHead.scalar([1.0], 4, beta=1.0, kind="usa")}),
                     Relation(("m", "scheme"), lambda m, scheme: scheme != "spectral" or m <= _M_CAP,
                              f"asks for a band limit above the S^2 spectral solver's cap max_L={_Sphere.max_L} "
-                             f"(refused at once: its Legendre tables would take minutes and gigabytes): use m <= "
-                             f"{_M_CAP}, or scheme='fv_sphere'", breaks={"m": 10**6, "scheme": "spectral"})])
+                             f"(refused at once: such grids take minutes and gigabytes): use m <= "
+                             f"{_M_CAP}, or scheme='fv_sphere'", breaks={"m": 10**8, "scheme": "spectral"})])
 def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves: int = 4, kappa=np.inf,
                     eps: float = 1e-3, scheme: str = "spectral"):
     r"""Growth of one harmonic in an S^2 mean-field solver: (t, amplitude, fitted rate).

@@ -46,6 +46,7 @@ from ._core.sphere import (
     sample_uniform,
     seed_streams,
 )
+from ._core.threads import num_threads, set_num_threads
 from ._dynamics import saving as _saving
 from ._dynamics import solve as _solve
 from ._dynamics.layers import simulate_layers
@@ -88,6 +89,8 @@ __all__ = [
     "TimeDependent",
     "simulate_layers",
     "DEFAULT_BLOCK_ELEMENTS",
+    "num_threads",
+    "set_num_threads",
     "STEPPERS",
     "simulate",
     "tqdm_class",

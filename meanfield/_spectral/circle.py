@@ -46,7 +46,7 @@ class _Circle:
     def with_L(self, L):
         return _Circle(self.model, L)
 
-    def pad(self, c):
+    def pad(self, c, square=False):  # (``square`` matters only for S^2's axial discretisation)
         out = np.zeros(self.L + 1, complex)
         out[:len(c)] = c[:self.L + 1]
         return out

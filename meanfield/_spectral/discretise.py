@@ -12,7 +12,8 @@ from particles.validation import (
 )
 
 from .circle import _Circle, _circle_coefficients
-from .sphere import _Sphere, sphere_harmonic_transform
+from .sht import sphere_harmonic_transform
+from .sphere import AXIAL_ROUNDOFF, _Sphere
 from .zonal import ZonalMeasure, _gauss_gegenbauer, _gegenbauer_orthonormal, _Zonal
 
 __all__ = ["discretisation"]
@@ -100,11 +101,15 @@ def _sphere_discretisation(mu0, model):
     full = sphere_harmonic_transform(nlat - 1, nlat).analysis(rho.reshape(nlat, 2 * nlat))
     full /= full[0, 0].real
     L_max = nlat - 1
+    # scalar heads keep a density symmetric about the pole so: its order-0 column alone is advanced
+    axial = scalar_heads(model.M, model.W) is not None and not np.any(
+        np.abs(full[:, 1:]) > AXIAL_ROUNDOFF * np.abs(full[:, 0]).max())
 
     def initial(L_):
-        c = np.zeros((L_ + 1, L_ + 1), complex)
+        c = np.zeros((L_ + 1, 1), float) if axial else np.zeros((L_ + 1, L_ + 1), complex)
         k = min(L_, L_max) + 1
-        c[:k, :k] = full[:k, :k]
+        K = min(k, c.shape[1])
+        c[:k, :K] = full[:k, :K].real if axial else full[:k, :K]
         return c
 
-    return "sphere", 3, L_max, lambda L_: _Sphere(model, L_), initial
+    return "sphere", 3, L_max, lambda L_: _Sphere(model, L_, axial), initial

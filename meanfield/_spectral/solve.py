@@ -184,7 +184,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                                         max_steps=max_steps, cap=int(cap) if refine else disc.max_L,
                                         solver_cap=solver_cap, **run)
     disc = field.disc(saves[-1])
-    coeffs = [disc.pad(c) for c in saves]
+    coeffs = [disc.pad(c, square=True) for c in saves]  # (an axial S^2 run saves every order)
     energy = np.array([disc.energy(c) for c in coeffs])
     sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, getattr(mu0, "axis", None))  # (a zonal run's axis)
     pts, w = _BASES[geometry].output_grid(mu0, disc.L, d)

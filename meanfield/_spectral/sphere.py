@@ -1,132 +1,23 @@
-r"""Spherical-harmonic transforms on the Gauss–Legendre grid and the S^2 discretisation (module
-docstring of :mod:`meanfield.spectral`)."""
+r"""The S^2 discretisation of the spectral solver (module docstring of :mod:`meanfield.spectral`), on the
+transforms of :mod:`meanfield._spectral.sht`."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from scipy import fft as sfft
 
 from particles.extend import scalar_heads
-from particles.validation import (
-    Integer,
-    InvalidParameterError,
-    Relation,
-    check_param,
-    declare,
-)
 
 from .circle import _tail
+from .legendre import _legendre_column
+from .sht import ring_synthesis, sht_backend, sphere_harmonic_transform
 from .stepping import _suggest_L
-from .zonal import _funk_hecke_energy, _gauss_gegenbauer, _potential_multipliers
+from .zonal import _funk_hecke_energy, _potential_multipliers
 
-# ------------------------------------------------------------------ S^2 transforms
-
-
-@declare(L=Integer(0), nlat=Integer(2), relations=[Relation(
-    ("nlat", "L"), lambda nlat, L: nlat > L, "must exceed L (Gauss-Legendre with nlat nodes resolves degree nlat - 1): "
-    "use nlat >= L + 1, or ceil((3L+1)/2) to project products exactly", breaks={"nlat": 3, "L": 5})])
-class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, named like a function
-    r"""Spherical-harmonic transforms to degree L on the Gauss–Legendre grid of ``nlat`` latitudes.
-
-    Grid: Gauss–Legendre nodes :math:`z_j = \cos\theta_j` (``nlat``) × ``nlon = 2 nlat`` longitudes
-    :math:`\varphi_k = \pi k/\text{nlat}` (the points of ``sphere_quadrature(3, nlat)``). Coefficients
-    ``C[l, m]``, m ≥ 0, of :math:`f = \sum_l [C_{l0}\bar P_{l0} + 2\operatorname{Re}\sum_{m\ge1}
-    C_{lm}\bar P_{lm}(z) e^{im\varphi}]` with :math:`\bar P_{lm}` normalised by
-    :math:`\tfrac12\int_{-1}^1\bar P_{lm}^2dz = 1` (so :math:`\|f\|^2_{L^2(\sigma)} = \sum_l|C_{l0}|^2 +
-    2\sum_{m\ge1}|C_{lm}|^2`), from the stable three-term recurrence in l at fixed m. Synthesis is one
-    matrix product per order m and parity of l + m on the northern nodes (equatorial symmetry) and an
-    inverse real FFT per latitude; analysis the reverse with the
-    Gauss weights; both are exact for band-limited functions when ``nlat > L`` (analysis of a
-    product of degree ≤ 2L projected on degree ≤ L needs ``nlat ≥ (3L + 1)/2``).
-
-    Examples
-    --------
-    >>> sht = sphere_harmonic_transform(4, 6)
-    >>> z = sht.points[:, 2].reshape(sht.nlat, sht.nlon)
-    >>> C = sht.analysis(z)
-    >>> bool(np.isclose(abs(C[1, 0]), 1 / np.sqrt(3)))  # z = Y_10 / √3 in the σ-normalisation
-    True
-    >>> bool(np.allclose(sht.synthesis(C), z))
-    True
-    """
-
-    def __init__(self, L: int, nlat: int):
-        self.L, self.nlat, self.nlon = int(L), int(nlat), 2 * int(nlat)
-        # the Gauss-Legendre rule to relative round-off (numpy's leggauss weights drift by 1e-10 at 1600 nodes)
-        z, w = _gauss_gegenbauer(self.nlat, 3)
-        self.z, self.w = z, w
-        phi = np.pi * np.arange(self.nlon) / self.nlat
-        Z, PHI = np.meshgrid(z, phi, indexing="ij")
-        r = np.sqrt(1 - Z * Z)
-        self.points = np.stack([r * np.cos(PHI), r * np.sin(PHI), Z], -1).reshape(-1, 3)
-        L = self.L
-        # equatorial symmetry: the nodes come in pairs z, -z and P̄_lm(-z) = (-1)^{l+m} P̄_lm(z), so only
-        # the northern rows are stored, split by the parity of l + m (half the flops and memory)
-        nh = (self.nlat + 1) // 2
-        self._north = np.arange(self.nlat - nh, self.nlat)
-        self._south = self.nlat - 1 - self._north  # the mirror rows (the equator, odd nlat, is its own)
-        self._mid = self.nlat % 2 == 1
-        self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
-        zn = z[self._north]
-        for m in range(L + 1):
-            P = _legendre_column(L, m, zn)
-            self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
-            self.Po.append(np.ascontiguousarray(P[:, 1::2]))
-        l = np.arange(L + 1)
-        self.laplacian = -(l * (l + 1)).astype(float)
-
-    def synthesis(self, C: np.ndarray) -> np.ndarray:
-        """Grid values (nlat, nlon) from coefficients C (L+1, L+1) (or stacked (..., L+1, L+1))."""
-        C = np.asarray(C, dtype=complex)
-        if C.ndim < 2 or C.shape[-2:] != (self.L + 1, self.L + 1):
-            raise InvalidParameterError(
-                f"C of sphere_harmonic_transform.synthesis must have shape (..., {self.L + 1}, {self.L + 1}) "
-                f"(degrees and orders 0..L={self.L}); got {C.shape}."
-            )
-        lead = C.shape[:-2]
-        Cf = C.reshape(-1, self.L + 1, self.L + 1)
-        k = Cf.shape[0]
-        A = np.zeros((self.nlat, self.nlon // 2 + 1, k), complex)
-        for m in range(self.L + 1):
-            # real Legendre matrices times (re, im) pairs: real GEMMs, no complex upcast of P
-            Cm = Cf[:, m:, m]
-            E = (self.Pe[m] @ np.ascontiguousarray(Cm[:, 0::2].T).view(float)).view(complex)
-            O = (self.Po[m] @ np.ascontiguousarray(Cm[:, 1::2].T).view(float)).view(complex)
-            A[self._south, m, :] = E - O
-            A[self._north, m, :] = E + O  # last: the equator row keeps E (O vanishes there)
-        # the Hermitian extension of irfft adds the conjugate orders: f = a_0 + 2 Re Σ_{m≥1} a_m e^{imφ}
-        out = sfft.irfft(A, self.nlon, axis=1) * self.nlon
-        return np.moveaxis(out, -1, 0).reshape(*lead, self.nlat, self.nlon)
-
-    def analysis(self, f: np.ndarray, L: int | None = None) -> np.ndarray:
-        """Coefficients (L+1, L+1) (default the transform's L) of grid values f (nlat, nlon)."""
-        caller = "sphere_harmonic_transform.analysis"
-        L = self.L if L is None else check_param(L, "L", caller, low=0, high=self.L, integer=True)
-        f = np.asarray(f)
-        if np.iscomplexobj(f) or f.ndim < 2 or f.shape[-2:] != (self.nlat, self.nlon):
-            raise InvalidParameterError(
-                f"f of {caller} must be real grid values of shape (..., nlat, nlon) = (..., {self.nlat}, {self.nlon}); "
-                f"got {'complex ' if np.iscomplexobj(f) else ''}{f.shape}."
-            )
-        f = f.astype(float)
-        lead = f.shape[:-2]
-        ff = np.moveaxis(f.reshape(-1, self.nlat, self.nlon), 0, -1)
-        A = sfft.rfft(ff, axis=1) * (self.w / self.nlon)[:, None, None]  # Gauss weights folded in
-        k = A.shape[-1]
-        An, As = A[self._north], A[self._south]
-        S, D = An + As, An - As
-        if self._mid:
-            S[0] *= 0.5  # the equator was counted twice
-        C = np.zeros((k, L + 1, L + 1), complex)
-        for m in range(L + 1):
-            ne, no = (L - m) // 2 + 1, (L - m + 1) // 2
-            Cm = C[:, m:, m]
-            Cm[:, 0::2] = (self.Pe[m][:, :ne].T @ np.ascontiguousarray(S[:, m, :]).view(float)).view(complex).T
-            if no:
-                Cm[:, 1::2] = (self.Po[m][:, :no].T @ np.ascontiguousarray(D[:, m, :]).view(float)).view(complex).T
-        return C.reshape(*lead, L + 1, L + 1)
+#: orders m >= 1 below this fraction of the largest order-0 coefficient are the analysis' round-off of an
+#: axially symmetric density (measured: 5e-18 of c_00 for a zonal start on sphere_quadrature(3, 40))
+AXIAL_ROUNDOFF = 1e-13
 
 
 class _Sphere:
@@ -139,22 +30,30 @@ class _Sphere:
     :math:`\dot C_{lm} = -u_{lm}g^\theta_{l-1,m} + v_{lm}g^\theta_{l+1,m} - im\,g^\varphi_{lm}`, g the
     coefficients of :math:`F_\theta/\sin\theta` and :math:`F_\varphi/\sin\theta`: one factor ~ l meets
     the transform's round-off, where the strong form Δ(ρΦ) multiplied it by l(l+1).
+
+    ``axial=True`` (scalar heads, a density symmetric about the pole): the coefficients are the order-0
+    column (L + 1, 1), which scalar heads keep alone, and the transforms one Legendre matrix on the Gauss
+    nodes: O(L) memory and O(L^2) work per step, as the zonal solver.
     """
 
     geometry = "sphere"
     d = 3
-    max_L = 512  # the Legendre tables hold ~ 0.4 L^3 doubles (0.4 GB at L = 512)
+    # ducc0's grids at L = 2048 hold 1.9e7 points (150 MB a field); the Legendre tables ~ 0.4 L^3 doubles
+    max_L = 2048 if sht_backend() == "ducc0" else 512
 
-    def __init__(self, model, L):
-        self.model, self.L = model, L
+    def __init__(self, model, L, axial=False):
+        self.model, self.L, self.axial = model, L, bool(axial)
         self.scalar = scalar_heads(model.M, model.W) is not None
+        if self.axial and not self.scalar:
+            raise ValueError("the axially symmetric S^2 discretisation needs scalar heads")
+        K = 1 if self.axial else L + 1  # orders held
         # transforms to degree L + 1 (the gradient of degree L, the flux against ∇Y_lm, l ≤ L); the grid
         # integrates ρ ∇Φ·∇Y_lm (degree ≤ 3L + 1) exactly
         self.sht = sphere_harmonic_transform(L + 1, L + 1 + math.ceil((L + 2) / 2) + 1)
         l = np.arange(L + 1)
-        self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], L + 1, 1)
-        self.mask = np.tril(np.ones((L + 1, L + 1), bool))
-        self.weight = np.where(np.arange(L + 1)[None, :] == 0, 1.0, 2.0) * self.mask
+        self.laplacian = np.repeat(-(l * (l + 1)).astype(float)[:, None], K, 1)
+        self.mask = np.tril(np.ones((L + 1, K), bool))
+        self.weight = np.where(np.arange(K)[None, :] == 0, 1.0, 2.0) * self.mask
         self.u, self.v = _gradient_weights(L + 1)
         self.im = 1j * np.arange(L + 2)[None, :]  # ∂_φ on order m
         self.inv_s2 = (1.0 / (1.0 - self.sht.z**2))[:, None]  # Gauss nodes avoid the poles
@@ -162,16 +61,18 @@ class _Sphere:
             self.phi, self.zs = _potential_multipliers(model, l, 3)
 
     def with_L(self, L):
-        return _Sphere(self.model, L)
+        return _Sphere(self.model, L, self.axial)
 
-    def pad(self, c):
-        out = np.zeros((self.L + 1, self.L + 1), complex)
+    def pad(self, c, square=False):
+        """c at this band limit, with this discretisation's orders (all of them with ``square``)."""
+        K = 1 if self.axial and not square else self.L + 1
+        out = np.zeros((self.L + 1, K), complex if square else c.dtype)  # the axial column stays real
         k = min(len(c), self.L + 1)
-        out[:k, :k] = c[:k, :k]
+        out[:k, : min(k, c.shape[1], K)] = c[:k, : min(k, c.shape[1], K)]
         return out
 
     def _up(self, c):
-        """Coefficients at the transform's degree L + 1 (zero row/column)."""
+        """Coefficients at the transform's degree L + 1 (zero row and column)."""
         out = np.zeros((self.L + 2, self.L + 2), complex)
         out[: self.L + 1, : self.L + 1] = c
         return out
@@ -186,21 +87,55 @@ class _Sphere:
         return D, self.im * a
 
     def rhs(self, c):
+        if not self.scalar:
+            return self._rhs_general(c)
+        if self.axial:
+            return self._rhs_axial(c)
         sht = self.sht
-        if self.scalar:
-            linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
-            parts = [self._up(c), *(self._gradient(self.phi[:, None] * c) if linear else ())]
-            for _, zs in self.zs:
-                parts += [self._up(zs[:, None] * c), *self._gradient(zs[:, None] * c)]
-            vals = sht.synthesis(np.stack(parts))
-            rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
-            for k, (amp, _) in enumerate(self.zs):
-                # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
-                Z, Zt, Zp = vals[1 + 2 * linear + 3 * k: 4 + 2 * linear + 3 * k]
-                s = amp / np.maximum(Z, 1e-300)
-                St, Sp = St + s * Zt, Sp + s * Zp
-            q = rho * self.inv_s2
-            return self._weak_divergence(q * St, q * Sp)
+        linear = bool(np.any(self.phi))  # USA heads, or softmax heads with a = 0
+        parts = [self._up(c), *(self._gradient(self.phi[:, None] * c) if linear else ())]
+        for _, zs in self.zs:
+            parts += [self._up(zs[:, None] * c), *self._gradient(zs[:, None] * c)]
+        vals = sht.synthesis(np.stack(parts))
+        rho, St, Sp = (vals[0], vals[1], vals[2]) if linear else (vals[0], 0.0, 0.0)  # sinθ ∂_θΦ, ∂_φΦ
+        for j, (amp, _) in enumerate(self.zs):
+            # softmax: Φ = Σ (μ/a) log Z_a, so ∇Φ = Σ (μ/a) ∇Z_a / Z_a with Z_a band-limited (exact)
+            Z, Zt, Zp = vals[1 + 2 * linear + 3 * j: 4 + 2 * linear + 3 * j]
+            s = amp / np.maximum(Z, 1e-300)
+            St, Sp = St + s * Zt, Sp + s * Zp
+        q = rho * self.inv_s2
+        return self._weak_divergence(q * St, q * Sp)
+
+    def _rhs_axial(self, c):
+        """The flow of the order-0 column (real, (L + 1, 1)): the scalar path of :meth:`rhs` at m = 0, its
+        transforms one Legendre matrix on the Gauss nodes."""
+        L, a = self.L, c[:, 0].real
+        u, v = self.u[:, 0], self.v[:, 0]
+        if not hasattr(self, "_p0"):
+            self._p0 = _legendre_column(L + 1, 0, self.sht.z)  # P̄_l0 (l = 0..L+1), (nlat, L + 2)
+
+        def gradient(b):  # sinθ ∂_θ of degree-L coefficients b, at degree L + 1
+            D = np.zeros(L + 2)
+            D[:L] -= u[1: L + 1] * b[1:]
+            D[1:] += v[: L + 1] * b
+            return D
+
+        linear = bool(np.any(self.phi))
+        cols = [np.append(a, 0.0), *((gradient(self.phi * a),) if linear else ())]
+        for _, zs in self.zs:
+            cols += [np.append(zs * a, 0.0), gradient(zs * a)]
+        vals = self._p0 @ np.stack(cols, 1)
+        St = vals[:, 1] if linear else 0.0
+        for j, (amp, _) in enumerate(self.zs):
+            Z, Zt = vals[:, 1 + linear + 2 * j], vals[:, 2 + linear + 2 * j]
+            St = St + amp / np.maximum(Z, 1e-300) * Zt
+        G = self._p0.T @ (self.sht.w * vals[:, 0] * self.inv_s2[:, 0] * St)
+        out = v[: L + 1] * G[1:]
+        out[1:] -= u[1: L + 1] * G[:L]
+        return out[:, None]
+
+    def _rhs_general(self, c):
+        sht = self.sht
         rho = sht.synthesis(self._up(c))
         w = np.maximum(rho, 0.0).ravel() * np.repeat(sht.w, sht.nlon) / sht.nlon
         from ..field import _velocity
@@ -227,8 +162,8 @@ class _Sphere:
 
     @staticmethod
     def energy_by_degree(c):
-        k = c.shape[0]
-        weight = np.where(np.arange(k)[None, :] == 0, 1.0, 2.0) * np.tri(k, dtype=bool)
+        k, K = c.shape
+        weight = np.where(np.arange(K)[None, :] == 0, 1.0, 2.0) * np.tri(k, K, dtype=bool)
         return np.sum(weight * np.abs(c) ** 2, axis=1)
 
     def tail(self, c):
@@ -247,13 +182,7 @@ class _Sphere:
 
     @staticmethod
     def density(sol, c, x):
-        L = c.shape[0] - 1
-        z = np.clip(x[:, 2], -1, 1)
-        phi = np.arctan2(x[:, 1], x[:, 0])
-        out = np.zeros(len(x))
-        for m in range(L + 1):
-            out += (1.0 if m == 0 else 2.0) * np.real((_legendre_column(L, m, z) @ c[m:, m]) * np.exp(1j * m * phi))
-        return out
+        return _sphere_density(np.asarray(c), x)
 
     @staticmethod
     def projected_cdf(sol, c, theta, x):
@@ -281,6 +210,30 @@ def _gradient_weights(n):
     return (l[:-1] + 1) * alpha[:-1], l[:-1] * alpha[1:]
 
 
+def _sphere_density(C, x):
+    """ρ at points x (m, 3) from the coefficients C: by ring synthesis when x is a product grid of
+    ``sphere_quadrature(3, n)`` (rings of equal z, longitudes πk/n), else one recurrence per order m."""
+    L = C.shape[0] - 1
+    nlat = int(round(np.sqrt(len(x) / 2)))
+    if 2 * nlat * nlat == len(x) and nlat > L:
+        g = x.reshape(nlat, 2 * nlat, 3)
+        phi = np.pi * np.arange(2 * nlat) / nlat
+        r = np.sqrt(np.clip(1 - g[:, :1, 2] ** 2, 0, None))
+        if (np.all(g[:, :, 2] == g[:, :1, 2]) and np.abs(g[..., 0] - r * np.cos(phi)).max() <= 1e-13
+                and np.abs(g[..., 1] - r * np.sin(phi)).max() <= 1e-13):
+            if not np.any(C[:, 1:]):  # axially symmetric: one value per ring
+                values = _legendre_column(L, 0, g[:, 0, 2]) @ C[:, 0].real
+                return np.repeat(values, 2 * nlat)
+            return ring_synthesis(C, g[:, 0, 2], 2 * nlat).ravel()
+    z = np.clip(x[:, 2], -1, 1)
+    phi = np.arctan2(x[:, 1], x[:, 0])
+    out = np.zeros(len(x))
+    for m in range(L + 1):
+        am = _legendre_column(L, m, z) @ C[m:, m]
+        out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
+    return out
+
+
 def _sphere_projection(C, theta, x):
     L = C.shape[0] - 1
     z = np.clip(theta[:, 2], -1, 1)
@@ -299,19 +252,3 @@ def _sphere_projection(C, theta, x):
     for l in range(1, L + 1):
         I[:, l] = (Pl[:, l + 1] - Pl[:, l - 1]) / (2 * l + 1)
     return 0.5 * I @ f.T, 0.5 * Pl[:, :L + 1] @ f.T
-
-
-def _legendre_column(L, m, z):
-    """P̄_lm(z), l = m..L (same recurrence and normalisation as sphere_harmonic_transform)."""
-    s = np.sqrt(np.clip(1 - z * z, 0, None))
-    pmm = np.ones_like(z)
-    for k in range(1, m + 1):
-        pmm = pmm * np.sqrt((2 * k + 1) / (2 * k)) * s
-    cols = [pmm]
-    if m < L:
-        cols.append(np.sqrt(2 * m + 3) * z * pmm)
-    for l in range(m + 2, L + 1):
-        a = np.sqrt((4 * l * l - 1) / (l * l - m * m))
-        b = np.sqrt(((l - 1) ** 2 - m * m) / (4 * (l - 1) ** 2 - 1))
-        cols.append(a * (z * cols[-1] - b * cols[-2]))
-    return np.stack(cols, 1)

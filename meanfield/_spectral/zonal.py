@@ -130,7 +130,7 @@ class _Zonal:
     def with_L(self, L):
         return _Zonal(self.model, L, self.d)
 
-    def pad(self, c):
+    def pad(self, c, square=False):  # (``square`` matters only for S^2's axial discretisation)
         out = np.zeros(self.L + 1)
         out[:len(c)] = c[:self.L + 1]
         return out

@@ -94,7 +94,8 @@ def summation_paths(*, check_import: bool = False) -> dict:
     """Which ways of evaluating the attention sums (:mod:`particles.summation`) are available.
 
     ``"exact"`` (the blocked exact pass) always is; ``"finufft"`` (the fast NUFFT routes of
-    ``summation="fast"`` / ``"auto"``) needs the ``finufft`` package. With
+    ``summation="fast"`` / ``"auto"``) needs the ``finufft`` package; ``"ducc0"`` (the faster NUFFT those
+    routes use when it is installed, and the S^2 spectral solver's transforms) the ``ducc0`` package. With
     ``check_import=True`` the package is imported (:func:`particles.summation.fast_available`:
     slower, and catches a broken install), else only looked up.
 
@@ -107,7 +108,7 @@ def summation_paths(*, check_import: bool = False) -> dict:
         fast = fast_available()
     else:
         fast = importlib.util.find_spec("finufft") is not None
-    return {"exact": True, "finufft": fast}
+    return {"exact": True, "finufft": fast, "ducc0": importlib.util.find_spec("ducc0") is not None}
 
 
 def _summation(model) -> tuple[str, float, float]:

@@ -140,6 +140,10 @@ def _watch_parent(parent_pid: int, started=None, shared=None, interval: float = 
     set it died while starting."""
     _SHARED["value"] = shared
     keep_freed_memory()
+    # the pool's processes share the cores: one thread each for the compiled passes (particles.num_threads)
+    from particles import set_num_threads
+
+    set_num_threads(1)
     if started is not None:
         started.set()
 

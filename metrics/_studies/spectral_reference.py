@@ -234,6 +234,14 @@ def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
+def _default_max_L(d, m_grid):
+    """The reference's band-limit cap: S^1 m_grid / 2, S^2 1024 on ducc0's transforms (128 on the Legendre
+    tables), zonal 512."""
+    from meanfield.spectral import sht_backend
+
+    return {2: max(16, int(m_grid) // 2), 3: 1024 if sht_backend() == "ducc0" else 128}.get(d, 512)
+
+
 class StudyReference:
     r"""The spectral mean-field reference of :func:`metrics.mean_field_limit_study`, where it applies.
 
@@ -241,8 +249,9 @@ class StudyReference:
     that are scaled rotations), S^2 (any heads), or d ≥ 4 with scalar heads and a density zonal about
     the last axis. Otherwise the study keeps its grid or Lagrangian reference. It also gives up (an
     instance with ``solution=None`` and the reason in ``attrs["reference_note"]``) when the flow
-    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 128 on S^2, 512 for zonal
-    runs: the cost of a grid reference of m_grid cells, and the Legendre tables' size).
+    concentrates past the band limit ``max_L`` (by default m_grid/2 on S^1, 1024 on S^2 with ducc0's
+    transforms and 128 without, 512 for zonal runs: the cost of a grid reference of m_grid cells, and of
+    the S^2 transforms).
 
     Attributes
     ----------
@@ -267,7 +276,7 @@ class StudyReference:
         t1, n_saves = float(ts[-1]), len(ts)
         from particles.validation import SolverError
 
-        max_L = {2: max(16, int(m_grid) // 2), 3: 128}.get(d, 512)
+        max_L = _default_max_L(d, m_grid)
         opts = {"scheme": "spectral", "kappa": kappa, "tol": tol, "rtol": 1e-12, "max_L": max_L}
         if d == 2 and not all(scaled_rotation_of(A) is not None for A in np.concatenate([model.M, model.W])):
             return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
+from .._core.threads import parallel_chunks
 
 __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batched_relu_sums", "constant_sums"]
 
@@ -125,31 +126,44 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     if symmetric:
         shift = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
         La = _with_column(L, -shift)
-        out = np.zeros((m, d + 1))
         side = max(64, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS)))
-        tile = np.empty((side, side))
-        for I in range(0, m, side):
-            sI = slice(I, min(m, I + side))
-            for J in range(I, m, side):
-                sJ = slice(J, min(m, J + side))
-                T = tile[: sI.stop - sI.start, : sJ.stop - sJ.start]
-                np.matmul(La[sI], YaT[:, sJ], out=T)
-                np.exp(T, out=T)
-                out[sI] += T @ Ya[sJ]
-                if J != I:
-                    out[sJ] += T.T @ Ya[sI]
+
+        def rows(starts):  # the tiles of the block rows I (and, transposed, of their columns)
+            out = np.zeros((m, d + 1))
+            tile = np.empty((side, side))
+            for I in starts:
+                sI = slice(I, min(m, I + side))
+                for J in range(I, m, side):
+                    sJ = slice(J, min(m, J + side))
+                    T = tile[: sI.stop - sI.start, : sJ.stop - sJ.start]
+                    np.matmul(La[sI], YaT[:, sJ], out=T)
+                    np.exp(T, out=T)
+                    out[sI] += T @ Ya[sJ]
+                    if J != I:
+                        out[sJ] += T.T @ Ya[sI]
+            return out
+
+        # interleaved block rows balance the threads (row I holds (m - I) / side tiles)
+        parts = parallel_chunks(list(range(0, m, side)), rows, m * n // 2)
+        out = parts[0]
+        for part in parts[1:]:
+            out += part
         return _finish(L, Y, Ya, out, np.full(m, shift))
     shift = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
     La = _with_column(L, -shift)
     out = np.empty((m, d + 1))
     B = rows_per_block(m, n, block_elements)
-    tile = np.empty((B, n))
-    for start in range(0, m, B):
-        stop = min(m, start + B)
-        T = tile[: stop - start]
-        np.matmul(La[start:stop], YaT, out=T)
-        np.exp(T, out=T)
-        np.matmul(T, Ya, out=out[start:stop])
+
+    def blocks(starts):
+        tile = np.empty((B, n))
+        for start in starts:
+            stop = min(m, start + B)
+            T = tile[: stop - start]
+            np.matmul(La[start:stop], YaT, out=T)
+            np.exp(T, out=T)
+            np.matmul(T, Ya, out=out[start:stop])
+
+    parallel_chunks(list(range(0, m, B)), blocks, m * n)
     return _finish(L, Y, Ya, out, shift)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ive
 
-from .routes import _nufft, _pack, _truncate_bessel, _truncate_gauss, _unpack
+from .routes import Transforms, _pack, _truncate_bessel, _truncate_gauss, _unpack
 
 __all__ = ["Group", "build_groups", "run_group", "fine_grid"]
 
@@ -31,6 +31,7 @@ class Group:
     coef: list
     n_modes: tuple
     model_err: list  # per head: truncation + aliasing error per unit ‖c‖₁
+    same: bool = False  # the targets are the sources (one set of points for both transforms)
 
 
 def build_groups(infos, targets, sources, w, tol_model):
@@ -52,7 +53,7 @@ def build_groups(infos, targets, sources, w, tol_model):
             a, alpha = infos[h].a, infos[h].alpha
             coefs.append([ive(np.abs(k), a) * np.exp(-1j * k * alpha)])
         groups.append(Group(circle, "circle", ph, th, wts, [abs(infos[h].a) for h in circle], coefs,
-                             (2 * K + 1,), errs))
+                             (2 * K + 1,), errs, same=targets is sources))
     scalar = sorted((h for h, i in infos.items() if i.route == "scalar"), key=lambda h: abs(infos[h].a))
     # heads whose |a| differ by more than 4x would force the wide box of the smaller onto the larger
     batches, cur = [], []
@@ -119,8 +120,9 @@ def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r
         coefs.append((per_axis, flip))
     scale = 2 * np.pi / P
     t_pts = (tgt - centre) * scale
-    s_pts = (src - centre) * scale
-    return Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs)
+    s_pts = t_pts if tgt is src else (src - centre) * scale
+    return Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs,
+                 same=tgt is src)
 
 
 def fine_grid(n_modes) -> int:
@@ -132,9 +134,8 @@ def run_group(g: Group, Y: np.ndarray, eps: float) -> list[tuple[np.ndarray, flo
     d = Y.shape[1]
     strengths = _pack(g.c, Y)
     nv = strengths.shape[0]
-    src = [g.src[:, k] for k in range(g.src.shape[1])]
-    tgt = [g.tgt[:, k] for k in range(g.tgt.shape[1])]
-    F = _nufft(1, src, g.n_modes, strengths, eps)
+    transforms = Transforms(g.src, g.tgt, g.n_modes, eps, same=g.same)
+    F = transforms.type1(strengths)
     stack = []
     for co in g.coef:
         if g.route == "circle":
@@ -147,7 +148,7 @@ def run_group(g: Group, Y: np.ndarray, eps: float) -> list[tuple[np.ndarray, flo
         for ax in range(1, len(per_axis)):
             prod = np.multiply.outer(prod, per_axis[ax])
         stack.append(G * prod[None])
-    out = _nufft(2, tgt, g.n_modes, np.concatenate(stack), eps)
+    out = transforms.type2(np.concatenate(stack))
     return [_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))]
 
 

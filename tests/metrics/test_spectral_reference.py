@@ -193,3 +193,16 @@ def test_interpolation_error_estimate_against_finer_nodes(d):
         assert actual <= coarse.error[k] <= 10 * actual
         assert fine.error[k] < coarse.error[k] / 100  # second order: 16^2 = 256
         assert np.sqrt(np.mean((step - exact) ** 2 @ w)) > 10 * coarse.error[k]
+
+
+def test_the_s2_reference_goes_to_max_L_1024_on_ducc0s_transforms(monkeypatch):
+    """The S^2 study reference's band-limit cap: 1024 with ducc0 (seconds per step), 128 on the Legendre tables
+    (0.4 L^3 doubles); S^1 and zonal caps unchanged."""
+    import sys
+
+    from metrics._studies.spectral_reference import _default_max_L
+
+    pytest.importorskip("ducc0")
+    assert (_default_max_L(2, 4096), _default_max_L(3, 256), _default_max_L(8, 256)) == (2048, 1024, 512)
+    monkeypatch.setitem(sys.modules, "ducc0", None)
+    assert _default_max_L(3, 256) == 128

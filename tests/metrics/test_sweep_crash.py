@@ -215,3 +215,22 @@ def test_pool_workers_reuse_the_memory_they_free():
     out = {}
     run_pool([0], lambda i: (_faults_of_freed_arrays, i), out.__setitem__, 1, 0)
     assert out[0] < fresh / 20
+
+
+def _worker_threads(job=None) -> int:
+    import particles
+
+    return particles.num_threads()
+
+
+def test_pool_workers_use_one_thread_each(monkeypatch):
+    """The pool's processes share the cores: each runs its compiled passes on one thread
+    (particles.num_threads), even where BLAS and the CPUs would allow more."""
+    from metrics._runs.executors import run_pool
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "2")  # the spawned workers inherit the environment
+    monkeypatch.delenv("HEADFLOW_NUM_THREADS", raising=False)
+    out = {}
+    run_pool([0, 1], lambda i: (_worker_threads, i), out.__setitem__, 2, 0)
+    assert out == {0: 1, 1: 1}

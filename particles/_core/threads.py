@@ -1,0 +1,104 @@
+"""The one thread setting of the compiled passes.
+
+:func:`num_threads` is the number of threads the fast summation (FINUFFT, ducc0), the exact pass
+(its pool over row blocks, whose GEMMs and exps release the GIL) and the spherical-harmonic
+transforms may use. It is the setting of :func:`set_num_threads` (or the environment variable
+``HEADFLOW_NUM_THREADS``; default: the CPUs this process may run on), never more than the current
+limit of the BLAS and OpenMP pools, so ``threadpoolctl.threadpool_limits(1)`` (or
+``OMP_NUM_THREADS=1``) makes every pass single-threaded.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "MIN_PARALLEL_PAIRS"]
+
+_setting: list = [None]  # set_num_threads (a list: no global statement)
+_controller: list = []  # the threadpoolctl controller, built once (it scans the loaded libraries)
+
+
+def set_num_threads(n: int | None = None) -> None:
+    """Set the threads of the compiled passes (None: back to ``HEADFLOW_NUM_THREADS`` or the CPUs).
+
+    Examples
+    --------
+    >>> import particles
+    >>> particles.set_num_threads(1)
+    >>> particles.num_threads()
+    1
+    >>> particles.set_num_threads(None)
+    """
+    from .validation import check_param
+
+    _setting[0] = None if n is None else check_param(n, "n", "set_num_threads", low=1, integer=True)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def _pool_limit() -> int | None:
+    """The smallest current thread limit of the BLAS / OpenMP pools (threadpoolctl), or of the usual
+    environment variables when threadpoolctl is not installed."""
+    try:
+        controller = _blas_controller()
+    except ImportError:
+        limits = [os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")]
+        values = [int(v) for v in limits if v and v.strip().isdigit() and int(v) > 0]
+        return min(values) if values else None
+    values = [int(p["num_threads"]) for p in controller.info() if p.get("num_threads")]
+    return min(values) if values else None
+
+
+def num_threads() -> int:
+    """Threads of the compiled passes: the setting, capped by the thread pools' current limits (module
+    docstring)."""
+    n = _setting[0]
+    if n is None:
+        env = os.environ.get("HEADFLOW_NUM_THREADS", "").strip()
+        n = int(env) if env.isdigit() and int(env) > 0 else _cpus()
+    limit = _pool_limit()
+    return max(1, min(n, limit) if limit else n)
+
+
+#: below this many (target, source) pairs a pass stays in the calling thread (the hand-off costs more)
+MIN_PARALLEL_PAIRS = 2**21
+_pools: dict = {}
+
+
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    if not _controller:
+        _controller.append(ThreadpoolController())
+    return _controller[0]
+
+
+def parallel_chunks(items: list, work, pairs: int) -> list:
+    """``[work(chunk) for chunk in chunks]`` over interleaved chunks of ``items``, one per thread of
+    :func:`num_threads` on a thread pool (GEMMs and exps release the GIL), the BLAS pool limited to one
+    thread meanwhile (the threads are ours: BLAS threads on top would oversubscribe the cores). A small
+    pass (``pairs`` below :data:`MIN_PARALLEL_PAIRS`) runs as one chunk in the calling thread, BLAS as
+    configured. The chunks are fixed by the thread count, so a result does not depend on the scheduling."""
+    if pairs < MIN_PARALLEL_PAIRS:
+        return [work(items)]
+    k = min(num_threads(), len(items))
+    try:
+        limit = _blas_controller().limit(limits=1, user_api="blas")
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        limit = None
+    try:
+        if k <= 1:
+            return [work(items)]
+        from concurrent.futures import ThreadPoolExecutor
+
+        if k not in _pools:
+            _pools[k] = ThreadPoolExecutor(max_workers=k, thread_name_prefix="headflow")
+        return list(_pools[k].map(work, [items[i::k] for i in range(k)]))
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()
