@@ -430,7 +430,7 @@ CASES.update({
                                                              dict(solution=SPECTRAL, k=0, M=8), {"M": "int"}),
     "metrics.spectral_reference.circle_spectral_wasserstein": (
         spectral_reference.circle_spectral_wasserstein, dict(theta=[0.1, 2.0], solution=SPECTRAL, k=0),
-        {"theta": "points", "p": "int", "n_quantiles": "int"}),
+        {"p": "int", "n_quantiles": "int"}),  # theta: angles (n,) or points (n, 2), its declaration's own bad values
     "metrics.spectral_reference.circle_spectral_sample": (spectral_reference.circle_spectral_sample,
                                                           dict(solution=SPECTRAL, k=0, n=3, rng=0),
                                                           {"n": "int", "rng": "rng"}),

@@ -108,7 +108,7 @@ _TOKENS = AnyOf(NONE, SequenceOf(Instance(str, what="a str"), min_len=1,
                                  hint="Pass the token strings as a list, e.g. tokenize(...)[1]."))
 
 
-@declare(layers=LAYERS, x0=Points(min_n=2),
+@declare(layers=LAYERS, x0=Points(min_n=2, on_sphere=False),  # (its width, then its norms: _sentence_points)
          tokens=_TOKENS, layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
          eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)), max_steps=Integer(1),
          progress=AnyOf(NONE, Boolean()))

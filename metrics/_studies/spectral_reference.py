@@ -32,48 +32,13 @@ from particles import validation as pv
 from particles.extend import scaled_rotation_of
 from particles.validation import InvalidParameterError, check_instance, check_param
 
+from .._observables.quantiles import hermite_inverse, interpolation_sq
 from .._observables.reference_transport import SlicedReference, circle_wasserstein
 
 __all__ = ["circle_spectral_quantiles", "circle_spectral_wasserstein", "circle_spectral_sample",
            "SpectralSlicedReference", "StudyReference"]
 
 _TWO_PI = 2 * np.pi
-
-
-def _hermite_inverse(x, G, g, s):
-    """Solve G(t) = s on the grid x with the cubic Hermite interpolant of (G, g = G'), Newton in each cell."""
-    k = np.clip(np.searchsorted(G, s, side="right") - 1, 0, len(x) - 2)
-    h = x[k + 1] - x[k]
-    G0, G1, d0, d1 = G[k], G[k + 1], h * g[k], h * g[k + 1]
-    span = np.where(G1 > G0, G1 - G0, 1.0)
-    tau = np.clip((s - G0) / span, 0.0, 1.0)
-    # the Hermite cubic in powers of tau: H = G0 + tau (d0 + tau (c2 + tau c3))
-    c2 = 3 * (G1 - G0) - 2 * d0 - d1
-    c3 = 2 * (G0 - G1) + d0 + d1
-    r = G0 - s
-    for _ in range(6):  # Newton from the linear guess: quadratic convergence, 3-4 steps reach round-off
-        H = r + tau * (d0 + tau * (c2 + tau * c3))
-        dH = d0 + tau * (2 * c2 + 3 * tau * c3)
-        step = H / np.where(dH > 0, dH, span)
-        tau = np.clip(tau - step, 0.0, 1.0)
-        if np.max(np.abs(step)) < 1e-15:
-            break
-    return x[k] + h * tau
-
-
-def _interpolation_sq(levels, nodes, mids):
-    r"""Estimate of :math:`\|Q - \hat Q\|_{L^2}^2`, :math:`\hat Q` the linear interpolant of the quantile
-    function Q at ``levels``, from the deviations δ_j of Q at the cell midpoints. Where Q is smooth the
-    error on a cell of width w is :math:`\tfrac{Q''}{2}(s - s_j)(s - s_{j+1})`, so :math:`\int e^2 =
-    \tfrac{8}{15}\, w\, \delta_j^2`. In the two end cells Q may have an infinite slope: the projection of a
-    density on :math:`S^{d-1}` vanishes like :math:`(1 - t^2)^{(d-3)/2}` at ±1, so
-    :math:`Q \approx Q_0 + a s^\alpha`, :math:`\alpha = 2/(d-1)`, for which :math:`\int e^2 \le
-    \tfrac43 w \delta^2` for every :math:`\alpha \in (0, 1]`. Both are asymptotic estimates, taken with
-    a factor 2 on δ (the graded levels of d ≥ 4 make the end-cell terms negligible)."""
-    delta = mids - 0.5 * (nodes[:-1] + nodes[1:])
-    sq = 32.0 / 15.0 * delta**2
-    sq[[0, -1]] = 16.0 / 3.0 * delta[[0, -1]] ** 2
-    return float(np.diff(levels) @ sq)
 
 
 def _solution(solution, geometries, caller):
@@ -125,8 +90,8 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     k = check_param(k, "k", caller, low=-len(sol.coefficients), high=len(sol.coefficients) - 1, integer=True)
     M = check_param(M, "M", caller, low=1, integer=True)
     u, G, g = sol.circle_cdf(k)
-    edges = _hermite_inverse(u, G, g, np.arange(M + 1) / M)
-    mids = _hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
+    edges = hermite_inverse(u, G, g, np.arange(M + 1) / M)
+    mids = hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
     return _TWO_PI * mids, _TWO_PI * np.diff(edges)
 
 
@@ -204,9 +169,9 @@ class SpectralSlicedReference(SlicedReference):
             G, g = sol.projected_cdf(k, self.theta, x)  # (K+1, L) each
             sq = np.empty(n_projections)
             for j in range(n_projections):
-                q = _hermite_inverse(x, G[:, j], g[:, j], self.levels)
+                q = hermite_inverse(x, G[:, j], g[:, j], self.levels)
                 self.atoms[k][:, j] = q
-                sq[j] = _interpolation_sq(self.levels, q, _hermite_inverse(x, G[:, j], g[:, j], mids))
+                sq[j] = interpolation_sq(self.levels, q, hermite_inverse(x, G[:, j], g[:, j], mids))
             self.error[k] = float(np.sqrt(sq.mean()))
 
 
@@ -230,7 +195,7 @@ def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     sol = _solution(solution, ("circle",), caller)
     n = check_param(n, "n", caller, low=1, integer=True)
     u, G, g = sol.circle_cdf(k)
-    theta = _TWO_PI * _hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
+    theta = _TWO_PI * hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
