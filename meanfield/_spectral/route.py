@@ -73,8 +73,8 @@ def zonal_axis(C) -> np.ndarray | None:
 
 def zonal_hint(mu0, model, coefficients) -> str:
     """The warning's text when a GridMeasure on S^2 with scalar heads is zonal, else ""."""
-    if scalar_heads(model.M, model.W) is None:
-        return ""
+    if scalar_heads(model.M, model.W) is None or np.shape(coefficients)[1] == 1:
+        return ""  # general heads; or zonal about the pole, which the solver advances as one column already
     e = zonal_axis(coefficients)
     if e is None:
         return ""

@@ -24,6 +24,7 @@ from .zonal import _gauss_gegenbauer
 TABLES_CAP = 1024
 
 
+@declare()
 def sht_backend() -> str:
     """``"ducc0"`` when the ducc0 package imports, else ``"tables"``."""
     try:

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import os
 
+from .declarations import declare
+from .params import NONE, AnyOf, Integer
+
 __all__ = ["num_threads", "set_num_threads", "parallel_chunks", "MIN_PARALLEL_PAIRS"]
 
 _setting: list = [None]  # set_num_threads (a list: no global statement)
 _controller: list = []  # the threadpoolctl controller, built once (it scans the loaded libraries)
 
 
+@declare(n=AnyOf(NONE, Integer(1)))
 def set_num_threads(n: int | None = None) -> None:
     """Set the threads of the compiled passes (None: back to ``HEADFLOW_NUM_THREADS`` or the CPUs).
 
@@ -29,9 +33,7 @@ def set_num_threads(n: int | None = None) -> None:
     1
     >>> particles.set_num_threads(None)
     """
-    from .validation import check_param
-
-    _setting[0] = None if n is None else check_param(n, "n", "set_num_threads", low=1, integer=True)
+    _setting[0] = None if n is None else int(n)
 
 
 def _cpus() -> int:
@@ -54,6 +56,7 @@ def _pool_limit() -> int | None:
     return min(values) if values else None
 
 
+@declare()
 def num_threads() -> int:
     """Threads of the compiled passes: the setting, capped by the thread pools' current limits (module
     docstring)."""
