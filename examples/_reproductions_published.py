@@ -137,3 +137,42 @@ def norm_rates(n=4, beta=1.0, t_post=(6.0, 10.0), t_pre=(200.0, 2000.0)) -> list
             _law_row("pre_ln_power", tq, gq, True, "", {**base, "window": list(t_pre)}),
             _law_row("post_ln_rate_control", tp, gp, True, "post_ln_rate", {**base, "window": list(t_post)}),
             _law_row("pre_ln_power_control", tq, gq, False, "pre_ln_power", {**base, "window": list(t_pre)})]
+
+
+# ------------------------------------------------------------------ GLPR phase diagram (arXiv:2312.10794)
+def _half_crossing(betas, y, se):
+    """beta where y crosses 1/2 (linear interpolation) and its standard error se / |dy/dbeta| there."""
+    k = int(np.argmax(y >= 0.5))
+    if k == 0:
+        return float("nan"), float("nan")
+    slope = (y[k] - y[k - 1]) / (betas[k] - betas[k - 1])
+    w = (0.5 - y[k - 1]) / (y[k] - y[k - 1])
+    return float(betas[k - 1] + w * (betas[k] - betas[k - 1])), float(((1 - w) * se[k - 1] + w * se[k]) / slope)
+
+
+#: the full grid of glpr_phase: spacing 0.125 across the USA transition at T = 1
+GLPR_BETAS = tuple(np.linspace(3.5, 6.0, 21))
+
+
+def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, seed=0, control_d=8) -> list:
+    """beta where half the pairs of n random tokens are clustered (<x_i, x_j> >= 0.999) at t1, against the
+    beta where the equiangular time t*(beta) = t1; control: the same in d = control_d, far from the
+    orthogonal start the curve assumes. sigma: the systems' standard error at the crossing over the slope,
+    and the change of the crossing when every second beta of the grid is dropped (interpolation)."""
+    from metrics import phase_diagram
+
+    target = brentq(lambda b: th.hitting_time(0.0, 0.999, [1.0], b, n, kind=kind) - t1, 0.1, 20.0, xtol=1e-12)
+    rows = []
+    for key, dim, of in (("glpr_usa", d, ""), ("glpr_usa_control", control_d, "glpr_usa")):
+        ds = phase_diagram(np.array(betas), n=n, d=dim, kind=kind, t1=t1, n_systems=systems, chunk=64, n_saves=5,
+                           method="dopri5_systems", dt=1e-4, rtol=1e-6, merge=1e-6, seed=seed, progress=False)
+        y, se = ds.clustered_pairs.isel(time=-1).values, ds.clustered_pairs_se.isel(time=-1).values
+        beta_half, sigma = _half_crossing(np.array(betas), y, se)
+        coarse, _ = _half_crossing(np.array(betas)[::2], y[::2], se[::2])
+        params = {"kind": kind, "d": dim, "n": n, "T": t1, "betas": [min(betas), max(betas)], "systems": systems,
+                  "seed": seed}
+        rows.append(Row(key, beta_half, np.hypot(sigma, beta_half - coarse), f"standard error over {systems} "
+                        "systems at the crossing over the slope, and the change on a grid twice as coarse", target,
+                        control_of=of, params=params,
+                        curves={} if of else {"beta": np.array(betas), "clustered_pairs": y}))
+    return rows

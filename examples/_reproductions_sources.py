@@ -86,6 +86,10 @@ ROW_TEXT = {
                          r"Post-LN: \(1-\rho\sim e^{-2t}\)"),
     "pre_ln_power": Text("published", "R", "abstract (normalisation alters contraction speeds)", False,
                          r"Pre-LN: \(1-\rho\sim t^{-2}\)"),
+    "glpr_usa": Text("published", "GLPR", "phase diagram; figure number not located", False,
+                     r"USA kernel, T = 1: clustering of random tokens follows the equiangular curve "
+                     r"\(t^*(\beta) = T\), sharper as d grows (here d = 1024: β with half the pairs "
+                     r"clustered at T against β with \(t^*(\beta) = T\))"),
     "kpr_causal": Text("published", "KPR", "Fig. 2, caption as quoted by public summaries", False,
                        r"causal attention, β = 64: of the metastable Rényi centres one disappears between "
                        "t = 75 and t = 150"),
@@ -108,6 +112,7 @@ CONTROL_TEXT = {
     "long_context_d4_control": "prediction 2/d",
     "post_ln_rate_control": "fitted on log t (the Pre-LN law)",
     "pre_ln_power_control": "fitted on t (the Post-LN law)",
+    "glpr_usa_control": "d = 8",
 }
 
 

@@ -54,6 +54,7 @@ ROWS = {
     "long_context_d4": (P.long_context, {"d": 4, "ns": (1000, 10000, 100000), "draws": 40},
                         {"d": 4, "ns": (1000, 30000), "draws": 30}),
     "norm_rates": (P.norm_rates, {}, {"t_pre": (100.0, 1000.0)}),
+    "glpr_usa": (P.glpr_phase, {}, {"betas": tuple(np.linspace(3.5, 6.0, 11)), "systems": 16}),
     "kpr_causal": (C.kpr_causal, {"n": 200, "seeds": 16}, {"n": 64, "seeds": 2}),
 }
 #: parameter names that are seeds, gathered for the page

@@ -123,3 +123,11 @@ def test_help_lists_the_row_groups(capsys):
         ex.main(["--help"])
     out = capsys.readouterr().out
     assert all(key in out for key in ex.ROWS)
+
+
+def test_glpr_usa_crossing_sharpens_onto_the_equiangular_curve_as_d_grows():
+    (row,), (control,) = quick("glpr_usa")
+    assert control.verdict == "disagrees" and row.params["d"] > control.params["d"]
+    # d = 1024 lies closer to the curve t*(beta) = T than d = 8, beyond both uncertainties
+    assert abs(control.measured - control.predicted) - abs(row.measured - row.predicted) > row.tolerance + \
+        control.tolerance
