@@ -34,31 +34,37 @@ def circle_diameter(x) -> np.ndarray:
     return 2 * np.pi - gaps.max(axis=-1)
 
 
-def three_clusters(k: int, jitter: float = 0.0, rng=None) -> np.ndarray:
-    """3 clusters of k tokens at 120 degrees (angles jittered by N(0, jitter^2))."""
-    ang = np.repeat([0.0, 2 * np.pi / 3, 4 * np.pi / 3], k)
+def three_clusters(k: int, jitter: float = 0.0, rng=None, m: int = 3) -> np.ndarray:
+    """m (default 3) equal clusters of k tokens, equally spaced (angles jittered by N(0, jitter^2))."""
+    ang = np.repeat(2 * np.pi * np.arange(m) / m, k)
     if jitter:
         ang = ang + jitter * np.random.default_rng(rng).standard_normal(ang.size)
     return np.c_[np.cos(ang), np.sin(ang)]
 
 
 # ------------------------------------------------------------------ Polyanskiy-Rigollet-Yao
-def three_cluster_growth(beta, k):
-    """Largest growth rate of the field's Jacobian at the 3-cluster state, the rotation mode removed."""
-    ev = np.sort(np.linalg.eigvals(field_jacobian(circle_kernel_model(beta), three_clusters(k))[0]).real)
+def three_cluster_growth(beta, k, m=3):
+    """Largest growth rate of the field's Jacobian at the m-cluster state, the rotation mode removed."""
+    ev = np.sort(np.linalg.eigvals(field_jacobian(circle_kernel_model(beta), three_clusters(k, m=m))[0]).real)
     return ev[-2] if abs(ev[-1]) < 1e-6 else ev[-1]
 
 
 def pry_threshold(ks=(2, 3)) -> list:
     """beta where the equal 3-cluster state turns linearly stable, against -2/3; sigma: spread over the
-    cluster sizes k (the threshold does not depend on k)."""
-    found = [brentq(lambda b, k=k: three_cluster_growth(b, k), -0.9, -0.5, xtol=1e-12) for k in ks]
+    cluster sizes k (the threshold does not depend on k). Control: the same bisection at 5 equal clusters,
+    whose threshold is another number."""
+    how = f"spread over k = {', '.join(map(str, ks))} tokens per cluster (floor 1e-9, the Jacobian's central " \
+          "differences)"
     betas = np.linspace(-1.2, -0.2, 21)
-    sigma = max(float(np.std(found)), 1e-9)  # the central differences of field_jacobian: 1e-9 at best
-    return [Row("pry_nonsync_threshold", np.mean(found), sigma,
-                f"spread over k = {', '.join(map(str, ks))} tokens per cluster (floor 1e-9, the Jacobian's "
-                "central differences)", -2.0 / 3.0, params={"k": list(ks)},
-                curves={"beta": betas, "growth": np.array([three_cluster_growth(b, ks[0]) for b in betas])})]
+    rows = []
+    for key, m, bracket, of in (("pry_nonsync_threshold", 3, (-0.9, -0.5), ""),
+                                ("pry_nonsync_threshold_control", 5, (-3.0, -1.0), "pry_nonsync_threshold")):
+        found = [brentq(lambda b, k=k, m=m: three_cluster_growth(b, k, m), *bracket, xtol=1e-12) for k in ks]
+        sigma = max(float(np.std(found)), 1e-9)  # the central differences of field_jacobian: 1e-9 at best
+        rows.append(Row(key, np.mean(found), sigma, how, -2.0 / 3.0, control_of=of, params={"k": list(ks), "m": m},
+                        curves={} if of else {"beta": betas, "growth": np.array([three_cluster_growth(b, ks[0])
+                                                                                 for b in betas])}))
+    return rows
 
 
 def _stays_apart(beta, x0, t1, tol):

@@ -106,6 +106,7 @@ CONTROL_TEXT = {
     "noise_threshold_control": "κ = κ*/2 (stable)",
     "thm22_late_control": "USA heads",
     "thm25_relu_control": "softmax heads",
+    "pry_nonsync_threshold_control": "5 equal clusters",
     "pry_basin_control": "β > −2/3",
     "pry_sync_control": "3-cluster starts at β = −1",
     "long_context_d3_control": "prediction 2/d",

@@ -1,5 +1,6 @@
 """docs/reproductions.md against the dataset of its full-size run, and its sources against docs/theory.md."""
 
+import json
 import pathlib
 import re
 
@@ -109,8 +110,6 @@ def test_rendering_the_recorded_dataset_reproduces_the_page(tmp_path, ds):
 def test_first_jump_is_explained_by_the_other_cross_terms(ds):
     """What the page's note says: the pair-only law disagrees, the plateau identity with every cross term
     lies within the row's tolerance."""
-    import json
-
     r = ds.sel(row="gkpr_jump1")
     full = json.loads(ds.attrs["extra"])["gkpr_jump1"]["jump_all_cross_terms"]
     assert str(r.verdict.values) == "disagrees" and abs(float(r.measured) - full) <= float(r.tolerance)

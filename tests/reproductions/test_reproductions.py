@@ -53,8 +53,9 @@ def test_pry_sync_control_starts_in_the_three_cluster_basin_and_stays_apart():
 
 
 def test_three_cluster_state_turns_stable_at_minus_two_thirds():
-    (row,), _ = quick("pry_nonsync_threshold")
+    (row,), (control,) = quick("pry_nonsync_threshold")
     assert row.verdict == "agrees" and row.sigma < 1e-6
+    assert control.verdict == "disagrees" and control.measured < -1  # 5 clusters: another threshold
     g = row.curves["growth"]
     assert np.all(g[row.curves["beta"] < -0.7] < 0) and np.all(g[row.curves["beta"] > -0.63] > 0)
 
@@ -108,9 +109,10 @@ def test_example_writes_dataset_table_and_figure(tmp_path, monkeypatch):
     ds, rows = ex.main(["--out", str(tmp_path), "--quick", "--rows", "pry_nonsync_threshold,clpr_gamma_c"])
     with xr.open_dataset(tmp_path / "reproductions.nc") as back:
         xr.testing.assert_identical(back.load(), ds)
-    assert list(ds.row.values) == ["pry_nonsync_threshold", "clpr_gamma_c", "clpr_gamma_c_control"]
-    assert ds.verdict.values.tolist() == ["agrees", "agrees", "disagrees"]
-    assert ds.kind.values.tolist() == ["published", "consistency", "control"]
+    assert list(ds.row.values) == ["pry_nonsync_threshold", "pry_nonsync_threshold_control", "clpr_gamma_c",
+                                   "clpr_gamma_c_control"]
+    assert ds.verdict.values.tolist() == ["agrees", "disagrees", "agrees", "disagrees"]
+    assert ds.kind.values.tolist() == ["published", "control", "consistency", "control"]
     # readable dims: the row and the curve's own axis
     assert set(ds.clpr_gamma_c__gamma_cross.dims) == {"clpr_gamma_c_n"}
     assert not [d for d in ds.dims if "len" in d]
