@@ -141,11 +141,12 @@ def norm_rates(n=4, beta=1.0, t_post=(6.0, 10.0), t_pre=(200.0, 2000.0)) -> list
 
 # ------------------------------------------------------------------ GLPR phase diagram (arXiv:2312.10794)
 def _half_crossing(betas, y, se):
-    """beta where y crosses 1/2 (linear interpolation) and its standard error se / |dy/dbeta| there."""
-    k = int(np.argmax(y >= 0.5))
+    """beta where y first crosses 1/2 (linear interpolation) and its standard error se / |dy/dbeta| there."""
+    side = y >= 0.5
+    k = int(np.argmax(side != side[0]))
     if k == 0:
         return float("nan"), float("nan")
-    slope = (y[k] - y[k - 1]) / (betas[k] - betas[k - 1])
+    slope = abs(y[k] - y[k - 1]) / (betas[k] - betas[k - 1])
     w = (0.5 - y[k - 1]) / (y[k] - y[k - 1])
     return float(betas[k - 1] + w * (betas[k] - betas[k - 1])), float(((1 - w) * se[k - 1] + w * se[k]) / slope)
 
@@ -154,7 +155,8 @@ def _half_crossing(betas, y, se):
 GLPR_BETAS = tuple(np.linspace(3.5, 6.0, 21))
 
 
-def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, seed=0, control_d=8) -> list:
+def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, seed=0, control_d=8,
+               method="dopri5_systems", dt=1e-4, merge=1e-6) -> list:
     """beta where half the pairs of n random tokens are clustered (<x_i, x_j> >= 0.999) at t1, against the
     beta where the equiangular time t*(beta) = t1; control: the same in d = control_d, far from the
     orthogonal start the curve assumes. sigma: the systems' standard error at the crossing over the slope,
@@ -163,9 +165,9 @@ def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, s
 
     target = brentq(lambda b: th.hitting_time(0.0, 0.999, [1.0], b, n, kind=kind) - t1, 0.1, 20.0, xtol=1e-12)
     rows = []
-    for key, dim, of in (("glpr_usa", d, ""), ("glpr_usa_control", control_d, "glpr_usa")):
+    for key, dim, of in ((f"glpr_{kind}", d, ""), (f"glpr_{kind}_control", control_d, f"glpr_{kind}")):
         ds = phase_diagram(np.array(betas), n=n, d=dim, kind=kind, t1=t1, n_systems=systems, chunk=64, n_saves=5,
-                           method="dopri5_systems", dt=1e-4, rtol=1e-6, merge=1e-6, seed=seed, progress=False)
+                           method=method, dt=dt, rtol=1e-6, merge=merge, seed=seed, progress=False)
         y, se = ds.clustered_pairs.isel(time=-1).values, ds.clustered_pairs_se.isel(time=-1).values
         beta_half, sigma = _half_crossing(np.array(betas), y, se)
         coarse, _ = _half_crossing(np.array(betas)[::2], y[::2], se[::2])

@@ -90,6 +90,8 @@ ROW_TEXT = {
                      r"USA kernel, T = 1: clustering of random tokens follows the equiangular curve "
                      r"\(t^*(\beta) = T\), sharper as d grows (here d = 1024: β with half the pairs "
                      r"clustered at T against β with \(t^*(\beta) = T\))"),
+    "glpr_softmax": Text("published", "GLPR", "phase diagram; figure number not located", False,
+                         r"softmax, T = 30: the same, at d = 1024"),
     "kpr_causal": Text("published", "KPR", "Fig. 2, caption as quoted by public summaries", False,
                        r"causal attention, β = 64: of the metastable Rényi centres one disappears between "
                        "t = 75 and t = 150"),
@@ -114,6 +116,7 @@ CONTROL_TEXT = {
     "post_ln_rate_control": "fitted on log t (the Pre-LN law)",
     "pre_ln_power_control": "fitted on t (the Post-LN law)",
     "glpr_usa_control": "d = 8",
+    "glpr_softmax_control": "d = 8",
 }
 
 

@@ -32,6 +32,8 @@ from examples import _reproductions_published as P
 from examples import _reproductions_rows as R
 from examples._common import pyplot, save_figure
 
+#: the softmax half of GLPR's phase diagram: T = 30, RK4 at dt = 0.5 as in examples/phase_diagram.py
+GLPR_SOFTMAX = {"kind": "softmax", "t1": 30.0, "method": "rk4", "dt": 0.5, "merge": 0.0}
 #: row group -> (function, full-size arguments, quick arguments); the quick ones are tests/reproductions'
 ROWS = {
     "thm19_golden": (R.theorem19_cosine, {}, {}),
@@ -55,6 +57,8 @@ ROWS = {
                         {"d": 4, "ns": (1000, 30000), "draws": 30}),
     "norm_rates": (P.norm_rates, {}, {"t_pre": (100.0, 1000.0)}),
     "glpr_usa": (P.glpr_phase, {}, {"betas": tuple(np.linspace(3.5, 6.0, 11)), "systems": 16}),
+    "glpr_softmax": (P.glpr_phase, {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 31))},
+                     {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 13)), "systems": 16}),
     "kpr_causal": (C.kpr_causal, {"n": 200, "seeds": 16}, {"n": 64, "seeds": 2}),
 }
 #: parameter names that are seeds, gathered for the page

@@ -127,8 +127,9 @@ def test_help_lists_the_row_groups(capsys):
     assert all(key in out for key in ex.ROWS)
 
 
-def test_glpr_usa_crossing_sharpens_onto_the_equiangular_curve_as_d_grows():
-    (row,), (control,) = quick("glpr_usa")
+@pytest.mark.parametrize("key", ["glpr_usa", "glpr_softmax"])
+def test_glpr_crossing_sharpens_onto_the_equiangular_curve_as_d_grows(key):
+    (row,), (control,) = quick(key)
     assert control.verdict == "disagrees" and row.params["d"] > control.params["d"]
     # d = 1024 lies closer to the curve t*(beta) = T than d = 8, beyond both uncertainties
     assert abs(control.measured - control.predicted) - abs(row.measured - row.predicted) > row.tolerance + \
