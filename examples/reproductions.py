@@ -1,148 +1,179 @@
-"""Published results reproduced: the measured numbers of docs/reproductions.md, one row per statement.
+"""Published results reproduced, and consistency checks: the numbers and verdicts of docs/reproductions.md.
 
-Each row runs one measurement of examples/_reproductions_rows.py (closed forms of arXiv:2605.04279 against
-particle runs; Polyanskiy-Rigollet-Yao's synchronisation thresholds on the circle; Chen-Lin-Polyanskiy-
-Rigollet's critical gamma; the long-context scaling n^{2/(d-1)}; measure-to-measure interpolation from a
-cap; Post-LN and Pre-LN collapse rates; Karagodin-Polyanskiy-Rigollet's causal metastable clusters) and
-reports measured +- uncertainty against the published value, with the verdict computed from them.
-Writes reproductions.nc (dim row; every curve of the figure as its own variable), reproductions.md (the
-table) and reproductions.png.
+Each row group runs one measurement (examples/_reproductions_rows.py: the library's closed forms
+against its particles; _reproductions_published.py, _reproductions_circle.py and
+_reproductions_metastable.py: published statements) and returns rows with a measured uncertainty
+and, for most, a control that must come out the other way. The verdict of every row is computed by
+the one rule of examples/_reproductions_verdict.py. Writes reproductions.nc (dim row; each curve on
+its own named axis), reproductions.md (the page's tables) and reproductions.png.
 
-Run:  python examples/reproductions.py --out outputs                  (full sizes, about 10 minutes on one core)
+Run:  python examples/reproductions.py --out docs/data --page docs/reproductions.md  (full sizes, the page)
       python examples/reproductions.py --out outputs --quick          (the test sizes)
-      python examples/reproductions.py --out outputs --rows kpr_causal (one row; keys in ROWS)
+      python examples/reproductions.py --out outputs --rows kpr_causal (one row group)
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import platform
 import sys
+import time
 
 import numpy as np
 import xarray as xr
 
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from examples import _reproductions_circle as C
+from examples import _reproductions_metastable as M
+from examples import _reproductions_page as page
+from examples import _reproductions_published as P
 from examples import _reproductions_rows as R
-from examples._common import pyplot, save_figure, write_table
+from examples._common import pyplot, save_figure
 
+#: the softmax half of GLPR's phase diagram: T = 30, RK4 at dt = 0.5 as in examples/phase_diagram.py
+GLPR_SOFTMAX = {"kind": "softmax", "t1": 30.0, "method": "rk4", "dt": 0.5, "merge": 0.0}
 #: row group -> (function, full-size arguments, quick arguments); the quick ones are tests/reproductions'
 ROWS = {
     "thm19_golden": (R.theorem19_cosine, {}, {}),
     "thm19_beta_star": (R.theorem19_beta_star, {}, {}),
     "thm22_early": (R.theorem22_early_rate, {}, {}),
-    "thm22_late": (R.theorem22_late_rate, {}, {}),
-    "thm25_relu": (R.theorem25_relu, {"n": 6}, {"n": 4}),
     "thm27_entropy": (R.theorem27_entropy, {}, {}),
-    "pry_nonsync_threshold": (R.pry_threshold, {"k": 6}, {"k": 2}),
-    "pry_basin": (R.pry_basin, {"betas": (-2.0, -1.0, -0.6, -0.5), "k": 10, "seeds": 8},
-                  {"k": 3, "seeds": 1, "t1": 120.0}),
-    "pry_sync": (R.pry_sync, {"betas": (-0.16, 0.5, 1.0, 2.0), "n": 32, "seeds": 8, "t1": 400.0},
-                 {"n": 12, "seeds": 2, "t1": 100.0}),
     "clpr_gamma_c": (R.clpr_gamma_c, {"ns": (10, 100, 1000, 2000)}, {"ns": (10, 100, 300)}),
-    "long_context_d3": (R.long_context, {"d": 3, "ns": (1000, 10000, 100000), "draws": 40}, {}),
-    "long_context_d4": (R.long_context, {"d": 4, "ns": (1000, 10000, 100000), "draws": 40},
-                        {"d": 4, "ns": (3000, 30000), "draws": 12}),
     "grr_cap": (R.grr_cap, {"t1": 60.0}, {"t1": 20.0}),
-    "norm_rates": (R.norm_rates, {}, {"t_pre": (100.0, 1000.0)}),
-    "kpr_causal": (R.kpr_causal, {"n": 200, "seeds": 16}, {"n": 64, "seeds": 1}),
+    "thm22_late": (P.theorem22_late_rate, {}, {}),
+    "thm25_relu": (P.theorem25_relu, {"n": 6}, {"n": 4}),
+    "bpa_mode": (M.bpa_mode, {"n": 1024, "systems": 48, "t1": 5.0, "dt": 0.05}, {}),
+    "gkpr_jumps": (M.gkpr_jumps, {}, {"t_max_log10": 2.7, "saves": 48}),
+    "noise_threshold": (M.noise_threshold, {"cells": (128, 256)}, {}),
+    "pry_nonsync_threshold": (C.pry_threshold, {"ks": (2, 3, 6)}, {}),
+    "pry_basin": (C.pry_basin, {"betas": (-2.0, -1.0, -0.6, -0.5), "k": 10, "seeds": 8},
+                  {"k": 3, "seeds": 1, "t1": 120.0}),
+    "pry_sync": (C.pry_sync, {"betas": (-0.16, 0.5, 1.0, 2.0), "n": 32, "seeds": 8, "t1": 400.0},
+                 {"n": 12, "seeds": 2, "t1": 100.0}),
+    "long_context_d3": (P.long_context, {"d": 3, "ns": (1000, 10000, 100000), "draws": 40}, {}),
+    "long_context_d4": (P.long_context, {"d": 4, "ns": (1000, 10000, 100000), "draws": 40},
+                        {"d": 4, "ns": (1000, 30000), "draws": 30}),
+    "norm_rates": (P.norm_rates, {}, {"t_pre": (100.0, 1000.0)}),
+    "glpr_usa": (P.glpr_phase, {}, {"betas": tuple(np.linspace(3.5, 6.0, 11)), "systems": 16}),
+    "glpr_softmax": (P.glpr_phase, {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 31))},
+                     {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 13)), "systems": 16}),
+    "kpr_causal": (C.kpr_causal, {"n": 200, "seeds": 16}, {"n": 64, "seeds": 2}),
 }
+#: parameter names that are seeds, gathered for the page
+SEED_NAMES = ("seed", "seeds", "frames", "frame")
 
 
 def run_rows(keys, quick: bool) -> list:
-    """The rows of ``keys`` (a group may give two rows) at quick or full sizes."""
+    """The rows (and controls) of the groups ``keys`` at quick or full sizes."""
     out = []
     for key in keys:
         fn, full, small = ROWS[key]
-        res = fn(**(small if quick else full))
-        out.extend(res if isinstance(res, tuple) else (res,))
+        out.extend(fn(**(small if quick else full)))
     return out
 
 
-def to_dataset(rows, quick: bool) -> xr.Dataset:
-    """One entry per row along dim ``row``; each curve ``<row>__<name>`` on dims ``<row>__len<size>``."""
-    keys = [r.key for r in rows]
-    ds = xr.Dataset(
-        {
-            "measured": ("row", [r.measured for r in rows], {"long_name": "headflow's measured number"}),
-            "uncertainty": ("row", [r.uncertainty for r in rows], {"long_name": "stated uncertainty of measured"}),
-            "target": ("row", [r.target for r in rows], {"long_name": "published value"}),
-            "agrees": ("row", np.array([int(r.agrees) for r in rows], dtype=np.int8),
-                       {"long_name": "1 when the measurement agrees with the published statement"}),
-        },
-        coords={"row": ("row", keys, {"long_name": "statement key of docs/reproductions.md"})},
-        attrs={"quick": int(quick), "extras": json.dumps({r.key: r.extra for r in rows}, default=float)},
-    )
+def _kind(row) -> str:
+    return "control" if row.control_of else page.ROW_TEXT[row.key].table
+
+
+def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan")) -> xr.Dataset:
+    """One entry per row along dim ``row``; each curve ``<row>__<name>`` on dims ``<row>_<axis>``."""
+    num = {name: ("row", [getattr(r, name) for r in rows]) for name in
+           ("measured", "sigma", "predicted", "pred_error", "alternative", "tolerance")}
+    text = {name: ("row", np.array([str(f(r)) for r in rows])) for name, f in
+            (("verdict", lambda r: r.verdict), ("sigma_from", lambda r: r.sigma_from), ("kind", _kind),
+             ("control_of", lambda r: r.control_of))}
+    ds = xr.Dataset({**num, **text}, coords={"row": ("row", [r.key for r in rows])})
+    for name, long in (("measured", "headflow's measured number"), ("sigma", "measured uncertainty of measured"),
+                       ("predicted", "the statement's value"), ("pred_error", "the prediction's own stated error"),
+                       ("alternative", "competing value a discriminating run rejects (NaN: none)"),
+                       ("tolerance", "2 sigma + pred_error"), ("verdict", "computed by the rule of the page")):
+        ds[name].attrs["long_name"] = long
+    seeds = {r.key: {k: v for k, v in r.params.items() if k in SEED_NAMES} for r in rows if not r.control_of}
+    ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed),
+                    date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                    machine=f"{platform.machine()}, {platform.processor() or platform.system()}, "
+                            f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}",
+                    seeds="; ".join(f"{k}: " + ", ".join(f"{n} {v}" for n, v in s.items()) for k, s in seeds.items()
+                                    if s) or "none",
+                    params=json.dumps({r.key: r.params for r in rows}, default=float),
+                    extra=json.dumps({r.key: r.extra for r in rows}, default=float))
     for r in rows:
-        for name, val in r.curves.items():
-            val = np.asarray(val, dtype=float)
-            dims = [f"{r.key}__len{size}" for size in val.shape]  # curves of one row share dims by length
-            ds[f"{r.key}__{name}"] = (dims, val, {"long_name": f"{name} of row {r.key}"})
+        _add_curves(ds, r)
     return ds
 
 
-def table(rows) -> tuple[list[str], list[tuple]]:
-    header = ["row", "measured", "uncertainty", "published", "verdict", "extra"]
-    body = [(r.key, r.measured, r.uncertainty, r.target, "agrees" if r.agrees else "disagrees",
-             json.dumps(r.extra, default=lambda v: round(float(v), 6))) for r in rows]
-    return header, body
+def _add_curves(ds, r) -> None:
+    """Curves of row ``r``: named dims ``<row>_<axis>``; the first curve is the axis of its length."""
+    if not r.curves:
+        return
+    axis, first = next(iter(r.curves.items()))
+    for name, val in r.curves.items():
+        val = np.asarray(val, dtype=float)
+        dims = r.dims.get(name) or ((axis,) if val.shape == np.shape(first) else tuple(f"{name}_{i}" for i in
+                                                                                       range(val.ndim)))
+        ds[f"{r.key}__{name}"] = ([f"{r.key}_{d}" for d in dims], val, {"long_name": f"{name} of row {r.key}"})
 
 
-def figure(rows, path) -> None:
-    by = {r.key: r for r in rows}
+def figure(ds, path) -> None:
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
-    panels = [
-        ("pry_nonsync_threshold", "beta", "growth", "PRY: 3-cluster growth rate vs beta", "beta", "largest rate"),
-        ("long_context_d3", "n", "beta_star", "long context: beta*_n, top weight 1/2", "n", "beta*"),
-        ("grr_cap", "t", "diameter", "cap 0.4 pi on S^3, n = 60, beta = 4", "t", "diameter"),
-        ("post_ln_rate", "t", "one_minus_rho", "Post-LN: 1 - rho ~ e^{-2t}", "t", "1 - rho"),
-        ("pre_ln_power", "t", "one_minus_rho", "Pre-LN: 1 - rho ~ t^{-2}", "t", "1 - rho"),
-        ("kpr_causal", "t", "centres", "KPR causal, beta = 64: Renyi centres", "t", "centres"),
-    ]
-    for ax, (key, xn, yn, title, xl, yl) in zip(axes.flat, panels):
-        ax.set(title=title, xlabel=xl, ylabel=yl)
-        if key not in by:
+    panels = [("pry_nonsync_threshold", "beta", "growth", "PRY: 3-cluster growth rate vs beta", "linear"),
+              ("long_context_d3", "n", "beta_star", "long context: beta*_n, top weight 1/2", "log"),
+              ("grr_cap", "t", "diameter", "cap 0.4 pi on S^3: diameter", "semilogy"),
+              ("post_ln_rate", "t", "one_minus_rho", "Post-LN: 1 - rho ~ e^{-2t}", "semilogy"),
+              ("pre_ln_power", "t", "one_minus_rho", "Pre-LN: 1 - rho ~ t^{-2}", "log"),
+              ("kpr_causal", "t", "centres", "KPR causal, beta = 64: Renyi centres", "linear")]
+    for ax, (key, xn, yn, title, scale) in zip(axes.flat, panels):
+        ax.set(title=title, xlabel=xn, ylabel=yn)
+        if f"{key}__{yn}" not in ds:
             ax.text(0.5, 0.5, "not run", ha="center", transform=ax.transAxes)
             continue
-        x, y = by[key].curves[xn], np.atleast_2d(by[key].curves[yn])
+        x, y = ds[f"{key}__{xn}"].values, np.atleast_2d(ds[f"{key}__{yn}"].values)
         for yy in y:
-            ax.plot(x, yy, "o-" if key != "kpr_causal" else "-", ms=3, alpha=1.0 if len(y) == 1 else 0.4)
-        if key == "pry_nonsync_threshold":
-            ax.axvline(-2 / 3, color="k", ls=":", label="-2/3")
-            ax.axhline(0, color="gray", lw=0.5)
-            ax.legend()
-        if key in ("long_context_d3", "pre_ln_power"):
-            ax.set(xscale="log", yscale="log")
-        if key in ("grr_cap", "post_ln_rate"):
-            ax.set(yscale="log")
-    if "long_context_d4" in by:
-        c = by["long_context_d4"].curves
-        axes[0, 1].plot(c["n"], c["beta_star"], "s-", ms=3, label="d = 4")
-        axes[0, 1].legend(["d = 3", "d = 4"])
+            ax.plot(x, yy, "o-" if len(x) < 40 else "-", ms=3, alpha=1.0 if len(y) == 1 else 0.4)
+        if key == "long_context_d3" and "long_context_d4__beta_star" in ds:
+            ax.plot(ds.long_context_d4__n, ds.long_context_d4__beta_star, "s-", ms=3)
+            ax.legend(["d = 3", "d = 4"])
+        if scale != "linear":
+            ax.set(yscale="log", xscale="log" if scale == "log" else "linear")
     save_figure(fig, path)
 
 
 def main(argv=None):
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0],
+                                     epilog="row groups: " + ", ".join(ROWS))
     parser.add_argument("--out", default="outputs", help="output folder")
     parser.add_argument("--quick", action="store_true", help="small sizes (for the test-suite)")
-    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row groups (keys of ROWS)")
+    parser.add_argument("--rows", default=",".join(ROWS), help="comma-separated row groups: " + ", ".join(ROWS))
+    parser.add_argument("--page", default=None, help="rewrite the generated tables of this page "
+                        "(docs/reproductions.md)")
+    parser.add_argument("--from-dataset", default=None, help="render --page from this dataset instead of running")
     args = parser.parse_args(argv)
+    if args.from_dataset:
+        ds = xr.load_dataset(args.from_dataset)
+        page.write_page(ds, pathlib.Path(args.page or "docs/reproductions.md"))
+        return ds, []
     keys = [k for k in args.rows.split(",") if k]
     unknown = sorted(set(keys) - set(ROWS))
     if unknown:
         parser.error(f"unknown rows {unknown}; choose among {list(ROWS)}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
     rows = run_rows(keys, args.quick)
-    ds = to_dataset(rows, args.quick)
+    command = "python examples/reproductions.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    ds = to_dataset(rows, args.quick, command, time.perf_counter() - start)
     ds.to_netcdf(out / "reproductions.nc")
-    print(write_table(out / "reproductions.md", *table(rows)))
-    figure(rows, out / "reproductions.png")
+    (out / "reproductions.md").write_text(page.render(ds) + "\n")
+    print(page.render(ds))
+    figure(ds, out / "reproductions.png")
+    if args.page:
+        page.write_page(ds, pathlib.Path(args.page))
     return ds, rows
 
 

@@ -1,132 +1,103 @@
-"""docs/reproductions.md: one test per row, at the quick sizes of examples/reproductions.py (issue 35).
+"""docs/reproductions.md: every row group at the quick sizes of examples/reproductions.py.
 
-Every test measures its number with headflow (particle runs, or the library's exact sums) and asserts
-it lies within the row's stated uncertainty of the published value; none compares with a number copied
-from the table. Rows that link an existing test (BPA, GKPR, GLPR, the noise threshold) are not repeated here.
+Each test measures with headflow (particle runs, or the library's exact sums) and checks the row's
+computed verdict *and* its control, which repeats the measurement where the statement must fail and
+must therefore not come out "agrees": a test that could not tell a true statement from a false one
+fails here. None compares with a number copied from the page.
 """
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from examples import _reproductions_rows as R
+from examples import _reproductions_circle as C
 from examples import reproductions as ex
-from particles import theory as th
 
 
 def quick(key):
     fn, _, small = ex.ROWS[key]
-    return fn(**small)
+    rows = fn(**small)
+    return [r for r in rows if not r.control_of], [r for r in rows if r.control_of]
 
 
-# ---------------------------------------------------------------- arXiv:2605.04279
-def test_theorem19_golden_ratio_from_the_simulated_cosine():
-    row = quick("thm19_golden")
-    assert row.measured == pytest.approx((1 + 5**0.5) / 2, abs=1e-12) and row.agrees
+#: groups whose rows must agree at the test sizes, and whose controls must disagree
+AGREE = ["thm19_golden", "thm19_beta_star", "thm22_early", "thm27_entropy", "clpr_gamma_c", "grr_cap", "thm22_late",
+         "thm25_relu", "noise_threshold", "pry_basin", "pry_sync", "long_context_d3", "long_context_d4", "norm_rates"]
 
 
-def test_theorem19_radial_dominance_is_lost_at_beta_star():
-    row = quick("thm19_beta_star")
-    assert abs(row.measured - th.beta_star(3, 20, 0.8)) <= row.uncertainty and row.agrees
+@pytest.mark.parametrize("key", AGREE)
+def test_row_agrees_and_its_control_disagrees(key):
+    rows, controls = quick(key)
+    assert rows and all(r.verdict == "agrees" for r in rows), [(r.key, r.measured, r.sigma, r.predicted) for r in rows]
+    assert all(np.isfinite(r.sigma) and r.sigma > 0 for r in rows)  # a measured, positive uncertainty
+    assert controls and all(c.verdict == "disagrees" for c in controls), [(c.key, c.measured, c.predicted)
+                                                                         for c in controls]
 
 
-def test_theorem22_early_rate_of_the_particles():
-    row = quick("thm22_early")
-    assert abs(row.measured - row.target) <= row.uncertainty
-    assert row.target == pytest.approx(float(np.sum(th.phi(np.array([0.5, 1.0, 3.0]), 2.0, 10))), rel=1e-14)
+def test_long_context_d4_rejects_two_over_d():
+    """The d = 4 run must tell 2/(d - 1) = 2/3 from 2/d = 1/2: the alternative lies outside its tolerance."""
+    (row,), (control,) = quick("long_context_d4")
+    assert abs(row.measured - row.alternative) > row.tolerance and control.predicted == pytest.approx(0.5)
 
 
-def test_theorem22_late_rate_two_lambda():
-    row = quick("thm22_late")
-    assert abs(row.measured - 2.0) <= row.uncertainty
+def test_relu_decade_cost_tells_the_exact_integral_from_its_linearisation():
+    (row,), (control,) = quick("thm25_relu")
+    assert abs(row.measured - row.alternative) > row.tolerance  # the 1 % bias of the linearised time is resolved
+    assert control.measured < 0.02 * row.measured  # softmax: O(1), not O(n log(1/rho0))
 
 
-def test_theorem25_relu_decade_cost_and_bounded_softmax():
-    row = quick("thm25_relu")
-    assert abs(row.measured - 4 * np.log(10) / 2) <= row.uncertainty
-    assert row.extra["softmax_increment"] < 0.02 * row.measured  # softmax: O(1), not O(n log(1/rho0))
+def test_pry_sync_control_starts_in_the_three_cluster_basin_and_stays_apart():
+    rows, (control,) = quick("pry_sync")
+    assert control.params["betas"] == [-1.0] and control.extra["per_beta"] == [0.0]
+    assert rows[0].extra["per_beta"] == [1.0]  # the same 3-cluster starts synchronise at beta = -0.16
 
 
-def test_theorem27_entropy_rises_to_log_n():
-    row = quick("thm27_entropy")
-    assert np.all(np.diff(row.curves["entropy"]) > 0)
-    assert abs(row.measured - np.log(5)) <= row.uncertainty
+def test_three_cluster_state_turns_stable_at_minus_two_thirds():
+    (row,), (control,) = quick("pry_nonsync_threshold")
+    assert row.verdict == "agrees" and row.sigma < 1e-6
+    assert control.verdict == "disagrees" and control.measured < -1  # 5 clusters: another threshold
+    g = row.curves["growth"]
+    assert np.all(g[row.curves["beta"] < -0.7] < 0) and np.all(g[row.curves["beta"] > -0.63] > 0)
 
 
-# ---------------------------------------------------------------- Polyanskiy-Rigollet-Yao
+def test_bpa_mode_three_is_dominant_and_the_runner_up_is_rejected():
+    (row,), _ = quick("bpa_mode")
+    assert row.extra["dominant_mode_at_T"] == row.extra["most_unstable_mode"] == 3
+    assert abs(row.measured - row.alternative) > row.tolerance  # the rate is mode 3's, not the next mode's
+
+
+def test_gkpr_jumps_are_closer_to_the_finite_beta_law_than_to_two_m_a_m_b():
+    rows, _ = quick("gkpr_jumps")
+    assert len(rows) == 2 and [r.extra["rank"] for r in rows] == [0, 0]  # the closest pair merges first
+    for r in rows:
+        assert abs(r.measured - r.predicted) < abs(r.measured - r.alternative)
+
+
+def test_causal_attention_metastable_renyi_centres():
+    (row,), _ = quick("kpr_causal")
+    c, t = row.curves["centres"], list(row.curves["t"])
+    # several well separated centres (delta = 4 beta^{-1/2} = 0.5) survive to t = 150: metastability
+    assert np.all(c[:, t.index(75.0)] >= 3) and np.all(c[:, t.index(75.0)] <= 2 * np.pi / 0.5)
+    assert np.all(c[:, 0] > c[:, -1])  # the early centres merge
+
+
+# ---------------------------------------------------------------- helpers
 def test_negative_beta_is_the_reflected_score_matrix(rng):
     """e^{beta <x,y>} with beta < 0 is M = -I at |beta| with W = I: the circle ODE of the paper."""
     beta, n = -0.7, 9
     theta = rng.uniform(0, 2 * np.pi, n)
     x = np.c_[np.cos(theta), np.sin(theta)]
-    v = R.circle_kernel_model(beta).velocity(x)
+    v = C.circle_kernel_model(beta).velocity(x)
     omega = v[:, 1] * x[:, 0] - v[:, 0] * x[:, 1]  # d theta_i / dt
     diff = theta[None, :] - theta[:, None]  # theta_j - theta_i
     expected = np.mean(np.exp(beta * np.cos(diff)) * np.sin(diff), axis=1)
     np.testing.assert_allclose(omega, expected, atol=1e-14)
 
 
-def test_three_cluster_state_turns_stable_at_minus_two_thirds():
-    row = quick("pry_nonsync_threshold")
-    assert abs(row.measured + 2 / 3) <= row.uncertainty
-    g = row.curves["growth"]
-    assert np.all(g[row.curves["beta"] < -0.7] < 0) and np.all(g[row.curves["beta"] > -0.63] > 0)
-
-
-def test_three_clusters_persist_below_and_dissolve_above_the_threshold():
-    row = quick("pry_basin")
-    assert row.extra["stays"] == [1.0, 0.0] and row.agrees  # beta = -1 stays, beta = -0.5 synchronises
-
-
-def test_synchronisation_at_beta_minus_0_16():
-    row = quick("pry_sync")
-    assert row.measured == 1.0 and row.extra["runs"] >= 2
-
-
-# ---------------------------------------------------------------- Chen-Lin-Polyanskiy-Rigollet
-def test_critical_gamma_is_one_over_one_minus_rho():
-    row = quick("clpr_gamma_c")
-    c = row.curves
-    np.testing.assert_allclose(c["gamma_cross"], c["gamma_finite_n"], rtol=1e-9)  # the exact finite-n crossing
-    assert np.all(np.diff(c["gamma_cross"]) > 0) and abs(row.measured - row.target) <= row.uncertainty < 1e-3
-
-
-# ---------------------------------------------------------------- long-context scaling
-@pytest.mark.parametrize("key", ["long_context_d3", "long_context_d4"])
-def test_long_context_critical_beta_scales_like_n_to_two_over_d_minus_one(key):
-    row = quick(key)
-    assert abs(row.measured - row.target) <= max(row.uncertainty, 0.1)
-    assert abs(row.measured - row.target) < 0.25  # and the bootstrap band itself is informative
-
-
-# ---------------------------------------------------------------- measure-to-measure interpolation
-def test_cap_collapses_and_time_to_eps_is_logarithmic():
-    row = quick("grr_cap")
-    assert row.measured < 0.05 and row.agrees
-    # t(eps) = a + b log(1/eps): a straight line to 1e-3 in time, slope = 1/rate = 1 for softmax heads
-    assert row.extra["max_residual"] < 1e-2 and row.extra["slope"] == pytest.approx(1.0, abs=0.05)
-
-
-# ---------------------------------------------------------------- Post-LN vs Pre-LN
-def test_post_ln_exponential_pre_ln_inverse_square():
-    post, pre = quick("norm_rates")
-    assert abs(post.measured + 2) <= post.uncertainty and abs(pre.measured + 2) <= pre.uncertainty
-
-
-# ---------------------------------------------------------------- Karagodin-Polyanskiy-Rigollet
-def test_causal_attention_metastable_renyi_centres():
-    row = quick("kpr_causal")
-    c = row.curves["centres"][0]
-    t = list(row.curves["t"])
-    # several well separated centres (delta = 4 beta^{-1/2} = 0.5) survive to t = 150: metastability
-    assert 3 <= c[t.index(75.0)] <= 2 * np.pi / 0.5 and c[t.index(150.0)] >= 3
-    assert c[0] > c[t.index(150.0)]  # the early centres merge
-
-
 def test_renyi_centres_are_separated_and_cover():
     x = np.c_[np.cos(np.linspace(0, 2 * np.pi, 50, endpoint=False)),
               np.sin(np.linspace(0, 2 * np.pi, 50, endpoint=False))]
-    c = R.renyi_centres(x, 0.5)
+    c = C.renyi_centres(x, 0.5)
     cos = x[c] @ x[c].T
     assert np.all(cos[np.triu_indices(len(c), 1)] < np.cos(0.5))
     assert np.all(np.max(x @ x[c].T, axis=1) >= np.cos(0.5))  # every token is within delta of a centre
@@ -138,7 +109,28 @@ def test_example_writes_dataset_table_and_figure(tmp_path, monkeypatch):
     ds, rows = ex.main(["--out", str(tmp_path), "--quick", "--rows", "pry_nonsync_threshold,clpr_gamma_c"])
     with xr.open_dataset(tmp_path / "reproductions.nc") as back:
         xr.testing.assert_identical(back.load(), ds)
-    assert list(ds.row.values) == ["pry_nonsync_threshold", "clpr_gamma_c"]
-    assert ds.agrees.values.tolist() == [1, 1]
+    assert list(ds.row.values) == ["pry_nonsync_threshold", "pry_nonsync_threshold_control", "clpr_gamma_c",
+                                   "clpr_gamma_c_control"]
+    assert ds.verdict.values.tolist() == ["agrees", "disagrees", "agrees", "disagrees"]
+    assert ds.kind.values.tolist() == ["published", "control", "consistency", "control"]
+    # readable dims: the row and the curve's own axis
+    assert set(ds.clpr_gamma_c__gamma_cross.dims) == {"clpr_gamma_c_n"}
+    assert not [d for d in ds.dims if "len" in d]
     assert (tmp_path / "reproductions.png").stat().st_size > 10_000
-    assert "clpr_gamma_c" in (tmp_path / "reproductions.md").read_text()
+    assert "`clpr_gamma_c`" in (tmp_path / "reproductions.md").read_text()
+
+
+def test_help_lists_the_row_groups(capsys):
+    with pytest.raises(SystemExit):
+        ex.main(["--help"])
+    out = capsys.readouterr().out
+    assert all(key in out for key in ex.ROWS)
+
+
+@pytest.mark.parametrize("key", ["glpr_usa", "glpr_softmax"])
+def test_glpr_crossing_sharpens_onto_the_equiangular_curve_as_d_grows(key):
+    (row,), (control,) = quick(key)
+    assert control.verdict == "disagrees" and row.params["d"] > control.params["d"]
+    # d = 1024 lies closer to the curve t*(beta) = T than d = 8, beyond both uncertainties
+    assert abs(control.measured - control.predicted) - abs(row.measured - row.predicted) > row.tolerance + \
+        control.tolerance

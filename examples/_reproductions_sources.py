@@ -1,0 +1,126 @@
+"""What each row of docs/reproductions.md states, where it comes from, and which table it belongs to.
+
+``SOURCES`` names the arXiv id of every reference tag; docs/theory.md must give the same ids (a test
+cross-checks them). ``ROW_TEXT`` gives, per row key: the table (``published`` or ``consistency``),
+the source tag, the locator in the paper and whether the statement was located in the paper's own
+text (``False``: only an abstract or a public summary was available, and the verdict column says
+"could not be located exactly"), the statement (for a consistency check: the identity it checks) and,
+for a control, what it changes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+#: reference tag -> (authors, arXiv id); the same ids as docs/theory.md's references
+SOURCES = {
+    "P": ("Gradient Flow Structure and Quantitative Dynamics of Multi-Head Self-Attention", "2605.04279"),
+    "GLPR": ("Geshkovski, Letrouit, Polyanskiy, Rigollet", "2312.10794"),
+    "R": ("Rigollet", "2512.01868"),
+    "PRY": ("Polyanskiy, Rigollet, Yao", "2507.22857"),
+    "CLPR": ("Chen, Lin, Polyanskiy, Rigollet", "2510.05554"),
+    "BRCPL": ("Bruno, Rigollet, Chen, Polyanskiy, Lin", "2605.08505"),
+    "GRR": ("Geshkovski, Rigollet, Ruiz-Balet", "2411.04551"),
+    "KPR": ("Karagodin, Polyanskiy, Rigollet", "2411.04990"),
+    "BPA": ("Bruno, Pasqualotto, Agazzi", "2410.23228"),
+    "GKPR": ("Geshkovski, Koubbi, Polyanskiy, Rigollet", "2410.06833"),
+}
+
+
+class Text(NamedTuple):
+    table: str
+    tag: str
+    locator: str
+    located: bool
+    statement: str
+
+
+_SUMMARY = "Thm {}; only public summaries of [P] were available"
+ROW_TEXT = {
+    "thm19_golden": Text("consistency", "P", _SUMMARY.format(19), False,
+                         r"\(\cos\angle(f_i,x_i) = c^*(2) = 1/\varphi\) at \(\beta = \beta^*\): "
+                         r"\(\beta^*\) is *defined* so that this cosine is \(c^*\)"),
+    "thm19_beta_star": Text("consistency", "P", _SUMMARY.format(19), False,
+                            r"the radial-dominance margin (Condition 8) changes sign at \(\beta^*\), the same "
+                            "definition read through the margin"),
+    "thm22_early": Text("consistency", "P", _SUMMARY.format(22), False,
+                        r"\(\dot\rho(0) = \sum_h\varphi(\lambda_h)\): the velocity field evaluated at orthogonal "
+                        "tokens"),
+    "thm27_entropy": Text("consistency", "P", _SUMMARY.format(27), False,
+                          r"equiangular tokens: the attention entropy is the closed form \(H(\rho)\) at the run's "
+                          r"own overlap, so it rises to \(\log n\) because \(\rho\) rises"),
+    "clpr_gamma_c": Text("consistency", "CLPR", "critical scaling; only a public summary was available", False,
+                         r"self-weight \(q = 1/(1+(n-1)n^{-\gamma(1-\rho)})\) crosses 1/2 at "
+                         r"\(\gamma = \frac{\log(n-1)}{\log n}\frac1{1-\rho}\to\gamma_c = 1/(1-\rho)\)"),
+    "grr_cap": Text("consistency", "GRR", "parameters of our choosing; text not seen", False,
+                    r"collapse from a cap of radius 0.4π: \(t(\varepsilon)\) has slope 1 in "
+                    r"\(\log(1/\varepsilon)\), the rate of the linearisation at the collapsed state"),
+    "noise_threshold": Text("consistency", "R", "[reconstructed; a standard computation, cf. R]", False,
+                            r"noisy uniform measure on S¹: mode 1 grows at the closed-form rate "
+                            r"\(\sigma_1(\kappa)\) of `meanfield.stability`, stable iff "
+                            r"\(\kappa<\kappa^* = aZ_0/(\mu I_1(a))\)"),
+    "thm22_late": Text("published", "P", _SUMMARY.format(22), False,
+                       r"late rate \(1-\rho\sim Ce^{-2\Lambda t}\), \(\Lambda = \sum_h\lambda_h\)"),
+    "thm25_relu": Text("published", "P", _SUMMARY.format(25), False,
+                       r"ReLU: \(T\approx n\log(1/\rho_0)/(2\beta\sum_h\lambda_h^2)\); compared with the exact "
+                       "integral of the equiangular ODE it linearises (the linearised value is the alternative)"),
+    "bpa_mode": Text("published", "BPA", "abstract; theorem number not located", False,
+                     r"from uniform tokens the most unstable mode of the linearised mean field grows at its rate "
+                     r"\(\sigma_l\) (l = 3 at β = 5)"),
+    "gkpr_jump1": Text("published", "GKPR", "abstract (staircase); theorem number not located", False,
+                       r"first merge: the energy jumps by \(2m_am_b(1-e^{\beta(\cos\theta_{ab}-1)})\) (finite-β "
+                       r"form of \(2m_am_b\), the alternative)"),
+    "gkpr_jump2": Text("published", "GKPR", "abstract (staircase); theorem number not located", False,
+                       r"second merge: the same jump law"),
+    "pry_nonsync_threshold": Text("published", "PRY", "abstract (the bound −2/3); theorem not located", False,
+                                  r"the equal 3-cluster state is linearly stable exactly for β < −2/3"),
+    "pry_basin": Text("published", "PRY", "abstract; theorem not located", False,
+                      r"no global synchronisation for β < −2/3: starts near the 3-cluster state stay apart"),
+    "pry_sync": Text("published", "PRY", "abstract; theorem not located", False,
+                     r"synchronisation from generic starts for every β ≥ −0.16"),
+    "long_context_d3": Text("published", "BRCPL", "abstract (critical scaling); the criterion is ours", False,
+                            r"\(\beta^*_n\asymp n^{2/(d-1)}\) for uniform keys on \(S^{d-1}\), d = 3"),
+    "long_context_d4": Text("published", "BRCPL", "abstract (critical scaling); the criterion is ours", False,
+                            r"the same, d = 4"),
+    "post_ln_rate": Text("published", "R", "abstract (normalisation alters contraction speeds)", False,
+                         r"Post-LN: \(1-\rho\sim e^{-2t}\)"),
+    "pre_ln_power": Text("published", "R", "abstract (normalisation alters contraction speeds)", False,
+                         r"Pre-LN: \(1-\rho\sim t^{-2}\)"),
+    "glpr_usa": Text("published", "GLPR", "phase diagram; figure number not located", False,
+                     r"USA kernel, T = 1: clustering of random tokens follows the equiangular curve "
+                     r"\(t^*(\beta) = T\), sharper as d grows (here d = 1024: β with half the pairs "
+                     r"clustered at T against β with \(t^*(\beta) = T\))"),
+    "glpr_softmax": Text("published", "GLPR", "phase diagram; figure number not located", False,
+                         r"softmax, T = 30: the same, at d = 1024"),
+    "kpr_causal": Text("published", "KPR", "Fig. 2, caption as quoted by public summaries", False,
+                       r"causal attention, β = 64: of the metastable Rényi centres one disappears between "
+                       "t = 75 and t = 150"),
+}
+
+#: control key suffix -> what the control changes (read by the page)
+CONTROL_TEXT = {
+    "thm19_golden_control": "β = 1.1 β*",
+    "thm19_beta_star_control": "prediction β*(H − 1)",
+    "thm22_early_control": r"prediction \(H\varphi(\Lambda/H)\) (equal heads)",
+    "thm27_entropy_control": "random tokens (not equiangular)",
+    "clpr_gamma_c_control": "tokens of overlap 0.5 against the ρ = 0.3 form",
+    "grr_cap_control": "USA heads (collapse rate e^β)",
+    "noise_threshold_control": "κ = κ*/2 (stable)",
+    "thm22_late_control": "USA heads",
+    "thm25_relu_control": "softmax heads",
+    "pry_nonsync_threshold_control": "5 equal clusters",
+    "pry_basin_control": "β > −2/3",
+    "pry_sync_control": "3-cluster starts at β = −1",
+    "long_context_d3_control": "prediction 2/d",
+    "long_context_d4_control": "prediction 2/d",
+    "post_ln_rate_control": "fitted on log t (the Pre-LN law)",
+    "pre_ln_power_control": "fitted on t (the Post-LN law)",
+    "glpr_usa_control": "d = 8",
+    "glpr_softmax_control": "d = 8",
+}
+
+
+def citation(key: str) -> str:
+    """'[TAG] arXiv:id, locator' of a row."""
+    text = ROW_TEXT[key]
+    return f"[{text.tag}] arXiv:{SOURCES[text.tag][1]}, {text.locator}"
