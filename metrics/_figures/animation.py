@@ -223,12 +223,22 @@ MAX_FRAMES = 5000
 MAX_GIF_BYTES = 2**31
 
 
+def _is_animation(path: pathlib.Path) -> bool:
+    """Whether an existing file starts as a GIF (``GIF87a``/``GIF89a``) or an MP4 (``ftyp`` box)."""
+    with open(path, "rb") as fh:
+        head = fh.read(12)
+    return head[:6] in (b"GIF87a", b"GIF89a") or head[4:8] == b"ftyp"
+
+
 def _output_problem(path: pathlib.Path) -> str:
     """Why an animation cannot be written at ``path`` (checked before any frame is drawn), or ''."""
     from particles.extend import unwritable
 
     if path.is_dir():
         return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
+    if path.is_file() and not _is_animation(path):
+        return (f"{str(path)!r} exists and is not a GIF or MP4 animation; animate replaces only an animation. Move "
+                "the file away or pass another path")
     folder = path.parent
     if not folder.exists():
         anchor = next((p for p in folder.parents if p.exists()), pathlib.Path("."))

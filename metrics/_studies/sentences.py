@@ -167,6 +167,9 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
     beta = float(d) if beta is None else check_param(beta, "beta", caller, low=0.0)
     dt = check_param(dt, "dt", caller, low=0.0, low_open=True)
+    if dt > T:
+        raise InvalidParameterError(f"dt = {dt:g} of {caller} is longer than the whole flow (t1 = {T:g}): pass "
+                                    f"dt <= {T:g} (e.g. dt = {T / 20:g}) or a later t1.")
     per = max(1, math.ceil(tau / n_saves / dt - 1e-9))
     step = tau / n_saves / per  # whole steps per save interval, so per layer
     n_times = int(round(T / tau * n_saves)) + 1

@@ -265,7 +265,8 @@ HEAD_KEYS = ("num_attention_heads", "n_head")
 
 def _heads(n_heads, config, caller: str) -> int:
     """The number of heads: ``n_heads`` when given, else the config's (which must then hold it)."""
-    found = None if config is None else next((int(config[k]) for k in HEAD_KEYS if k in config), None)
+    key = None if config is None else next((k for k in HEAD_KEYS if k in config), None)
+    found = None if key is None else int(Integer(1).check(config[key], f"config[{key!r}]", caller))
     if n_heads is None and found is None:
         where = "" if config is None else f" (the config has none of {list(HEAD_KEYS)})"
         raise InvalidParameterError(f"{caller} needs the number of attention heads: pass n_heads=... or the model's "

@@ -79,16 +79,21 @@ def parse_safetensors(buf, where: str) -> dict:
     (bf16 as float32, the rest in their own dtype); ``where`` names the source in errors."""
     header, start = _header(buf, where)
     data = memoryview(buf)[start:]
-    out = {}
+    out, spans = {}, []
     for name, spec in header.items():
         if name == "__metadata__":
             continue
         dtype, shape, begin, end = _entry(name, spec, where, len(data))
+        spans.append((begin, end, name))
         arr = np.frombuffer(data[begin:end], dtype=DTYPES[dtype]).reshape(shape)
         if dtype == "BF16":  # the 16 bits are the top half of a float32: shift them back into place
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
         # own, writable arrays (as the safetensors package returns): no view keeps the buffer or the file open
         out[name] = arr if dtype == "BF16" else arr.copy()
+    spans.sort()
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
+        if begin < end:  # two tensors would read the same bytes: the header is damaged
+            raise _bad(where, f"tensors {first!r} and {second!r} have overlapping data_offsets (a damaged header)")
     return out
 
 
