@@ -1,4 +1,5 @@
-"""Inputs a held-out probe of the newest surfaces found accepted silently or a user file replaced."""
+"""Inputs of the trained-head loaders, the sentence flow and animate once taken silently, and a user file
+that animate replaced."""
 
 import json
 import struct
