@@ -56,7 +56,7 @@ def _model(cfg):
 def label(cfg, *, seeds: bool = True) -> str:
     """The parameters, as printed on every figure."""
     return (f"USA heads, H = {len(cfg['lambdas'])}, λ = {tuple(cfg['lambdas'])}, β = {cfg['beta']:g}, "
-            f"tokens on S^{cfg['d'] - 1}; " + (f"{cfg['n_seeds']} seeds per n (mean ± sd); " if seeds else "")
+            f"tokens on $S^{{{cfg['d'] - 1}}}$; " + (f"{cfg['n_seeds']} seeds per n (mean ± sd); " if seeds else "")
             + f"{cfg['method']} rtol = {cfg['rtol']:g}; clusters: geodesic ε = {cfg['eps']:g}")
 
 
@@ -273,7 +273,7 @@ def figures(ds, snapshot, mf, large, cfg, outdir: pathlib.Path) -> list[pathlib.
                 title="Clusters follow the mean-field mode")
     axes[2].legend(fontsize=7)
     fig.suptitle(f"USA heads, H = {len(cfg['lambdas'])}, λ = {tuple(cfg['lambdas'])}, β = {cfg['beta']:g}, "
-                 f"tokens on S^{cfg['d'] - 1}; {m['n_seeds']} seeds per n (mean ± sd); particles: rk4 dt = "
+                 f"tokens on $S^{{{cfg['d'] - 1}}}$; {m['n_seeds']} seeds per n (mean ± sd); particles: rk4 dt = "
                  f"{m['dt']:g}; ρ0 ∝ 1 + {m['amplitude']:g} cos({m['mode']}θ); mean field: {m['m_grid']} finite "
                  "volumes (fv_circle)", fontsize=8)
     paths.append(outdir / "flagship_meanfield.png")
@@ -293,7 +293,7 @@ def figures(ds, snapshot, mf, large, cfg, outdir: pathlib.Path) -> list[pathlib.
                 title=f"{large.attrs['wall_seconds']:.0f} s with fast summation; exact: "
                       f"~{large.attrs['exact_run_hours_extrapolated']:.1f} h (extrapolated)")
     axes[1].legend(fontsize=7)
-    fig.suptitle(f"USA heads, λ = {tuple(cfg['lambdas'])}, β = {cfg['beta']:g} on S^1; ρ0 ∝ 1 + "
+    fig.suptitle(f"USA heads, λ = {tuple(cfg['lambdas'])}, β = {cfg['beta']:g} on $S^1$; ρ0 ∝ 1 + "
                  f"{cfg['meanfield']['amplitude']:g} cos({cfg['meanfield']['mode']}θ); rk4 dt = {big['dt']:g}; "
                  f"summation auto (NUFFT), tol = {big['tol']:g}, max bound met "
                  f"{large.attrs['summation_bound_max']:.1e}; mean field: {big['m_grid']} finite volumes", fontsize=8)

@@ -47,7 +47,7 @@ def main(argv=None):
         axes[0].plot(theta, fv.mass[k] * m / (2 * np.pi),
                      label=f"FV t={fv.t[k]:g}")
         axes[0].plot(theta, jko.mass[k] * m / (2 * np.pi), "--", c=axes[0].lines[-1].get_color())
-    axes[0].set(xlabel="theta", ylabel="density", title="S^1: finite volumes (—) and JKO (--)")
+    axes[0].set(xlabel="theta", ylabel="density", title="$S^1$: finite volumes (—) and JKO (--)")
     axes[0].legend(fontsize=8)
     for name, res in (("fv_circle", fv), ("jko", jko)):
         rows.append((f"S^1 {name}", float(np.abs(res.mass.sum(1) - 1).max()), float(res.mass.min()),
@@ -69,7 +69,7 @@ def main(argv=None):
     lat = np.arcsin(np.clip(pts[:, 2], -1, 1))
     sc = axes[1].scatter(lon, lat, c=res2.mass[-1] / areas, s=8, cmap="viridis")
     fig.colorbar(sc, ax=axes[1], label="density at t=1")
-    axes[1].set(xlabel="longitude", ylabel="latitude", title="S^2: entropic JKO (Fibonacci points)")
+    axes[1].set(xlabel="longitude", ylabel="latitude", title="$S^2$: entropic JKO (Fibonacci points)")
 
     # (3) noise
     beta, lam = 2.0, 1.0

@@ -76,7 +76,7 @@ def main(argv=None):
     for label, t, amp, sigma in curves:
         line, = b.semilogy(t, amp, "o", label=label)
         b.semilogy(t, np.exp(sigma * t), ":", c=line.get_color())
-    b.set(xlabel="t", ylabel="amplitude / initial", title="S^2 finite volumes (o) vs exp(sigma_l t)")
+    b.set(xlabel="t", ylabel="amplitude / initial", title=r"$S^2$ finite volumes (o) vs $\exp(\sigma_l t)$")
     b.legend(fontsize=7)
     save_figure(fig, out / "sphere_stability.png")
     return rows
