@@ -68,3 +68,5 @@ FIXED_OR_SWEPT = Relation(("grid", "fixed"), lambda g, f: not set(g) & set(f or 
 
 #: what every study and sweep takes for its cells' store and engine
 RUN_OPTIONS = {"store": STORE, "engine": ENGINE, "max_workers": MAX_WORKERS, "progress": PROGRESS}
+#: their defaults (no store, this process, the bar once the work has run 2 s)
+RUN_DEFAULTS = {"store": None, "engine": "serial", "max_workers": None, "progress": None}

@@ -25,7 +25,8 @@ seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the 
 from __future__ import annotations
 
 import time as _time
-from functools import partial
+from dataclasses import KW_ONLY, dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
 import xarray as xr
@@ -42,93 +43,136 @@ from particles.validation import (
     InvalidParameterError,
     Options,
     SequenceOf,
-    declare,
 )
 
-from .._data.provenance import model_attrs
 from .._observables.clustering import cluster_row
 from .._observables.density import probe_density
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
-from .._runs.keys import density_key, model_key
-from .._statistics.horizon import breakdown_law_mean, largest_breakdown_value
-from .chaos_breakdown import breakdown
-from .reference import UniformReference
-from .spec import Study, cluster_variables, run_cell, seed_counts, study_attrs, study_coords
+from .._runs.keys import density_key
+from .._statistics.horizon import largest_breakdown_value
+from .chaos_breakdown import breakdown_variables
+from .reference import UniformReference, setup_reference
+from .spec import (
+    Study,
+    StudySettings,
+    cell_rngs,
+    cluster_variables,
+    run_cell,
+    seed_counts,
+    setting,
+    study_attrs,
+    study_coords,
+    study_function,
+)
 
-__all__ = ["chaos_horizon_study"]
+__all__ = ["chaos_horizon_study", "ChaosSettings"]
 
 #: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
 MAX_LOG_STEP = 0.25
-#: units of the study's times (t_delta, its prediction, the slope d t_delta / d log n) and, inverted, of its
-#: rates: the time of the dynamics, which the time coordinate counts (dimensionless, so that coordinate says "1")
-TIME_UNITS = "time"
+_POSITIVE_DELTA = Interval(0, None, closed="neither")
 
 
-def _chaos_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
+@dataclass(frozen=True)
+class ChaosSettings(StudySettings):
+    """The chaos study's settings, one table: each field's rule, default and name in the cells' key (the
+    public function's parameters derive from it); then what the study derives before its cells."""
+
+    model: MultiHead = setting(Instance(
+        MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and m.d in (2, 3),
+        what="a particles.MultiHead with scalar heads, kind 'usa' or 'softmax', on S^1 or S^2 (d = 2 or 3)",
+        hint="Build it with MultiHead.scalar([lam], d, beta=..., kind=...)."), key=True)
+    density: object = setting(AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) on "
+                                                                 "the sphere")), "uniform")
+    _: KW_ONLY
+    n_values: tuple = setting(SequenceOf(Integer(2), min_len=2, increasing=True,
+                                         hint="The slope is fitted against log n: pass at least two increasing "
+                                              "n >= 2."), (100, 1000, 10000))
+    n_seeds: int = setting(P.N_SEEDS, 8)
+    t1: float = setting(P.T1, 12.0)
+    n_saves: int = setting(P.N_SAVES, 241)
+    delta: tuple = setting(AnyOf(_POSITIVE_DELTA, SequenceOf(_POSITIVE_DELTA), hint="Use e.g. delta=0.1 (a breakdown "
+                                 "is a distance or amplitude reaching delta)."), (0.05, 0.1))
+    kappa: float = setting(P.KAPPA, np.inf)
+    l_max: int = setting(Integer(1), 6, key=True)
+    dt: float = setting(P.DT, 0.05)
+    seed: int = setting(P.SEED, 0)
+    n_projections: int = setting(P.N_PROJECTIONS, 64, key="L")
+    eps_cluster: float = setting(P.EPS_CLUSTER, 1e-2, key="eps")
+    max_clusters: int = setting(P.MAX_CLUSTERS, 8, key="K")
+    n_boot: int = setting(P.N_BOOT, 1000)
+    # derived: the growth rates of the uniform state, the reference the cells measure against, the density's key
+    sigma: np.ndarray = field(default=None, compare=False, repr=False)
+    mean_field: object = field(default=None, compare=False, repr=False)
+    reference_attrs: dict = field(default=None, compare=False, repr=False)
+    density_key: str = ""
+
+    RELATIONS = (P.DT_LE_T1, P.SEEDS_PER_N)
+
+    @property
+    def deltas(self) -> np.ndarray:
+        return np.atleast_1d(np.asarray(self.delta, dtype=float))
+
+    @property
+    def counts(self) -> list[int]:
+        return seed_counts(self.n_seeds, self.n_values)
+
+    @property
+    def uniform(self) -> bool:
+        return not callable(self.density)
+
+    @property
+    def l_star(self) -> int:
+        return int(np.argmax(self.sigma[1:]) + 1)
+
+    @property
+    def s_star(self) -> float:
+        return float(self.sigma[self.l_star])
+
+
+def _chaos_cell(params: dict, seed_index: int, s: ChaosSettings, entropy: int) -> xr.Dataset:
     """One (n, seed) run from i.i.d. tokens of the reference's initial law, with run_sweep's cell
     contract (dims ``time``); the distance is to the reference's μ(t_k) at each save."""
-    n = int(params["n_particles"])
-    model, ts, d, L, K = settings["model"], settings["ts"], settings["d"], settings["l_max"], settings["max_clusters"]
-    ref = settings["reference"]
+    n, ts = int(params["n_particles"]), s.ts
     # independent draws per (seed, n): the fit's bootstrap resamples the seeds of each n separately
-    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index, n))
-    rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-    x0 = ref.sample(n, rng_init)
-    distance, name = ref.distances(n), "w1" if d == 2 else "sw2"
+    rng_init, rng_noise = cell_rngs(entropy, seed_index, n)
+    x0 = s.mean_field.sample(n, rng_init)
+    distance, name = s.mean_field.distances(n), "w1" if s.model.d == 2 else "sw2"
 
     def save_fn(t, x):
         row = {"distance": distance(x, int(np.argmin(np.abs(ts - t))))[name]}
-        for l, a in enumerate(harmonic_amplitudes(x, L)[1:], start=1):
+        for l, a in enumerate(harmonic_amplitudes(x, s.l_max)[1:], start=1):
             row[f"amplitude_{l}"] = a
-        row.update(cluster_row(x, eps=settings["eps_cluster"], max_clusters=K))
+        row.update(cluster_row(x, eps=s.eps_cluster, max_clusters=s.max_clusters))
         return row
 
-    return run_cell(x0, model, settings, save_fn, rng_noise)
+    return run_cell(x0, s, save_fn, rng_noise)
 
 
-def _chaos_key(settings: dict, legacy: bool = False) -> dict:
+def _chaos_key(s: ChaosSettings, legacy: bool = False) -> dict:
     """Key of a chaos cell, from the configuration alone: format 1 for the uniform start, format 2 for a
     density start (the density by its values at the probe points, as in the limit study). ``legacy``:
     format 1 everywhere (a density through the reference's energies, the model's fields as they are),
     whose stores are migrated where it differs."""
-    ref = settings["reference"]
-    if isinstance(ref, UniformReference):
+    if s.uniform:
         density = {}
     elif legacy:
-        density = {"density": np.asarray(ref.energy).tolist()}
+        density = {"density": np.asarray(s.mean_field.energy).tolist()}
     else:
-        density = {"density": settings["density_key"], "key_version": 2}
-    return {"study": "chaos_horizon_study", "model": (model_attrs if legacy else model_key)(settings["model"]),
-            "l_max": settings["l_max"], "L": settings["n_projections"], "eps": settings["eps_cluster"],
-            "K": settings["max_clusters"], "spawn_key": "(seed index, n)", **density}
+        density = {"density": s.density_key, "key_version": 2}
+    return {"study": CHAOS.name, **s.key(legacy), "spawn_key": "(seed index, n)", **density}
+
+
+def _chaos_key_v1(s: ChaosSettings) -> dict:
+    return _chaos_key(s, legacy=True)
 
 
 CHAOS = Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key,
-              legacy_key=partial(_chaos_key, legacy=True))
-
-_POSITIVE_DELTA = Interval(0, None, closed="neither")
+              legacy_key=_chaos_key_v1)
 
 
-@declare(
-    model=Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and m.d in (2, 3),
-                   what="a particles.MultiHead with scalar heads, kind 'usa' or 'softmax', on S^1 or S^2 (d = 2 or 3)",
-                   hint="Build it with MultiHead.scalar([lam], d, beta=..., kind=...)."),
-    density=AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) on the sphere")),
-    n_values=SequenceOf(Integer(2), min_len=2, increasing=True,
-                        hint="The slope is fitted against log n: pass at least two increasing n >= 2."),
-    n_seeds=P.N_SEEDS, t1=P.T1, n_saves=P.N_SAVES,
-    delta=AnyOf(_POSITIVE_DELTA, SequenceOf(_POSITIVE_DELTA),
-                hint="Use e.g. delta=0.1 (a breakdown is a distance or amplitude reaching delta)."),
-    kappa=P.KAPPA, l_max=Integer(1), dt=P.DT, seed=P.SEED, n_projections=P.N_PROJECTIONS,
-    eps_cluster=P.EPS_CLUSTER, max_clusters=P.MAX_CLUSTERS, n_boot=P.N_BOOT, **P.RUN_OPTIONS,
-    relations=[P.DT_LE_T1, P.SEEDS_PER_N])
-def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=(100, 1000, 10000),
-                        n_seeds: int = 8, t1: float = 12.0, n_saves: int = 241, delta=(0.05, 0.1),
-                        kappa: float = np.inf, l_max: int = 6, dt: float = 0.05, seed: int = 0,
-                        n_projections: int = 64, eps_cluster: float = 1e-2, max_clusters: int = 8,
-                        n_boot: int = 1000, store=None, engine="serial", max_workers: int | None = None,
-                        progress: bool | None = None) -> xr.Dataset:
+@study_function(ChaosSettings)
+def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
     r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
 
     Theory (:mod:`metrics._statistics.horizon`, docs/theory.md): the degree amplitudes start at
@@ -189,145 +233,95 @@ def chaos_horizon_study(model: MultiHead, density: str = "uniform", *, n_values=
     >>> ds.distance.dims, int(ds.l_star), bool(np.all(np.isfinite(ds.t_delta)))
     (('n_particles', 'seed', 'time'), 1, True)
     """
-    caller = "chaos_horizon_study"
-    n_seeds = seed_counts(n_seeds, n_values)
-    deltas = np.atleast_1d(np.asarray(delta, dtype=float))
-    sigma = mf.growth_rates(model, l_max=l_max, kappa=kappa)
-    l_star = int(np.argmax(sigma[1:]) + 1)
-    s_star = float(sigma[l_star])
+    t_start = _time.perf_counter()
+    s = replace(s, sigma=mf.growth_rates(s.model, l_max=s.l_max, kappa=s.kappa))
+    _check_resolution(s)
+    reference, ref_attrs = _reference(s, run["store"], run["progress"])
+    s = replace(s, mean_field=reference, reference_attrs=ref_attrs,
+                density_key="" if s.uniform else density_key(probe_density(s.density, s.model.d, CHAOS.name)))
+    return _assemble(CHAOS.run(s, **run), s, t_start)
+
+
+def _check_resolution(s: ChaosSettings) -> None:
+    """What the declaration cannot check: l_max holds the most unstable degree, delta can be reached, and
+    the save grid resolves the growth of A_{l*} (these depend on the growth rates)."""
+    caller, l_star = CHAOS.name, s.l_star
     # a degree above l_max could still be the most unstable one: check up to twice further
-    wider = mf.growth_rates(model, l_max=2 * l_max + 2, kappa=kappa)
+    wider = mf.growth_rates(s.model, l_max=2 * s.l_max + 2, kappa=s.kappa)
     if np.argmax(wider[1:]) + 1 != l_star:
         raise InvalidParameterError(
             f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
-            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {l_max}.")
-    top, why = largest_breakdown_value(model.d, l_star, not callable(density))
-    if np.any(deltas >= top):
+            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {s.l_max}.")
+    top, why = largest_breakdown_value(s.model.d, l_star, s.uniform)
+    if np.any(s.deltas >= top):
         raise InvalidParameterError(
             f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "
-            f"can take ({why}); got {deltas.tolist()}. A larger delta is never reached: lower it.")
-    ts = np.linspace(0.0, t1, n_saves)
-    if s_star > 0 and s_star * (ts[1] - ts[0]) > MAX_LOG_STEP:
-        need = int(np.ceil(s_star * t1 / MAX_LOG_STEP)) + 1
+            f"can take ({why}); got {s.deltas.tolist()}. A larger delta is never reached: lower it.")
+    step = s.ts[1] - s.ts[0]
+    if s.s_star > 0 and s.s_star * step > MAX_LOG_STEP:
         raise InvalidParameterError(
             f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
-            f"{s_star * (ts[1] - ts[0]):.3g} > {MAX_LOG_STEP} (sigma* = {s_star:.4g}, t1 = {t1}, n_saves = "
-            f"{n_saves}). Use n_saves >= {need}.")
-    d, t_start = model.d, _time.perf_counter()
-    reference, ref_attrs = _reference(model, density, ts, kappa=kappa, dt=dt, n_values=n_values, seed=seed,
-                                      n_projections=n_projections, store=store, progress=progress)
-    # one dict of the study's settings: what a cell reads (its key fields named by CHAOS.key) and what the
-    # assembly reads
-    settings = {"model": model, "ts": ts, "d": d, "t1": t1, "dt": dt, "kappa": kappa, "l_max": l_max,
-                "eps_cluster": eps_cluster, "max_clusters": max_clusters, "n_projections": n_projections,
-                "reference": reference, "deltas": deltas, "l_star": l_star, "s_star": s_star, "sigma": sigma,
-                "n_values": n_values, "n_seeds": n_seeds, "n_saves": n_saves, "seed": seed, "n_boot": n_boot,
-                "t_start": t_start, "uniform": isinstance(reference, UniformReference), "ref_attrs": ref_attrs,
-                "density_key": density_key(probe_density(density, d, caller)) if callable(density) else None}
-    sweep = CHAOS.run(model, n_values, n_seeds, settings, seed=seed, t1=t1, dt=dt, n_saves=n_saves, kappa=kappa,
-                      engine=engine, max_workers=max_workers, store=store, progress=progress)
-    return _assemble(sweep, model, settings)
+            f"{s.s_star * step:.3g} > {MAX_LOG_STEP} (sigma* = {s.s_star:.4g}, t1 = {s.t1}, n_saves = "
+            f"{s.n_saves}). Use n_saves >= {int(np.ceil(s.s_star * s.t1 / MAX_LOG_STEP)) + 1}.")
 
 
-def _reference(model, density, ts, *, kappa, dt, n_values, seed, n_projections, store, progress):
+def _reference(s: ChaosSettings, store, progress):
     """(reference object, its attrs): :class:`UniformReference` for "uniform", else the limit study's
-    spectral reference of ``density`` (S^1: exact CDF; S^2: sliced against exact projected quantiles)."""
-    if not callable(density):
-        g = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        directions = g.standard_normal((int(n_projections), 3))
+    spectral reference of the density (S^1: exact CDF; S^2: sliced against exact projected quantiles)."""
+    d = s.model.d
+    if s.uniform:
+        g = np.random.default_rng(np.random.SeedSequence(s.seed).spawn(1)[0])
+        directions = g.standard_normal((s.n_projections, 3))
         directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-        return UniformReference(model.d, directions), {
+        return UniformReference(d, directions), {
             "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
             "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
-                                "(error 2 pi / (16 n))" if model.d == 2
-                                else f"sliced SW_2 over {n_projections} directions, exact per direction")}
-    from .reference import setup_reference
-
-    try:
-        ref = setup_reference(model, density, ts, dict(
-            m_grid=4096, kappa=kappa, dt=dt, t1=float(ts[-1]), n_saves=len(ts), n_values=list(n_values),
-            n_reference=None, seed=seed, n_projections=int(n_projections), n_quantiles=16384, transport="auto",
-            w2_max_n=0, reference="spectral", store=store, progress=progress))
+                                "(error 2 pi / (16 n))" if d == 2
+                                else f"sliced SW_2 over {s.n_projections} directions, exact per direction")}
+    try:  # the limit study's reference, with the chaos study's own grid and quantiles, always spectral
+        ref = setup_reference(SimpleNamespace(**vars(s), density_fn=s.density, ts=s.ts, m_grid=4096, n_reference=None,
+                                              n_quantiles=16384, transport="auto", w2_max_n=0, reference="spectral"),
+                              store=store, progress=progress)
     except InvalidParameterError as exc:
         if "spectral" not in str(exc):
             raise
         raise InvalidParameterError(
             f"chaos_horizon_study measures a density start against the spectral mean-field solution up to t1 = "
-            f"{float(ts[-1]):g}, which it cannot provide here ({exc}). Lower t1 to before the mean field "
+            f"{s.t1:g}, which it cannot provide here ({exc}). Lower t1 to before the mean field "
             "concentrates into clusters, or add noise (kappa).") from None
     attrs = {k: v for k, v in ref["attrs"].items() if k.startswith("reference")}
     attrs["distance_method"] = next(iter(ref["transports"].values()))
     return ref["reference"], attrs
 
 
-def _assemble(sweep, model, settings) -> xr.Dataset:
-    ts, l_max, l_star, s_star = settings["ts"], settings["l_max"], settings["l_star"], settings["s_star"]
-    n_values, d = settings["n_values"], settings["d"]
+def _assemble(sweep, s: ChaosSettings, t_start: float) -> xr.Dataset:
+    ts, l_max, d = s.ts, s.l_max, s.model.d
     dims = ("n_particles", "seed", "time")
     amp = np.stack([sweep[f"amplitude_{l}"].values for l in range(1, l_max + 1)], axis=-1)  # (N, S, T, L)
     dist = sweep["distance"].values
-    b = breakdown(ts, amp, dist, settings)
-    td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
-                                                                            "fits", "ks", "k", "stable"))
-    sqrt_n = np.sqrt(np.asarray(n_values, float))[:, None]
     dunits = "rad" if d == 2 else "1"
-    target = "uniform" if settings["uniform"] else "mu(t)"  # mu(t): the spectral mean-field solution
+    target = "uniform" if s.uniform else "mu(t)"  # mu(t): the spectral mean-field solution
     dlong = (f"W1(mu_n(t), {target}), geodesic cost" if d == 2
              else f"sliced W2(mu_n(t), {target}) of the embedded measures")
-    run = ("delta", "n_particles", "seed")
     data = {
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
         "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
                                                 "units": "1"}),
-        **cluster_variables(sweep, int(settings["max_clusters"]), settings["eps_cluster"], settings["n_seeds"]),
-        "growth_rate": (("degree",), np.asarray(settings["sigma"][1:], float),
-                        {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)",
-                         "units": f"1/{TIME_UNITS}"}),
-        "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if settings["uniform"] else
-                                            "first time the distance to mu(t) >= delta")
-                                           + " (inf: not by t1; NaN: failed run or seed not run)",
-                              "units": TIME_UNITS}),
-        "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
-                                                       "(inf: stable; NaN: started above delta)", "units": TIME_UNITS}),
-        "t_delta_distance": (run, td_dist, {"long_name": "first time the distance to the mean field >= delta "
-                                                         "(inf: not by t1)", "units": TIME_UNITS}),
-        "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
-                                                       "(0: no breakdown)", "units": "1"}),
-        "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta) (NaN: started above delta)",
-                               "units": "1"}),
-        "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta "
-                                                               "= 0 is no breakdown: prediction and Z masked)",
-                                                  "units": "1"}),
-        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and settings["uniform"] else np.nan,
-                               {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
-        "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
-                                                        "(NaN: stable)", "units": "1"}),
-        "slope": (("delta",), fits[:, 0], {"long_name": "fitted d mean(t_delta) / d log n (NaN if a run did not "
-                                                        "break down)", "units": TIME_UNITS}),
-        "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
-                                                       "units": TIME_UNITS}),
-        "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if settings["uniform"] else np.nan,
-                            {"long_name": "1 / (2 sigma*) (inf: stable)", "units": TIME_UNITS}),
-        "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
-        "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": f"1/{TIME_UNITS}"}),
-        "sup_scaled_distance": (dims[:-1], sqrt_n * np.max(dist, axis=-1),
+        **cluster_variables(sweep, s.max_clusters, s.eps_cluster, s.counts),
+        **breakdown_variables(ts, amp, dist, s),
+        "sup_scaled_distance": (dims[:-1], np.sqrt(np.asarray(s.n_values, float))[:, None] * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords, attrs = _coords_and_attrs(model, settings, sweep)
+    coords = study_coords(s.n_values, s.counts, ts, s.model.log_time_scale, s.max_clusters,
+                          "bootstrap quantile of the interval bound")
+    coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
+    coords["delta"] = ("delta", s.deltas, {"long_name": "breakdown threshold", "units": "1"})
+    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=s.model, sweep=sweep,
+                        config={**s.config(), "n_seeds": s.counts, "delta": s.deltas.tolist()}, seed=s.seed,
+                        spawn_key="(seed index, n)", t_start=t_start, **{name: getattr(s, name) for name in _ATTRS},
+                        **s.reference_attrs)
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def _coords_and_attrs(model, settings, sweep) -> tuple[dict, dict]:
-    """The study's coordinates (with ``degree`` and ``delta``) and attrs (the run's settings and its reference)."""
-    coords = study_coords(settings["n_values"], settings["n_seeds"], settings["ts"], model.log_time_scale,
-                          int(settings["max_clusters"]), "bootstrap quantile of the interval bound")
-    coords["degree"] = ("degree", np.arange(1, settings["l_max"] + 1), {"long_name": "harmonic degree l", "units": "1"})
-    coords["delta"] = ("delta", settings["deltas"], {"long_name": "breakdown threshold", "units": "1"})
-    config = {k_: settings[k_] for k_ in ("n_values", "n_seeds", "t1", "n_saves", "dt", "kappa", "l_max", "seed",
-                                          "n_projections", "eps_cluster", "max_clusters", "n_boot")}
-    config["delta"] = settings["deltas"].tolist()
-    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{settings['d'] - 1}", model=model,
-                        sweep=sweep, config=config, seed=settings["seed"], spawn_key="(seed index, n)",
-                        t_start=settings["t_start"], t1=settings["t1"], dt=settings["dt"], kappa=settings["kappa"],
-                        n_saves=settings["n_saves"], **settings["ref_attrs"])
-    return coords, attrs
+#: the settings the Dataset also holds as attrs of their own
+_ATTRS = ("t1", "dt", "kappa", "n_saves")

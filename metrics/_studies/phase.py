@@ -23,6 +23,8 @@ sampling noise).
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass, replace
+
 import numpy as np
 import xarray as xr
 
@@ -38,7 +40,6 @@ from particles.validation import (
     Options,
     Relation,
     SequenceOf,
-    declare,
 )
 
 from .._data.dataset import KIND_ATTR, time_coord
@@ -47,16 +48,15 @@ from .._observables.pairs import cluster_counts, gram, pair_fraction
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
 from .._runs.keys import exact_arccos
-from .spec import Study
+from .spec import Study, StudySettings, setting, study_function
 
-__all__ = ["phase_diagram", "PHASE_STATISTICS"]
+__all__ = ["phase_diagram", "PHASE_STATISTICS", "PhaseSettings"]
 
 #: statistic name -> (long name, units)
 PHASE_STATISTICS = {
     "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
     "n_clusters": ("number of eps-connected clusters", "1"),
 }
-_PHASE_KINDS = MEAN_FIELD_KINDS
 _INITS = ("uniform", "equiangular")
 
 
@@ -84,54 +84,46 @@ def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
-def _stats(x, settings) -> dict:
+def _stats(x, s: PhaseSettings) -> dict:
     G = gram(x)  # one Gram matrix per system for every statistic
     out = {}
-    for name in settings["statistics"]:
+    for name in s.statistic:
         if name == "clustered_pairs":
-            out[name] = pair_fraction(x, settings["rho_c"], G)
+            out[name] = pair_fraction(x, s.rho_c, G)
         else:
-            out[name] = cluster_counts(x, settings["eps"], G)
+            out[name] = cluster_counts(x, s.eps, G)
     return out
 
 
-def _phase_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
+def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -> xr.Dataset:
     """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated in one
     :func:`particles.simulate` call whose save function records the statistics at each save time
     (an adaptive step carries over from one save interval to the next); with ``drop_settled`` the
     field is :meth:`particles.Ensemble.settling`, so a system certified settled stops at the step
     it is certified (its statistics are 1 from then on, as the full integration's)."""
-    start, stop = settings["chunks"][seed_index]
-    c, n, d = stop - start, settings["n"], settings["d"]
-    rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
-    x = _initial(c, n, d, settings["init"], rng)
-    ts = np.asarray(settings["ts"])
+    start, stop = s.chunks[seed_index]
+    c = stop - start
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_index,)))
+    x = _initial(c, s.n, s.d, s.init, rng)
+    ts = s.ts
     # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
-    field = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
-                     chunk=settings["batch"])
-    if settings["drop_settled"]:
+    field_ = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=s.kind, chunk=_BATCH)
+    if s.drop_settled:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
-        field = field.settling(min(exact_arccos(settings["rho_c"]), settings["eps"]) * (1 - 1e-6),
-                               merge=settings["merge"])
+        field_ = field_.settling(min(exact_arccos(s.rho_c), s.eps) * (1 - 1e-6), merge=s.merge)
 
     def save_fn(t, x):
         row = {}
-        for name, v in _stats(x, settings).items():
+        for name, v in _stats(x, s).items():
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
-    traj = simulate(x, field, t0=float(ts[0]), t1=float(ts[-1]), dt=settings["dt"], method=settings["method"],
-                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=settings["rtol"],
-                    atol=settings["rtol"] * 1e-2)
+    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method,
+                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=s.rtol, atol=s.rtol * 1e-2)
     ds = saved_to_dataset(traj, ts)
     ds["count"] = ((), float(c))
     ds.attrs["failure_message"] = "" if traj.success else traj.message
     return ds
-
-
-def _chunks(n_systems: int, chunk: int) -> list:
-    edges = list(range(0, n_systems, chunk)) + [n_systems]
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
 def _theory_times(betas, n, kind, rho_c) -> np.ndarray:
@@ -156,20 +148,6 @@ class _PhaseModel:
 _BATCH = 256
 
 
-def _phase_key(settings: dict) -> dict:
-    """Key format 1 of a phase-diagram cell: the settings of its systems, the field's batch among them,
-    and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
-    key = {k: settings[k] for k in ("n", "d", "kind", "statistics", "rho_c", "eps", "init", "chunks", "rtol",
-                                    "drop_settled")}
-    key["batch"] = settings["batch"]
-    if settings["merge"]:
-        key["merge"] = settings["merge"]
-    return key
-
-
-PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
-
-
 def _betas_ok(betas) -> bool:
     return bool(np.all(np.asarray(betas) >= 0) and len(np.unique(betas)) == len(betas))
 
@@ -180,15 +158,34 @@ def _statistic_ok(statistic) -> bool:
         all(isinstance(s, str) and s in PHASE_STATISTICS for s in names)
 
 
-@declare(
-    betas=SequenceOf(Interval(0), hint="Use e.g. np.linspace(0.1, 9, 90)."),
-    n=Integer(2), d=Integer(2), kind=Options(*_PHASE_KINDS), t1=P.T1, n_systems=Integer(2), chunk=Integer(1),
-    n_saves=P.N_SAVES, statistic=Instance((str, list, tuple), test=_statistic_ok,
-                                          what=f"one or more of {sorted(PHASE_STATISTICS)}"),
-    rho_c=Interval(0, 1, closed="neither"), eps=AnyOf(NONE, Interval(0, np.pi, closed="right")),
-    init=Options(*_INITS), method=Options(*(m for m in STEPPERS if m != "euler_maruyama")), dt=P.DT,
-    rtol=P.POSITIVE, drop_settled=Boolean(), merge=Interval(0, 0.1), seed=AnyOf(NONE, P.SEED), **P.RUN_OPTIONS,
-    relations=[
+@dataclass(frozen=True)
+class PhaseSettings(StudySettings):
+    """The phase diagram's settings, one table: each field's rule, default and name in the cells' key
+    (the public function's parameters derive from it)."""
+
+    betas: list = setting(SequenceOf(Interval(0), hint="Use e.g. np.linspace(0.1, 9, 90)."))
+    _: KW_ONLY
+    n: int = setting(Integer(2), 32, key=True)
+    d: int = setting(Integer(2), 2, key=True)
+    kind: str = setting(Options(*MEAN_FIELD_KINDS), "softmax", key=True)
+    t1: float = setting(P.T1, 30.0)
+    n_systems: int = setting(Integer(2), 256)
+    chunk: int = setting(Integer(1), 256)
+    n_saves: int = setting(P.N_SAVES, 31)
+    statistic: tuple = setting(Instance((str, list, tuple), test=_statistic_ok,
+                                        what=f"one or more of {sorted(PHASE_STATISTICS)}"),
+                               ("clustered_pairs", "n_clusters"), key="statistics")
+    rho_c: float = setting(Interval(0, 1, closed="neither"), 0.999, key=True)
+    eps: float | None = setting(AnyOf(NONE, Interval(0, np.pi, closed="right")), None, key=True)
+    init: str = setting(Options(*_INITS), "uniform", key=True)
+    method: str = setting(Options(*(m for m in STEPPERS if m != "euler_maruyama")), "rk4")
+    dt: float = setting(P.DT, 0.1)
+    rtol: float = setting(P.POSITIVE, 1e-6, key=True)
+    drop_settled: bool = setting(Boolean(), True, key=True)
+    merge: float = setting(Interval(0, 0.1), 0.0)
+    seed: int | None = setting(AnyOf(NONE, P.SEED), 0)
+
+    RELATIONS = (
         Relation(("betas",), _betas_ok, "must be distinct", breaks={"betas": [1.0, 1.0]}),
         Relation(("init", "d", "n"), lambda init, d, n: init != "equiangular" or d >= n,
                  "init='equiangular' needs d >= n (n orthonormal tokens): use init='uniform' or a larger d",
@@ -196,13 +193,26 @@ def _statistic_ok(statistic) -> bool:
         Relation(("merge", "drop_settled"), lambda merge, drop: not merge or drop,
                  "merge works in the settling field: pass drop_settled=True, or merge=0",
                  breaks={"merge": 0.01, "drop_settled": False}),
-    ])
-def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: float = 30.0,
-                  n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
-                  statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
-                  init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
-                  drop_settled: bool = True, merge: float = 0.0, seed: int | None = 0, engine="serial",
-                  max_workers: int | None = None, store=None, progress: bool | None = None) -> xr.Dataset:
+    )
+
+    @property
+    def chunks(self) -> list:
+        """(first, stop) systems of each chunk."""
+        edges = list(range(0, self.n_systems, self.chunk)) + [self.n_systems]
+        return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _phase_key(s: PhaseSettings) -> dict:
+    """Key format 1 of a phase-diagram cell: the settings of its systems, the chunks and the field's batch
+    among them, and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
+    return {**s.key(), "chunks": s.chunks, "batch": _BATCH, **({"merge": s.merge} if s.merge else {})}
+
+
+PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
+
+
+@study_function(PhaseSettings)
+def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
@@ -271,26 +281,20 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
     (('beta', 'time'), 0.0)
     """
-    betas = np.asarray(betas, dtype=float)
-    statistic = (statistic,) if isinstance(statistic, str) else tuple(statistic)
+    statistic = (s.statistic,) if isinstance(s.statistic, str) else tuple(s.statistic)
     # the correctly rounded arccos: a derived setting that enters the cell key must be one double everywhere
-    eps = exact_arccos(rho_c) if eps is None else eps
-    chunk = min(chunk, n_systems)
-    chunks = _chunks(n_systems, chunk)
-    settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
-                "init": init, "chunks": chunks, "rtol": rtol, "batch": _BATCH, "drop_settled": drop_settled,
-                "merge": merge}
-    sweep = PHASE.cells({"beta": betas.tolist()}, len(chunks), settings, _PhaseModel(d, kind), seed=seed, t1=t1, dt=dt,
-                        n_saves=n_saves, method=method, engine=engine, max_workers=max_workers, store=store,
-                        progress=progress)
-    return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
+    s = replace(s, statistic=statistic, eps=exact_arccos(s.rho_c) if s.eps is None else s.eps,
+                chunk=min(s.chunk, s.n_systems))
+    sweep = PHASE.cells({"beta": list(s.betas)}, len(s.chunks), s, _PhaseModel(s.d, s.kind), **run)
+    return _summarise(sweep, s)
 
 
-def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method) -> xr.Dataset:
+def _summarise(sweep, s: PhaseSettings) -> xr.Dataset:
+    betas = np.asarray(s.betas, dtype=float)
     count = sweep["count"].values[..., 0]  # (B, K): the systems of each chunk
     total = count.sum(axis=1)[:, None]
     data = {}
-    for name in statistic:
+    for name in s.statistic:
         s1 = sweep[f"{name}_sum"].values.sum(axis=1)  # (B, T)
         s2 = sweep[f"{name}_sumsq"].values.sum(axis=1)
         mean = s1 / total
@@ -299,8 +303,8 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
         data[name] = (("beta", "time"), mean, {"long_name": f"mean over systems of the {long_name}", "units": units})
         data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
                               {"long_name": f"standard error of {name} over systems", "units": units})
-    data["theory_time"] = (("beta",), _theory_times(betas, settings["n"], settings["kind"], settings["rho_c"]),
-                           {"long_name": f"equiangular time from rho = 0 to rho = {settings['rho_c']:g}",
+    data["theory_time"] = (("beta",), _theory_times(betas, s.n, s.kind, s.rho_c),
+                           {"long_name": f"equiangular time from rho = 0 to rho = {s.rho_c:g}",
                             "units": "1"})
     data["success"] = (("beta", "chunk"), sweep["success"].values.astype(np.int8),
                        {"long_name": "1 if the chunk's run reached t1", "units": "1"})
@@ -311,14 +315,13 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
                   {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
     }
     ds = xr.Dataset(data, coords=coords)
-    config = {k: v for k, v in settings.items() if k not in ("chunks", "batch") and (k != "merge" or v)}
-    config.update({"n_systems": n_systems, "chunk": chunk, "t1": t1, "dt": dt, "method": method, "seed": seed})
+    config = s.config()
     ds.attrs = netcdf_safe({
         KIND_ATTR: PHASE.kind,
-        "title": f"headflow phase diagram ({settings['kind']}, n = {settings['n']}, d = {settings['d']})",
+        "title": f"headflow phase diagram ({s.kind}, n = {s.n}, d = {s.d})",
         "history": "created by metrics.phase_diagram (cells by metrics.run_sweep)",
-        **{k: v for k, v in config.items() if not isinstance(v, list)},
-        "statistics": ",".join(config["statistics"]),
+        **{k: v for k, v in config.items() if not isinstance(v, (list, tuple, dict))},
+        "statistics": ",".join(s.statistic),
         "source": sweep.attrs["source"], "seed_entropy": sweep.attrs["seed_entropy"],
         "failed_cells": sweep.attrs["failed_cells"],  # (beta, chunk) runs that stopped, with the solver's reason
     })
