@@ -1,31 +1,18 @@
-r"""How long n tokens follow the mean field from the uniform state: the propagation-of-chaos horizon study.
+r"""How long n tokens follow the mean field: the propagation-of-chaos horizon study.
 
-The uniform measure σ on :math:`S^{d-1}` is an exact stationary solution of the mean-field equation,
-so for i.i.d. uniform tokens the mean-field reference is σ itself at every time, known in closed
-form. :func:`chaos_horizon_study` runs, through the resumable :func:`metrics.run_sweep` (one cell per
-(n, seed)), the particle flow from n i.i.d. uniform tokens and records at each save time
-
-- the distance to the mean field: exact :math:`W_1(\mu_n(t), \sigma)` on :math:`S^1` (geodesic,
-  radians; the circle closed form of :mod:`metrics._studies.limit` against 4n quantile atoms of σ, error
-  2π/(16 n)); on :math:`S^2` the sliced :math:`SW_2` of the embedded measures against σ, exact per
-  direction because the projection of σ on any axis is uniform on [-1, 1] (Archimedes);
-- the degree amplitudes :math:`A_l`, l = 1..l_max (:func:`metrics.harmonic_amplitudes`);
-- the cluster count and the largest cluster masses (bounded memory, :mod:`metrics._studies.limit`);
-
-and, per (δ, n, seed), the breakdown time :math:`t_\delta` at which the amplitude of the most
-unstable degree :math:`A_{l^*}` reaches δ, the linearised prediction from the run's own
-:math:`A_{l^*}(0)` (:mod:`metrics._statistics.horizon`), the distance-based time at which the distance reaches δ,
-the dominant degree at breakdown, the normalised :math:`Z = \sigma^* t_\delta - \tfrac12\log n -
-\log\delta` with a Kolmogorov–Smirnov p-value against its closed-form law, and the slope of the
-seed-mean :math:`t_\delta` against log n with a bootstrap interval, next to the predicted
-:math:`1/(2\sigma^*)`. In the stable regime (σ* ≤ 0, e.g. noise κ < κ*) no breakdown is expected and
-:math:`\sup_t\sqrt n\,W(t)` (``sup_scaled_distance``) is the observable.
+The uniform measure σ is an exact stationary solution of the mean-field equation, so for i.i.d. uniform
+tokens the reference is σ itself, in closed form (a density start is measured against the spectral
+solution μ(t)). :func:`chaos_horizon_study` records per (n, seed) the distance to the mean field, the
+degree amplitudes and the clusters at each save time; the breakdown analysis
+(:mod:`metrics._studies.chaos_breakdown`) gives :math:`t_\delta`, its prediction, :math:`Z` and the slope
+of :math:`t_\delta` against log n. Its settings are one table, :class:`ChaosSettings`.
 """
 
 from __future__ import annotations
 
 import time as _time
 from dataclasses import KW_ONLY, dataclass, field, replace
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -33,13 +20,10 @@ import xarray as xr
 
 import meanfield as mf
 from particles import MultiHead
-from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     AnyOf,
     Function,
-    Instance,
     Integer,
-    Interval,
     InvalidParameterError,
     Options,
     SequenceOf,
@@ -50,59 +34,42 @@ from .._observables.density import probe_density
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
 from .._runs.keys import density_key
-from .._statistics.horizon import largest_breakdown_value
-from .chaos_breakdown import breakdown_variables
+from . import spec as kit
+from .chaos_breakdown import breakdown_variables, check_resolution
 from .reference import UniformReference, setup_reference
-from .spec import (
-    Study,
-    StudySettings,
-    cell_rngs,
-    cluster_variables,
-    run_cell,
-    seed_counts,
-    setting,
-    study_attrs,
-    study_coords,
-    study_function,
-)
 
 __all__ = ["chaos_horizon_study", "ChaosSettings"]
 
-#: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
-MAX_LOG_STEP = 0.25
-_POSITIVE_DELTA = Interval(0, None, closed="neither")
 
 
 @dataclass(frozen=True)
-class ChaosSettings(StudySettings):
+class ChaosSettings(kit.StudySettings):
     """The chaos study's settings, one table: each field's rule, default and name in the cells' key (the
     public function's parameters derive from it); then what the study derives before its cells."""
 
-    model: MultiHead = setting(Instance(
-        MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and m.d in (2, 3),
-        what="a particles.MultiHead with scalar heads, kind 'usa' or 'softmax', on S^1 or S^2 (d = 2 or 3)",
-        hint="Build it with MultiHead.scalar([lam], d, beta=..., kind=...)."), key=True)
-    density: object = setting(AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) on "
-                                                                 "the sphere")), "uniform")
+    model: MultiHead = kit.setting(P.mean_field_model((1, 2), "Build it with MultiHead.scalar([lam], d, beta=..., "
+                                                              "kind=...)."), key=True)
+    density: object = kit.setting(AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) "
+                                                                     "on the sphere")), "uniform")
     _: KW_ONLY
-    n_values: tuple = setting(SequenceOf(Integer(2), min_len=2, increasing=True,
-                                         hint="The slope is fitted against log n: pass at least two increasing "
-                                              "n >= 2."), (100, 1000, 10000))
-    n_seeds: int = setting(P.N_SEEDS, 8)
-    t1: float = setting(P.T1, 12.0)
-    n_saves: int = setting(P.N_SAVES, 241)
-    delta: tuple = setting(AnyOf(_POSITIVE_DELTA, SequenceOf(_POSITIVE_DELTA), hint="Use e.g. delta=0.1 (a breakdown "
-                                 "is a distance or amplitude reaching delta)."), (0.05, 0.1))
-    kappa: float = setting(P.KAPPA, np.inf)
-    l_max: int = setting(Integer(1), 6, key=True)
-    dt: float = setting(P.DT, 0.05)
-    seed: int = setting(P.SEED, 0)
-    n_projections: int = setting(P.N_PROJECTIONS, 64, key="L")
-    eps_cluster: float = setting(P.EPS_CLUSTER, 1e-2, key="eps")
-    max_clusters: int = setting(P.MAX_CLUSTERS, 8, key="K")
-    n_boot: int = setting(P.N_BOOT, 1000)
+    n_values: tuple = kit.setting(SequenceOf(Integer(2), min_len=2, increasing=True, hint="The slope is fitted "
+                                             "against log n: pass at least two increasing n >= 2."), (100, 1000, 10000))
+    n_seeds: int = kit.setting(P.N_SEEDS, 8)
+    t1: float = kit.setting(P.T1, 12.0)
+    n_saves: int = kit.setting(P.N_SAVES, 241)
+    delta: tuple = kit.setting(AnyOf(P.POSITIVE, SequenceOf(P.POSITIVE), hint="Use e.g. delta=0.1 (a "
+                                     "breakdown is a distance or amplitude reaching delta)."), (0.05, 0.1))
+    kappa: float = kit.setting(P.KAPPA, np.inf)
+    l_max: int = kit.setting(Integer(1), 6, key=True)
+    dt: float = kit.setting(P.DT, 0.05)
+    seed: int = kit.setting(P.SEED, 0)
+    n_projections: int = kit.setting(P.N_PROJECTIONS, 64, key="L")
+    eps_cluster: float = kit.setting(P.EPS_CLUSTER, 1e-2, key="eps")
+    max_clusters: int = kit.setting(P.MAX_CLUSTERS, 8, key="K")
+    n_boot: int = kit.setting(P.N_BOOT, 1000)
     # derived: the growth rates of the uniform state, the reference the cells measure against, the density's key
     sigma: np.ndarray = field(default=None, compare=False, repr=False)
+    l_star: int = 1
     mean_field: object = field(default=None, compare=False, repr=False)
     reference_attrs: dict = field(default=None, compare=False, repr=False)
     density_key: str = ""
@@ -114,16 +81,8 @@ class ChaosSettings(StudySettings):
         return np.atleast_1d(np.asarray(self.delta, dtype=float))
 
     @property
-    def counts(self) -> list[int]:
-        return seed_counts(self.n_seeds, self.n_values)
-
-    @property
     def uniform(self) -> bool:
         return not callable(self.density)
-
-    @property
-    def l_star(self) -> int:
-        return int(np.argmax(self.sigma[1:]) + 1)
 
     @property
     def s_star(self) -> float:
@@ -135,7 +94,7 @@ def _chaos_cell(params: dict, seed_index: int, s: ChaosSettings, entropy: int) -
     contract (dims ``time``); the distance is to the reference's μ(t_k) at each save."""
     n, ts = int(params["n_particles"]), s.ts
     # independent draws per (seed, n): the fit's bootstrap resamples the seeds of each n separately
-    rng_init, rng_noise = cell_rngs(entropy, seed_index, n)
+    rng_init, rng_noise = kit.cell_rngs(entropy, seed_index, n)
     x0 = s.mean_field.sample(n, rng_init)
     distance, name = s.mean_field.distances(n), "w1" if s.model.d == 2 else "sw2"
 
@@ -146,14 +105,13 @@ def _chaos_cell(params: dict, seed_index: int, s: ChaosSettings, entropy: int) -
         row.update(cluster_row(x, eps=s.eps_cluster, max_clusters=s.max_clusters))
         return row
 
-    return run_cell(x0, s, save_fn, rng_noise)
+    return kit.run_cell(x0, s, save_fn, rng_noise)
 
 
 def _chaos_key(s: ChaosSettings, legacy: bool = False) -> dict:
     """Key of a chaos cell, from the configuration alone: format 1 for the uniform start, format 2 for a
-    density start (the density by its values at the probe points, as in the limit study). ``legacy``:
-    format 1 everywhere (a density through the reference's energies, the model's fields as they are),
-    whose stores are migrated where it differs."""
+    density start (the density by its values at the probe points). ``legacy``: format 1 everywhere (the
+    reference's energies, the model's attrs as they are), whose stores are migrated where it differs."""
     if s.uniform:
         density = {}
     elif legacy:
@@ -163,15 +121,14 @@ def _chaos_key(s: ChaosSettings, legacy: bool = False) -> dict:
     return {"study": CHAOS.name, **s.key(legacy), "spawn_key": "(seed index, n)", **density}
 
 
-def _chaos_key_v1(s: ChaosSettings) -> dict:
-    return _chaos_key(s, legacy=True)
+_chaos_key_v1 = partial(_chaos_key, legacy=True)
 
 
-CHAOS = Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key,
-              legacy_key=_chaos_key_v1)
+CHAOS = kit.Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key,
+                  legacy_key=_chaos_key_v1)
 
 
-@study_function(ChaosSettings)
+@kit.study_function(ChaosSettings)
 def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
     r"""Breakdown of the mean field from i.i.d. uniform tokens: a Dataset with dims (n_particles, seed, time).
 
@@ -185,34 +142,23 @@ def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
     Parameters
     ----------
     model : MultiHead
-        Scalar heads (``MultiHead.scalar``), kind "usa" or "softmax", d = 2 or 3; its ``summation``
-        (``"auto"`` by default) makes large n affordable.
+        Scalar heads (``MultiHead.scalar``), kind "usa" or "softmax", d = 2 or 3.
     density : "uniform" or callable
-        The initial law. ``"uniform"``: σ, an exact stationary solution, so the reference is σ itself and
-        the linearised theory (t_δ on :math:`A_{l^*}`, its prediction, the law of Z, the slope
-        :math:`1/(2\sigma^*)`) applies. A density ``density(points) -> (m,)`` (unnormalised, picklable
-        for the process engine): tokens are drawn from it and measured against the spectral mean-field
-        solution μ(t) (:class:`metrics.spectral_reference.StudyReference`: exponentially accurate, its
-        error in the attrs); t_δ is then the first time the *distance* to μ(t) reaches δ, the slope is
-        fitted on it, and the uniform-state predictions are NaN (they linearise about σ, not μ(t)).
-    n_values : strictly increasing integers >= 2
-    n_seeds : int or sequence of int
-        Runs per n, or one count per n (t_δ spreads by O(1/σ*) across seeds: use many for the slope;
-        the large-n runs cost the most and the fit weights each seed mean by its count). Seeds an n
-        does not run are NaN in the Dataset; ``n_seeds_run`` holds the counts.
-    t1, n_saves, dt : horizon, number of equally spaced save times in [0, t1], step (RK4 without
-        noise, Euler–Maruyama with)
-    delta : float > 0 or sequence of them
-        Breakdown thresholds on :math:`A_{l^*}` and on the distance.
-    kappa : float
-        Noise (generator κ⁻¹Δ); below κ* the uniform state is stable and no breakdown is expected.
-    l_max : int >= l*
-        Degrees recorded.
+        ``"uniform"``: σ, so the linearised theory (t_δ on :math:`A_{l^*}`, its prediction, the law of
+        Z, the slope :math:`1/(2\sigma^*)`) applies. A density ``density(points) -> (m,)``: tokens are
+        drawn from it and measured against the spectral solution μ(t)
+        (:class:`metrics.spectral_reference.StudyReference`); t_δ is then the first time the distance
+        to μ(t) reaches δ, and the uniform-state predictions are NaN.
+    n_values, n_seeds : strictly increasing n >= 2; runs per n, or one count per n (t_δ spreads by
+        O(1/σ*) across seeds: use many for the slope). Seeds an n does not run are NaN.
+    t1, n_saves, dt : horizon, save times in [0, t1], step (RK4 without noise, Euler–Maruyama with)
+    delta : breakdown threshold(s) > 0 on :math:`A_{l^*}` and on the distance
+    kappa : noise (generator κ⁻¹Δ); below κ* the uniform state is stable and no breakdown is expected
+    l_max : degrees recorded (>= l*)
     n_projections : directions of the sliced distance on S^2
     eps_cluster, max_clusters : geodesic linking distance; number of largest cluster masses kept
     n_boot : bootstrap resamples of the slope interval
-    store, engine, max_workers, progress : passed to :func:`metrics.run_sweep` (resumable cells,
-        "serial"/"process"/dask client, tqdm bar)
+    store, engine, max_workers, progress : as in :func:`metrics.run_sweep`
 
     Raises
     ------
@@ -234,49 +180,26 @@ def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
     (('n_particles', 'seed', 'time'), 1, True)
     """
     t_start = _time.perf_counter()
-    s = replace(s, sigma=mf.growth_rates(s.model, l_max=s.l_max, kappa=s.kappa))
-    _check_resolution(s)
+    sigma = mf.growth_rates(s.model, l_max=s.l_max, kappa=s.kappa)
+    s = replace(s, sigma=sigma, l_star=int(np.argmax(sigma[1:]) + 1))
+    check_resolution(s, CHAOS.name)
     reference, ref_attrs = _reference(s, run["store"], run["progress"])
     s = replace(s, mean_field=reference, reference_attrs=ref_attrs,
                 density_key="" if s.uniform else density_key(probe_density(s.density, s.model.d, CHAOS.name)))
     return _assemble(CHAOS.run(s, **run), s, t_start)
 
 
-def _check_resolution(s: ChaosSettings) -> None:
-    """What the declaration cannot check: l_max holds the most unstable degree, delta can be reached, and
-    the save grid resolves the growth of A_{l*} (these depend on the growth rates)."""
-    caller, l_star = CHAOS.name, s.l_star
-    # a degree above l_max could still be the most unstable one: check up to twice further
-    wider = mf.growth_rates(s.model, l_max=2 * s.l_max + 2, kappa=s.kappa)
-    if np.argmax(wider[1:]) + 1 != l_star:
-        raise InvalidParameterError(
-            f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
-            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {s.l_max}.")
-    top, why = largest_breakdown_value(s.model.d, l_star, s.uniform)
-    if np.any(s.deltas >= top):
-        raise InvalidParameterError(
-            f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "
-            f"can take ({why}); got {s.deltas.tolist()}. A larger delta is never reached: lower it.")
-    step = s.ts[1] - s.ts[0]
-    if s.s_star > 0 and s.s_star * step > MAX_LOG_STEP:
-        raise InvalidParameterError(
-            f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
-            f"{s.s_star * step:.3g} > {MAX_LOG_STEP} (sigma* = {s.s_star:.4g}, t1 = {s.t1}, n_saves = "
-            f"{s.n_saves}). Use n_saves >= {int(np.ceil(s.s_star * s.t1 / MAX_LOG_STEP)) + 1}.")
-
-
 def _reference(s: ChaosSettings, store, progress):
     """(reference object, its attrs): :class:`UniformReference` for "uniform", else the limit study's
     spectral reference of the density (S^1: exact CDF; S^2: sliced against exact projected quantiles)."""
-    d = s.model.d
     if s.uniform:
         g = np.random.default_rng(np.random.SeedSequence(s.seed).spawn(1)[0])
         directions = g.standard_normal((s.n_projections, 3))
         directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-        return UniformReference(d, directions), {
+        return UniformReference(s.model.d, directions), {
             "reference": "the uniform measure (exact stationary solution of the mean-field equation)",
             "distance_method": ("exact circle W1 closed form against 4 n quantile atoms of the uniform measure "
-                                "(error 2 pi / (16 n))" if d == 2
+                                "(error 2 pi / (16 n))" if s.model.d == 2
                                 else f"sliced SW_2 over {s.n_projections} directions, exact per direction")}
     try:  # the limit study's reference, with the chaos study's own grid and quantiles, always spectral
         ref = setup_reference(SimpleNamespace(**vars(s), density_fn=s.density, ts=s.ts, m_grid=4096, n_reference=None,
@@ -289,9 +212,8 @@ def _reference(s: ChaosSettings, store, progress):
             f"chaos_horizon_study measures a density start against the spectral mean-field solution up to t1 = "
             f"{s.t1:g}, which it cannot provide here ({exc}). Lower t1 to before the mean field "
             "concentrates into clusters, or add noise (kappa).") from None
-    attrs = {k: v for k, v in ref["attrs"].items() if k.startswith("reference")}
-    attrs["distance_method"] = next(iter(ref["transports"].values()))
-    return ref["reference"], attrs
+    return ref["reference"], {**{k: v for k, v in ref["attrs"].items() if k.startswith("reference")},
+                              "distance_method": next(iter(ref["transports"].values()))}
 
 
 def _assemble(sweep, s: ChaosSettings, t_start: float) -> xr.Dataset:
@@ -307,19 +229,19 @@ def _assemble(sweep, s: ChaosSettings, t_start: float) -> xr.Dataset:
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
         "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
                                                 "units": "1"}),
-        **cluster_variables(sweep, s.max_clusters, s.eps_cluster, s.counts),
+        **kit.cluster_variables(sweep, s.max_clusters, s.eps_cluster, s.counts),
         **breakdown_variables(ts, amp, dist, s),
         "sup_scaled_distance": (dims[:-1], np.sqrt(np.asarray(s.n_values, float))[:, None] * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords = study_coords(s.n_values, s.counts, ts, s.model.log_time_scale, s.max_clusters,
-                          "bootstrap quantile of the interval bound")
+    coords = kit.study_coords(s.n_values, s.counts, ts, s.model.log_time_scale, s.max_clusters,
+                              "bootstrap quantile of the interval bound")
     coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
     coords["delta"] = ("delta", s.deltas, {"long_name": "breakdown threshold", "units": "1"})
-    attrs = study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=s.model, sweep=sweep,
-                        config={**s.config(), "n_seeds": s.counts, "delta": s.deltas.tolist()}, seed=s.seed,
-                        spawn_key="(seed index, n)", t_start=t_start, **{name: getattr(s, name) for name in _ATTRS},
-                        **s.reference_attrs)
+    attrs = kit.study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=s.model, sweep=sweep,
+                            config={**s.config(), "n_seeds": s.counts, "delta": s.deltas.tolist()}, seed=s.seed,
+                            spawn_key="(seed index, n)", t_start=t_start,
+                            **{name: getattr(s, name) for name in _ATTRS}, **s.reference_attrs)
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 

@@ -16,6 +16,9 @@ import warnings
 import numpy as np
 from scipy import stats
 
+import meanfield as mf
+from particles.validation import InvalidParameterError
+
 from .._observables.harmonics import harmonic_multiplicity
 from .._statistics.horizon import (
     ResolutionWarning,
@@ -23,10 +26,14 @@ from .._statistics.horizon import (
     breakdown_law_mean,
     breakdown_time,
     fit_horizon_slope,
+    largest_breakdown_value,
     predicted_breakdown_time,
 )
 
-__all__ = ["breakdown", "breakdown_variables", "first_index"]
+__all__ = ["breakdown", "breakdown_variables", "check_resolution", "first_index"]
+
+#: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
+MAX_LOG_STEP = 0.25
 
 #: units of the study's times (t_delta, its prediction, the slope d t_delta / d log n) and, inverted, of its
 #: rates: the time of the dynamics, which the time coordinate counts (dimensionless, so that coordinate says "1")
@@ -146,3 +153,26 @@ def breakdown_variables(ts, amp, dist, s) -> dict:
         "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
         "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": f"1/{TIME_UNITS}"}),
     }
+
+
+def check_resolution(s, caller: str) -> None:
+    """What the declaration cannot check: l_max holds the most unstable degree, delta can be reached, and
+    the save grid resolves the growth of A_{l*} (these depend on the growth rates)."""
+    l_star = s.l_star
+    # a degree above l_max could still be the most unstable one: check up to twice further
+    wider = mf.growth_rates(s.model, l_max=2 * s.l_max + 2, kappa=s.kappa)
+    if np.argmax(wider[1:]) + 1 != l_star:
+        raise InvalidParameterError(
+            f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
+            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {s.l_max}.")
+    top, why = largest_breakdown_value(s.model.d, l_star, s.uniform)
+    if np.any(s.deltas >= top):
+        raise InvalidParameterError(
+            f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "
+            f"can take ({why}); got {s.deltas.tolist()}. A larger delta is never reached: lower it.")
+    step = s.ts[1] - s.ts[0]
+    if s.s_star > 0 and s.s_star * step > MAX_LOG_STEP:
+        raise InvalidParameterError(
+            f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
+            f"{s.s_star * step:.3g} > {MAX_LOG_STEP} (sigma* = {s.s_star:.4g}, t1 = {s.t1}, n_saves = "
+            f"{s.n_saves}). Use n_saves >= {int(np.ceil(s.s_star * s.t1 / MAX_LOG_STEP)) + 1}.")

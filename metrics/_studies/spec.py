@@ -33,11 +33,11 @@ from particles.validation import Declaration, declare
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import model_attrs, netcdf_safe, provenance
 from .._runs.cells import saved_to_dataset
-from .._runs.executors import FixedModel
+from .._runs.executors import FixedModel, check_not_bootstrapping, check_picklable
 from .._runs.keys import model_key
 
 __all__ = ["Study", "StudySettings", "setting", "study_function", "particle_method", "run_cell", "cell_rngs",
-           "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
+           "check_process_engine", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +182,11 @@ class StudySettings:
                             for name in self.rules() for v in [getattr(self, name)]})
 
     @property
+    def counts(self) -> list[int]:
+        """The seeds each n runs (``n_seeds``: one count for all, or one per ``n_values`` entry)."""
+        return seed_counts(self.n_seeds, self.n_values)
+
+    @property
     def ts(self) -> np.ndarray:
         """The save times, ``np.linspace(0, t1, n_saves)`` (as :func:`metrics.run_sweep`'s)."""
         return np.linspace(0.0, self.t1, self.n_saves)
@@ -235,6 +240,14 @@ def cell_rngs(entropy, *spawn_key: int) -> tuple[np.random.Generator, np.random.
     spawn_key)`` spawned twice (the spawn key says which draws cells share)."""
     init, noise = np.random.SeedSequence(entropy, spawn_key=spawn_key).spawn(2)
     return np.random.default_rng(init), np.random.default_rng(noise)
+
+
+def check_process_engine(caller: str, engine, **needed) -> None:
+    """Before a study's first work with ``engine="process"`` (a reference run, say): the script has a main
+    guard, and the objects ``needed`` by the workers (by parameter name) pickle."""
+    if engine == "process":
+        check_not_bootstrapping(caller)
+        check_picklable(job_args=tuple(needed.values()), caller=caller, named=needed)
 
 
 def seed_counts(n_seeds, n_values) -> list[int]:

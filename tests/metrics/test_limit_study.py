@@ -225,7 +225,8 @@ def test_bad_input_names_the_argument(kwargs, name):
 
 def test_unpicklable_density_with_a_process_pool_is_refused_before_work():
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
-    with pytest.raises(InvalidParameterError, match="density_fn .* picklable"):
+    with pytest.raises(InvalidParameterError, match="'density_fn' parameter of mean_field_limit_study must be "
+                                                    "picklable"):
         mean_field_limit_study(model, lambda y: 1 + 0 * y[:, 0], n_values=(16, 32), engine="process")
 
 
