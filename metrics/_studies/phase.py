@@ -1,24 +1,13 @@
 r"""Phase diagrams: how much clustering S random systems show after a time t, against β.
 
-:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on
-:math:`S^{d-1}` per inverse temperature β (heads :math:`M = W = I_d`, :class:`particles.Ensemble`,
-all systems of a cell in one batched field) and records, at every save time t, the mean over
-systems of
-
-- ``clustered_pairs``: the fraction of pairs :math:`i<j` with
-  :math:`\langle x_i, x_j\rangle \ge \rho_c` (default :math:`\rho_c = 0.999`);
-- ``n_clusters``: the number of ε-connected components (:func:`metrics.n_clusters_batch`),
-
-with its standard error over systems. Next to it, the equiangular theory of docs/theory.md §4:
-``theory_time[β]``, the time for equiangular tokens to go from ρ = 0 to ρ = ρ_c
-(:func:`particles.theory.hitting_time`); the curve ``t = theory_time(β)`` is the published
-overlay "time to ρ = ρ_c equals T".
-
-Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index ``seed``): each
-finished chunk of systems of one β is a verified file in ``store`` (a rerun resumes), and the
-engines are run_sweep's (serial, process pool, dask). A chunk's initial tokens depend on the
-chunk index only (common random numbers across β, so the β-dependence is not blurred by
-sampling noise).
+:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on :math:`S^{d-1}` per
+inverse temperature β (heads :math:`M = W = I_d`, all systems of a cell in one batched
+:class:`particles.Ensemble`) and records at every save time the mean over systems, with its standard
+error, of ``clustered_pairs`` (pairs with :math:`\langle x_i, x_j\rangle \ge \rho_c`) and ``n_clusters``
+(ε-connected components), next to the equiangular theory of docs/theory.md §4 (``theory_time[β]``, the
+time from ρ = 0 to ρ_c). Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index): a
+chunk's initial tokens depend on its index only (common random numbers across β). Its settings are one
+table, :class:`PhaseSettings`.
 """
 
 from __future__ import annotations
@@ -28,23 +17,13 @@ from dataclasses import KW_ONLY, dataclass, replace
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
+from particles import STEPPERS, Ensemble, MultiHead, SaveAt, simulate, theory
 from particles.extend import MEAN_FIELD_KINDS
-from particles.validation import (
-    NONE,
-    AnyOf,
-    Boolean,
-    Instance,
-    Integer,
-    Interval,
-    Options,
-    Relation,
-    SequenceOf,
-)
+from particles.validation import NONE, AnyOf, Boolean, Integer, Interval, Options, Relation, SequenceOf
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import netcdf_safe, provenance
-from .._observables.pairs import cluster_counts, gram, pair_fraction
+from .._observables.pairs import cluster_counts, gram, pair_fraction, span_systems
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
 from .._runs.keys import exact_arccos
@@ -57,42 +36,10 @@ PHASE_STATISTICS = {
     "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
     "n_clusters": ("number of eps-connected clusters", "1"),
 }
+#: statistic name -> its values per system of a stack x with Gram matrices G
+_STATISTIC_FNS = {"clustered_pairs": lambda x, G, s: pair_fraction(x, s.rho_c, G),
+                  "n_clusters": lambda x, G, s: cluster_counts(x, s.eps, G)}
 _INITS = ("uniform", "equiangular")
-
-
-def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
-    r"""c systems in r = min(d, n) coordinates.
-
-    With M = W = I every velocity lies in :math:`\mathrm{span}\{x_j\}`, so that span is
-    invariant and the flow of n tokens in :math:`\mathbb R^d`, d > n, is the flow of their
-    coordinates in an orthonormal basis of it (the Gram matrix, hence every statistic, is
-    unchanged). Those coordinates are sampled directly: for Gaussian rows
-    :math:`G\in\mathbb R^{n\times d}`, :math:`GG^\top = LL^\top` with the Bartlett factor L
-    (lower triangular, :math:`L_{ii}\sim\chi_{d-i}` for i = 0..n-1, :math:`L_{ij}\sim N(0,1)`
-    below the diagonal), so normalised rows of L are i.i.d. uniform tokens up to a rotation:
-    O(n²) draws per system instead of O(nd).
-    """
-    if init == "equiangular":  # orthonormal tokens (ρ = 0) under a random rotation of R^n
-        q, r = np.linalg.qr(rng.standard_normal((c, n, n)))
-        return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
-    if d <= n:
-        x = rng.standard_normal((c, n, d))
-    else:
-        x = np.tril(rng.standard_normal((c, n, n)), -1)
-        idx = np.arange(n)
-        x[:, idx, idx] = np.sqrt(rng.chisquare(d - idx, size=(c, n)))
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def _stats(x, s: PhaseSettings) -> dict:
-    G = gram(x)  # one Gram matrix per system for every statistic
-    out = {}
-    for name in s.statistic:
-        if name == "clustered_pairs":
-            out[name] = pair_fraction(x, s.rho_c, G)
-        else:
-            out[name] = cluster_counts(x, s.eps, G)
-    return out
 
 
 def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -> xr.Dataset:
@@ -104,7 +51,7 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
     start, stop = s.chunks[seed_index]
     c = stop - start
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_index,)))
-    x = _initial(c, s.n, s.d, s.init, rng)
+    x = span_systems(c, s.n, s.d, s.init, rng)
     ts = s.ts
     # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
     field_ = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=s.kind, chunk=_BATCH)
@@ -113,8 +60,9 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
         field_ = field_.settling(min(exact_arccos(s.rho_c), s.eps) * (1 - 1e-6), merge=s.merge)
 
     def save_fn(t, x):
-        row = {}
-        for name, v in _stats(x, s).items():
+        G, row = gram(x), {}  # one Gram matrix per system for every statistic
+        for name in s.statistic:
+            v = _STATISTIC_FNS[name](x, G, s)
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
@@ -126,11 +74,6 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
     return ds
 
 
-def _theory_times(betas, n, kind, rho_c) -> np.ndarray:
-    """Equiangular time from ρ = 0 to ρ_c per β (scalar head λ = 1)."""
-    return np.array([theory.hitting_time(0.0, rho_c, [1.0], float(b), n, kind=kind) for b in betas])
-
-
 class _PhaseModel:
     """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
 
@@ -139,23 +82,11 @@ class _PhaseModel:
         self.__qualname__ = "phase_diagram.model"
 
     def __call__(self, params, rng):
-        from particles import MultiHead
-
         return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
 
 
 #: systems per batched field evaluation inside a cell (Ensemble's chunk)
 _BATCH = 256
-
-
-def _betas_ok(betas) -> bool:
-    return bool(np.all(np.asarray(betas) >= 0) and len(np.unique(betas)) == len(betas))
-
-
-def _statistic_ok(statistic) -> bool:
-    names = (statistic,) if isinstance(statistic, str) else statistic
-    return isinstance(names, (list, tuple)) and len(names) > 0 and \
-        all(isinstance(s, str) and s in PHASE_STATISTICS for s in names)
 
 
 @dataclass(frozen=True)
@@ -172,8 +103,7 @@ class PhaseSettings(StudySettings):
     n_systems: int = setting(Integer(2), 256)
     chunk: int = setting(Integer(1), 256)
     n_saves: int = setting(P.N_SAVES, 31)
-    statistic: tuple = setting(Instance((str, list, tuple), test=_statistic_ok,
-                                        what=f"one or more of {sorted(PHASE_STATISTICS)}"),
+    statistic: tuple = setting(AnyOf(Options(*PHASE_STATISTICS), SequenceOf(Options(*PHASE_STATISTICS), min_len=1)),
                                ("clustered_pairs", "n_clusters"), key="statistics")
     rho_c: float = setting(Interval(0, 1, closed="neither"), 0.999, key=True)
     eps: float | None = setting(AnyOf(NONE, Interval(0, np.pi, closed="right")), None, key=True)
@@ -186,7 +116,7 @@ class PhaseSettings(StudySettings):
     seed: int | None = setting(AnyOf(NONE, P.SEED), 0)
 
     RELATIONS = (
-        Relation(("betas",), _betas_ok, "must be distinct", breaks={"betas": [1.0, 1.0]}),
+        Relation(("betas",), lambda b: len(np.unique(b)) == len(b), "must be distinct", breaks={"betas": [1.0, 1.0]}),
         Relation(("init", "d", "n"), lambda init, d, n: init != "equiangular" or d >= n,
                  "init='equiangular' needs d >= n (n orthonormal tokens): use init='uniform' or a larger d",
                  breaks={"init": "equiangular", "n": 4, "d": 2}),
@@ -216,7 +146,8 @@ def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
-    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see ``_initial``):
+    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see
+    ``metrics._observables.pairs.span_systems``):
     softmax :math:`\dot x_i = P_{x_i}\sum_j \frac{e^{\beta\langle x_i,x_j\rangle}}{Z_i} x_j`
     or USA :math:`\dot x_i = P_{x_i}\frac1n\sum_j e^{\beta\langle x_i,x_j\rangle} x_j`.
     For each statistic :math:`X` (``clustered_pairs``: fraction of pairs with
@@ -228,46 +159,32 @@ def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
 
     Parameters
     ----------
-    betas : array_like of shape (B,)
-        Distinct inverse temperatures >= 0.
-    n, d : int
-        Tokens per system and ambient dimension.
-    kind : {"softmax", "usa"}
-    t1 : float
-        Final time T; statistics are saved at ``n_saves`` equally spaced times in [0, T].
-    n_systems : int
-        Systems per β (>= 2, for a standard error).
-    chunk : int
-        Systems per cell (one batched :class:`particles.Ensemble` run, one stored file).
-    statistic : str or sequence of str
-        Names of :data:`PHASE_STATISTICS`.
-    rho_c, eps : float
-        Clustered-pair threshold and cluster-count distance in radians (default
-        :math:`\arccos\rho_c`, the angle of a clustered pair).
-    init : {"uniform", "equiangular"}
-        i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
+    betas : distinct inverse temperatures >= 0, shape (B,)
+    n, d, kind : tokens per system, ambient dimension, {"softmax", "usa"}
+    t1, n_saves : final time T; statistics at ``n_saves`` equally spaced times in [0, T]
+    n_systems, chunk : systems per β (>= 2, for a standard error); systems per cell (one batched
+        :class:`particles.Ensemble` run, one stored file)
+    statistic : names of :data:`PHASE_STATISTICS` (one or a sequence)
+    rho_c, eps : clustered-pair threshold; cluster-count distance in radians (default
+        :math:`\arccos\rho_c`, the angle of a clustered pair)
+    init : {"uniform", "equiangular"}: i.i.d. uniform tokens, or orthonormal ones (ρ = 0, d >= n) rotated
     method, dt, rtol
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
         first step and relative tolerance (``"dopri5"``, ``"rkc"``; absolute tolerance ``rtol/100``).
         ``"dopri5_systems"`` gives every system of a chunk its own adaptive step (a shared step
         moves at the pace of the system in the fastest transient: large-β USA diagrams).
     drop_settled : bool
-        Stop integrating (from the accepted step they are certified at:
-        :meth:`particles.Ensemble.settling`) the systems whose tokens lie in a cap of radius
-        :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
-        moves each token towards a convex combination of the others), so their statistics stay
-        1 (all pairs clustered, one cluster); the results are those of the full integration.
+        Stop integrating the systems certified to lie in a cap of radius
+        :math:`\min(\arccos\rho_c, \varepsilon)/2` (:meth:`particles.Ensemble.settling`): such a cap
+        is forward invariant, so their statistics stay 1; the results are the full integration's.
     merge : float
-        0 (default): the exact flow. ``merge = δ`` (with ``drop_settled``): tokens of a system that
-        come closer than δ (chordal) at an accepted step join for good and move as one token of
-        their group's mass (``Ensemble.settling(..., merge=δ)``): a clustered USA system at large
-        β then stops paying for the stiff contraction of its clusters and for the n² pairs of what
-        are a few points. Positions move by O(δ); with δ = 1e-6 the example's statistics are those
-        of the exact flow (benchmarks/bench_usa_steppers.py).
-    seed : int or None
-        Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
-    engine, max_workers, store, progress
-        As in :func:`metrics.run_sweep` (``store``: one verified file per (β, chunk); reruns resume).
+        0 (default): the exact flow. ``merge = δ`` (with ``drop_settled``): tokens of a system closer
+        than δ (chordal) join for good and move as one token of their mass (``Ensemble.settling(...,
+        merge=δ)``), so a clustered USA system at large β stops paying for its stiff clusters;
+        positions move by O(δ) (δ = 1e-6: the statistics of the exact flow,
+        benchmarks/bench_usa_steppers.py).
+    seed : root entropy or None; chunk k draws from ``SeedSequence(entropy, spawn_key=(k,))``
+    engine, max_workers, store, progress : as in :func:`metrics.run_sweep` (one file per (β, chunk))
 
     Returns
     -------
@@ -303,7 +220,9 @@ def _summarise(sweep, s: PhaseSettings) -> xr.Dataset:
         data[name] = (("beta", "time"), mean, {"long_name": f"mean over systems of the {long_name}", "units": units})
         data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
                               {"long_name": f"standard error of {name} over systems", "units": units})
-    data["theory_time"] = (("beta",), _theory_times(betas, s.n, s.kind, s.rho_c),
+    # the equiangular time from rho = 0 to rho_c per beta (one scalar head lambda = 1)
+    times = [theory.hitting_time(0.0, s.rho_c, [1.0], float(b), s.n, kind=s.kind) for b in betas]
+    data["theory_time"] = (("beta",), np.array(times),
                            {"long_name": f"equiangular time from rho = 0 to rho = {s.rho_c:g}",
                             "units": "1"})
     data["success"] = (("beta", "chunk"), sweep["success"].values.astype(np.int8),
