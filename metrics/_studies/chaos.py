@@ -55,13 +55,13 @@ class ChaosSettings(kit.StudySettings):
     n_values: tuple = kit.setting(SequenceOf(Integer(2), min_len=2, increasing=True, hint="The slope is fitted "
                                              "against log n: pass at least two increasing n >= 2."), (100, 1000, 10000))
     n_seeds: int = kit.setting(P.N_SEEDS, 8)
-    t1: float = kit.setting(P.T1, 12.0)
-    n_saves: int = kit.setting(P.N_SAVES, 241)
+    t1: float = kit.setting(P.T1, 12.0, attr=True)
+    n_saves: int = kit.setting(P.N_SAVES, 241, attr=True)
     delta: tuple = kit.setting(AnyOf(P.POSITIVE, SequenceOf(P.POSITIVE), hint="Use e.g. delta=0.1 (a "
                                      "breakdown is a distance or amplitude reaching delta)."), (0.05, 0.1))
-    kappa: float = kit.setting(P.KAPPA, np.inf)
+    kappa: float = kit.setting(P.KAPPA, np.inf, attr=True)
     l_max: int = kit.setting(Integer(1), 6, key=True)
-    dt: float = kit.setting(P.DT, 0.05)
+    dt: float = kit.setting(P.DT, 0.05, attr=True)
     seed: int = kit.setting(P.SEED, 0)
     n_projections: int = kit.setting(P.N_PROJECTIONS, 64, key="L")
     eps_cluster: float = kit.setting(P.EPS_CLUSTER, 1e-2, key="eps")
@@ -238,12 +238,6 @@ def _assemble(sweep, s: ChaosSettings, t_start: float) -> xr.Dataset:
                               "bootstrap quantile of the interval bound")
     coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
     coords["delta"] = ("delta", s.deltas, {"long_name": "breakdown threshold", "units": "1"})
-    attrs = kit.study_attrs(CHAOS, title=f"headflow chaos horizon study on S^{d - 1}", model=s.model, sweep=sweep,
-                            config={**s.config(), "n_seeds": s.counts, "delta": s.deltas.tolist()}, seed=s.seed,
-                            spawn_key="(seed index, n)", t_start=t_start,
-                            **{name: getattr(s, name) for name in _ATTRS}, **s.reference_attrs)
+    attrs = kit.study_attrs(CHAOS, s, title=f"headflow chaos horizon study on S^{d - 1}", sweep=sweep,
+                            spawn_key="(seed index, n)", t_start=t_start, **s.reference_attrs)
     return xr.Dataset(data, coords=coords, attrs=attrs)
-
-
-#: the settings the Dataset also holds as attrs of their own
-_ATTRS = ("t1", "dt", "kappa", "n_saves")

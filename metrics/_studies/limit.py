@@ -44,12 +44,12 @@ class LimitSettings(kit.StudySettings):
     _: KW_ONLY
     n_values: tuple = kit.setting(P.N_VALUES, (16, 32, 64, 128, 256))
     n_seeds: int = kit.setting(P.N_SEEDS, 4)
-    t1: float = kit.setting(P.T1, 2.0, key=True)
+    t1: float = kit.setting(P.T1, 2.0, key=True, attr=True)
     n_saves: int = kit.setting(P.N_SAVES, 5, key=True)
-    m_grid: int = kit.setting(Integer(8, hint="The S^1 grid has m_grid cells, e.g. 1024."), 1024, key=True)
-    dt: float = kit.setting(P.DT, 0.01, key=True)
+    m_grid: int = kit.setting(Integer(8, hint="The S^1 grid has m_grid cells, e.g. 1024."), 1024, key=True, attr=True)
+    dt: float = kit.setting(P.DT, 0.01, key=True, attr=True)
     seed: int = kit.setting(P.SEED, 0)
-    kappa: float = kit.setting(P.KAPPA, np.inf, key=True)
+    kappa: float = kit.setting(P.KAPPA, np.inf, key=True, attr=True)
     n_reference: int | None = kit.setting(AnyOf(NONE, Integer(2)), None, key=True)
     transport: str = kit.setting(Options("auto", "emd2", "circle"), "auto", key=True)
     n_projections: int = kit.setting(P.N_PROJECTIONS, 256, key="L")
@@ -57,7 +57,7 @@ class LimitSettings(kit.StudySettings):
     w2_max_n: int = kit.setting(Integer(1), 100_000, key=True)
     eps_cluster: float = kit.setting(P.EPS_CLUSTER, 1e-3, key="eps")
     max_clusters: int = kit.setting(P.MAX_CLUSTERS, 8, key="K")
-    sampling: str = kit.setting(Options("independent", "nested"), "independent", key=True)
+    sampling: str = kit.setting(Options("independent", "nested"), "independent", key=True, attr=True)
     interval: str = kit.setting(Options("t", "bootstrap"), "t")
     n_boot: int = kit.setting(P.N_BOOT, 2000)
     reference: str = kit.setting(Options("auto", "spectral", "fv_circle", "lagrangian"), "auto")
@@ -167,7 +167,7 @@ def mean_field_limit_study(s: LimitSettings, **run) -> xr.Dataset:
     kit.check_process_engine(LIMIT.name, run["engine"], **({"density_fn": s.density_fn} if s.model.d >= 3 else {}))
     ref = setup_reference(s, store=run["store"], progress=run["progress"])
     t_ref = _time.perf_counter() - t_start
-    s = replace(s, mean_field=ref["reference"], reference_name=ref["attrs"]["reference"], density_key=probe)
+    s = replace(s, mean_field=ref["reference"], reference_name=ref["name"], density_key=probe)
     sweep = LIMIT.run(s, **run)
     d, paired, counts = s.model.d, s.sampling == "nested", np.asarray(s.counts)
     ds = xr.Dataset(_study_data(sweep, ref, s, counts),
@@ -175,19 +175,13 @@ def mean_field_limit_study(s: LimitSettings, **run) -> xr.Dataset:
                                             "probability level of the interval bound"))
     main_w = "w1" if d == 2 else "sw2"
     ds.attrs = kit.study_attrs(
-        LIMIT, title=f"headflow mean-field limit study on S^{d - 1}", model=s.model, sweep=sweep,
-        config={**s.config(), "n_seeds": counts.tolist(), "reference": ref["attrs"]["reference"]},
-        seed=s.seed, spawn_key="(seed index,)" if paired else "(seed index, n)", t_start=t_start,
-        **{name: getattr(s, name) for name in _ATTRS}, seed_entropy=str(np.random.SeedSequence(s.seed).entropy),
-        rate_metric=main_w, rate_at_t0=float(ds[f"rate_{main_w}"].isel(time=0)),
+        LIMIT, s, title=f"headflow mean-field limit study on S^{d - 1}", sweep=sweep, t_start=t_start,
+        spawn_key="(seed index,)" if paired else "(seed index, n)", rate_metric=main_w,
+        rate_at_t0=float(ds[f"rate_{main_w}"].isel(time=0)),
         rate_at_t0_ci=ds[f"rate_{main_w}_ci"].isel(time=0).values.tolist(),
         rate_interval=rate_interval_note(s.interval, paired),
         transport_method=json.dumps(ref["transports"]), **ref["notes"], reference_seconds=float(t_ref), **ref["attrs"])
     return ds
-
-
-#: the settings the Dataset also holds as attrs of their own
-_ATTRS = ("m_grid", "dt", "t1", "kappa", "sampling")
 
 
 def _study_data(sweep, ref, s: LimitSettings, counts) -> dict:

@@ -53,7 +53,7 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_index,)))
     x = span_systems(c, s.n, s.d, s.init, rng)
     ts = s.ts
-    # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
+    # x is in the coordinates of the tokens' span for d > n (span_systems): the field acts there
     field_ = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=s.kind, chunk=_BATCH)
     if s.drop_settled:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
@@ -77,12 +77,13 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
 class _PhaseModel:
     """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
 
-    def __init__(self, d: int, kind: str):
-        self.d, self.kind = d, kind
+    def __init__(self, settings: PhaseSettings):
+        self.settings = settings
         self.__qualname__ = "phase_diagram.model"
 
     def __call__(self, params, rng):
-        return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
+        s = self.settings
+        return MultiHead(np.eye(s.d), beta=float(params["beta"]), kind=s.kind, summation="exact")
 
 
 #: systems per batched field evaluation inside a cell (Ensemble's chunk)
@@ -112,7 +113,7 @@ class PhaseSettings(StudySettings):
     dt: float = setting(P.DT, 0.1)
     rtol: float = setting(P.POSITIVE, 1e-6, key=True)
     drop_settled: bool = setting(Boolean(), True, key=True)
-    merge: float = setting(Interval(0, 0.1), 0.0)
+    merge: float = setting(Interval(0, 0.1), 0.0, key=True, since=True)
     seed: int | None = setting(AnyOf(NONE, P.SEED), 0)
 
     RELATIONS = (
@@ -135,7 +136,7 @@ class PhaseSettings(StudySettings):
 def _phase_key(s: PhaseSettings) -> dict:
     """Key format 1 of a phase-diagram cell: the settings of its systems, the chunks and the field's batch
     among them, and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
-    return {**s.key(), "chunks": s.chunks, "batch": _BATCH, **({"merge": s.merge} if s.merge else {})}
+    return {**s.key(), "chunks": s.chunks, "batch": _BATCH}
 
 
 PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
@@ -202,7 +203,7 @@ def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     # the correctly rounded arccos: a derived setting that enters the cell key must be one double everywhere
     s = replace(s, statistic=statistic, eps=exact_arccos(s.rho_c) if s.eps is None else s.eps,
                 chunk=min(s.chunk, s.n_systems))
-    sweep = PHASE.cells({"beta": list(s.betas)}, len(s.chunks), s, _PhaseModel(s.d, s.kind), **run)
+    sweep = PHASE.cells({"beta": list(s.betas)}, len(s.chunks), s, _PhaseModel(s), **run)
     return _summarise(sweep, s)
 
 

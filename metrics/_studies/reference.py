@@ -148,8 +148,8 @@ def measure_entropy(model: MultiHead, y: np.ndarray, w: np.ndarray | None = None
 
 
 def setup_reference(settings, *, store, progress) -> dict:
-    """``{"reference", "attrs", "transports", "notes", "note", "error_t"}`` of the study's reference on the sphere
-    of ``settings.model`` (``settings``: the study's, with the fields the reference reads: its model,
+    """``{"reference", "name", "attrs", "transports", "notes", "note", "error_t"}`` of the study's reference on
+    the sphere of ``settings.model`` (``settings``: the study's, with the fields the reference reads: its model,
     density_fn, ts, t1, dt, n_saves, kappa, m_grid, n_values, n_reference, seed, n_projections, n_quantiles,
     transport, w2_max_n and reference); ``reference`` is a :class:`CircleReference` or a :class:`SphereReference`."""
     opts = {**vars(settings), "ts": settings.ts, "store": store, "progress": progress}
@@ -157,7 +157,7 @@ def setup_reference(settings, *, store, progress) -> dict:
         out = (_circle if settings.model.d == 2 else _sphere)(**opts)
     if out["note"]:  # why the spectral reference was not used
         out["attrs"] = {**out["attrs"], "reference_note": out["note"]}
-    return {**out, "notes": _METHOD_NOTES[min(settings.model.d, 3)]}
+    return {**out, "name": out["attrs"]["reference"], "notes": _METHOD_NOTES[min(settings.model.d, 3)]}
 
 
 #: how the study measures, per sphere (S^1: 2; S^{d-1}, d >= 3: 3)

@@ -120,11 +120,16 @@ def _typed_cell(cell, params: dict, seed_index: int, run: dict) -> xr.Dataset:
     return cell(params, seed_index, run["study"], run["entropy"])
 
 
-def setting(rule, default=MISSING, *, key: bool | str = False):
+def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = False, attr: bool = False):
     """A field of a study's settings: its rule (a :mod:`particles.validation` constraint: the one check
-    of the value, which the study's public function also declares), its default, and ``key``: True when
-    the cells depend on it (it names them), or the name it has in the cells' key when that differs."""
-    return field(default=default, metadata={"rule": rule, "key": key})
+    of the value, which the study's public function also declares), its default, and
+
+    - ``key``: True when the cells depend on it (it names them), or the name it has in the cells' key
+      when that differs;
+    - ``since``: the field joined the key after stores were written: it enters the key only when it
+      differs from its default, so those stores keep their names;
+    - ``attr``: the Dataset also holds it as an attr of its own (:func:`study_attrs`)."""
+    return field(default=default, metadata={"rule": rule, "key": key, "since": since, "attr": attr})
 
 
 @dataclass(frozen=True)
@@ -168,18 +173,18 @@ class StudySettings:
         out = {}
         for f in fields(self):
             mark = f.metadata.get("key") or f.name in self.KEY_FIELDS
-            if mark:
-                value = getattr(self, f.name)
+            value = getattr(self, f.name)
+            if mark and not (f.metadata.get("since") and value == f.default):
                 if isinstance(value, MultiHead):
                     value = model_attrs(value) if legacy else model_key(value)
                 out[mark if isinstance(mark, str) else f.name] = value
         return out
 
     def config(self) -> dict:
-        """Every field written with :func:`setting` (a model by its attrs), netCDF-safe: the run's
-        ``config`` as the Dataset records it."""
-        return netcdf_safe({name: model_attrs(v) if isinstance(v, MultiHead) else v
-                            for name in self.rules() for v in [getattr(self, name)]})
+        """Every field written with :func:`setting` (a model by its attrs): the run's ``config`` as the
+        Dataset's provenance records it (JSON in ``attrs["config"]``)."""
+        return {name: model_attrs(v) if isinstance(v, MultiHead) else v
+                for name in self.rules() for v in [getattr(self, name)]}
 
     @property
     def counts(self) -> list[int]:
@@ -289,20 +294,24 @@ def cluster_variables(sweep: xr.Dataset, max_clusters: int, eps: float, counts) 
     }
 
 
-def study_attrs(study: Study, *, title: str, model, sweep: xr.Dataset, config: dict, seed: int, spawn_key: str,
+def study_attrs(study: Study, settings: StudySettings, *, title: str, sweep: xr.Dataset, spawn_key: str,
                 t_start: float, **extra) -> dict:
-    """The attrs every study writes: title, source, history, kind, the run's settings (``extra``), the
-    model's fields, its cells' failures, its duration and the provenance of ``config`` and the seeds."""
+    """The attrs every study writes: title, source, history, kind, the settings marked ``attr`` and the
+    run's own (``extra``), the model's fields, the cells' failures, the study's duration and the provenance
+    of the settings' config and seeds."""
+    model, seed = settings.model, settings.seed
     attrs = {
         "title": title,
         "source": f"headflow {__version__}",
         "history": f"created by metrics.{study.name} (cells by metrics.run_sweep)",
         KIND_ATTR: study.kind,
+        **{f.name: getattr(settings, f.name) for f in fields(settings) if f.metadata.get("attr")},
+        "seed_entropy": str(np.random.SeedSequence(seed).entropy),
         **extra,
         "failed_cells": sweep.attrs["failed_cells"],  # runs that stopped, with the solver's reason
         "study_seconds": float(_time.perf_counter() - t_start),
         **model_attrs(model),
-        **provenance(config=config, seeds={"entropy": str(np.random.SeedSequence(seed).entropy),
-                                           "spawn_key": spawn_key}, model=model),
+        **provenance(config=settings.config(), seeds={"entropy": str(np.random.SeedSequence(seed).entropy),
+                                                      "spawn_key": spawn_key}, model=model),
     }
     return netcdf_safe(attrs)

@@ -68,8 +68,8 @@ def energy_ascent_study(s: AscentSettings, **run) -> xr.Dataset:
                             {"long_name": "E_multi(t1) - E_multi(0)", "units": "1"}),
             **spec.cluster_variables(sweep, 2, s.eps, counts)}
     coords = spec.study_coords(s.n_values, counts, s.ts, s.model.log_time_scale, 2)
-    attrs = spec.study_attrs(ASCENT, title="energy ascent", model=s.model, sweep=sweep, seed=s.seed, t_start=t_start,
-                             config=s.config(), spawn_key="(seed index, n)")
+    attrs = spec.study_attrs(ASCENT, s, title="energy ascent", sweep=sweep, t_start=t_start,
+                             spawn_key="(seed index, n)")
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 # ------------------------------------------------------------------ its checks
