@@ -50,7 +50,7 @@ class ChaosSettings(kit.StudySettings):
     model: MultiHead = kit.setting(P.mean_field_model((1, 2), "Build it with MultiHead.scalar([lam], d, beta=..., "
                                                               "kind=...)."), key=True)
     density: object = kit.setting(AnyOf(Options("uniform"), Function("a density function density(points) -> (m,) "
-                                                                     "on the sphere")), "uniform")
+                                                                     "on the sphere")), "uniform", cells=False)
     _: KW_ONLY
     n_values: tuple = kit.setting(SequenceOf(Integer(2), min_len=2, increasing=True, hint="The slope is fitted "
                                              "against log n: pass at least two increasing n >= 2."), (100, 1000, 10000))
@@ -81,7 +81,7 @@ class ChaosSettings(kit.StudySettings):
         return np.atleast_1d(np.asarray(self.delta, dtype=float))
 
     @property
-    def uniform(self) -> bool:
+    def uniform(self) -> bool:  # (read by the study, not its cells, which receive no density)
         return not callable(self.density)
 
     @property

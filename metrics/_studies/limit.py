@@ -40,7 +40,8 @@ class LimitSettings(kit.StudySettings):
     (the public function's parameters derive from it); then what the study derives before its cells."""
 
     model: MultiHead = kit.setting(P.MEAN_FIELD_MODEL, key=True)
-    density_fn: object = kit.setting(Function("a density function density_fn(points) -> (m,) on the sphere"))
+    density_fn: object = kit.setting(Function("a density function density_fn(points) -> (m,) on the sphere"),
+                                     cells=False)
     _: KW_ONLY
     n_values: tuple = kit.setting(P.N_VALUES, (16, 32, 64, 128, 256))
     n_seeds: int = kit.setting(P.N_SEEDS, 4)

@@ -15,6 +15,7 @@ pinned by ``tests/metrics/test_store_keys.py``.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -91,7 +92,7 @@ class Study:
 
         model_fn = model_fn or FixedModel(settings.model, f"{self.name}.model")
         own = {name: getattr(settings, name) for name in _RUN_SETTINGS if hasattr(settings, name)}
-        cell_settings = {"study": settings, "key": self.cell_key(settings),
+        cell_settings = {"study": settings.for_cells(), "key": self.cell_key(settings),
                          "legacy_key": self.legacy_cell_key(settings), "caller": self.name,
                          "progress_label": self.label.format(sphere=settings.model.d - 1)
                          if "{sphere}" in self.label else self.label}
@@ -120,7 +121,8 @@ def _typed_cell(cell, params: dict, seed_index: int, run: dict) -> xr.Dataset:
     return cell(params, seed_index, run["study"], run["entropy"])
 
 
-def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = False, attr: bool = False):
+def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = False, attr: bool = False,
+            cells: bool = True):
     """A field of a study's settings: its rule (a :mod:`particles.validation` constraint: the one check
     of the value, which the study's public function also declares), its default, and
 
@@ -128,8 +130,10 @@ def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = Fal
       when that differs;
     - ``since``: the field joined the key after stores were written: it enters the key only when it
       differs from its default, so those stores keep their names;
-    - ``attr``: the Dataset also holds it as an attr of its own (:func:`study_attrs`)."""
-    return field(default=default, metadata={"rule": rule, "key": key, "since": since, "attr": attr})
+    - ``attr``: the Dataset also holds it as an attr of its own (:func:`study_attrs`);
+    - ``cells``: False when the cells never read it (a density function, whose sample the study's reference
+      carries): it is not sent to them, so a lambda runs on worker processes."""
+    return field(default=default, metadata={"rule": rule, "key": key, "since": since, "attr": attr, "cells": cells})
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,14 @@ class StudySettings:
         declared = Declaration(type(self).__name__, self.rules(), list(self.RELATIONS))
         for name, value in declared.validate({name: getattr(self, name) for name in self.rules()}).items():
             object.__setattr__(self, name, value)
+
+    def for_cells(self) -> StudySettings:
+        """These settings as the cells receive them: the fields marked ``cells=False`` are None."""
+        out = copy.copy(self)
+        for f in fields(self):
+            if not f.metadata.get("cells", True):
+                object.__setattr__(out, f.name, None)
+        return out
 
     @classmethod
     def rules(cls) -> dict:
