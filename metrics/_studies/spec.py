@@ -1,11 +1,13 @@
-r"""A study as a declared object: its cells, the fields of their keys, and what every study shares.
+r"""A study as a declared object: its settings, its cells, the fields of their keys, and what every study shares.
 
-A :class:`Study` names what one cell computes (``cell(params, seed_index, settings)``, run
-by :func:`metrics.run_sweep`'s verified-cell machinery), which settings enter the cells' keys
-(``key(settings)``: explicit fields under a numbered format, so a store written by one version
-is found by the next) and what kind of Dataset it makes. :meth:`Study.run` runs the cells of
-every (n, seed); the shared pieces of the assembly (coordinates, cluster variables, attrs with
-provenance) are the functions below, so a study module holds only its own science.
+A study's settings are a frozen :class:`StudySettings` dataclass, one table: each field is a
+:func:`setting` (its rule, its default, its name in the cells' key), the rules between fields are
+``RELATIONS``, and :func:`study_function` makes the public function from the table (parameters,
+defaults, declaration). A :class:`Study` names what one cell computes (``cell(params, seed_index,
+settings, entropy)``, run by :func:`metrics.run_sweep`'s verified-cell machinery), how the settings
+key the cells and what kind of Dataset it makes. :meth:`Study.run` runs the cells of every (n, seed);
+the shared pieces of the assembly (coordinates, cluster variables, attrs with provenance) are the
+functions below, so a study module holds only its own science.
 
 Key format 1 is the format of the first studies: the key fields' JSON (sorted keys) as the
 study's ``cell_key`` setting. A study that changes what a cell computes for the same fields
@@ -103,7 +105,7 @@ class Study:
         """The cells of every (n, seed < its count) of the settings' ``model``, ``n_values`` and ``n_seeds``,
         one :meth:`cells` call per seed count (a store resumes); seeds an n does not run are NaN (float
         variables) in the merged Dataset."""
-        n_values, counts = settings.n_values, seed_counts(settings.n_seeds, settings.n_values)
+        n_values, counts = settings.n_values, settings.counts
         parts = [self.cells({"n_particles": [n for n, c in zip(n_values, counts) if c == k]}, k, settings, **run)
                  for k in sorted(set(counts))]
         if len(parts) == 1:
