@@ -163,12 +163,12 @@ def mean_field_limit_study(s: LimitSettings, **run) -> xr.Dataset:
         about the last axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}.
     """
     t_start = _time.perf_counter()
-    probe = density_key(probe_density(s.density_fn, s.model.d, LIMIT.name))  # (also checks the density)
+    density_id = density_key(probe_density(s.density_fn, s.model.d, LIMIT.name))  # (also checks the density)
     # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
     kit.check_process_engine(LIMIT.name, run["engine"], **({"density_fn": s.density_fn} if s.model.d >= 3 else {}))
     ref = setup_reference(s, store=run["store"], progress=run["progress"])
     t_ref = _time.perf_counter() - t_start
-    s = replace(s, mean_field=ref["reference"], reference_name=ref["name"], density_key=probe)
+    s = replace(s, mean_field=ref["reference"], reference_name=ref["name"], density_key=density_id)
     sweep = LIMIT.run(s, **run)
     d, paired, counts = s.model.d, s.sampling == "nested", np.asarray(s.counts)
     ds = xr.Dataset(_study_data(sweep, ref, s, counts),
