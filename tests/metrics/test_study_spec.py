@@ -24,7 +24,7 @@ from metrics._runs.cells import saved_to_dataset
 from metrics._runs.keys import model_key
 from metrics._studies import spec
 from particles import MultiHead, SaveAt, sample_uniform, simulate
-from particles.validation import Instance, Integer, Interval, SequenceOf
+from particles.validation import Function, Instance, Integer, Interval, SequenceOf
 
 # ------------------------------------------------------------------ the study: everything it needs
 
@@ -145,3 +145,24 @@ def test_datasets_say_what_they_are(kind):
 def _round_trip(ds, path):
     ds.to_netcdf(path)
     return path
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Marked(spec.StudySettings):
+    a: float = spec.setting(Interval(0), 1.0, key=True)
+    b: float = spec.setting(Interval(0), 0.0, key="bee", since=True)
+    fn: object = spec.setting(Function("a function"), abs, cells=False)
+
+
+def test_a_settings_field_says_how_it_keys_the_cells_and_whether_they_get_it():
+    """``key="name"``: the name it has in the key; ``since``: keyed only when it differs from its default (a
+    field added after stores were written keeps their names); ``cells=False``: not sent to the cells."""
+    import pickle
+
+    assert Marked().key() == {"a": 1.0} and Marked(b=0.5).key() == {"a": 1.0, "bee": 0.5}
+    local = Marked(fn=lambda x: x)
+    assert local.for_cells().fn is None and local.fn is not None
+    pickle.dumps(local.for_cells())
+    with pytest.raises(particles.InvalidParameterError, match="'b' parameter of Marked"):
+        Marked(b=-1.0)
