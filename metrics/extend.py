@@ -1,17 +1,18 @@
 r"""The study kit: what a study built on headflow uses, public beside ``particles.extend`` and
 ``meanfield.extend``.
 
-A study is a :class:`Study` (its cell, the fields of its cells' keys, the Dataset kind it makes)
-and a function that runs its cells through :func:`metrics.run_sweep`'s verified, resumable
-machinery and assembles one Dataset. Its settings are a frozen :class:`StudySettings` dataclass:
-the fields are typed once, :attr:`StudySettings.KEY_FIELDS` lists explicitly those that enter the
-cells' keys (so a store written by one version is found by the next), and
-:meth:`StudySettings.config` is the ``config`` attr of the Dataset. The cells receive the settings
-object as ``settings["study"]``.
+A study is a :class:`Study` (its cell, the fields of its cells' keys, the Dataset kind it makes),
+a frozen :class:`StudySettings` dataclass and a function that runs its cells through
+:func:`metrics.run_sweep`'s verified, resumable machinery and assembles one Dataset. The settings
+are one table: each field is a :func:`setting` with its rule (a :mod:`particles.validation`
+constraint), its default and, when the cells depend on it, its name in the cells' key (so a store
+written by one version is found by the next); :meth:`StudySettings.config` is the ``config`` attr
+of the Dataset. :func:`study_function` makes the public function from the table (its parameters,
+their defaults and its declaration); the cells receive the settings object.
 
 The kit
-    :class:`Study`, :class:`StudySettings`;
-    :func:`run_cell` (one particle run of a cell, saving a function's columns),
+    :class:`Study`, :class:`StudySettings`, :func:`setting`, :func:`study_function`;
+    :func:`run_cell` (one particle run of a cell, saving a function's columns), :func:`cell_rngs`,
     :func:`particle_method`, :func:`seed_counts`;
     :func:`study_coords`, :func:`cluster_variables`, :func:`study_attrs` (the coordinates,
     cluster variables and attrs with provenance every study shares);
@@ -22,13 +23,17 @@ The kit
 docs/guide/studies.md has a whole study written with the kit.
 
 >>> import dataclasses
+>>> from particles.validation import Interval
 >>> @dataclasses.dataclass(frozen=True)
 ... class Settings(StudySettings):
-...     KEY_FIELDS = ("eps",)
-...     t1: float = 1.0
-...     eps: float = 1e-3
+...     t1: float = setting(Interval(0, None, closed="neither"), 1.0)
+...     eps: float = setting(Interval(0, None, closed="neither"), 1e-3, key=True)
 >>> Settings(t1=2.0).key(), Settings(t1=2.0).config()
 ({'eps': 0.001}, {'t1': 2.0, 'eps': 0.001})
+>>> Settings(eps=-1.0)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+particles.validation.InvalidParameterError: The 'eps' parameter of Settings must be a real number in (0, inf); ...
 """
 
 from __future__ import annotations
@@ -39,14 +44,17 @@ from ._runs.keys import canonical_float, density_key, exact_arccos, model_key
 from ._studies.spec import (
     Study,
     StudySettings,
+    cell_rngs,
     cluster_variables,
     particle_method,
     run_cell,
     seed_counts,
+    setting,
     study_attrs,
     study_coords,
+    study_function,
 )
 
-__all__ = ["Study", "StudySettings", "run_cell", "particle_method", "seed_counts", "study_coords",
-           "cluster_variables", "study_attrs", "cluster_row", "saved_to_dataset", "model_key", "density_key",
-           "exact_arccos", "canonical_float"]
+__all__ = ["Study", "StudySettings", "setting", "study_function", "run_cell", "cell_rngs", "particle_method",
+           "seed_counts", "study_coords", "cluster_variables", "study_attrs", "cluster_row", "saved_to_dataset",
+           "model_key", "density_key", "exact_arccos", "canonical_float"]

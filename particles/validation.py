@@ -12,7 +12,7 @@ code trusts what these functions return and never re-validates.
 from ._core import arrays as _a
 from ._core import validation as _v
 from ._core.arrays import check_finite, check_real_array, check_returned, check_square_stack
-from ._core.declarations import Relation, declaration, declare
+from ._core.declarations import Declaration, Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.params import (
     NONE,
@@ -69,6 +69,7 @@ __all__ = [
     "check_returned",
     # declarations (one rule per parameter: validation, CLI types, generated bad inputs)
     "declare",
+    "Declaration",
     "declaration",
     "Constraint",
     "Interval",

@@ -11,3 +11,15 @@ settings.load_profile("headflow")
 @pytest.fixture
 def rng():
     return np.random.default_rng(20260512)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After a run that included tests/test_architecture.py: its measures against their targets."""
+    ran = any(getattr(r, "nodeid", "").startswith("tests/test_architecture.py")
+              for reports in terminalreporter.stats.values() for r in reports)
+    if ran:
+        from tests.test_architecture import report
+
+        terminalreporter.section("architecture: measures against their targets")
+        for line in report():
+            terminalreporter.write_line(line)

@@ -144,3 +144,19 @@ def test_the_path_finder_sees_what_the_docs_write(text, found):
     assert list(_named_paths(text)) == found
     assert not _resolves("metrics.density") and not _resolves("particles._core.validation.check_real_array")
     assert _resolves("metrics._runs.store") and _resolves("particles.MultiHead.scalar")
+
+
+def test_the_api_pages_show_a_studys_parameters():
+    """The studies' public functions are made from their settings tables: the docs' griffe extension shows
+    those parameters, not the (settings, **run) of the function they wrap."""
+    griffe = pytest.importorskip("griffe")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from study_signatures import StudySignatures
+    finally:
+        sys.path.pop(0)
+    pkg = griffe.load("metrics", search_paths=[str(ROOT)], extensions=griffe.Extensions(StudySignatures()),
+                      resolve_aliases=True)
+    limit = pkg["mean_field_limit_study"]
+    assert [p.name for p in limit.parameters][:3] == ["model", "density_fn", "n_values"]
+    assert limit.parameters["t1"].default == "2.0" and limit.parameters["store"].default == "None"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 
-from particles import KINDS
+from particles import KINDS, MultiHead
+from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     AnyOf,
@@ -23,6 +24,16 @@ from particles.validation import (
     Relation,
     SequenceOf,
 )
+
+
+def mean_field_model(spheres: tuple[int, ...] = (), hint: str | None = None) -> Instance:
+    """The rule of a model the mean-field solvers take (the studies measure particles against them), on the
+    spheres of dimensions ``spheres`` (d - 1; all when empty)."""
+    where = f" on S^{' or S^'.join(map(str, spheres))}" if spheres else ""
+    return Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and (not spheres or m.d - 1 in spheres),
+                    what=f"a particles.MultiHead with kind 'usa' or 'softmax' (the kinds the mean-field solvers "
+                         f"accept){where}", hint=hint)
+
 
 POSITIVE = Interval(0, None, closed="neither")
 T1 = Interval(0, None, closed="neither", hint="Pass the final time of the runs, e.g. t1=2.0.")
@@ -66,5 +77,8 @@ FIXED_OR_SWEPT = Relation(("grid", "fixed"), lambda g, f: not set(g) & set(f or 
                           "sweeps a parameter that fixed also sets: give each parameter once, in grid or in fixed",
                           breaks={"grid": {"beta": [1.0, 2.0]}, "fixed": {"beta": 2.0}})
 
+MEAN_FIELD_MODEL = mean_field_model()
 #: what every study and sweep takes for its cells' store and engine
 RUN_OPTIONS = {"store": STORE, "engine": ENGINE, "max_workers": MAX_WORKERS, "progress": PROGRESS}
+#: their defaults (no store, this process, the bar once the work has run 2 s)
+RUN_DEFAULTS = {"store": None, "engine": "serial", "max_workers": None, "progress": None}

@@ -14,7 +14,7 @@ import numpy as np
 
 from particles.validation import Boolean, Integer, Interval, InvalidParameterError, Options, declare
 
-__all__ = ["RateFit", "fit_rate"]
+__all__ = ["RateFit", "fit_rate", "rate_variables", "rate_interval_note"]
 
 
 class RateFit(NamedTuple):
@@ -167,3 +167,35 @@ def _bootstrap(g, counts, c, slope, paired, level, n_boot, rng) -> RateFit:
     a = (1 - level) / 2
     lo, hi = np.quantile(slopes, [a, 1 - a])
     return RateFit(slope, float(lo), float(hi), float(slopes.std(ddof=1)), float("nan"))
+
+
+def rate_variables(name: str, g: np.ndarray, n_values, counts, *, paired: bool, interval: str, n_boot: int, rng,
+                   units: str = "1", partial: bool = False) -> dict:
+    """The Dataset variables of one gap ``g`` (n, seed, time; NaN beyond the seeds of each n): the standard
+    error of each n's seed mean (NaN with one seed) and, per time, the fitted rate (:func:`fit_rate`) with
+    its interval and standard error. ``partial``: the gap is computed for some n only (``w2`` up to
+    ``w2_max_n``): the fit is over the n whose runs all have it."""
+    counts, n_values = np.asarray(counts), np.asarray(n_values)
+    present = np.arange(g.shape[1])[None, :, None] < counts[:, None, None]
+    mean = np.where(present, g, 0.0).sum(axis=1) / counts[:, None]
+    ss = (np.where(present, g - mean[:, None, :], 0.0) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # one seed: no spread, NaN
+        se = np.where(counts[:, None] > 1, np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
+    rows = np.array([not partial or np.all(np.isfinite(g[i, :c])) for i, c in enumerate(counts)])
+    fits = np.array([fit_rate(n_values[rows], g[rows][:, :, k], paired=paired, interval=interval, n_boot=n_boot,
+                              rng=rng, counts=counts[rows])[:4] for k in range(g.shape[2])])
+    how = f"{'t' if interval == 't' else 'bootstrap'} interval of rate_{name} " \
+          f"({'paired over seeds' if paired else 'independent n'})"
+    return {f"{name}_stderr": (("n_particles", "time"), se, {"long_name": f"standard error of the seed mean of {name}",
+                                                             "units": units}),
+            f"rate_{name}": (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {name} ~ n^r", "units": "1"}),
+            f"rate_{name}_ci": (("time", "bound"), fits[:, 1:3], {"long_name": f"95% {how}", "units": "1"}),
+            f"rate_{name}_stderr": (("time",), fits[:, 3], {"long_name": f"standard error of rate_{name}",
+                                                            "units": "1"})}
+
+
+def rate_interval_note(interval: str, paired: bool) -> str:
+    """How the rate intervals were made, in words (a study's ``rate_interval`` attr)."""
+    return (("delta-method t interval (metrics.fit_rate)" if interval == "t" else
+             "percentile bootstrap over seeds (metrics.fit_rate)")
+            + (", paired: whole seeds across n" if paired else ", independent samples per n"))

@@ -16,16 +16,28 @@ import warnings
 import numpy as np
 from scipy import stats
 
+import meanfield as mf
+from particles.validation import InvalidParameterError
+
 from .._observables.harmonics import harmonic_multiplicity
 from .._statistics.horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
+    breakdown_law_mean,
     breakdown_time,
     fit_horizon_slope,
+    largest_breakdown_value,
     predicted_breakdown_time,
 )
 
-__all__ = ["breakdown", "first_index"]
+__all__ = ["breakdown", "breakdown_variables", "check_resolution", "first_index"]
+
+#: largest |Δ log A_{l*}| per save interval (σ* Δt) that still resolves t_δ
+MAX_LOG_STEP = 0.25
+
+#: units of the study's times (t_delta, its prediction, the slope d t_delta / d log n) and, inverted, of its
+#: rates: the time of the dynamics, which the time coordinate counts (dimensionless, so that coordinate says "1")
+TIME_UNITS = "time"
 
 
 def first_index(ts, t):
@@ -47,9 +59,9 @@ def _started_above(start, ok, deltas, n_values, caller="chaos_horizon_study") ->
     return above
 
 
-def _times(ts, a_star, dist, ok, settings):
+def _times(ts, a_star, dist, ok, s):
     """(t_delta, t_delta on the distance, prediction, stable) per (delta, n, seed)."""
-    deltas, s_star = settings["deltas"], settings["s_star"]
+    deltas, s_star = s.deltas, s.s_star
     td = np.full((len(deltas),) + a_star.shape[:-1], np.nan)  # failed runs (success = 0) keep NaN
     td_dist = np.full_like(td, np.nan)
     with warnings.catch_warnings():
@@ -57,7 +69,7 @@ def _times(ts, a_star, dist, ok, settings):
         warnings.simplefilter("ignore", ResolutionWarning)
         td[:, ok] = breakdown_time(ts, a_star[ok], deltas)
         td_dist[:, ok] = breakdown_time(ts, dist[ok], deltas)
-    stable, theory = s_star <= 0, settings["uniform"]
+    stable, theory = s_star <= 0, s.uniform
     pred = np.full_like(td, np.inf if stable else np.nan)
     if not stable and theory:
         pred[:, ok] = predicted_breakdown_time(a_star[ok][:, 0], s_star, deltas)
@@ -68,21 +80,21 @@ def _times(ts, a_star, dist, ok, settings):
         horizon = np.where(np.isfinite(pred), pred, np.nan)
         hint = f" beyond about {float(np.nanmax(horizon)):.3g}" if np.isfinite(horizon).any() else ""
         warnings.warn(f"chaos_horizon_study: {n_inf} of {td.size} (delta, n, seed) runs did not reach delta by "
-                      f"t1 = {settings['t1']} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=5)
+                      f"t1 = {s.t1} (t_delta = inf); raise t1{hint}.", ResolutionWarning, stacklevel=5)
     return td, td_dist, pred, stable
 
 
-def breakdown(ts, amp, dist, settings) -> dict:
+def breakdown(ts, amp, dist, s) -> dict:
     """t_delta measured (on A_{l*} and on the distance) and predicted, dominant degree, Z, slope, KS and the
-    runs that started above delta."""
-    deltas, l_star, s_star, n_values = settings["deltas"], settings["l_star"], settings["s_star"], settings["n_values"]
-    theory = settings["uniform"]
+    runs that started above delta (``s``: the study's settings, with its derived deltas, l_star, s_star,
+    uniform and counts)."""
+    deltas, l_star, s_star, n_values, theory = s.deltas, s.l_star, s.s_star, s.n_values, s.uniform
     a_star = amp[..., l_star - 1]
     ok = np.all(np.isfinite(a_star), axis=-1) & np.all(np.isfinite(dist), axis=-1)
-    td, td_dist, pred, stable = _times(ts, a_star, dist, ok, settings)
+    td, td_dist, pred, stable = _times(ts, a_star, dist, ok, s)
     above = _started_above((a_star if theory else dist)[..., 0], ok, deltas, n_values)
     pred[above] = np.nan
-    k = harmonic_multiplicity(l_star, settings["d"])
+    k = harmonic_multiplicity(l_star, s.model.d)
     idx = first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
@@ -92,12 +104,75 @@ def breakdown(ts, amp, dist, settings) -> dict:
         dominant[:] = np.nan
     z = s_star * td - 0.5 * np.log(np.asarray(n_values, float))[None, :, None] - np.log(deltas)[:, None, None]
     z = np.where(above, np.nan, z) if theory else np.full_like(z, np.nan)
-    counts = np.asarray(settings["n_seeds"])
+    counts = np.asarray(s.counts)
     ran = np.arange(td.shape[-1]) < counts[:, None]  # (N, S): the seeds each n ran
-    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(settings["n_boot"]),
-                                       rng=settings["seed"])
+    fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(s.n_boot),
+                                       rng=s.seed)
                      if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
     ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
                    if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
     return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
             "k": k, "stable": stable, "above": above.astype(np.int8)}
+
+
+def breakdown_variables(ts, amp, dist, s) -> dict:
+    """The chaos study's data variables of the breakdown (:func:`breakdown`) and of the growth rates."""
+    b = breakdown(ts, amp, dist, s)
+    td, td_dist, pred, dominant, z, fits, ks, k, stable = (b[key] for key in ("td", "td_dist", "pred", "dominant", "z",
+                                                                            "fits", "ks", "k", "stable"))
+    l_star, s_star, run = s.l_star, s.s_star, ("delta", "n_particles", "seed")
+    return {
+        "growth_rate": (("degree",), np.asarray(s.sigma[1:], float),
+                        {"long_name": "sigma_l of the uniform state (meanfield.growth_rates)",
+                         "units": f"1/{TIME_UNITS}"}),
+        "t_delta": (run, td, {"long_name": ("first time A_{l*}(t) >= delta" if s.uniform else
+                                            "first time the distance to mu(t) >= delta")
+                                           + " (inf: not by t1; NaN: failed run or seed not run)",
+                              "units": TIME_UNITS}),
+        "t_delta_predicted": (run, pred, {"long_name": "linearised t_delta = log(delta / A_{l*}(0)) / sigma* "
+                                                       "(inf: stable; NaN: started above delta)", "units": TIME_UNITS}),
+        "t_delta_distance": (run, td_dist, {"long_name": "first time the distance to the mean field >= delta "
+                                                         "(inf: not by t1)", "units": TIME_UNITS}),
+        "dominant_mode": (run, dominant, {"long_name": "degree with the largest A_l at the first save >= t_delta "
+                                                       "(0: no breakdown)", "units": "1"}),
+        "horizon_z": (run, z, {"long_name": "sigma* t_delta - log(n)/2 - log(delta) (NaN: started above delta)",
+                               "units": "1"}),
+        "started_above_delta": (run, b["above"], {"long_name": "1 if the run started at or above delta (its t_delta "
+                                                               "= 0 is no breakdown: prediction and Z masked)",
+                                                  "units": "1"}),
+        "horizon_z_law_mean": ((), breakdown_law_mean(k) if not stable and s.uniform else np.nan,
+                               {"long_name": f"E[Z] = -E[log chi_{k}] (NaN: stable, no breakdown law)", "units": "1"}),
+        "law_ks_pvalue": (("delta",), ks, {"long_name": f"KS p-value of horizon_z (all runs) against -log chi_{k} "
+                                                        "(NaN: stable)", "units": "1"}),
+        "slope": (("delta",), fits[:, 0], {"long_name": "fitted d mean(t_delta) / d log n (NaN if a run did not "
+                                                        "break down)", "units": TIME_UNITS}),
+        "slope_ci": (("delta", "bound"), fits[:, 1:], {"long_name": "95% bootstrap interval (over seeds) of slope",
+                                                       "units": TIME_UNITS}),
+        "slope_predicted": ((), (1 / (2 * s_star) if not stable else np.inf) if s.uniform else np.nan,
+                            {"long_name": "1 / (2 sigma*) (inf: stable)", "units": TIME_UNITS}),
+        "l_star": ((), l_star, {"long_name": "most unstable degree argmax_l sigma_l", "units": "1"}),
+        "sigma_star": ((), s_star, {"long_name": "sigma_{l*}", "units": f"1/{TIME_UNITS}"}),
+    }
+
+
+def check_resolution(s, caller: str) -> None:
+    """What the declaration cannot check: l_max holds the most unstable degree, delta can be reached, and
+    the save grid resolves the growth of A_{l*} (these depend on the growth rates)."""
+    l_star = s.l_star
+    # a degree above l_max could still be the most unstable one: check up to twice further
+    wider = mf.growth_rates(s.model, l_max=2 * s.l_max + 2, kappa=s.kappa)
+    if np.argmax(wider[1:]) + 1 != l_star:
+        raise InvalidParameterError(
+            f"The 'l_max' parameter of {caller} must include the most unstable degree l* = "
+            f"{int(np.argmax(wider[1:]) + 1)}; got l_max = {s.l_max}.")
+    top, why = largest_breakdown_value(s.model.d, l_star, s.uniform)
+    if np.any(s.deltas >= top):
+        raise InvalidParameterError(
+            f"The 'delta' parameter of {caller} must be below {top:.4g}, the largest value the breakdown quantity "
+            f"can take ({why}); got {s.deltas.tolist()}. A larger delta is never reached: lower it.")
+    step = s.ts[1] - s.ts[0]
+    if s.s_star > 0 and s.s_star * step > MAX_LOG_STEP:
+        raise InvalidParameterError(
+            f"The time grid of {caller} is too coarse to resolve t_delta: sigma* dt_save = "
+            f"{s.s_star * step:.3g} > {MAX_LOG_STEP} (sigma* = {s.s_star:.4g}, t1 = {s.t1}, n_saves = "
+            f"{s.n_saves}). Use n_saves >= {int(np.ceil(s.s_star * s.t1 / MAX_LOG_STEP)) + 1}.")

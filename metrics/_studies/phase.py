@@ -1,212 +1,154 @@
 r"""Phase diagrams: how much clustering S random systems show after a time t, against β.
 
-:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on
-:math:`S^{d-1}` per inverse temperature β (heads :math:`M = W = I_d`, :class:`particles.Ensemble`,
-all systems of a cell in one batched field) and records, at every save time t, the mean over
-systems of
-
-- ``clustered_pairs``: the fraction of pairs :math:`i<j` with
-  :math:`\langle x_i, x_j\rangle \ge \rho_c` (default :math:`\rho_c = 0.999`);
-- ``n_clusters``: the number of ε-connected components (:func:`metrics.n_clusters_batch`),
-
-with its standard error over systems. Next to it, the equiangular theory of docs/theory.md §4:
-``theory_time[β]``, the time for equiangular tokens to go from ρ = 0 to ρ = ρ_c
-(:func:`particles.theory.hitting_time`); the curve ``t = theory_time(β)`` is the published
-overlay "time to ρ = ρ_c equals T".
-
-Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index ``seed``): each
-finished chunk of systems of one β is a verified file in ``store`` (a rerun resumes), and the
-engines are run_sweep's (serial, process pool, dask). A chunk's initial tokens depend on the
-chunk index only (common random numbers across β, so the β-dependence is not blurred by
-sampling noise).
+:func:`phase_diagram` integrates ``n_systems`` independent systems of n tokens on :math:`S^{d-1}` per
+inverse temperature β (heads :math:`M = W = I_d`, all systems of a cell in one batched
+:class:`particles.Ensemble`) and records at every save time the mean over systems, with its standard
+error, of ``clustered_pairs`` (pairs with :math:`\langle x_i, x_j\rangle \ge \rho_c`) and ``n_clusters``
+(ε-connected components), next to the equiangular theory of docs/theory.md §4 (``theory_time[β]``, the
+time from ρ = 0 to ρ_c). Cells are :func:`metrics.run_sweep` cells (grid ``beta`` × chunk index): a
+chunk's initial tokens depend on its index only (common random numbers across β). Its settings are one
+table, :class:`PhaseSettings`.
 """
 
 from __future__ import annotations
 
+from dataclasses import KW_ONLY, dataclass, replace
+
 import numpy as np
 import xarray as xr
 
-from particles import STEPPERS, Ensemble, SaveAt, simulate, theory
+from particles import STEPPERS, Ensemble, MultiHead, SaveAt, simulate, theory
 from particles.extend import MEAN_FIELD_KINDS
-from particles.validation import (
-    NONE,
-    AnyOf,
-    Boolean,
-    Instance,
-    Integer,
-    Interval,
-    Options,
-    Relation,
-    SequenceOf,
-    declare,
-)
+from particles.validation import NONE, AnyOf, Boolean, Integer, Interval, Options, Relation, SequenceOf
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import netcdf_safe, provenance
-from .._observables.pairs import cluster_counts, gram, pair_fraction
+from .._observables.pairs import cluster_counts, gram, pair_fraction, span_systems
 from .._runs import params as P
 from .._runs.cells import saved_to_dataset
 from .._runs.keys import exact_arccos
-from .spec import Study
+from .spec import Study, StudySettings, setting, study_function
 
-__all__ = ["phase_diagram", "PHASE_STATISTICS"]
+__all__ = ["phase_diagram", "PHASE_STATISTICS", "PhaseSettings"]
 
 #: statistic name -> (long name, units)
 PHASE_STATISTICS = {
     "clustered_pairs": ("fraction of token pairs with <x_i, x_j> >= rho_c", "1"),
     "n_clusters": ("number of eps-connected clusters", "1"),
 }
-_PHASE_KINDS = MEAN_FIELD_KINDS
+#: statistic name -> its values per system of a stack x with Gram matrices G
+_STATISTIC_FNS = {"clustered_pairs": lambda x, G, s: pair_fraction(x, s.rho_c, G),
+                  "n_clusters": lambda x, G, s: cluster_counts(x, s.eps, G)}
 _INITS = ("uniform", "equiangular")
 
 
-def _initial(c: int, n: int, d: int, init: str, rng: np.random.Generator) -> np.ndarray:
-    r"""c systems in r = min(d, n) coordinates.
-
-    With M = W = I every velocity lies in :math:`\mathrm{span}\{x_j\}`, so that span is
-    invariant and the flow of n tokens in :math:`\mathbb R^d`, d > n, is the flow of their
-    coordinates in an orthonormal basis of it (the Gram matrix, hence every statistic, is
-    unchanged). Those coordinates are sampled directly: for Gaussian rows
-    :math:`G\in\mathbb R^{n\times d}`, :math:`GG^\top = LL^\top` with the Bartlett factor L
-    (lower triangular, :math:`L_{ii}\sim\chi_{d-i}` for i = 0..n-1, :math:`L_{ij}\sim N(0,1)`
-    below the diagonal), so normalised rows of L are i.i.d. uniform tokens up to a rotation:
-    O(n²) draws per system instead of O(nd).
-    """
-    if init == "equiangular":  # orthonormal tokens (ρ = 0) under a random rotation of R^n
-        q, r = np.linalg.qr(rng.standard_normal((c, n, n)))
-        return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
-    if d <= n:
-        x = rng.standard_normal((c, n, d))
-    else:
-        x = np.tril(rng.standard_normal((c, n, n)), -1)
-        idx = np.arange(n)
-        x[:, idx, idx] = np.sqrt(rng.chisquare(d - idx, size=(c, n)))
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
-
-
-def _stats(x, settings) -> dict:
-    G = gram(x)  # one Gram matrix per system for every statistic
-    out = {}
-    for name in settings["statistics"]:
-        if name == "clustered_pairs":
-            out[name] = pair_fraction(x, settings["rho_c"], G)
-        else:
-            out[name] = cluster_counts(x, settings["eps"], G)
-    return out
-
-
-def _phase_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
+def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -> xr.Dataset:
     """One chunk of systems at one β (run_sweep's cell contract; dims: time), integrated in one
     :func:`particles.simulate` call whose save function records the statistics at each save time
     (an adaptive step carries over from one save interval to the next); with ``drop_settled`` the
     field is :meth:`particles.Ensemble.settling`, so a system certified settled stops at the step
     it is certified (its statistics are 1 from then on, as the full integration's)."""
-    start, stop = settings["chunks"][seed_index]
-    c, n, d = stop - start, settings["n"], settings["d"]
-    rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,)))
-    x = _initial(c, n, d, settings["init"], rng)
-    ts = np.asarray(settings["ts"])
-    # x is in the coordinates of the tokens' span for d > n (_initial): the field acts there
-    field = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=settings["kind"],
-                     chunk=settings["batch"])
-    if settings["drop_settled"]:
+    start, stop = s.chunks[seed_index]
+    c = stop - start
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_index,)))
+    x = span_systems(c, s.n, s.d, s.init, rng)
+    ts = s.ts
+    # x is in the coordinates of the tokens' span for d > n (span_systems): the field acts there
+    field_ = Ensemble(np.eye(x.shape[2]), beta=np.full(c, float(params["beta"])), kind=s.kind, chunk=_BATCH)
+    if s.drop_settled:
         # a cap of diameter below both thresholds (less a margin for round-off at its edge)
-        field = field.settling(min(exact_arccos(settings["rho_c"]), settings["eps"]) * (1 - 1e-6),
-                               merge=settings["merge"])
+        field_ = field_.settling(min(exact_arccos(s.rho_c), s.eps) * (1 - 1e-6), merge=s.merge)
 
     def save_fn(t, x):
-        row = {}
-        for name, v in _stats(x, settings).items():
+        G, row = gram(x), {}  # one Gram matrix per system for every statistic
+        for name in s.statistic:
+            v = _STATISTIC_FNS[name](x, G, s)
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
-    traj = simulate(x, field, t0=float(ts[0]), t1=float(ts[-1]), dt=settings["dt"], method=settings["method"],
-                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=settings["rtol"],
-                    atol=settings["rtol"] * 1e-2)
+    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method,
+                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=s.rtol, atol=s.rtol * 1e-2)
     ds = saved_to_dataset(traj, ts)
     ds["count"] = ((), float(c))
     ds.attrs["failure_message"] = "" if traj.success else traj.message
     return ds
 
 
-def _chunks(n_systems: int, chunk: int) -> list:
-    edges = list(range(0, n_systems, chunk)) + [n_systems]
-    return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
-
-
-def _theory_times(betas, n, kind, rho_c) -> np.ndarray:
-    """Equiangular time from ρ = 0 to ρ_c per β (scalar head λ = 1)."""
-    return np.array([theory.hitting_time(0.0, rho_c, [1.0], float(b), n, kind=kind) for b in betas])
-
-
 class _PhaseModel:
     """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
 
-    def __init__(self, d: int, kind: str):
-        self.d, self.kind = d, kind
+    def __init__(self, settings: PhaseSettings):
+        self.settings = settings
         self.__qualname__ = "phase_diagram.model"
 
     def __call__(self, params, rng):
-        from particles import MultiHead
-
-        return MultiHead(np.eye(self.d), beta=float(params["beta"]), kind=self.kind, summation="exact")
+        s = self.settings
+        return MultiHead(np.eye(s.d), beta=float(params["beta"]), kind=s.kind, summation="exact")
 
 
 #: systems per batched field evaluation inside a cell (Ensemble's chunk)
 _BATCH = 256
 
 
-def _phase_key(settings: dict) -> dict:
-    """Key format 1 of a phase-diagram cell: the settings of its systems, the field's batch among them,
-    and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
-    key = {k: settings[k] for k in ("n", "d", "kind", "statistics", "rho_c", "eps", "init", "chunks", "rtol",
-                                    "drop_settled")}
-    key["batch"] = settings["batch"]
-    if settings["merge"]:
-        key["merge"] = settings["merge"]
-    return key
+@dataclass(frozen=True)
+class PhaseSettings(StudySettings):
+    """The phase diagram's settings, one table: each field's rule, default and name in the cells' key
+    (the public function's parameters derive from it)."""
 
+    betas: list = setting(SequenceOf(Interval(0), hint="Use e.g. np.linspace(0.1, 9, 90)."))
+    _: KW_ONLY
+    n: int = setting(Integer(2), 32, key=True)
+    d: int = setting(Integer(2), 2, key=True)
+    kind: str = setting(Options(*MEAN_FIELD_KINDS), "softmax", key=True)
+    t1: float = setting(P.T1, 30.0)
+    n_systems: int = setting(Integer(2), 256)
+    chunk: int = setting(Integer(1), 256)
+    n_saves: int = setting(P.N_SAVES, 31)
+    statistic: tuple = setting(AnyOf(Options(*PHASE_STATISTICS), SequenceOf(Options(*PHASE_STATISTICS), min_len=1)),
+                               ("clustered_pairs", "n_clusters"), key="statistics")
+    rho_c: float = setting(Interval(0, 1, closed="neither"), 0.999, key=True)
+    eps: float | None = setting(AnyOf(NONE, Interval(0, np.pi, closed="right")), None, key=True)
+    init: str = setting(Options(*_INITS), "uniform", key=True)
+    method: str = setting(Options(*(m for m in STEPPERS if m != "euler_maruyama")), "rk4")
+    dt: float = setting(P.DT, 0.1)
+    rtol: float = setting(P.POSITIVE, 1e-6, key=True)
+    drop_settled: bool = setting(Boolean(), True, key=True)
+    merge: float = setting(Interval(0, 0.1), 0.0, key=True, since=True)
+    seed: int | None = setting(AnyOf(NONE, P.SEED), 0)
 
-PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
-
-
-def _betas_ok(betas) -> bool:
-    return bool(np.all(np.asarray(betas) >= 0) and len(np.unique(betas)) == len(betas))
-
-
-def _statistic_ok(statistic) -> bool:
-    names = (statistic,) if isinstance(statistic, str) else statistic
-    return isinstance(names, (list, tuple)) and len(names) > 0 and \
-        all(isinstance(s, str) and s in PHASE_STATISTICS for s in names)
-
-
-@declare(
-    betas=SequenceOf(Interval(0), hint="Use e.g. np.linspace(0.1, 9, 90)."),
-    n=Integer(2), d=Integer(2), kind=Options(*_PHASE_KINDS), t1=P.T1, n_systems=Integer(2), chunk=Integer(1),
-    n_saves=P.N_SAVES, statistic=Instance((str, list, tuple), test=_statistic_ok,
-                                          what=f"one or more of {sorted(PHASE_STATISTICS)}"),
-    rho_c=Interval(0, 1, closed="neither"), eps=AnyOf(NONE, Interval(0, np.pi, closed="right")),
-    init=Options(*_INITS), method=Options(*(m for m in STEPPERS if m != "euler_maruyama")), dt=P.DT,
-    rtol=P.POSITIVE, drop_settled=Boolean(), merge=Interval(0, 0.1), seed=AnyOf(NONE, P.SEED), **P.RUN_OPTIONS,
-    relations=[
-        Relation(("betas",), _betas_ok, "must be distinct", breaks={"betas": [1.0, 1.0]}),
+    RELATIONS = (
+        Relation(("betas",), lambda b: len(np.unique(b)) == len(b), "must be distinct", breaks={"betas": [1.0, 1.0]}),
         Relation(("init", "d", "n"), lambda init, d, n: init != "equiangular" or d >= n,
                  "init='equiangular' needs d >= n (n orthonormal tokens): use init='uniform' or a larger d",
                  breaks={"init": "equiangular", "n": 4, "d": 2}),
         Relation(("merge", "drop_settled"), lambda merge, drop: not merge or drop,
                  "merge works in the settling field: pass drop_settled=True, or merge=0",
                  breaks={"merge": 0.01, "drop_settled": False}),
-    ])
-def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: float = 30.0,
-                  n_systems: int = 256, chunk: int = 256, n_saves: int = 31,
-                  statistic=("clustered_pairs", "n_clusters"), rho_c: float = 0.999, eps: float | None = None,
-                  init: str = "uniform", method: str = "rk4", dt: float = 0.1, rtol: float = 1e-6,
-                  drop_settled: bool = True, merge: float = 0.0, seed: int | None = 0, engine="serial",
-                  max_workers: int | None = None, store=None, progress: bool | None = None) -> xr.Dataset:
+    )
+
+    @property
+    def chunks(self) -> list:
+        """(first, stop) systems of each chunk."""
+        edges = list(range(0, self.n_systems, self.chunk)) + [self.n_systems]
+        return [(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _phase_key(s: PhaseSettings) -> dict:
+    """Key format 1 of a phase-diagram cell: the settings of its systems, the chunks and the field's batch
+    among them, and ``merge`` only when it is not 0 (the exact flow's cells predate the option)."""
+    return {**s.key(), "chunks": s.chunks, "batch": _BATCH}
+
+
+PHASE = Study(name="phase_diagram", kind="phase", label="phase diagram", cell=_phase_cell, key=_phase_key)
+
+
+@study_function(PhaseSettings)
+def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     r"""Clustering statistics of ``n_systems`` random systems per β, at every save time.
 
     Each system is n tokens on :math:`S^{d-1}` under one head :math:`M = W = I_d` of ``kind``
-    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see ``_initial``):
+    (simulated in min(d, n) coordinates: the span of the tokens is invariant, see
+    ``metrics._observables.pairs.span_systems``):
     softmax :math:`\dot x_i = P_{x_i}\sum_j \frac{e^{\beta\langle x_i,x_j\rangle}}{Z_i} x_j`
     or USA :math:`\dot x_i = P_{x_i}\frac1n\sum_j e^{\beta\langle x_i,x_j\rangle} x_j`.
     For each statistic :math:`X` (``clustered_pairs``: fraction of pairs with
@@ -218,46 +160,32 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
 
     Parameters
     ----------
-    betas : array_like of shape (B,)
-        Distinct inverse temperatures >= 0.
-    n, d : int
-        Tokens per system and ambient dimension.
-    kind : {"softmax", "usa"}
-    t1 : float
-        Final time T; statistics are saved at ``n_saves`` equally spaced times in [0, T].
-    n_systems : int
-        Systems per β (>= 2, for a standard error).
-    chunk : int
-        Systems per cell (one batched :class:`particles.Ensemble` run, one stored file).
-    statistic : str or sequence of str
-        Names of :data:`PHASE_STATISTICS`.
-    rho_c, eps : float
-        Clustered-pair threshold and cluster-count distance in radians (default
-        :math:`\arccos\rho_c`, the angle of a clustered pair).
-    init : {"uniform", "equiangular"}
-        i.i.d. uniform tokens, or orthonormal tokens (ρ = 0, needs d >= n) under a random rotation.
+    betas : distinct inverse temperatures >= 0, shape (B,)
+    n, d, kind : tokens per system, ambient dimension, {"softmax", "usa"}
+    t1, n_saves : final time T; statistics at ``n_saves`` equally spaced times in [0, T]
+    n_systems, chunk : systems per β (>= 2, for a standard error); systems per cell (one batched
+        :class:`particles.Ensemble` run, one stored file)
+    statistic : names of :data:`PHASE_STATISTICS` (one or a sequence)
+    rho_c, eps : clustered-pair threshold; cluster-count distance in radians (default
+        :math:`\arccos\rho_c`, the angle of a clustered pair)
+    init : {"uniform", "equiangular"}: i.i.d. uniform tokens, or orthonormal ones (ρ = 0, d >= n) rotated
     method, dt, rtol
         Stepper of :data:`particles.STEPPERS` with its step (fixed-step methods), or its
         first step and relative tolerance (``"dopri5"``, ``"rkc"``; absolute tolerance ``rtol/100``).
         ``"dopri5_systems"`` gives every system of a chunk its own adaptive step (a shared step
         moves at the pace of the system in the fastest transient: large-β USA diagrams).
     drop_settled : bool
-        Stop integrating (from the accepted step they are certified at:
-        :meth:`particles.Ensemble.settling`) the systems whose tokens lie in a cap of radius
-        :math:`\min(\arccos\rho_c, \varepsilon)/2`: such a cap is forward invariant (the flow
-        moves each token towards a convex combination of the others), so their statistics stay
-        1 (all pairs clustered, one cluster); the results are those of the full integration.
+        Stop integrating the systems certified to lie in a cap of radius
+        :math:`\min(\arccos\rho_c, \varepsilon)/2` (:meth:`particles.Ensemble.settling`): such a cap
+        is forward invariant, so their statistics stay 1; the results are the full integration's.
     merge : float
-        0 (default): the exact flow. ``merge = δ`` (with ``drop_settled``): tokens of a system that
-        come closer than δ (chordal) at an accepted step join for good and move as one token of
-        their group's mass (``Ensemble.settling(..., merge=δ)``): a clustered USA system at large
-        β then stops paying for the stiff contraction of its clusters and for the n² pairs of what
-        are a few points. Positions move by O(δ); with δ = 1e-6 the example's statistics are those
-        of the exact flow (benchmarks/bench_usa_steppers.py).
-    seed : int or None
-        Root entropy; chunk k draws its tokens from ``SeedSequence(entropy, spawn_key=(k,))``.
-    engine, max_workers, store, progress
-        As in :func:`metrics.run_sweep` (``store``: one verified file per (β, chunk); reruns resume).
+        0 (default): the exact flow. ``merge = δ`` (with ``drop_settled``): tokens of a system closer
+        than δ (chordal) join for good and move as one token of their mass (``Ensemble.settling(...,
+        merge=δ)``), so a clustered USA system at large β stops paying for its stiff clusters;
+        positions move by O(δ) (δ = 1e-6: the statistics of the exact flow,
+        benchmarks/bench_usa_steppers.py).
+    seed : root entropy or None; chunk k draws from ``SeedSequence(entropy, spawn_key=(k,))``
+    engine, max_workers, store, progress : as in :func:`metrics.run_sweep` (one file per (β, chunk))
 
     Returns
     -------
@@ -271,26 +199,20 @@ def phase_diagram(betas, *, n: int = 32, d: int = 2, kind: str = "softmax", t1: 
     >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
     (('beta', 'time'), 0.0)
     """
-    betas = np.asarray(betas, dtype=float)
-    statistic = (statistic,) if isinstance(statistic, str) else tuple(statistic)
+    statistic = (s.statistic,) if isinstance(s.statistic, str) else tuple(s.statistic)
     # the correctly rounded arccos: a derived setting that enters the cell key must be one double everywhere
-    eps = exact_arccos(rho_c) if eps is None else eps
-    chunk = min(chunk, n_systems)
-    chunks = _chunks(n_systems, chunk)
-    settings = {"n": n, "d": d, "kind": kind, "statistics": list(statistic), "rho_c": rho_c, "eps": eps,
-                "init": init, "chunks": chunks, "rtol": rtol, "batch": _BATCH, "drop_settled": drop_settled,
-                "merge": merge}
-    sweep = PHASE.cells({"beta": betas.tolist()}, len(chunks), settings, _PhaseModel(d, kind), seed=seed, t1=t1, dt=dt,
-                        n_saves=n_saves, method=method, engine=engine, max_workers=max_workers, store=store,
-                        progress=progress)
-    return _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method)
+    s = replace(s, statistic=statistic, eps=exact_arccos(s.rho_c) if s.eps is None else s.eps,
+                chunk=min(s.chunk, s.n_systems))
+    sweep = PHASE.cells({"beta": list(s.betas)}, len(s.chunks), s, _PhaseModel(s), **run)
+    return _summarise(sweep, s)
 
 
-def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt, method) -> xr.Dataset:
+def _summarise(sweep, s: PhaseSettings) -> xr.Dataset:
+    betas = np.asarray(s.betas, dtype=float)
     count = sweep["count"].values[..., 0]  # (B, K): the systems of each chunk
     total = count.sum(axis=1)[:, None]
     data = {}
-    for name in statistic:
+    for name in s.statistic:
         s1 = sweep[f"{name}_sum"].values.sum(axis=1)  # (B, T)
         s2 = sweep[f"{name}_sumsq"].values.sum(axis=1)
         mean = s1 / total
@@ -299,8 +221,10 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
         data[name] = (("beta", "time"), mean, {"long_name": f"mean over systems of the {long_name}", "units": units})
         data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
                               {"long_name": f"standard error of {name} over systems", "units": units})
-    data["theory_time"] = (("beta",), _theory_times(betas, settings["n"], settings["kind"], settings["rho_c"]),
-                           {"long_name": f"equiangular time from rho = 0 to rho = {settings['rho_c']:g}",
+    # the equiangular time from rho = 0 to rho_c per beta (one scalar head lambda = 1)
+    times = [theory.hitting_time(0.0, s.rho_c, [1.0], float(b), s.n, kind=s.kind) for b in betas]
+    data["theory_time"] = (("beta",), np.array(times),
+                           {"long_name": f"equiangular time from rho = 0 to rho = {s.rho_c:g}",
                             "units": "1"})
     data["success"] = (("beta", "chunk"), sweep["success"].values.astype(np.int8),
                        {"long_name": "1 if the chunk's run reached t1", "units": "1"})
@@ -311,14 +235,13 @@ def _summarise(sweep, betas, statistic, settings, n_systems, chunk, seed, t1, dt
                   {"long_name": "chunk of systems (SeedSequence spawn key)", "units": "1"}),
     }
     ds = xr.Dataset(data, coords=coords)
-    config = {k: v for k, v in settings.items() if k not in ("chunks", "batch") and (k != "merge" or v)}
-    config.update({"n_systems": n_systems, "chunk": chunk, "t1": t1, "dt": dt, "method": method, "seed": seed})
+    config = s.config()
     ds.attrs = netcdf_safe({
         KIND_ATTR: PHASE.kind,
-        "title": f"headflow phase diagram ({settings['kind']}, n = {settings['n']}, d = {settings['d']})",
+        "title": f"headflow phase diagram ({s.kind}, n = {s.n}, d = {s.d})",
         "history": "created by metrics.phase_diagram (cells by metrics.run_sweep)",
-        **{k: v for k, v in config.items() if not isinstance(v, list)},
-        "statistics": ",".join(config["statistics"]),
+        **{k: v for k, v in config.items() if not isinstance(v, (list, tuple, dict))},
+        "statistics": ",".join(s.statistic),
         "source": sweep.attrs["source"], "seed_entropy": sweep.attrs["seed_entropy"],
         "failed_cells": sweep.attrs["failed_cells"],  # (beta, chunk) runs that stopped, with the solver's reason
     })

@@ -88,7 +88,6 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     caller = "circle_spectral_quantiles"
     sol = _solution(solution, ("circle",), caller)
     k = check_param(k, "k", caller, low=-len(sol.coefficients), high=len(sol.coefficients) - 1, integer=True)
-    M = check_param(M, "M", caller, low=1, integer=True)
     u, G, g = sol.circle_cdf(k)
     edges = hermite_inverse(u, G, g, np.arange(M + 1) / M)
     mids = hermite_inverse(u, G, g, (np.arange(M) + 0.5) / M)
@@ -113,10 +112,7 @@ def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quanti
     >>> bool(abs(w1 - np.pi / 2) <= err)  # one atom against the uniform measure: mean distance π/2
     True
     """
-    caller = "circle_spectral_wasserstein"
-    p = check_param(p, "p", caller, low=1, integer=True)
-    M = max(16 * theta.size, 4096) if n_quantiles is None else check_param(n_quantiles, "n_quantiles", caller,
-                                                                            low=1, integer=True)
+    M = max(16 * theta.size, 4096) if n_quantiles is None else n_quantiles
     atoms, cells = circle_spectral_quantiles(solution, k, M)
     value, _ = circle_wasserstein(theta, atoms, p=p, method="circle")
     return value, float(np.mean(cells ** p) ** (1 / p))
@@ -148,16 +144,13 @@ class SpectralSlicedReference(SlicedReference):
     True
     """
 
+    @pv.declare(n_projections=pv.Integer(1), n_quantiles=pv.Integer(1), n_cells=pv.Integer(16))
     def __init__(self, solution, *, n_projections: int = 256, n_quantiles: int = 16384, seed: int = 0,
                  n_cells: int = 4096):
         from ot.sliced import get_random_projections
 
-        caller = "SpectralSlicedReference"
-        sol = _solution(solution, ("sphere", "zonal"), caller)
-        n_projections = check_param(n_projections, "n_projections", caller, low=1, integer=True)
-        M = check_param(n_quantiles, "n_quantiles", caller, low=1, integer=True)
-        K = check_param(n_cells, "n_cells", caller, low=16, integer=True)
-        d = sol.d
+        sol = _solution(solution, ("sphere", "zonal"), "SpectralSlicedReference")
+        M, K, d = n_quantiles, n_cells, sol.d
         self.theta = np.ascontiguousarray(get_random_projections(d, n_projections, seed=seed).T)  # (L, d)
         T = len(sol.coefficients)
         self.levels = _graded_levels(M, d)
@@ -191,9 +184,7 @@ def _graded_levels(M: int, d: int, grade: float = 4.0) -> np.ndarray:
 @pv.declare(k=pv.Integer(), n=pv.Integer(1), rng=pv.Seed())
 def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
     """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
-    caller = "circle_spectral_sample"
-    sol = _solution(solution, ("circle",), caller)
-    n = check_param(n, "n", caller, low=1, integer=True)
+    sol = _solution(solution, ("circle",), "circle_spectral_sample")
     u, G, g = sol.circle_cdf(k)
     theta = _TWO_PI * hermite_inverse(u, G, g, np.random.default_rng(rng).uniform(size=n))
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)

@@ -1,5 +1,7 @@
 """metrics.chaos_horizon_study: schema, predictions against the measured breakdown, resume, bad input."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -164,10 +166,10 @@ def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng)
     from metrics._studies.reference import UniformReference, setup_reference
 
     ts = np.linspace(0, 1.0, 3)
-    ref = setup_reference(SOFTMAX_S1, lambda x: 1 + 0 * x[:, 0], ts, dict(
-        m_grid=1024, kappa=np.inf, dt=0.1, t1=1.0, n_saves=3, n_values=[500], n_reference=None, seed=0,
-        n_projections=8, n_quantiles=1024, transport="auto", w2_max_n=0, reference="spectral", store=None,
-        progress=False))["reference"]
+    ref = setup_reference(SimpleNamespace(
+        model=SOFTMAX_S1, density_fn=lambda x: 1 + 0 * x[:, 0], ts=ts, m_grid=1024, kappa=np.inf, dt=0.1, t1=1.0,
+        n_saves=3, n_values=[500], n_reference=None, seed=0, n_projections=8, n_quantiles=1024, transport="auto",
+        w2_max_n=0, reference="spectral"), store=None, progress=False)["reference"]
     x = particles.sample_uniform(500, 2, rng)
     uniform = UniformReference(2, None).distances(500)(x, 0)["w1"]
     for k in range(3):
@@ -182,8 +184,8 @@ def test_runs_that_start_above_delta_are_flagged_and_masked():
     s, ts = 0.5, np.linspace(0, 10, 101)
     a0 = np.array([[0.01, 0.02, 0.2], [0.005, 0.01, 0.02]])  # (n, seed): one run of n = 10 starts above 0.1
     amp = (a0[..., None] * np.exp(s * ts))[..., None]  # (n, seed, time, degree): exact linear growth, l* = 1
-    cfg = {"deltas": np.array([0.1]), "l_star": 1, "s_star": s, "n_values": [10, 40], "uniform": True, "d": 2,
-           "n_seeds": [3, 3], "n_boot": 20, "seed": 0, "t1": 10.0}
+    cfg = SimpleNamespace(deltas=np.array([0.1]), l_star=1, s_star=s, n_values=[10, 40], uniform=True,
+                          model=SimpleNamespace(d=2), counts=[3, 3], n_boot=20, seed=0, t1=10.0)
     with pytest.warns(metrics.ResolutionWarning, match=r"1 of 6 .* start at or above delta .*at n = \[10\]"):
         b = breakdown(ts, amp, amp[..., 0], cfg)
     above = np.zeros((1, 2, 3), np.int8)

@@ -225,7 +225,8 @@ def test_bad_input_names_the_argument(kwargs, name):
 
 def test_unpicklable_density_with_a_process_pool_is_refused_before_work():
     model = MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
-    with pytest.raises(InvalidParameterError, match="density_fn .* picklable"):
+    with pytest.raises(InvalidParameterError, match="'density_fn' parameter of mean_field_limit_study must be "
+                                                    "picklable"):
         mean_field_limit_study(model, lambda y: 1 + 0 * y[:, 0], n_values=(16, 32), engine="process")
 
 
@@ -392,3 +393,29 @@ def test_seeds_per_n_run_only_the_new_cells_and_pad_with_nan(tmp_path, monkeypat
         mean_field_limit_study(MODEL, _density, n_seeds=(4, 2, 1), **kw)
     with pytest.raises(ValueError, match="must be one integer with sampling='nested'"):
         mean_field_limit_study(MODEL, _density, n_seeds=(4, 2), sampling="nested", **kw)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_cells_get_no_density_so_a_lambda_runs_on_worker_processes(monkeypatch):
+    """The cells never read density_fn (the reference carries its samples): the settings they receive leave it
+    out, so a lambda density pickles for engine='process' on S^1, as it did before the settings were typed."""
+    import pickle
+
+    from metrics._runs import sweep
+
+    sent = {}
+
+    def capture(grid, **kwargs):
+        sent.update(kwargs["cell_settings"])
+        raise _Stop
+
+    monkeypatch.setattr(sweep, "run_sweep", capture)
+    with pytest.raises(_Stop):
+        mean_field_limit_study(MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax"),
+                               metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th)), n_values=(8, 16),
+                               n_seeds=1, t1=0.2, dt=0.1, n_saves=2, m_grid=64, progress=False)
+    pickle.dumps(sent)
+    assert sent["study"].density_fn is None and sent["study"].mean_field is not None

@@ -147,7 +147,7 @@ def test_cluster_counts_equal_n_clusters_batch(rng):
 @pytest.mark.parametrize("d", [9, 64])
 def test_reduced_coordinates_have_the_law_of_uniform_tokens(d):
     # Bartlett coordinates of n < d uniform tokens: <x_i, x_j> has mean 0 and variance 1/d
-    from metrics._studies.phase import _initial
+    from metrics._observables.pairs import span_systems as _initial
 
     n = 8
     x = _initial(2000, n, d, "uniform", np.random.default_rng(0))

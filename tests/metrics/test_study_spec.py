@@ -8,6 +8,7 @@ theorem it measures (E_multi never decreases under symmetric, value-aligned head
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 import time
@@ -20,42 +21,55 @@ import metrics
 import particles
 from metrics._observables.clustering import cluster_row
 from metrics._runs.cells import saved_to_dataset
+from metrics._runs.keys import model_key
 from metrics._studies import spec
 from particles import MultiHead, SaveAt, sample_uniform, simulate
+from particles.validation import Function, Instance, Integer, Interval, SequenceOf
 
 # ------------------------------------------------------------------ the study: everything it needs
 
 
-def _ascent_cell(params: dict, seed_index: int, settings: dict) -> xr.Dataset:
-    n, model, ts = int(params["n_particles"]), settings["model"], settings["ts"]
-    rng = np.random.default_rng(np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index, n)))
+@dataclasses.dataclass(frozen=True)
+class AscentSettings(spec.StudySettings):
+    model: MultiHead = spec.setting(Instance(MultiHead), key=True)
+    _: dataclasses.KW_ONLY
+    n_values: tuple = spec.setting(SequenceOf(Integer(1)), (8, 16))
+    n_seeds: int = spec.setting(Integer(1), 2)
+    t1: float = spec.setting(Interval(0, None, closed="neither"), 1.0)
+    n_saves: int = spec.setting(Integer(2), 5)
+    dt: float = spec.setting(Interval(0, None, closed="neither"), 0.05)
+    eps: float = spec.setting(Interval(0, None, closed="neither"), 1e-3, key=True)
+    seed: int = spec.setting(Integer(0), 0)
+
+
+def _ascent_cell(params: dict, seed_index: int, s: AscentSettings, entropy) -> xr.Dataset:
+    n = int(params["n_particles"])
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed_index, n)))
 
     def save_fn(t, x):
-        return {"energy": metrics.energy(x, model), **cluster_row(x, eps=settings["eps"], max_clusters=2)}
+        return {"energy": metrics.energy(x, s.model), **cluster_row(x, eps=s.eps, max_clusters=2)}
 
-    traj = simulate(sample_uniform(n, model.d, rng), model, t1=settings["t1"], dt=settings["dt"],
-                    save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return")
-    return saved_to_dataset(traj, ts)
-
-
-ASCENT = spec.Study(name="energy_ascent_study", kind="energy_ascent", label="S^{sphere} ascent", cell=_ascent_cell,
-                    key=lambda s: {"model": metrics.model_attrs(s["model"]), "eps": s["eps"]})
+    traj = simulate(sample_uniform(n, s.model.d, rng), s.model, t1=s.t1, dt=s.dt,
+                    save=SaveAt(ts=s.ts, x=False, fn=save_fn), on_failure="return")
+    return saved_to_dataset(traj, s.ts)
 
 
-def energy_ascent_study(model, *, n_values=(8, 16), n_seeds=2, t1=1.0, n_saves=5, dt=0.05, eps=1e-3, seed=0,
-                        store=None, progress=False) -> xr.Dataset:
-    counts, ts, t_start = spec.seed_counts(n_seeds, n_values), np.linspace(0.0, t1, n_saves), time.perf_counter()
-    settings = {"model": model, "ts": ts, "t1": t1, "dt": dt, "eps": eps}
-    sweep = ASCENT.run(model, n_values, counts, settings, seed=seed, t1=t1, dt=dt, n_saves=n_saves, store=store,
-                       progress=progress)
+ASCENT = spec.Study(name="energy_ascent_study", kind="energy_ascent", label="S^{sphere} ascent", cell=_ascent_cell)
+
+
+@spec.study_function(AscentSettings, {"store": None, "progress": False})
+def energy_ascent_study(s: AscentSettings, **run) -> xr.Dataset:
+    """E_multi(t) and the clusters of n uniform tokens, per (n, seed)."""
+    counts, t_start = spec.seed_counts(s.n_seeds, s.n_values), time.perf_counter()
+    sweep = ASCENT.run(s, **run)
     energy = sweep["energy"].values
     data = {"energy": (("n_particles", "seed", "time"), energy, {"long_name": "E_multi(mu_n(t))", "units": "1"}),
             "energy_gain": (("n_particles", "seed"), energy[..., -1] - energy[..., 0],
                             {"long_name": "E_multi(t1) - E_multi(0)", "units": "1"}),
-            **spec.cluster_variables(sweep, 2, eps, counts)}
-    coords = spec.study_coords(n_values, counts, ts, model.log_time_scale, 2)
-    attrs = spec.study_attrs(ASCENT, title="energy ascent", model=model, sweep=sweep, seed=seed, t_start=t_start,
-                             config={"n_values": list(n_values), "t1": t1, "dt": dt}, spawn_key="(seed index, n)")
+            **spec.cluster_variables(sweep, 2, s.eps, counts)}
+    coords = spec.study_coords(s.n_values, counts, s.ts, s.model.log_time_scale, 2)
+    attrs = spec.study_attrs(ASCENT, s, title="energy ascent", sweep=sweep, t_start=t_start,
+                             spawn_key="(seed index, n)")
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 # ------------------------------------------------------------------ its checks
@@ -64,9 +78,19 @@ def energy_ascent_study(model, *, n_values=(8, 16), n_seeds=2, t1=1.0, n_saves=5
 MODEL = MultiHead.scalar([1.0, 0.5], 3, beta=2.0, kind="softmax")
 
 
-def test_a_study_is_a_cell_its_key_fields_and_an_assembly():
-    source = sum(len(inspect.getsource(obj).splitlines()) for obj in (_ascent_cell, energy_ascent_study)) + 2
-    assert source <= 60  # the whole study above, next to ~150 for one with a reference and rate fits
+def test_a_study_is_a_settings_table_a_cell_and_an_assembly():
+    parts = (AscentSettings, _ascent_cell, energy_ascent_study)
+    source = sum(len(inspect.getsource(obj).splitlines()) for obj in parts) + 2
+    assert source <= 70  # the whole study above, next to ~200 for one with a reference and rate fits
+    # the public function's parameters and declaration come from the settings' table
+    params = inspect.signature(energy_ascent_study).parameters
+    assert list(params)[:3] == ["model", "n_values", "n_seeds"] and params["eps"].default == 1e-3
+    assert params["model"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert params["t1"].kind is inspect.Parameter.KEYWORD_ONLY and "store" in params
+    with pytest.raises(particles.InvalidParameterError, match="'eps' parameter of energy_ascent_study"):
+        energy_ascent_study(MODEL, eps=-1.0)
+    with pytest.raises(particles.InvalidParameterError, match="'eps' parameter of AscentSettings"):
+        AscentSettings(MODEL, eps=-1.0)  # the same rule, constructed directly
 
 
 def test_the_new_study_measures_its_theorem_and_says_what_it_is(tmp_path):
@@ -101,9 +125,8 @@ def test_the_new_study_resumes_from_its_store(tmp_path, monkeypatch):
 
 
 def test_key_versions_after_the_first_enter_the_key():
-    import dataclasses
-
-    settings = {"model": MODEL, "eps": 1e-3}
+    settings = AscentSettings(MODEL)
+    assert settings.key() == {"model": model_key(MODEL), "eps": 1e-3}
     v1 = ASCENT.cell_key(settings)
     v2 = dataclasses.replace(ASCENT, key_version=2).cell_key(settings)
     assert '"key_version"' not in v1 and '"key_version": 2' in v2
@@ -122,3 +145,24 @@ def test_datasets_say_what_they_are(kind):
 def _round_trip(ds, path):
     ds.to_netcdf(path)
     return path
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Marked(spec.StudySettings):
+    a: float = spec.setting(Interval(0), 1.0, key=True)
+    b: float = spec.setting(Interval(0), 0.0, key="bee", since=True)
+    fn: object = spec.setting(Function("a function"), abs, cells=False)
+
+
+def test_a_settings_field_says_how_it_keys_the_cells_and_whether_they_get_it():
+    """``key="name"``: the name it has in the key; ``since``: keyed only when it differs from its default (a
+    field added after stores were written keeps their names); ``cells=False``: not sent to the cells."""
+    import pickle
+
+    assert Marked().key() == {"a": 1.0} and Marked(b=0.5).key() == {"a": 1.0, "bee": 0.5}
+    local = Marked(fn=lambda x: x)
+    assert local.for_cells().fn is None and local.fn is not None
+    pickle.dumps(local.for_cells())
+    with pytest.raises(particles.InvalidParameterError, match="'b' parameter of Marked"):
+        Marked(b=-1.0)

@@ -54,7 +54,7 @@ def test_merged_usa_flow_keeps_the_statistics_with_fewer_evaluations(rng):
     clustered-pair fraction at every save time as the exact flow, with under half its velocity
     evaluations (the stiff contraction of formed clusters is gone)."""
     from metrics._observables.pairs import pair_fraction as _pair_fraction
-    from metrics._studies.phase import _initial
+    from metrics._observables.pairs import span_systems as _initial
 
     x0 = _initial(6, 32, 8, "uniform", np.random.default_rng(1))
     save = SaveAt(ts=np.linspace(0.0, 1.0, 21), x=False, fn=lambda t, x: {"pairs": _pair_fraction(x, 0.999)})
