@@ -14,7 +14,7 @@ from scipy.special import ive
 
 from .routes import Transforms, _pack, _truncate_bessel, _truncate_gauss, _unpack
 
-__all__ = ["Group", "build_groups", "run_group", "fine_grid"]
+__all__ = ["Group", "GroupRun", "build_groups", "run_group", "fine_grid"]
 
 
 @dataclass
@@ -129,26 +129,67 @@ def fine_grid(n_modes) -> int:
     return int(np.prod([2 * k for k in n_modes]))
 
 
-def run_group(g: Group, Y: np.ndarray, eps: float) -> list[tuple[np.ndarray, float]]:
-    """[T, S] (m, d+1) per head of the group and ‖c‖₁."""
+def _kernel(g: Group, co) -> tuple[np.ndarray, bool]:
+    """One head's coefficient array on the group's modes (-K..K per axis) and whether it reads the reversed
+    modes (a reflected source -y_j has the modes of F at -k)."""
+    if g.route == "circle":
+        return co[0], False
+    per_axis, flip = co
+    prod = per_axis[0]
+    for ax in range(1, len(per_axis)):
+        prod = np.multiply.outer(prod, per_axis[ax])
+    return prod, flip
+
+
+def _reverse(F: np.ndarray) -> np.ndarray:
+    """F at -k on every mode axis (the leading axis counts the transforms)."""
+    return F[(slice(None),) + (slice(None, None, -1),) * (F.ndim - 1)]
+
+
+def _column_modes(F: np.ndarray, d: int, ymax: float) -> list[np.ndarray]:
+    """|modes| of each real column c, c y_1, .., c y_d packed in F (type-1 output of the complex strength
+    vectors), the S columns divided by max |y|: a real column's modes are Hermitian, so the pair in one
+    complex vector splits as (F(k) ± conj F(-k)) / 2."""
+    Fr = np.conj(_reverse(F))
+    cols = []
+    for k in range(d + 1):
+        v, imag = divmod(k, 2)
+        part = (F[v] - Fr[v]) / 2j if imag else (F[v] + Fr[v]) / 2
+        cols.append(np.abs(part) / (1.0 if k == 0 else ymax))
+    return cols
+
+
+@dataclass
+class GroupRun:
+    """The transforms of one group: [T, S] (m, d+1) per head and the terms of its error bound."""
+
+    TS: list
+    mass: list  # per head: A_h, the ℓ¹ norm of its type-2 input per real column (S columns over max|y|)
+    gsum: list  # per head: G_h = Σ_k |ĝ_k|, the ℓ¹ norm of its coefficients
+    eps1: float  # tolerance of the type-1 transform
+    eps2: float  # tolerance of the type-2 transform
+    safety: float  # the library's constant C (routes.NUFFT_SAFETY)
+
+
+def run_group(g: Group, Y: np.ndarray, eps1: float, eps2_for) -> GroupRun:
+    """Run the group's transforms; the type-2 tolerance is ``eps2_for(mass, gsum, safety)``, chosen once the
+    type-1 modes (so each head's A_h) are known."""
     d = Y.shape[1]
     strengths = _pack(g.c, Y)
     nv = strengths.shape[0]
-    transforms = Transforms(g.src, g.tgt, g.n_modes, eps, same=g.same)
+    transforms = Transforms(g.src, g.tgt, g.n_modes, eps1, same=g.same)
     F = transforms.type1(strengths)
-    stack = []
+    ymax = float(np.sqrt(np.max(np.einsum("ij,ij->i", Y, Y)))) if Y.size else 0.0
+    cols = _column_modes(F, d, ymax if ymax > 0 else 1.0)
+    stack, mass, gsum = [], [], []
     for co in g.coef:
-        if g.route == "circle":
-            stack.append(F * co[0][None, :])
-            continue
-        per_axis, flip = co
-        G = F[(slice(None),) + (slice(None, None, -1),) * len(per_axis)] if flip else F
-        # a reflected source -y_j has the modes of F at -k: the reversed array (modes are -K..K)
-        prod = per_axis[0]
-        for ax in range(1, len(per_axis)):
-            prod = np.multiply.outer(prod, per_axis[ax])
-        stack.append(G * prod[None])
-    out = transforms.type2(np.concatenate(stack))
-    return [_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))]
-
-
+        kern, flip = _kernel(g, co)
+        stack.append((_reverse(F) if flip else F) * kern[None])
+        # |modes| at -k equal those at k for a real column, so a flip does not change the mass
+        absk = np.abs(kern)
+        mass.append(max(float(np.vdot(absk, c)) for c in cols))
+        gsum.append(float(absk.sum()))
+    eps2 = max(eps1, eps2_for(mass, gsum, transforms.safety))
+    out = transforms.type2(np.concatenate(stack), eps2)
+    return GroupRun([_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))], mass, gsum, eps1, eps2,
+                    transforms.safety)

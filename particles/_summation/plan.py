@@ -14,7 +14,7 @@ from .._core.errors import InvalidParameterError
 from .._core.numerics import LOG_OVERFLOW
 from .exact import HeadSums, constant_sums, exact_exp_sums
 from .groups import Group, build_groups, fine_grid, run_group
-from .routes import fast_available, fast_route
+from .routes import NUFFT_SAFETY, fast_available, fast_route, nufft_library
 
 __all__ = ["SUMMATIONS", "DEFAULT_TOL", "NUFFT_SAFETY", "MAX_EXACT_FRACTION", "exp_sums"]
 
@@ -24,14 +24,19 @@ logger = logging.getLogger("headflow.summation")
 SUMMATIONS = ("exact", "fast", "auto")
 #: default bound on the relative error of every partition function Z_i
 DEFAULT_TOL = 1e-10
-#: safety factor between FINUFFT's requested tolerance and the pointwise error per unit ‖c‖₁
-NUFFT_SAFETY = 4.0
 #: above this fraction of rows failing the bound, the head is not worth patching row by row
 MAX_EXACT_FRACTION = 0.05
 #: below this many target × source pairs "auto" stays exact (NUFFT set-up costs more)
 AUTO_MIN_PAIRS = 2**22
 #: FINUFFT cannot do better than this in double precision
 _EPS_MIN = 1e-14
+#: the type-2 tolerance stays within the range where NUFFT_SAFETY was measured
+_EPS2_MAX = 1e-5
+#: shares of a head's kernel budget: truncation + aliasing of the Fourier series (a few more modes are
+#: cheap: the spreading cost depends on the tolerance alone), and the type-1 transform; the type-2
+#: transform gets what is left once the type-1 modes are known (module docstring of summation)
+_MODEL_SHARE = 1.0 / 32
+_TYPE1_SHARE = 0.3
 #: at most this many complex modes on one fine grid (memory guard, 16 bytes each)
 _MAX_FINE_GRID = 2**27
 # rows sampled exactly to set the FINUFFT tolerance (its share of the error, not the bound itself)
@@ -135,9 +140,9 @@ class FastPlan:
             if not pending:
                 return
             retry = {}
-            # a quarter of the kernel error budget goes to truncation and aliasing, the rest to the NUFFTs
-            for g in build_groups(pending, self.targets, self.sources, self.w, min(by_eps[h] for h in pending) / 4):
-                retry.update(self.evaluate(g, max(_EPS_MIN, _nufft_eps(min(by_eps[h] for h in g.heads))),
+            tol_model = _MODEL_SHARE * min(by_eps[h] for h in pending)
+            for g in build_groups(pending, self.targets, self.sources, self.w, tol_model):
+                retry.update(self.evaluate(g, max(_EPS_MIN, _type1_eps(min(by_eps[h] for h in g.heads))),
                                            by_eps, auto=auto, last=attempt == 1))
             if not retry:
                 return
@@ -178,23 +183,24 @@ class FastPlan:
         for h, info in routes.items():
             pr = exact_exp_sums(self.targets[probe] @ self.BM[h], sub, wsub, self.block_elements)
             ratio = _ratio_probe(info, pr, self.targets[probe], self.sources, self.wts)
-            eps_n = _nufft_eps(self.tol / ratio)
+            eps_n = _type1_eps(self.tol / ratio)
             if eps_n < _EPS_MIN:
-                self._fallback(h, f"the bound needs FINUFFT eps = {eps_n:.1e} < {_EPS_MIN:g} (weight ratio "
+                self._fallback(h, f"the bound needs NUFFT eps = {eps_n:.1e} < {_EPS_MIN:g} (weight ratio "
                                   f"||c||_1 / T_i ~ {ratio:.2e} at tol = {self.tol:g})",
                                "Raise tol, or use summation='auto' or 'exact'.", cannot=f"meet tol={self.tol:g}")
             else:
                 by_eps[h] = self.tol / ratio
         return by_eps
 
-    def evaluate(self, g: Group, eps_n: float, by_eps: dict, *, auto: bool, last: bool) -> dict:
-        """Run one transform group; returns {head: tighter kernel budget} for heads to retry."""
+    def evaluate(self, g: Group, eps1: float, by_eps: dict, *, auto: bool, last: bool) -> dict:
+        """Run one transform group (type-1 tolerance ``eps1``); returns {head: tighter kernel budget} for
+        heads to retry."""
         m, n, d = self.targets.shape[0], self.sources.shape[0], self.sources.shape[1]
         if fine_grid(g.n_modes) * (len(g.heads) + 1) > _MAX_FINE_GRID:
             for h in g.heads:
                 self.reasons[h] = f"{g.n_modes} Fourier modes exceed the memory guard (beta ||M|| too large)"
             return {}
-        t_fast, t_exact = _cost(g, m, n, d, eps_n)
+        t_fast, t_exact = _cost(g, m, n, d, eps1)
         if auto and t_fast > t_exact:
             for h in g.heads:
                 self.reasons[h] = (f"the exact pass is cheaper here (estimated {t_exact:.2g} s against {t_fast:.2g} s "
@@ -202,8 +208,14 @@ class FastPlan:
             return {}
         retry = {}
         norm_c = float(np.sum(g.c))
-        for h, TS, off, merr in zip(g.heads, run_group(g, self.sources, eps_n), g.offset, g.model_err):
-            err = (merr + NUFFT_SAFETY * np.sqrt(2.0) * 2 * eps_n) * norm_c
+
+        def eps2_for(mass, gsum, C):
+            return min(_type2_eps(by_eps[h], merr, eps1, A, G, norm_c, C)
+                       for h, merr, A, G in zip(g.heads, g.model_err, mass, gsum))
+
+        run = run_group(g, self.sources, eps1, eps2_for)
+        for h, TS, off, merr, A, G in zip(g.heads, run.TS, g.offset, g.model_err, run.mass, run.gsum):
+            err = _error(merr, run.eps1, run.eps2, A, G, norm_c, run.safety)
             need = self._accept(h, TS, off, err, t_fast, by_eps[h], g.route, last=last)
             if need is not None:
                 retry[h] = by_eps[h] / (2 * need)
@@ -227,7 +239,7 @@ class FastPlan:
             # (rows with eta = inf have none: cap them before the quantile)
             need = (float(np.quantile(np.minimum(eta, 1e300), 1 - MAX_EXACT_FRACTION / 2)) if too_many
                     else float(np.max(eta[np.isfinite(eta)], initial=0.0))) / self.tol
-            if 1.0 < need < 1e290 and _nufft_eps(budget / (2 * need)) >= _EPS_MIN:
+            if 1.0 < need < 1e290 and _type1_eps(budget / (2 * need)) >= _EPS_MIN:
                 return need
         if too_many:
             self._fallback(h, f"{bad.size} of {m} rows have an error bound above tol={self.tol:g} (max "
@@ -262,9 +274,28 @@ def _cost(g: Group, m: int, n: int, d: int, eps: float) -> tuple[float, float]:
     return t_fast, _EXACT_PAIR_SECONDS * m * n * len(g.heads)
 
 
-def _nufft_eps(eps_kernel: float) -> float:
-    """FINUFFT tolerance whose share of the kernel error, C √2 (ε₁ + ε₂) = ¾ ε_K, fits the budget."""
-    return 0.75 * eps_kernel / (2 * NUFFT_SAFETY * np.sqrt(2.0))
+def _type1_eps(budget: float) -> float:
+    """Type-1 tolerance ε₁ whose term C ε₁ G (G ≤ 1 + aliasing) takes its share of a kernel budget per unit
+    ‖c‖₁, with the constant C of the library that runs ε₁."""
+    eps = 0.0
+    for library in ("ducc0", "finufft"):
+        eps = _TYPE1_SHARE * budget / NUFFT_SAFETY[library]
+        if nufft_library(eps) == library:
+            break
+    return eps
+
+
+def _type2_eps(budget: float, model_err: float, eps1: float, A: float, G: float, norm_c: float, C: float) -> float:
+    """Type-2 tolerance ε₂ that spends what a head's kernel budget (per unit ‖c‖₁) leaves after the model and
+    the type-1 term: C ε₂ A = (budget − model − C ε₁ G) ‖c‖₁ (at most :data:`_EPS2_MAX`)."""
+    if A <= 0:
+        return _EPS2_MAX
+    return min(_EPS2_MAX, (budget - model_err - C * eps1 * G) * norm_c / (C * A))
+
+
+def _error(model_err: float, eps1: float, eps2: float, A: float, G: float, norm_c: float, C: float) -> float:
+    """The pointwise error bound e_h of T (and of each S column over max|y|): summation module docstring."""
+    return (model_err + C * eps1 * G) * norm_c + C * eps2 * A
 
 
 def _ratio_probe(info, pr: HeadSums, tq, sources, wts) -> float:
@@ -282,5 +313,6 @@ def _ratio_probe(info, pr: HeadSums, tq, sources, wts) -> float:
     with np.errstate(over="ignore"):
         r = np.exp(np.clip(log_c + off - pr.logz, -LOG_OVERFLOW, LOG_OVERFLOW))
     # the typical row sets the tolerance; outliers (isolated tokens) fail the a-posteriori
-    # bound and are recomputed exactly, or, when they are many, the head falls back
-    return float(2.0 * max(1.0, np.quantile(r, 0.75)))
+    # bound and are recomputed exactly, or, when they are many, the head falls back. Rows alike
+    # (a uniform state) need no more than a margin over the largest probe
+    return float(max(1.0, min(2.0 * np.quantile(r, 0.75), 1.25 * r.max())))
