@@ -36,10 +36,13 @@ with targets :math:`x_i` (m of them), sources :math:`y_j` (n) and weights :math:
       NUFFT. Scalar heads on S^2 (:math:`M_h = \lambda_h I`, :math:`|x| = 1`) use the
       unscaled points :math:`e^{a\langle x,y\rangle} = e^{|a|}e^{-\frac{|a|}2|x \mp y|^2}`,
       so heads of similar |a| share one type-1 transform and one batched type-2 plan
-      (a negative a is the reflected mode array).
+      (a negative a is the reflected mode array). There S needs no transform of its own:
+      :math:`\nabla_x T = -|a|(xT - S)` (:math:`+` reflected), so
+      :math:`S = \pm(xT + \nabla T/|a|)`, and one type-1 transform of the weights alone
+      feeds the type-2 transforms of T's modes and of :math:`ik` times them.
 
-    The d + 1 real weight columns :math:`w_j(1, y_j)` ride in ⌈(d+1)/2⌉ complex strength
-    vectors, batched through one plan (``n_trans``).
+    Elsewhere the d + 1 real weight columns :math:`w_j(1, y_j)` ride in ⌈(d+1)/2⌉ complex
+    strength vectors, batched through one plan (``n_trans``).
 ``"auto"``
     Fast where it is cheaper and its bound meets ``tol``, exact otherwise; the reason of
     every fallback is logged on the ``headflow.summation`` logger (level INFO).
@@ -76,8 +79,11 @@ term by term:
    (0.16 ‖c‖₁ for uniform tokens on S^2 at βλ = 10): the type-2 tolerance is chosen
    after the type-1 transform from what the budget leaves, and is the looser one.
 
-The same bound with :math:`c\,y_k` for c holds for each S column, so :math:`\eta_i`
-bounds the relative
+The same bound with :math:`c\,y_k` for c holds for each S column. Where S comes from
+:math:`\nabla T` (scalar heads on S^2), :math:`|\tilde S - S| \le |x|\,|\tilde T - T| +
+|\nabla\tilde T - \nabla T|/|a|`, and the gradient's terms (its model error, and
+:math:`G_h`, :math:`A_h` with :math:`|k|\hat K_k`) enter the three terms over :math:`|a|\max|y|`;
+so in every route :math:`\eta_i` bounds the relative
 error of :math:`Z_i` (so of :math:`E_h` and of USA weights), :math:`2\eta_i\max_j|y_j|` the
 error of the softmax mean, and :math:`\eta_i(1 + 2\beta\|M\|\max|y|)` that of the attention
 entropy. Its size is set by :math:`\|c\|_1/T_i`, the ratio of the total weight to the

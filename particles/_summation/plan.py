@@ -13,7 +13,7 @@ import numpy as np
 from .._core.errors import InvalidParameterError
 from .._core.numerics import LOG_OVERFLOW
 from .exact import HeadSums, constant_sums, exact_exp_sums
-from .groups import Group, build_groups, fine_grid, run_group
+from .groups import Group, build_groups, fine_grid, prior_gsum, run_group
 from .routes import NUFFT_SAFETY, fast_available, fast_route, nufft_library
 
 __all__ = ["SUMMATIONS", "DEFAULT_TOL", "NUFFT_SAFETY", "MAX_EXACT_FRACTION", "exp_sums"]
@@ -142,7 +142,8 @@ class FastPlan:
             retry = {}
             tol_model = _MODEL_SHARE * min(by_eps[h] for h in pending)
             for g in build_groups(pending, self.targets, self.sources, self.w, tol_model):
-                retry.update(self.evaluate(g, max(_EPS_MIN, _type1_eps(min(by_eps[h] for h in g.heads))),
+                eps1 = _type1_eps(min(by_eps[h] for h in g.heads) / prior_gsum(g))
+                retry.update(self.evaluate(g, max(_EPS_MIN, eps1),
                                            by_eps, auto=auto, last=attempt == 1))
             if not retry:
                 return
@@ -214,18 +215,17 @@ class FastPlan:
                        for h, merr, A, G in zip(g.heads, g.model_err, mass, gsum))
 
         run = run_group(g, self.sources, eps1, eps2_for)
-        for h, TS, off, merr, A, G in zip(g.heads, run.TS, g.offset, g.model_err, run.mass, run.gsum):
+        for h, T, mean, off, merr, A, G in zip(g.heads, run.T, run.mean, g.offset, g.model_err, run.mass, run.gsum):
             err = _error(merr, run.eps1, run.eps2, A, G, norm_c, run.safety)
-            need = self._accept(h, TS, off, err, t_fast, by_eps[h], g.route, last=last)
+            need = self._accept(h, T, mean, off, err, t_fast, by_eps[h], g.route, last=last)
             if need is not None:
                 retry[h] = by_eps[h] / (2 * need)
         return retry
 
-    def _accept(self, h, TS, off, err, t_fast, budget, route, *, last: bool):
-        """Store head h from its transform [T, S] and pointwise error, fixing a few rows exactly;
+    def _accept(self, h, T, mean, off, err, t_fast, budget, route, *, last: bool):
+        """Store head h from its transform (T and S/T) and pointwise error, fixing a few rows exactly;
         return the factor by which its budget must shrink when a retry is cheaper, else None."""
         m, n = self.targets.shape[0], self.sources.shape[0]
-        T = TS[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             eta = np.where(T > err, err / (T - err), np.inf)
         bad = np.flatnonzero(~(eta <= self.tol))
@@ -247,7 +247,6 @@ class FastPlan:
                            "Use summation='auto' or 'exact', or raise tol.", cannot="meet tol")
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = TS[:, 1:] / T[:, None]
             logz = off + np.log(T)
         if bad.size:
             fix = self.exact(h, bad)
@@ -267,10 +266,12 @@ _FFT_SECONDS = 3e-8  # per fine-grid point and transform, FFT and deconvolution
 def _cost(g: Group, m: int, n: int, d: int, eps: float) -> tuple[float, float]:
     """Estimated seconds of the group's transforms and of the exact pass of its heads."""
     nv = (d + 2) // 2
+    nv1 = 1 if g.grad else nv  # the scalar route transforms the weights alone (S from the gradient of T)
     w = min(16, int(np.ceil(-np.log10(eps))) + 1)  # FINUFFT's kernel width for this tolerance
     r = len(g.n_modes)
     per_point = _POINT_SECONDS + _KERNEL_SECONDS * w**r
-    t_fast = nv * (n + len(g.heads) * m) * per_point + nv * (1 + len(g.heads)) * fine_grid(g.n_modes) * _FFT_SECONDS
+    t_fast = ((nv1 * n + nv * len(g.heads) * m) * per_point
+              + (nv1 + nv * len(g.heads)) * fine_grid(g.n_modes) * _FFT_SECONDS)
     return t_fast, _EXACT_PAIR_SECONDS * m * n * len(g.heads)
 
 

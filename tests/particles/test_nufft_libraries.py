@@ -101,3 +101,24 @@ def test_packed_columns_are_computed_as_if_alone(rng, library):
     assert np.max(np.abs(alone.imag)) <= 1e-13 * scale
     assert np.max(np.abs(packed.real - alone.real)) <= 1e-13 * scale
     assert np.max(np.abs(alone.real)) > 1e-3 * scale  # not trivially zero
+
+
+def test_scalar_heads_on_the_sphere_transform_the_weights_alone(rng, library, monkeypatch):
+    """S = ±(x T + grad T / |a|) for scalar heads on S^2: one real type-1 column (not d + 1 packed in two),
+    and the means of both signs of head still within the bound of the exact pass."""
+    columns = []
+    original = routes.Transforms.type1
+
+    def counting(self, data):
+        columns.append(data.shape[0])
+        return original(self, data)
+
+    monkeypatch.setattr(routes.Transforms, "type1", counting)
+    x = sample_uniform(2000, 3, rng)
+    BM = 6.0 * np.stack([np.eye(3), -0.5 * np.eye(3)])
+    exact = exp_sums(BM, x, x, None, summation="exact")
+    fast = exp_sums(BM, x, x, None, summation="fast", tol=1e-6, same_points=True)
+    assert columns == [1]
+    for e, f in zip(exact, fast):
+        assert f.method == "scalar" and np.max(np.abs(f.mean - e.mean)) <= 2 * f.bound
+        assert np.max(np.abs(f.mean - e.mean)) > 0  # not recomputed exactly
