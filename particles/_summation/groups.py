@@ -279,11 +279,12 @@ def _run_scalar(g: Group, eps1: float, eps2_for) -> GroupRun:
         parts = out[i * nv:(i + 1) * nv].view(float).reshape(nv, -1, 2)
         T = np.ascontiguousarray(parts[0, :, 0])
         sign = -1.0 if co[1] else 1.0
+        mean = np.empty((T.size, r))
         with np.errstate(divide="ignore", invalid="ignore"):
-            q = (sign / a_abs) / T
-            mean = g.points * sign if sign < 0 else g.points.copy()
+            q = np.divide(sign / a_abs, T)
             for b in range(r):
-                mean[:, b] += parts[(b + 1) // 2, :, (b + 1) % 2] * q
+                np.multiply(parts[(b + 1) // 2, :, (b + 1) % 2], q, out=mean[:, b])
+            (np.subtract if sign < 0 else np.add)(mean, g.points, out=mean)
         Ts.append(T)
         means.append(mean)
     return GroupRun(Ts, means, mass, gsum, eps1, eps2, transforms.safety)
