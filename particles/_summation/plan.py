@@ -40,7 +40,7 @@ _MODEL_SHARE = 1.0 / 32
 _TYPE1_SHARE = 0.3
 #: at most this many complex modes on one fine grid (memory guard, 16 bytes each)
 _MAX_FINE_GRID = 2**27
-# rows sampled exactly to set the FINUFFT tolerance (its share of the error, not the bound itself)
+# rows sampled exactly to set the NUFFT tolerances (their share of the error, not the bound itself)
 _N_PROBE = 16
 # sources kept in the probe's strided subset: O(16 · 2^16) exps, well under a transform's cost
 _PROBE_SOURCES = 2**16
@@ -100,7 +100,7 @@ class FastPlan:
     Each step either stores a head's :class:`HeadSums` in ``results`` or records in
     ``reasons`` why the head falls back to the exact pass (with ``strict``, i.e.
     ``summation="fast"``, a fallback that breaks the user's request raises instead):
-    :meth:`select` (a route exists, the size pays), :meth:`tolerances` (FINUFFT can meet the
+    :meth:`select` (a route exists, the size pays), :meth:`tolerances` (the NUFFT can meet the
     bound), then per transform group :meth:`evaluate` (memory guard, cost model, the
     a-posteriori bound per row, exact fixes of a few rows, one retry with a tighter budget).
     """
@@ -173,7 +173,7 @@ class FastPlan:
         """Kernel error budget per head: ``tol`` divided by the ratio ‖c‖₁ / T_i probed on a few rows."""
         m = self.targets.shape[0]
         probe = np.unique(np.linspace(0, m - 1, min(m, _N_PROBE)).astype(int))
-        # the ratio only sets FINUFFT's tolerance (the a-posteriori bound decides), so a strided
+        # the ratio only sets the NUFFT tolerances (the a-posteriori bound decides), so a strided
         # subset of the sources, reweighted, estimates T_i well enough
         stride = max(1, self.sources.shape[0] // _PROBE_SOURCES)
         sub, wsub = self.sources[::stride], self.wts[::stride]
