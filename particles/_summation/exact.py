@@ -17,6 +17,10 @@ from .._core.threads import parallel_chunks
 
 __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batched_relu_sums", "constant_sums"]
 
+#: largest side of the square tiles of the symmetric pass (``block_elements`` caps it): 256^2 doubles
+#: (512 KiB) stay in a core's L2 cache with their operands; 512^2 (the row pass's 2^18 entries) spill, and
+#: measured 1.7-2x slower per exp on a 2 MiB-L2 x86 core (n = 1024..4096, d = 3..64)
+SYMMETRIC_SIDE = 256
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
 _UNDERFLOW = 1e-250
@@ -112,7 +116,8 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     w : ndarray of shape (n,) or None
         Source weights (None: all 1).
     block_elements : int, optional
-        Entries of one logit tile (default :data:`~particles._core.blocking.DEFAULT_BLOCK_ELEMENTS`).
+        Entries of one logit tile at most (default :data:`~particles._core.blocking.DEFAULT_BLOCK_ELEMENTS`;
+        the symmetric pass's square tiles are at most :data:`SYMMETRIC_SIDE` on a side).
     symmetric : bool
         The logit matrix is symmetric (targets are the sources and M = Mᵀ): each
         off-diagonal tile then serves both its rows and, transposed, its columns, so half
@@ -126,7 +131,7 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     if symmetric:
         shift = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
         La = _with_column(L, -shift)
-        side = max(64, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS)))
+        side = max(64, min(SYMMETRIC_SIDE, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS))))
 
         def rows(starts):  # the tiles of the block rows I (and, transposed, of their columns)
             out = np.zeros((m, d + 1))

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ive
+from scipy.special import erfc, ive
 
 from .routes import Transforms, _pack, _truncate_bessel, _truncate_gauss, _unpack
 
-__all__ = ["Group", "build_groups", "run_group", "fine_grid"]
+__all__ = ["Group", "GroupRun", "build_groups", "run_group", "fine_grid"]
 
 
 @dataclass
@@ -32,6 +32,12 @@ class Group:
     n_modes: tuple
     model_err: list  # per head: truncation + aliasing error per unit ‖c‖₁
     same: bool = False  # the targets are the sources (one set of points for both transforms)
+    # scalar route: S from the gradient of T (one type-1 column); per head (|a|, the G_h factor of S's
+    # bound per axis, over |a| max|y|), the physical frequencies 2πk/P per axis, the targets, max|x|/max|y|
+    grad: list | None = None
+    freqs: list | None = None
+    points: np.ndarray | None = None
+    rho: float = 1.0
 
 
 def build_groups(infos, targets, sources, w, tol_model):
@@ -98,6 +104,9 @@ def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r
         # scalar heads on the sphere: every point and its reflection lie in [-1, 1]^r
         extent = np.full(r, 2.0)
     smax = max(sigmas)
+    if route == "scalar":
+        # the gradient that gives S errs by ~δσ times the value's aliasing (_gradient_terms): more modes
+        tol_model = tol_model / (1 + np.sqrt(2 * np.log(4.0 / tol_model)) * smax)
     # aliasing: the nearest periodic image of a difference is ≥ δσ_max away, e^{-δ²/2} ≤ budget
     delta = np.sqrt(2 * np.log(4.0 / tol_model))
     P = extent + delta * smax
@@ -119,36 +128,163 @@ def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r
             per_axis.append(np.sqrt(2 * np.pi) * s / P[ax] * np.exp(-0.5 * (2 * np.pi * k * s / P[ax]) ** 2))
         coefs.append((per_axis, flip))
     scale = 2 * np.pi / P
-    t_pts = (tgt - centre) * scale
+    t_pts = (tgt - centre) * scale if np.any(centre) else tgt * scale
     s_pts = t_pts if tgt is src else (src - centre) * scale
-    return Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs,
-                 same=tgt is src)
+    g = Group(list(heads), route, s_pts, t_pts, c, list(offsets), coefs, tuple(int(2 * k + 1) for k in K), errs,
+              same=tgt is src)
+    if route == "scalar":
+        ymax = max_norm(src)
+        _gradient_terms(g, sigmas, P, K, delta, alias, ymax if tgt is src else max_norm(tgt), ymax)
+        g.points = tgt
+    return g
+
+
+def _gradient_terms(g: Group, sigmas, P, K, delta, alias, xmax, ymax) -> None:
+    r"""The scalar route's S from T: with :math:`g = e^{-|x-y|^2/2\sigma^2}`, :math:`|a| = \sigma^{-2}`,
+    :math:`\nabla_x T = -|a|(x T - S)` (:math:`+` for a reflected head), so :math:`S = \pm(xT + \nabla T/|a|)`
+    and one real type-1 column (the weights) serves T and S. S's error is :math:`|x|` times T's plus
+    :math:`1/|a|` times the gradient's; per axis the gradient's model error is the derivative's aliasing
+    (:math:`|g_1'(z)| \le (\delta/\sigma)e^{-\delta^2/2}` beyond δσ) and Fourier tail, times the other
+    axes' values, plus :math:`\max|g_1'| = 1/(\sigma\sqrt e)` times their value error. All S terms are
+    folded into the head's model error and its G (``g.grad``), measured per unit max|y|: the bound
+    then covers T and every S column as in the docstring of :mod:`particles.summation`."""
+    r = len(K)
+    g.rho = max(1.0, xmax / ymax)
+    g.freqs = [2 * np.pi * np.arange(-K[ax], K[ax] + 1) / P[ax] for ax in range(r)]
+    g.grad = []
+    for i, s in enumerate(sigmas):
+        per_axis = g.coef[i][0]
+        sums = np.array([float(np.sum(c)) for c in per_axis])
+        tails = np.array([float(erfc(2 * np.pi * K[ax] * s / P[ax] / np.sqrt(2.0))) for ax in range(r)])
+        val = alias + float(tails.max())  # one axis's value error
+        gs, mus = [], []
+        for ax in range(r):
+            far = np.arange(K[ax] + 1, K[ax] + 2 + int(40 * P[ax] / (2 * np.pi * s)))
+            fk = 2 * np.pi * far / P[ax]
+            dtail = 2 * float(np.sum(fk * np.sqrt(2 * np.pi) * s / P[ax] * np.exp(-0.5 * (fk * s) ** 2)))
+            d1 = delta / s * alias + dtail
+            mus.append(d1 * (1 + val) ** (r - 1) + ((1 + val) ** (r - 1) - 1) / (s * np.sqrt(np.e)))
+            gs.append(float(np.sum(np.abs(g.freqs[ax]) * per_axis[ax])) * float(np.prod(np.delete(sums, ax))))
+        over = s**2 / ymax  # 1 / (|a| max|y|)
+        g.model_err[i] = g.rho * g.model_err[i] + over * max(mus)
+        g.grad.append((1.0 / s**2, over, g.rho * float(np.prod(sums)) + over * max(gs)))
 
 
 def fine_grid(n_modes) -> int:
     return int(np.prod([2 * k for k in n_modes]))
 
 
-def run_group(g: Group, Y: np.ndarray, eps: float) -> list[tuple[np.ndarray, float]]:
-    """[T, S] (m, d+1) per head of the group and ‖c‖₁."""
+def _kernel(g: Group, co) -> tuple[np.ndarray, bool]:
+    """One head's coefficient array on the group's modes (-K..K per axis) and whether it reads the reversed
+    modes (a reflected source -y_j has the modes of F at -k)."""
+    if g.route == "circle":
+        return co[0], False
+    per_axis, flip = co
+    prod = per_axis[0]
+    for ax in range(1, len(per_axis)):
+        prod = np.multiply.outer(prod, per_axis[ax])
+    return prod, flip
+
+
+def _reverse(F: np.ndarray) -> np.ndarray:
+    """F at -k on every mode axis (the leading axis counts the transforms)."""
+    return F[(slice(None),) + (slice(None, None, -1),) * (F.ndim - 1)]
+
+
+def _column_modes(F: np.ndarray, d: int, ymax: float) -> list[np.ndarray]:
+    """|modes| of each real column c, c y_1, .., c y_d packed in F (type-1 output of the complex strength
+    vectors), the S columns divided by max |y|: a real column's modes are Hermitian, so the pair in one
+    complex vector splits as (F(k) ± conj F(-k)) / 2."""
+    Fr = np.conj(_reverse(F))
+    cols = []
+    for k in range(d + 1):
+        v, imag = divmod(k, 2)
+        part = (F[v] - Fr[v]) / 2j if imag else (F[v] + Fr[v]) / 2
+        cols.append(np.abs(part) / (1.0 if k == 0 else ymax))
+    return cols
+
+
+@dataclass
+class GroupRun:
+    """The transforms of one group: T and S/T per head and the terms of its error bound."""
+
+    T: list  # per head, (m,): the kernel sums T_i
+    mean: list  # per head, (m, d): S_i / T_i (rows with T_i <= 0 fail the bound and are recomputed)
+    mass: list  # per head: A_h, the ℓ¹ norm of its type-2 input per real column (S columns over max|y|)
+    gsum: list  # per head: G_h = Σ_k |ĝ_k|, the ℓ¹ norm of its coefficients
+    eps1: float  # tolerance of the type-1 transform
+    eps2: float  # tolerance of the type-2 transform
+    safety: float  # the library's constant C (routes.NUFFT_SAFETY)
+
+
+def prior_gsum(g: Group) -> float:
+    """The largest G_h of the group's heads before any transform (≤ 1 + aliasing without the S terms)."""
+    return max(t[2] for t in g.grad) if g.grad else 1.0
+
+
+def run_group(g: Group, Y: np.ndarray, eps1: float, eps2_for) -> GroupRun:
+    """Run the group's transforms; the type-2 tolerance is ``eps2_for(mass, gsum, safety)``, chosen once the
+    type-1 modes (so each head's A_h) are known."""
+    if g.grad is not None:
+        return _run_scalar(g, eps1, eps2_for)
     d = Y.shape[1]
     strengths = _pack(g.c, Y)
     nv = strengths.shape[0]
-    transforms = Transforms(g.src, g.tgt, g.n_modes, eps, same=g.same)
+    transforms = Transforms(g.src, g.tgt, g.n_modes, eps1, same=g.same)
     F = transforms.type1(strengths)
-    stack = []
+    ymax = float(np.sqrt(np.max(np.einsum("ij,ij->i", Y, Y)))) if Y.size else 0.0
+    cols = _column_modes(F, d, ymax if ymax > 0 else 1.0)
+    stack, mass, gsum = [], [], []
     for co in g.coef:
-        if g.route == "circle":
-            stack.append(F * co[0][None, :])
-            continue
-        per_axis, flip = co
-        G = F[(slice(None),) + (slice(None, None, -1),) * len(per_axis)] if flip else F
-        # a reflected source -y_j has the modes of F at -k: the reversed array (modes are -K..K)
-        prod = per_axis[0]
-        for ax in range(1, len(per_axis)):
-            prod = np.multiply.outer(prod, per_axis[ax])
-        stack.append(G * prod[None])
-    out = transforms.type2(np.concatenate(stack))
-    return [_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))]
+        kern, flip = _kernel(g, co)
+        stack.append((_reverse(F) if flip else F) * kern[None])
+        # |modes| at -k equal those at k for a real column, so a flip does not change the mass
+        absk = np.abs(kern)
+        mass.append(max(float(np.vdot(absk, c)) for c in cols))
+        gsum.append(float(absk.sum()))
+    eps2 = max(eps1, eps2_for(mass, gsum, transforms.safety))
+    out = transforms.type2(np.concatenate(stack), eps2)
+    TS = [_unpack(out[i * nv:(i + 1) * nv], d) for i in range(len(g.heads))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = [ts[:, 1:] / ts[:, :1] for ts in TS]
+    return GroupRun([ts[:, 0] for ts in TS], means, mass, gsum, eps1, eps2, transforms.safety)
 
 
+def _run_scalar(g: Group, eps1: float, eps2_for) -> GroupRun:
+    """The scalar route: one real type-1 column (the weights); per head the type-2 transforms of T's modes
+    and of its gradient's (i k a_k, Hermitian too: real outputs, packed in pairs), then S = ±(xT + ∇T/|a|)
+    (:func:`_gradient_terms`). A_h and G_h add the gradient's terms the same way as the model error."""
+    transforms = Transforms(g.src, g.tgt, g.n_modes, eps1, same=g.same)
+    F = transforms.type1(g.c.astype(complex)[None])
+    absF = np.abs(F[0])
+    r = absF.ndim
+    freq = [f.reshape([-1 if ax == b else 1 for ax in range(r)]) for b, f in enumerate(g.freqs)]
+    stack, mass, gsum = [], [], []
+    for co, (_, over, G) in zip(g.coef, g.grad):
+        kern, flip = _kernel(g, co)
+        modes = (_reverse(F) if flip else F)[0] * kern
+        cols = [modes] + [1j * f * modes for f in freq]
+        stack += [cols[v] + 1j * cols[v + 1] if v + 1 < len(cols) else cols[v] for v in range(0, len(cols), 2)]
+        absk = np.abs(kern)
+        grad = max(float(np.vdot(np.abs(f) * absk, absF)) for f in freq)
+        mass.append(g.rho * float(np.vdot(absk, absF)) + over * grad)
+        gsum.append(G)
+    eps2 = max(eps1, eps2_for(mass, gsum, transforms.safety))
+    out = transforms.type2(np.stack(stack), eps2)
+    nv = (r + 2) // 2
+    Ts, means = [], []
+    for i, (co, (a_abs, _, _)) in enumerate(zip(g.coef, g.grad)):
+        # T, ∂_1 T, .., ∂_r T: the real and imaginary parts of the head's nv outputs; the mean S/T is
+        # ±(x + ∇T/(|a| T)), written column by column (no (m, r+1) gather)
+        parts = out[i * nv:(i + 1) * nv].view(float).reshape(nv, -1, 2)
+        T = np.ascontiguousarray(parts[0, :, 0])
+        sign = -1.0 if co[1] else 1.0
+        mean = np.empty((T.size, r))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.divide(sign / a_abs, T)
+            for b in range(r):
+                np.multiply(parts[(b + 1) // 2, :, (b + 1) % 2], q, out=mean[:, b])
+            (np.subtract if sign < 0 else np.add)(mean, g.points, out=mean)
+        Ts.append(T)
+        means.append(mean)
+    return GroupRun(Ts, means, mass, gsum, eps1, eps2, transforms.safety)

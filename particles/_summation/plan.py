@@ -13,8 +13,8 @@ import numpy as np
 from .._core.errors import InvalidParameterError
 from .._core.numerics import LOG_OVERFLOW
 from .exact import HeadSums, constant_sums, exact_exp_sums
-from .groups import Group, build_groups, fine_grid, run_group
-from .routes import fast_available, fast_route
+from .groups import Group, build_groups, fine_grid, prior_gsum, run_group
+from .routes import NUFFT_SAFETY, fast_available, fast_route, nufft_library
 
 __all__ = ["SUMMATIONS", "DEFAULT_TOL", "NUFFT_SAFETY", "MAX_EXACT_FRACTION", "exp_sums"]
 
@@ -24,17 +24,23 @@ logger = logging.getLogger("headflow.summation")
 SUMMATIONS = ("exact", "fast", "auto")
 #: default bound on the relative error of every partition function Z_i
 DEFAULT_TOL = 1e-10
-#: safety factor between FINUFFT's requested tolerance and the pointwise error per unit ‖c‖₁
-NUFFT_SAFETY = 4.0
 #: above this fraction of rows failing the bound, the head is not worth patching row by row
 MAX_EXACT_FRACTION = 0.05
 #: below this many target × source pairs "auto" stays exact (NUFFT set-up costs more)
 AUTO_MIN_PAIRS = 2**22
 #: FINUFFT cannot do better than this in double precision
 _EPS_MIN = 1e-14
+#: both NUFFT tolerances stay within the range where NUFFT_SAFETY was measured (ducc0 errs by up to
+#: 2.1 eps at eps = 3e-4, above its constant 2)
+_EPS_MAX = 1e-5
+#: shares of a head's kernel budget: truncation + aliasing of the Fourier series (a few more modes are
+#: cheap: the spreading cost depends on the tolerance alone), and the type-1 transform; the type-2
+#: transform gets what is left once the type-1 modes are known (module docstring of summation)
+_MODEL_SHARE = 1.0 / 32
+_TYPE1_SHARE = 0.3
 #: at most this many complex modes on one fine grid (memory guard, 16 bytes each)
 _MAX_FINE_GRID = 2**27
-# rows sampled exactly to set the FINUFFT tolerance (its share of the error, not the bound itself)
+# rows sampled exactly to set the NUFFT tolerances (their share of the error, not the bound itself)
 _N_PROBE = 16
 # sources kept in the probe's strided subset: O(16 · 2^16) exps, well under a transform's cost
 _PROBE_SOURCES = 2**16
@@ -94,7 +100,7 @@ class FastPlan:
     Each step either stores a head's :class:`HeadSums` in ``results`` or records in
     ``reasons`` why the head falls back to the exact pass (with ``strict``, i.e.
     ``summation="fast"``, a fallback that breaks the user's request raises instead):
-    :meth:`select` (a route exists, the size pays), :meth:`tolerances` (FINUFFT can meet the
+    :meth:`select` (a route exists, the size pays), :meth:`tolerances` (the NUFFT can meet the
     bound), then per transform group :meth:`evaluate` (memory guard, cost model, the
     a-posteriori bound per row, exact fixes of a few rows, one retry with a tighter budget).
     """
@@ -135,9 +141,10 @@ class FastPlan:
             if not pending:
                 return
             retry = {}
-            # a quarter of the kernel error budget goes to truncation and aliasing, the rest to the NUFFTs
-            for g in build_groups(pending, self.targets, self.sources, self.w, min(by_eps[h] for h in pending) / 4):
-                retry.update(self.evaluate(g, max(_EPS_MIN, _nufft_eps(min(by_eps[h] for h in g.heads))),
+            tol_model = _MODEL_SHARE * min(by_eps[h] for h in pending)
+            for g in build_groups(pending, self.targets, self.sources, self.w, tol_model):
+                eps1 = _type1_eps(min(by_eps[h] for h in g.heads) / prior_gsum(g))
+                retry.update(self.evaluate(g, max(_EPS_MIN, eps1),
                                            by_eps, auto=auto, last=attempt == 1))
             if not retry:
                 return
@@ -166,7 +173,7 @@ class FastPlan:
         """Kernel error budget per head: ``tol`` divided by the ratio ‖c‖₁ / T_i probed on a few rows."""
         m = self.targets.shape[0]
         probe = np.unique(np.linspace(0, m - 1, min(m, _N_PROBE)).astype(int))
-        # the ratio only sets FINUFFT's tolerance (the a-posteriori bound decides), so a strided
+        # the ratio only sets the NUFFT tolerances (the a-posteriori bound decides), so a strided
         # subset of the sources, reweighted, estimates T_i well enough
         stride = max(1, self.sources.shape[0] // _PROBE_SOURCES)
         sub, wsub = self.sources[::stride], self.wts[::stride]
@@ -178,23 +185,24 @@ class FastPlan:
         for h, info in routes.items():
             pr = exact_exp_sums(self.targets[probe] @ self.BM[h], sub, wsub, self.block_elements)
             ratio = _ratio_probe(info, pr, self.targets[probe], self.sources, self.wts)
-            eps_n = _nufft_eps(self.tol / ratio)
+            eps_n = _type1_eps(self.tol / ratio)
             if eps_n < _EPS_MIN:
-                self._fallback(h, f"the bound needs FINUFFT eps = {eps_n:.1e} < {_EPS_MIN:g} (weight ratio "
+                self._fallback(h, f"the bound needs NUFFT eps = {eps_n:.1e} < {_EPS_MIN:g} (weight ratio "
                                   f"||c||_1 / T_i ~ {ratio:.2e} at tol = {self.tol:g})",
                                "Raise tol, or use summation='auto' or 'exact'.", cannot=f"meet tol={self.tol:g}")
             else:
                 by_eps[h] = self.tol / ratio
         return by_eps
 
-    def evaluate(self, g: Group, eps_n: float, by_eps: dict, *, auto: bool, last: bool) -> dict:
-        """Run one transform group; returns {head: tighter kernel budget} for heads to retry."""
+    def evaluate(self, g: Group, eps1: float, by_eps: dict, *, auto: bool, last: bool) -> dict:
+        """Run one transform group (type-1 tolerance ``eps1``); returns {head: tighter kernel budget} for
+        heads to retry."""
         m, n, d = self.targets.shape[0], self.sources.shape[0], self.sources.shape[1]
         if fine_grid(g.n_modes) * (len(g.heads) + 1) > _MAX_FINE_GRID:
             for h in g.heads:
                 self.reasons[h] = f"{g.n_modes} Fourier modes exceed the memory guard (beta ||M|| too large)"
             return {}
-        t_fast, t_exact = _cost(g, m, n, d, eps_n)
+        t_fast, t_exact = _cost(g, m, n, d, eps1)
         if auto and t_fast > t_exact:
             for h in g.heads:
                 self.reasons[h] = (f"the exact pass is cheaper here (estimated {t_exact:.2g} s against {t_fast:.2g} s "
@@ -202,18 +210,23 @@ class FastPlan:
             return {}
         retry = {}
         norm_c = float(np.sum(g.c))
-        for h, TS, off, merr in zip(g.heads, run_group(g, self.sources, eps_n), g.offset, g.model_err):
-            err = (merr + NUFFT_SAFETY * np.sqrt(2.0) * 2 * eps_n) * norm_c
-            need = self._accept(h, TS, off, err, t_fast, by_eps[h], g.route, last=last)
+
+        def eps2_for(mass, gsum, C):
+            return min(_type2_eps(by_eps[h], merr, eps1, A, G, norm_c, C)
+                       for h, merr, A, G in zip(g.heads, g.model_err, mass, gsum))
+
+        run = run_group(g, self.sources, eps1, eps2_for)
+        for h, T, mean, off, merr, A, G in zip(g.heads, run.T, run.mean, g.offset, g.model_err, run.mass, run.gsum):
+            err = _error(merr, run.eps1, run.eps2, A, G, norm_c, run.safety)
+            need = self._accept(h, T, mean, off, err, t_fast, by_eps[h], g.route, last=last)
             if need is not None:
                 retry[h] = by_eps[h] / (2 * need)
         return retry
 
-    def _accept(self, h, TS, off, err, t_fast, budget, route, *, last: bool):
-        """Store head h from its transform [T, S] and pointwise error, fixing a few rows exactly;
+    def _accept(self, h, T, mean, off, err, t_fast, budget, route, *, last: bool):
+        """Store head h from its transform (T and S/T) and pointwise error, fixing a few rows exactly;
         return the factor by which its budget must shrink when a retry is cheaper, else None."""
         m, n = self.targets.shape[0], self.sources.shape[0]
-        T = TS[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             eta = np.where(T > err, err / (T - err), np.inf)
         bad = np.flatnonzero(~(eta <= self.tol))
@@ -227,7 +240,7 @@ class FastPlan:
             # (rows with eta = inf have none: cap them before the quantile)
             need = (float(np.quantile(np.minimum(eta, 1e300), 1 - MAX_EXACT_FRACTION / 2)) if too_many
                     else float(np.max(eta[np.isfinite(eta)], initial=0.0))) / self.tol
-            if 1.0 < need < 1e290 and _nufft_eps(budget / (2 * need)) >= _EPS_MIN:
+            if 1.0 < need < 1e290 and _type1_eps(budget / (2 * need)) >= _EPS_MIN:
                 return need
         if too_many:
             self._fallback(h, f"{bad.size} of {m} rows have an error bound above tol={self.tol:g} (max "
@@ -235,7 +248,6 @@ class FastPlan:
                            "Use summation='auto' or 'exact', or raise tol.", cannot="meet tol")
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = TS[:, 1:] / T[:, None]
             logz = off + np.log(T)
         if bad.size:
             fix = self.exact(h, bad)
@@ -255,16 +267,37 @@ _FFT_SECONDS = 3e-8  # per fine-grid point and transform, FFT and deconvolution
 def _cost(g: Group, m: int, n: int, d: int, eps: float) -> tuple[float, float]:
     """Estimated seconds of the group's transforms and of the exact pass of its heads."""
     nv = (d + 2) // 2
+    nv1 = 1 if g.grad else nv  # the scalar route transforms the weights alone (S from the gradient of T)
     w = min(16, int(np.ceil(-np.log10(eps))) + 1)  # FINUFFT's kernel width for this tolerance
     r = len(g.n_modes)
     per_point = _POINT_SECONDS + _KERNEL_SECONDS * w**r
-    t_fast = nv * (n + len(g.heads) * m) * per_point + nv * (1 + len(g.heads)) * fine_grid(g.n_modes) * _FFT_SECONDS
+    t_fast = ((nv1 * n + nv * len(g.heads) * m) * per_point
+              + (nv1 + nv * len(g.heads)) * fine_grid(g.n_modes) * _FFT_SECONDS)
     return t_fast, _EXACT_PAIR_SECONDS * m * n * len(g.heads)
 
 
-def _nufft_eps(eps_kernel: float) -> float:
-    """FINUFFT tolerance whose share of the kernel error, C √2 (ε₁ + ε₂) = ¾ ε_K, fits the budget."""
-    return 0.75 * eps_kernel / (2 * NUFFT_SAFETY * np.sqrt(2.0))
+def _type1_eps(budget: float) -> float:
+    """Type-1 tolerance ε₁ whose term C ε₁ G (G ≤ 1 + aliasing) takes its share of a kernel budget per unit
+    ‖c‖₁, with the constant C of the library that runs ε₁."""
+    eps = 0.0
+    for library in ("ducc0", "finufft"):
+        eps = min(_EPS_MAX, _TYPE1_SHARE * budget / NUFFT_SAFETY[library])
+        if nufft_library(eps) == library:
+            break
+    return eps
+
+
+def _type2_eps(budget: float, model_err: float, eps1: float, A: float, G: float, norm_c: float, C: float) -> float:
+    """Type-2 tolerance ε₂ that spends what a head's kernel budget (per unit ‖c‖₁) leaves after the model and
+    the type-1 term: C ε₂ A = (budget − model − C ε₁ G) ‖c‖₁ (at most :data:`_EPS_MAX`)."""
+    if A <= 0:
+        return _EPS_MAX
+    return min(_EPS_MAX, (budget - model_err - C * eps1 * G) * norm_c / (C * A))
+
+
+def _error(model_err: float, eps1: float, eps2: float, A: float, G: float, norm_c: float, C: float) -> float:
+    """The pointwise error bound e_h of T (and of each S column over max|y|): summation module docstring."""
+    return (model_err + C * eps1 * G) * norm_c + C * eps2 * A
 
 
 def _ratio_probe(info, pr: HeadSums, tq, sources, wts) -> float:
@@ -282,5 +315,6 @@ def _ratio_probe(info, pr: HeadSums, tq, sources, wts) -> float:
     with np.errstate(over="ignore"):
         r = np.exp(np.clip(log_c + off - pr.logz, -LOG_OVERFLOW, LOG_OVERFLOW))
     # the typical row sets the tolerance; outliers (isolated tokens) fail the a-posteriori
-    # bound and are recomputed exactly, or, when they are many, the head falls back
-    return float(2.0 * max(1.0, np.quantile(r, 0.75)))
+    # bound and are recomputed exactly, or, when they are many, the head falls back. Rows alike
+    # (a uniform state) need no more than a margin over the largest probe
+    return float(max(1.0, min(2.0 * np.quantile(r, 0.75), 1.25 * r.max())))

@@ -119,6 +119,30 @@ def test_bound_is_honest_on_random_inputs(seed, n, d, beta, spread, lam, tol):
         assert min(lam) < 0 or tol <= 1e-10
 
 
+@settings(max_examples=int(os.environ.get("HEADFLOW_HYPOTHESIS_EXAMPLES", 25)), deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(300, 1500), beta=st.sampled_from([1.0, 10.0, 40.0]),
+       state=st.sampled_from(["uniform", "clustered", "two clusters"]), tol=st.sampled_from([1e-4, 1e-6, 1e-8]))
+def test_fast_velocity_meets_the_requested_tolerance(seed, n, beta, state, tol):
+    # the NUFFT tolerances are as loose as tol allows (the type-2 one set from the computed modes):
+    # Z_i within its bound <= tol, the velocity within the bound it implies, on S^2 at several beta
+    rng = np.random.default_rng(seed)
+    if state == "uniform":
+        x = sample_uniform(n, 3, rng)
+    else:
+        x = clustered(rng, n, 3, k=1 if state == "clustered" else 2, spread=0.05)
+    lam = np.array([1.0, 0.6])
+    fast = MultiHead.scalar(lam, d=3, beta=beta, kind="softmax", summation="fast", tol=tol)
+    exact = fast.replace(summation="exact")
+    bounds = []
+    for f, e in zip(fast.sums(x), exact.sums(x)):
+        assert f.method == "scalar" and 0 < f.bound <= tol
+        assert np.max(np.abs(np.expm1(f.logz - e.logz))) <= f.bound
+        bounds.append(f.bound)
+    # v = scale * P_x sum_h lambda_h mean_h, and a mean errs by at most 2 eta max|y| = 2 eta
+    err_v = np.max(np.linalg.norm(fast.velocity(x) - exact.velocity(x), axis=1))
+    assert err_v <= fast.velocity_scale(n) * np.sum(np.abs(lam) * 2 * np.array(bounds))
+
+
 def test_isolated_token_row_is_recomputed_exactly(rng):
     # one token antipodal to a tight cluster: its Z is its own weight, ||c||_1 / T_i ~ n
     x = clustered(rng, 3000, 3, k=1, spread=0.01)
