@@ -58,3 +58,72 @@ def test_animate_replaces_only_an_animation(tmp_path):
     out = metrics.animate(ds, tmp_path / "tokens.gif", dpi=30, progress=False)
     metrics.animate(ds, out, dpi=30, progress=False)  # its own animation is replaced (a rerun)
     assert out.read_bytes()[:6] == b"GIF89a"
+
+
+def _llama(rng, layers=1, heads=4, kv_heads=2, dh=2):
+    t = {}
+    for i in range(layers):
+        b = f"model.layers.{i}.self_attn."
+        t[b + "q_proj.weight"] = rng.standard_normal((heads * dh, D))
+        t[b + "k_proj.weight"] = rng.standard_normal((kv_heads * dh, D))
+        t[b + "v_proj.weight"] = rng.standard_normal((kv_heads * dh, D))
+        t[b + "o_proj.weight"] = rng.standard_normal((D, heads * dh))
+    return t
+
+
+@pytest.mark.parametrize("kv", [1, 4])
+def test_a_llama_config_whose_key_value_heads_contradict_the_tensors_is_refused(rng, kv):
+    """k_proj holds 2 key/value heads of head_dim 2; a config saying otherwise belongs to another model."""
+    t = _llama(rng)
+    with pytest.raises(InvalidParameterError, match=rf"config\['num_key_value_heads'\] = {kv} .*k_proj.weight' has "
+                                                    r"shape \(4, 8\), i.e. 2 key/value heads.*Pass this checkpoint"):
+        particles.load_attention(t, config={"num_attention_heads": 4, "num_key_value_heads": kv})
+    w = particles.load_attention(t, config={"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 2,
+                                            "hidden_size": D, "model_type": "llama"})
+    np.testing.assert_array_equal(w.Wk[1], w.Wk[0])  # heads 0 and 1 read key group 0
+    assert not np.array_equal(w.Wk[2], w.Wk[0])
+
+
+@pytest.mark.parametrize("config, key", [({"head_dim": 4}, "head_dim"), ({"hidden_size": 12}, "hidden_size"),
+                                         ({"model_type": "gpt2"}, "model_type")])
+def test_other_config_keys_that_contradict_the_tensors_are_named(rng, config, key):
+    with pytest.raises(InvalidParameterError, match=rf"config\['{key}'\]"):
+        particles.load_attention(_llama(rng), config={"num_attention_heads": 4, **config})
+
+
+def test_a_config_with_more_layers_than_the_tensors_hold_is_refused_as_a_shard(rng):
+    with pytest.raises(InvalidParameterError, match=r"config\['num_hidden_layers'\] = 3.*hold 2 llama layer.*shard"):
+        particles.load_attention_layers(_llama(rng, layers=2), config={"num_attention_heads": 4,
+                                                                        "num_hidden_layers": 3})
+    assert len(particles.load_attention_layers(_llama(rng, layers=2), config={"num_attention_heads": 4,
+                                                                              "num_hidden_layers": 2})) == 2
+
+
+@pytest.mark.parametrize("odd", ["encoder.layer.1.attention.self.query.weight",
+                                 "encoder.layer.0.attention.self.key.weight"])
+def test_a_tensor_of_another_width_is_named_not_the_good_one_beside_it(rng, odd):
+    t = _bert(rng, layers=2)
+    t[odd] = rng.standard_normal((12, 12))
+    with pytest.raises(InvalidParameterError, match="do not share one width") as info:
+        particles.load_attention_layers(t, n_heads=2)
+    assert odd in str(info.value)
+    good = [name for name in t if name.endswith("weight") and name != odd]
+    assert not any(repr(name) in str(info.value) for name in good)
+
+
+def test_whole_layers_of_another_width_are_named(rng):
+    t = _bert(rng, layers=3)
+    t.update({k.replace("layer.0", "layer.2"): rng.standard_normal((12, 12) if k.endswith("weight") else 12)
+              for k in _bert(rng) if k.endswith("weight")})
+    with pytest.raises(InvalidParameterError, match=r"width d = 8, but 'encoder.layer.2.attention.self.query"):
+        particles.load_attention_layers(t, n_heads=2)
+    assert particles.load_attention(t, 1, n_heads=2).d == D  # a good layer of the file still loads alone
+
+
+def test_an_untransposed_gpt2_c_attn_is_named_as_transposed(rng):
+    t = {"h.0.attn.c_attn.weight": rng.standard_normal((3 * D, D)), "h.0.attn.c_proj.weight": np.eye(D)}
+    with pytest.raises(InvalidParameterError, match=r"shape \(24, 8\), the transpose of GPT-2's layout.*\(8, 24\)"
+                                                    r".*Transpose it"):
+        particles.load_attention(t, n_heads=2)
+    t["h.0.attn.c_attn.weight"] = t["h.0.attn.c_attn.weight"].T
+    assert particles.load_attention(t, n_heads=2).d == D
