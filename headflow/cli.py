@@ -185,7 +185,9 @@ def _resume_note(store) -> None:
         print(f"resuming: {n_done} finished cell file(s) in {store}")
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write (left as they are): {shown}")
+        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write: {shown}. They are not read or "
+              "counted; one that has the name of a cell this run computes is renamed to <name>.unreadable (its bytes "
+              "kept) and the cell is computed, the others are left as they are.")
 
 
 class Interrupted(Exception):
