@@ -2,6 +2,7 @@
 that animate replaced."""
 
 import json
+import re
 import struct
 
 import numpy as np
@@ -127,3 +128,47 @@ def test_an_untransposed_gpt2_c_attn_is_named_as_transposed(rng):
         particles.load_attention(t, n_heads=2)
     t["h.0.attn.c_attn.weight"] = t["h.0.attn.c_attn.weight"].T
     assert particles.load_attention(t, n_heads=2).d == D
+
+
+# ------------------------------------------------------------------ the time a simulate config implies
+
+
+def _simulate(tmp_path, body, capsys):
+    from headflow import cli
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(body)
+    status = cli.main(["simulate", str(cfg), "--out", str(tmp_path / "run.nc"), "--no-progress"])
+    return status, capsys.readouterr()
+
+
+@pytest.mark.parametrize("body, key", [("[run]\nn = 20000\nmax_hours = 1e-9\n", r"\[run\] n"),
+                                       ("[run]\nn = 8\nt1 = 5000.0\nmax_hours = 1e-9\n", r"\[run\] dt \(or t1\)")])
+def test_a_run_estimated_beyond_max_hours_is_refused_naming_the_key_before_it_starts(tmp_path, capsys, body, key):
+    status, said = _simulate(tmp_path, body, capsys)
+    assert status == 2 and "Traceback" not in said.err
+    assert re.search(rf"{key} makes this run too long: it would take about .* steps of about .*timed on this "
+                     r"machine.*beyond \[run\] max_hours = 1e-09.*raise \[run\] max_hours", said.err)
+    assert not (tmp_path / "run.nc").exists()
+
+
+def test_a_long_run_says_its_estimate_before_the_first_step(tmp_path, capsys, monkeypatch):
+    from headflow import _work
+
+    monkeypatch.setattr(_work, "NOTE_SECONDS", 0.0)  # every run is "long": the note must come first
+    status, said = _simulate(tmp_path, "[run]\nn = 8\nt1 = 0.1\ndt = 0.05\nn_saves = 2\n", capsys)
+    assert status == 0
+    note = said.out.index("this run will take about")
+    assert note < said.out.index("wrote") and "2 steps of about" in said.out and "2 saves of about" in said.out
+
+
+def test_the_estimate_scales_by_the_summation_route_of_the_heads():
+    from headflow._work import summation_growth
+
+    rng = np.random.default_rng(0)
+    assert summation_growth(particles.MultiHead.scalar([1.0], d=3, summation="exact"))[0] == 2
+    assert summation_growth(particles.MultiHead.scalar([1.0], d=3, kind="relu"))[0] == 2
+    full_rank = rng.standard_normal((5, 5))
+    assert summation_growth(particles.MultiHead(full_rank + full_rank.T))[0] == 2
+    if particles.summation.fast_available():
+        assert summation_growth(particles.MultiHead.scalar([1.0, 0.5], d=3))[0] == 1
