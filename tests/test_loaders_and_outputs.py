@@ -172,3 +172,13 @@ def test_the_estimate_scales_by_the_summation_route_of_the_heads():
     assert summation_growth(particles.MultiHead(full_rank + full_rank.T))[0] == 2
     if particles.summation.fast_available():
         assert summation_growth(particles.MultiHead.scalar([1.0, 0.5], d=3))[0] == 1
+
+
+@pytest.mark.parametrize("name", ["encoder.layer.0.attention.self.key.weight",
+                                  "encoder.layer.0.attention.output.dense.bias"])
+def test_a_non_finite_tensor_is_named_by_its_name_in_the_file(rng, name):
+    t = _bert(rng)
+    t[name] = t[name].copy()
+    t[name].flat[3] = np.nan
+    with pytest.raises(InvalidParameterError, match=rf"tensor '{re.escape(name)}' holds 1 NaN and 0 inf entries"):
+        particles.load_attention(t, n_heads=2)

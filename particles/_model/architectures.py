@@ -231,6 +231,11 @@ class _Getter:
         if not np.issubdtype(arr.dtype, np.floating):
             raise InvalidParameterError(f"tensor {name!r} must hold floating-point numbers; got dtype {arr.dtype}.")
         arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise InvalidParameterError(
+                f"tensor {name!r} holds {int(np.isnan(arr).sum())} NaN and {int(np.isinf(arr).sum())} inf entries: the "
+                "file is damaged, or the model was saved after its training diverged. Use an intact copy of the "
+                "checkpoint.")
         if ndim is not None and arr.ndim != ndim:
             raise InvalidParameterError(f"tensor {name!r} must be {ndim}-dimensional; got shape {arr.shape}.")
         if shape is not None:
