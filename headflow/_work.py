@@ -66,7 +66,7 @@ def _fit(n_small: int, t_small: float, n_big: int, t_big: float, p: int, n: int)
     return a + b * float(n) ** p
 
 
-def estimate_simulate(cfg: dict, model) -> dict:
+def estimate_simulate(cfg: dict, model, out=print) -> dict:
     """Seconds per step, per save and in all of a simulate config (module docstring), with what they rest on."""
     import numpy as np
 
@@ -77,6 +77,9 @@ def estimate_simulate(cfg: dict, model) -> dict:
     p, why = summation_growth(model)
     n_big = min(n, CALIBRATION_N if p == 1 else CALIBRATION_N // 16)
     n_small = max(n_big // 8, 2)
+    if n > n_big:  # the timing takes seconds: say what is happening from the start
+        out(f"headflow simulate: timing a step at n = {n_small} and {n_big} to estimate the run at n = {n} ...",
+            flush=True)
     times = {}
     for m in sorted({n_small, n_big}):
         x = particles.sample_uniform(m, model.d, rng=0)
@@ -111,7 +114,7 @@ def check_simulate_time(cfg: dict, model, *, out=print) -> dict:
     """Estimate a simulate run (:func:`estimate_simulate`); refuse it beyond ``[run] max_hours``
     (:class:`ConfigError` naming the key that makes it long), print the estimate when it is long."""
     run, default = cfg["run"], SCHEMAS["simulate"]["run"]
-    est = estimate_simulate(cfg, model)
+    est = estimate_simulate(cfg, model, out)
     limit = float(run["max_hours"]) * 3600.0
     if est["total"] > limit:
         steps_default = default["t1"] / default["dt"]

@@ -341,6 +341,9 @@ def main(argv=None) -> int:
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of the output went away (`| head`, `| grep -q`): stop without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (and none at the exit's flush)
+        return 141
     except KeyboardInterrupt:  # outputs are written atomically: nothing half-written is left
         print(f"\nheadflow {args.command}: interrupted; no output was written.", file=sys.stderr)
         return 130

@@ -10,6 +10,7 @@ import pytest
 
 import metrics
 import particles
+from metrics import sentences
 from particles import InvalidParameterError
 
 D = 8
@@ -182,3 +183,125 @@ def test_a_non_finite_tensor_is_named_by_its_name_in_the_file(rng, name):
     t[name].flat[3] = np.nan
     with pytest.raises(InvalidParameterError, match=rf"tensor '{re.escape(name)}' holds 1 NaN and 0 inf entries"):
         particles.load_attention(t, n_heads=2)
+
+
+# ------------------------------------------------------------------ what a second held-out probe found
+
+
+def _header_bytes(offsets, data):
+    h = json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": offsets}}).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+@pytest.mark.parametrize("offsets, said", [([8, 0], r"begin must be >= 0 and <= end \(a damaged header\)"),
+                                           ([0.0, 8.0], r"not a pair \[begin, end\] of whole byte offsets"),
+                                           ([8], r"not a pair \[begin, end\]"),
+                                           ([0, 64], r"past the end of the 8 data bytes \(a truncated file")])
+def test_data_offsets_are_refused_for_what_is_wrong_with_them(offsets, said):
+    with pytest.raises(InvalidParameterError, match=said):
+        particles.extend.read_tensors(_header_bytes(offsets, bytes(8)))
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("pytorch_model.bin", b"PK\x03\x04" + bytes(60), "a zip archive: a PyTorch checkpoint"),
+    ("model.safetensors.gz", b"\x1f\x8b\x08" + bytes(60), "gzip-compressed: decompress it first")])
+def test_a_zip_or_gzip_file_is_named_for_what_it_is(tmp_path, name, content, said):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InvalidParameterError, match=rf"{re.escape(name)}.*{said}"):
+        particles.load_attention(path, n_heads=2)
+
+
+def test_fold_norm_without_the_norm_tensors_names_fold_norm(rng):
+    with pytest.raises(InvalidParameterError, match=r"fold_norm=True of load_attention folds the norm in front of "
+                                                    r"layer 0, tensor 'embeddings.LayerNorm.weight'.*fold_norm=False"):
+        particles.load_attention(_bert(rng), n_heads=2, fold_norm=True)
+
+
+def test_titles_are_checked_by_the_function_given_them(rng):
+    w = particles.load_attention(_bert(rng), n_heads=2)
+    with pytest.raises(InvalidParameterError, match="The 'title' parameter of sentence_flow must be a title"):
+        metrics.sentence_flow(w, particles.sample_uniform(4, D, rng), title=None)
+    with pytest.raises(InvalidParameterError, match="The 'title' parameter of head_geometry must be a title"):
+        metrics.head_geometry(w, title=5)
+
+
+def _embeddings(rng, width=D):
+    return {f"embeddings.{p}_embeddings.weight": rng.standard_normal((n, width))
+            for p, n in (("word", 20), ("position", 16), ("token_type", 2))}
+
+
+def test_bert_embeddings_names_the_prefix_the_tensors_use(rng):
+    with pytest.raises(InvalidParameterError, match=r"prefix='bert.'.*the tensors hold it under the prefix '': pass "
+                                                    r"prefix=''"):
+        sentences.bert_embeddings(_embeddings(rng), [1, 2], prefix="bert.")
+    t = {"bert." + k: v for k, v in _embeddings(rng).items()}
+    assert sentences.bert_embeddings(t, [1, 2], prefix="bert.").shape == (2, D)
+
+
+def test_bert_embeddings_refuses_non_finite_rows_and_tables_of_two_widths(rng):
+    t = _embeddings(rng)
+    t["embeddings.word_embeddings.weight"][7, 2] = np.nan
+    with pytest.raises(InvalidParameterError, match=r"word_embeddings.weight' of bert_embeddings holds NaN or inf in "
+                                                    r"the rows \[7\]"):
+        sentences.bert_embeddings(t, [1, 7, 3])
+    assert np.all(np.isfinite(sentences.bert_embeddings(t, [1, 3])))  # rows it does not use
+    t = _embeddings(rng)
+    t["embeddings.position_embeddings.weight"] = rng.standard_normal((16, 6))
+    with pytest.raises(InvalidParameterError, match=r"position_embeddings.weight' of bert_embeddings has width 6, but "
+                                                    r"the word embeddings have width 8"):
+        sentences.bert_embeddings(t, [1, 2])
+
+
+def _zip(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return path
+
+
+def test_a_model_zip_may_hold_its_export_in_one_folder(rng, tmp_path):
+    t = {k: v.astype("<f4") for k, v in _bert(rng).items()}
+    header, blobs, offset = {}, b"", 0
+    for k, v in t.items():
+        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [offset, offset + v.nbytes]}
+        blobs, offset = blobs + v.tobytes(), offset + v.nbytes
+    h = json.dumps(header).encode()
+    export = {"model.safetensors": struct.pack("<Q", len(h)) + h + blobs, "tokenizer.json": "{}",
+              "config.json": json.dumps({"num_attention_heads": 2})}
+    path = _zip(tmp_path / "m.zip", {f"all-MiniLM/{k}": v for k, v in export.items()})
+    tensors, _, config = sentences.read_model_zip(path)
+    assert particles.load_attention(tensors, config=config).n_heads == 2
+    two = _zip(tmp_path / "two.zip", {**{f"a/{k}": v for k, v in export.items()},
+                                      **{f"b/{k}": v for k, v in export.items()}})
+    with pytest.raises(InvalidParameterError, match=r"several model exports \(in \['a/', 'b/'\]\)"):
+        sentences.read_model_zip(two)
+    part = _zip(tmp_path / "part.zip", {"x/config.json": "{}", "x/tokenizer.json": "{}"})
+    with pytest.raises(InvalidParameterError, match=r"lacks \['model.safetensors'\] \(its folder 'x/' holds"):
+        sentences.read_model_zip(part)
+
+
+def test_a_reader_that_goes_away_stops_the_command_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("[run]\nn = 6\nt1 = 0.2\ndt = 0.05\nn_saves = 3\n")
+    proc = subprocess.Popen([sys.executable, "-m", "headflow", "simulate", str(cfg), "--out", str(tmp_path / "o.nc"),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `| head -0` or `| grep -q` that has matched
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_the_timing_says_so_before_it_starts(tmp_path, capsys, monkeypatch):
+    from headflow import _work
+
+    monkeypatch.setattr(_work, "CALIBRATION_N", 64)
+    status, said = _simulate(tmp_path, "[model]\nsummation = \"exact\"\n[run]\nn = 40\nt1 = 0.1\ndt = 0.05\n", capsys)
+    assert status == 0
+    assert said.out.splitlines()[0] == ("headflow simulate: timing a step at n = 2 and 4 to estimate the run at "
+                                        "n = 40 ...")

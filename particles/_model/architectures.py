@@ -333,6 +333,11 @@ def _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config,
     w = AttentionWeights(**fields, causal=spec.causal, architecture=arch, layer=layer)
     if fold_norm:
         name, kind = spec.norm(prefix, layer)
+        if f"{name}.weight" not in tensors:
+            raise InvalidParameterError(
+                f"fold_norm=True of {caller} folds the norm in front of layer {layer}, tensor '{name}.weight', which "
+                "the tensors lack (a file of the attention layers alone?). Pass fold_norm=False, or the whole "
+                "checkpoint's tensors.")
         w = w.fold_norm(get(f"{name}.weight", shape=(w.d,)),
                         get(f"{name}.bias", shape=(w.d,), optional=kind == "rmsnorm"), kind=kind)
     return w
