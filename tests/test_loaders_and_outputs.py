@@ -305,3 +305,13 @@ def test_the_timing_says_so_before_it_starts(tmp_path, capsys, monkeypatch):
     assert status == 0
     assert said.out.splitlines()[0] == ("headflow simulate: timing a step at n = 2 and 4 to estimate the run at "
                                         "n = 40 ...")
+
+
+def test_a_dataset_without_positions_is_told_how_to_save_them():
+    model = particles.MultiHead.scalar([1.0], d=3, kind="softmax")
+    traj = particles.simulate(particles.sample_uniform(5, 3, 0), model, t1=0.2, dt=0.1,
+                              save=particles.SaveAt(ts=[0.0, 0.2], x=False, fn=lambda t, x: {"e": 1.0}))
+    ds = metrics.trajectory_to_dataset(traj, model)
+    for draw in (metrics.plot_sphere, lambda d: metrics.animate(d, "a.gif", progress=False)):
+        with pytest.raises(InvalidParameterError, match=r"SaveAt\(ts=\.\.\., x=True\).*\[run\] positions = true"):
+            draw(ds)
