@@ -127,6 +127,6 @@ def check_simulate_time(cfg: dict, model, *, out=print) -> dict:
                           f"{run['max_hours']:g}. Lower {key}, or raise [run] max_hours to run it anyway. "
                           "Nothing was run.")
     if est["step"] > NOTE_SECONDS or est["total"] > NOTE_TOTAL_SECONDS:
-        out(f"headflow simulate: this run will take {_describe(est)}. The progress bar moves once per step; "
-            "Ctrl-C stops the run (nothing is written).", flush=True)
+        out(f"headflow simulate: this run will take {_describe(est)}. The progress bar (unless --no-progress) moves "
+            "once per step; Ctrl-C stops the run (nothing is written).", flush=True)
     return est
