@@ -38,7 +38,7 @@ SCHEMAS = {
     "simulate": {
         "model": _MODEL,
         "run": {"n": 64, "t1": 10.0, "dt": 0.02, "method": "rk4", "n_saves": 51, "seed": 0, "kappa": float("inf"),
-                "positions": True, "diagnostics": None},
+                "positions": True, "diagnostics": None, "max_hours": 24.0},
         "output": _OUTPUT,
     },
     "sweep": {
@@ -71,7 +71,8 @@ def _own_types() -> dict:
     output = {"path": text, "format": Options("netcdf", "zarr")}
     return {
         "simulate": {"model": model, "output": output,
-                     "run": {"n": Integer(1), "positions": Boolean(), "diagnostics": SequenceOf(text, min_len=0)}},
+                     "run": {"n": Integer(1), "positions": Boolean(), "diagnostics": SequenceOf(text, min_len=0),
+                             "max_hours": Interval(0, None, closed="neither", inf=True)}},
         "sweep": {"model": model, "sweep": {"store": text}, "output": output},
         "study": {"model": model, "study": {"store": text}, "output": output,
                   "density": {"family": Options("uniform", "cosine", "von_mises", "expression"), "expression": text}},
@@ -151,6 +152,7 @@ seed = 0                  # x0 and noise streams: particles.seed_streams(seed)
 kappa = inf               # noise: generator kappa^-1 Laplacian (inf: none)
 positions = true          # store the trajectory (time, particle, component)
 # diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS
+max_hours = 24.0          # a run estimated (timed before it starts) to take longer is refused
 
 [output]
 path = "run.nc"           # --out overrides

@@ -44,6 +44,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
 )
 from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, write_output
+from ._work import check_simulate_time
 
 
 def __getattr__(name):
@@ -105,21 +106,22 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     check_simulate_memory(cfg)
     model = build_model(cfg["model"])
     run = cfg["run"]
-    streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
-    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
     include = run["diagnostics"]
     if include is not None:
         for name in include:
             if name not in particles.DIAGNOSTICS:
                 raise ConfigError(f"[run] diagnostics: {name!r} is not one of {sorted(particles.DIAGNOSTICS)}.")
-
-    def save_fn(t, x):
-        return particles.diagnose(model, x, include=include)
-
     method = run["method"]
     kappa = float(run["kappa"])
     if np.isfinite(kappa) and method != "euler_maruyama":
         raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
+    check_simulate_time(cfg, model)  # before the tokens are drawn: a run too long is refused, a long one says so
+    streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
+    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
+
+    def save_fn(t, x):
+        return particles.diagnose(model, x, include=include)
+
     traj = particles.simulate(
         x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
@@ -185,7 +187,9 @@ def _resume_note(store) -> None:
         print(f"resuming: {n_done} finished cell file(s) in {store}")
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write (left as they are): {shown}")
+        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write: {shown}. They are not read or "
+              "counted; one that has the name of a cell this run computes is renamed to <name>.unreadable (its bytes "
+              "kept) and the cell is computed, the others are left as they are.")
 
 
 class Interrupted(Exception):
@@ -337,6 +341,9 @@ def main(argv=None) -> int:
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of the output went away (`| head`, `| grep -q`): stop without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (and none at the exit's flush)
+        return 141
     except KeyboardInterrupt:  # outputs are written atomically: nothing half-written is left
         print(f"\nheadflow {args.command}: interrupted; no output was written.", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -332,3 +333,26 @@ def test_memory_estimate_counts_what_the_run_holds():
     assert need == 8 * (STATE_COPIES * 100 * 5 + 1000 * (100 * 5 + 16 * 2 + 16) + 2 * 2 * 25)
     with pytest.raises(cli.ConfigError, match=r"\[run\] n_saves is too large"):
         check_simulate_memory(cfg, available=need - 1)
+
+
+def test_a_foreign_file_under_a_real_cells_name_is_reported_as_renamed(tmp_path, capsys):
+    """A file headflow did not write, sitting under the name of a cell the run computes, is moved aside
+    (bytes kept): what the run prints about it says so, and the file is where the message says."""
+    store = tmp_path / "cells"
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP + f'store = "{store}"\n')
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress"]) == 0
+    cell = sorted(store.glob("cell_*.nc"))[0]
+    cell.unlink()
+    _foreign_netcdf(cell)
+    mine = hashlib.sha256(cell.read_bytes()).hexdigest()
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # the command prints each warning as a line of its own
+        assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "t.nc"), "--no-progress"]) == 0
+    said = capsys.readouterr()
+    assert cell.name in said.out and "renamed to <name>.unreadable (its bytes kept)" in said.out
+    assert re.search(rf"CellWarning: sweep cell {cell.name} .*no cell_key.*kept as {cell.name}\.unreadable", said.err)
+    moved = cell.with_name(cell.name + ".unreadable")
+    assert hashlib.sha256(moved.read_bytes()).hexdigest() == mine
+    assert "cell_key" in xr.open_dataset(cell).attrs  # the cell was computed again under its own name

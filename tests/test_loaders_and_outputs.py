@@ -2,6 +2,7 @@
 that animate replaced."""
 
 import json
+import re
 import struct
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import metrics
 import particles
+from metrics import sentences
 from particles import InvalidParameterError
 
 D = 8
@@ -58,3 +60,258 @@ def test_animate_replaces_only_an_animation(tmp_path):
     out = metrics.animate(ds, tmp_path / "tokens.gif", dpi=30, progress=False)
     metrics.animate(ds, out, dpi=30, progress=False)  # its own animation is replaced (a rerun)
     assert out.read_bytes()[:6] == b"GIF89a"
+
+
+def _llama(rng, layers=1, heads=4, kv_heads=2, dh=2):
+    t = {}
+    for i in range(layers):
+        b = f"model.layers.{i}.self_attn."
+        t[b + "q_proj.weight"] = rng.standard_normal((heads * dh, D))
+        t[b + "k_proj.weight"] = rng.standard_normal((kv_heads * dh, D))
+        t[b + "v_proj.weight"] = rng.standard_normal((kv_heads * dh, D))
+        t[b + "o_proj.weight"] = rng.standard_normal((D, heads * dh))
+    return t
+
+
+@pytest.mark.parametrize("kv", [1, 4])
+def test_a_llama_config_whose_key_value_heads_contradict_the_tensors_is_refused(rng, kv):
+    """k_proj holds 2 key/value heads of head_dim 2; a config saying otherwise belongs to another model."""
+    t = _llama(rng)
+    with pytest.raises(InvalidParameterError, match=rf"config\['num_key_value_heads'\] = {kv} .*k_proj.weight' has "
+                                                    r"shape \(4, 8\), i.e. 2 key/value heads.*Pass this checkpoint"):
+        particles.load_attention(t, config={"num_attention_heads": 4, "num_key_value_heads": kv})
+    w = particles.load_attention(t, config={"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 2,
+                                            "hidden_size": D, "model_type": "llama"})
+    np.testing.assert_array_equal(w.Wk[1], w.Wk[0])  # heads 0 and 1 read key group 0
+    assert not np.array_equal(w.Wk[2], w.Wk[0])
+
+
+@pytest.mark.parametrize("config, key", [({"head_dim": 4}, "head_dim"), ({"hidden_size": 12}, "hidden_size"),
+                                         ({"model_type": "gpt2"}, "model_type")])
+def test_other_config_keys_that_contradict_the_tensors_are_named(rng, config, key):
+    with pytest.raises(InvalidParameterError, match=rf"config\['{key}'\]"):
+        particles.load_attention(_llama(rng), config={"num_attention_heads": 4, **config})
+
+
+def test_a_config_with_more_layers_than_the_tensors_hold_is_refused_as_a_shard(rng):
+    with pytest.raises(InvalidParameterError, match=r"config\['num_hidden_layers'\] = 3.*hold 2 llama layer.*shard"):
+        particles.load_attention_layers(_llama(rng, layers=2), config={"num_attention_heads": 4,
+                                                                        "num_hidden_layers": 3})
+    assert len(particles.load_attention_layers(_llama(rng, layers=2), config={"num_attention_heads": 4,
+                                                                              "num_hidden_layers": 2})) == 2
+
+
+@pytest.mark.parametrize("odd", ["encoder.layer.1.attention.self.query.weight",
+                                 "encoder.layer.0.attention.self.key.weight"])
+def test_a_tensor_of_another_width_is_named_not_the_good_one_beside_it(rng, odd):
+    t = _bert(rng, layers=2)
+    t[odd] = rng.standard_normal((12, 12))
+    with pytest.raises(InvalidParameterError, match="do not share one width") as info:
+        particles.load_attention_layers(t, n_heads=2)
+    assert odd in str(info.value)
+    good = [name for name in t if name.endswith("weight") and name != odd]
+    assert not any(repr(name) in str(info.value) for name in good)
+
+
+def test_whole_layers_of_another_width_are_named(rng):
+    t = _bert(rng, layers=3)
+    t.update({k.replace("layer.0", "layer.2"): rng.standard_normal((12, 12) if k.endswith("weight") else 12)
+              for k in _bert(rng) if k.endswith("weight")})
+    with pytest.raises(InvalidParameterError, match=r"width d = 8, but 'encoder.layer.2.attention.self.query"):
+        particles.load_attention_layers(t, n_heads=2)
+    assert particles.load_attention(t, 1, n_heads=2).d == D  # a good layer of the file still loads alone
+
+
+def test_an_untransposed_gpt2_c_attn_is_named_as_transposed(rng):
+    t = {"h.0.attn.c_attn.weight": rng.standard_normal((3 * D, D)), "h.0.attn.c_proj.weight": np.eye(D)}
+    with pytest.raises(InvalidParameterError, match=r"shape \(24, 8\), the transpose of GPT-2's layout.*\(8, 24\)"
+                                                    r".*Transpose it"):
+        particles.load_attention(t, n_heads=2)
+    t["h.0.attn.c_attn.weight"] = t["h.0.attn.c_attn.weight"].T
+    assert particles.load_attention(t, n_heads=2).d == D
+
+
+# ------------------------------------------------------------------ the time a simulate config implies
+
+
+def _simulate(tmp_path, body, capsys):
+    from headflow import cli
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(body)
+    status = cli.main(["simulate", str(cfg), "--out", str(tmp_path / "run.nc"), "--no-progress"])
+    return status, capsys.readouterr()
+
+
+@pytest.mark.parametrize("body, key", [("[run]\nn = 20000\nmax_hours = 1e-9\n", r"\[run\] n"),
+                                       ("[run]\nn = 8\nt1 = 5000.0\nmax_hours = 1e-9\n", r"\[run\] dt \(or t1\)")])
+def test_a_run_estimated_beyond_max_hours_is_refused_naming_the_key_before_it_starts(tmp_path, capsys, body, key):
+    status, said = _simulate(tmp_path, body, capsys)
+    assert status == 2 and "Traceback" not in said.err
+    assert re.search(rf"{key} makes this run too long: it would take about .* steps of about .*timed on this "
+                     r"machine.*beyond \[run\] max_hours = 1e-09.*raise \[run\] max_hours", said.err)
+    assert not (tmp_path / "run.nc").exists()
+
+
+def test_a_long_run_says_its_estimate_before_the_first_step(tmp_path, capsys, monkeypatch):
+    from headflow import _work
+
+    monkeypatch.setattr(_work, "NOTE_SECONDS", 0.0)  # every run is "long": the note must come first
+    status, said = _simulate(tmp_path, "[run]\nn = 8\nt1 = 0.1\ndt = 0.05\nn_saves = 2\n", capsys)
+    assert status == 0
+    note = said.out.index("this run will take about")
+    assert note < said.out.index("wrote") and "2 steps of about" in said.out and "2 saves of about" in said.out
+
+
+def test_the_estimate_scales_by_the_summation_route_of_the_heads():
+    from headflow._work import summation_growth
+
+    rng = np.random.default_rng(0)
+    assert summation_growth(particles.MultiHead.scalar([1.0], d=3, summation="exact"))[0] == 2
+    assert summation_growth(particles.MultiHead.scalar([1.0], d=3, kind="relu"))[0] == 2
+    full_rank = rng.standard_normal((5, 5))
+    assert summation_growth(particles.MultiHead(full_rank + full_rank.T))[0] == 2
+    if particles.summation.fast_available():
+        assert summation_growth(particles.MultiHead.scalar([1.0, 0.5], d=3))[0] == 1
+
+
+@pytest.mark.parametrize("name", ["encoder.layer.0.attention.self.key.weight",
+                                  "encoder.layer.0.attention.output.dense.bias"])
+def test_a_non_finite_tensor_is_named_by_its_name_in_the_file(rng, name):
+    t = _bert(rng)
+    t[name] = t[name].copy()
+    t[name].flat[3] = np.nan
+    with pytest.raises(InvalidParameterError, match=rf"tensor '{re.escape(name)}' holds 1 NaN and 0 inf entries"):
+        particles.load_attention(t, n_heads=2)
+
+
+# ------------------------------------------------------------------ what a second held-out probe found
+
+
+def _header_bytes(offsets, data):
+    h = json.dumps({"a": {"dtype": "F32", "shape": [2], "data_offsets": offsets}}).encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+@pytest.mark.parametrize("offsets, said", [([8, 0], r"begin must be >= 0 and <= end \(a damaged header\)"),
+                                           ([0.0, 8.0], r"not a pair \[begin, end\] of whole byte offsets"),
+                                           ([8], r"not a pair \[begin, end\]"),
+                                           ([0, 64], r"past the end of the 8 data bytes \(a truncated file")])
+def test_data_offsets_are_refused_for_what_is_wrong_with_them(offsets, said):
+    with pytest.raises(InvalidParameterError, match=said):
+        particles.extend.read_tensors(_header_bytes(offsets, bytes(8)))
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("pytorch_model.bin", b"PK\x03\x04" + bytes(60), "a zip archive: a PyTorch checkpoint"),
+    ("model.safetensors.gz", b"\x1f\x8b\x08" + bytes(60), "gzip-compressed: decompress it first")])
+def test_a_zip_or_gzip_file_is_named_for_what_it_is(tmp_path, name, content, said):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(InvalidParameterError, match=rf"{re.escape(name)}.*{said}"):
+        particles.load_attention(path, n_heads=2)
+
+
+def test_fold_norm_without_the_norm_tensors_names_fold_norm(rng):
+    with pytest.raises(InvalidParameterError, match=r"fold_norm=True of load_attention folds the norm in front of "
+                                                    r"layer 0, tensor 'embeddings.LayerNorm.weight'.*fold_norm=False"):
+        particles.load_attention(_bert(rng), n_heads=2, fold_norm=True)
+
+
+def test_titles_are_checked_by_the_function_given_them(rng):
+    w = particles.load_attention(_bert(rng), n_heads=2)
+    with pytest.raises(InvalidParameterError, match="The 'title' parameter of sentence_flow must be a title"):
+        metrics.sentence_flow(w, particles.sample_uniform(4, D, rng), title=None)
+    with pytest.raises(InvalidParameterError, match="The 'title' parameter of head_geometry must be a title"):
+        metrics.head_geometry(w, title=5)
+
+
+def _embeddings(rng, width=D):
+    return {f"embeddings.{p}_embeddings.weight": rng.standard_normal((n, width))
+            for p, n in (("word", 20), ("position", 16), ("token_type", 2))}
+
+
+def test_bert_embeddings_names_the_prefix_the_tensors_use(rng):
+    with pytest.raises(InvalidParameterError, match=r"prefix='bert.'.*the tensors hold it under the prefix '': pass "
+                                                    r"prefix=''"):
+        sentences.bert_embeddings(_embeddings(rng), [1, 2], prefix="bert.")
+    t = {"bert." + k: v for k, v in _embeddings(rng).items()}
+    assert sentences.bert_embeddings(t, [1, 2], prefix="bert.").shape == (2, D)
+
+
+def test_bert_embeddings_refuses_non_finite_rows_and_tables_of_two_widths(rng):
+    t = _embeddings(rng)
+    t["embeddings.word_embeddings.weight"][7, 2] = np.nan
+    with pytest.raises(InvalidParameterError, match=r"word_embeddings.weight' of bert_embeddings holds NaN or inf in "
+                                                    r"the rows \[7\]"):
+        sentences.bert_embeddings(t, [1, 7, 3])
+    assert np.all(np.isfinite(sentences.bert_embeddings(t, [1, 3])))  # rows it does not use
+    t = _embeddings(rng)
+    t["embeddings.position_embeddings.weight"] = rng.standard_normal((16, 6))
+    with pytest.raises(InvalidParameterError, match=r"position_embeddings.weight' of bert_embeddings has width 6, but "
+                                                    r"the word embeddings have width 8"):
+        sentences.bert_embeddings(t, [1, 2])
+
+
+def _zip(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return path
+
+
+def test_a_model_zip_may_hold_its_export_in_one_folder(rng, tmp_path):
+    t = {k: v.astype("<f4") for k, v in _bert(rng).items()}
+    header, blobs, offset = {}, b"", 0
+    for k, v in t.items():
+        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [offset, offset + v.nbytes]}
+        blobs, offset = blobs + v.tobytes(), offset + v.nbytes
+    h = json.dumps(header).encode()
+    export = {"model.safetensors": struct.pack("<Q", len(h)) + h + blobs, "tokenizer.json": "{}",
+              "config.json": json.dumps({"num_attention_heads": 2})}
+    path = _zip(tmp_path / "m.zip", {f"all-MiniLM/{k}": v for k, v in export.items()})
+    tensors, _, config = sentences.read_model_zip(path)
+    assert particles.load_attention(tensors, config=config).n_heads == 2
+    two = _zip(tmp_path / "two.zip", {**{f"a/{k}": v for k, v in export.items()},
+                                      **{f"b/{k}": v for k, v in export.items()}})
+    with pytest.raises(InvalidParameterError, match=r"several model exports \(in \['a/', 'b/'\]\)"):
+        sentences.read_model_zip(two)
+    part = _zip(tmp_path / "part.zip", {"x/config.json": "{}", "x/tokenizer.json": "{}"})
+    with pytest.raises(InvalidParameterError, match=r"lacks \['model.safetensors'\] \(its folder 'x/' holds"):
+        sentences.read_model_zip(part)
+
+
+def test_a_reader_that_goes_away_stops_the_command_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("[run]\nn = 6\nt1 = 0.2\ndt = 0.05\nn_saves = 3\n")
+    proc = subprocess.Popen([sys.executable, "-m", "headflow", "simulate", str(cfg), "--out", str(tmp_path / "o.nc"),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `| head -0` or `| grep -q` that has matched
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_the_timing_says_so_before_it_starts(tmp_path, capsys, monkeypatch):
+    from headflow import _work
+
+    monkeypatch.setattr(_work, "CALIBRATION_N", 64)
+    status, said = _simulate(tmp_path, "[model]\nsummation = \"exact\"\n[run]\nn = 40\nt1 = 0.1\ndt = 0.05\n", capsys)
+    assert status == 0
+    assert said.out.splitlines()[0] == ("headflow simulate: timing a step at n = 2 and 4 to estimate the run at "
+                                        "n = 40 ...")
+
+
+def test_a_dataset_without_positions_is_told_how_to_save_them():
+    model = particles.MultiHead.scalar([1.0], d=3, kind="softmax")
+    traj = particles.simulate(particles.sample_uniform(5, 3, 0), model, t1=0.2, dt=0.1,
+                              save=particles.SaveAt(ts=[0.0, 0.2], x=False, fn=lambda t, x: {"e": 1.0}))
+    ds = metrics.trajectory_to_dataset(traj, model)
+    for draw in (metrics.plot_sphere, lambda d: metrics.animate(d, "a.gif", progress=False)):
+        with pytest.raises(InvalidParameterError, match=r"SaveAt\(ts=\.\.\., x=True\).*\[run\] positions = true"):
+            draw(ds)

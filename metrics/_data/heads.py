@@ -253,7 +253,11 @@ LAYERS = Checked(_attention_layers, "an AttentionWeights or a non-empty list of 
                  [None, 3, "layers", [], [None], np.eye(3)])
 
 
-@declare(layers=LAYERS, n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"),
+#: the title of a dataset (head_geometry, sentence_flow): a string, as trajectory_to_dataset records it
+TITLE = Instance(str, what="a title (str)")
+
+
+@declare(layers=LAYERS, n_tokens=Integer(2), tol=Interval(0, 1, closed="neither"), title=TITLE,
          attrs=AnyOf(NONE, Instance(dict, what="a dict")))
 def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str = "headflow head geometry",
                   attrs: dict | None = None, sentence=None) -> xr.Dataset:

