@@ -191,14 +191,15 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     def check_x(self, x, name: str = "x") -> np.ndarray:
         """Validate a state against this model (shape (n, d), finite, on the sphere), the shape first:
         a transposed state is named as such, not sent to be normalised."""
-        x = check_points(x, name, type(self).__name__, on_sphere=False, min_d=1)
+        raw, x = x, check_points(x, name, type(self).__name__, on_sphere=False, min_d=1)
         if x.shape[1] != self.d:
             turned = f" (it looks transposed: pass {name}.T)" if x.shape[0] == self.d else ""
             raise InvalidParameterError(
                 f"{name} has d = {x.shape[1]} columns but the heads are {self.d} x {self.d}; "
                 f"pass points of shape (n, {self.d}){turned}."
             )
-        return check_points(x, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
+        # (the raw input again: a float32 state off the sphere is told to cast, not to normalise)
+        return check_points(raw, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
 
     # ---------------------------------------------------------------- parameters
     @declare(**MODEL_FIELDS)

@@ -1,6 +1,7 @@
 """Hints that name the real fault, and no silent results: shape before norm, a trajectory labelled
 only with its own model, a fixed step longer than the run refused."""
 
+import numpy as np
 import pytest
 
 import metrics
@@ -42,3 +43,23 @@ def test_fixed_step_longer_than_the_run_is_refused():
     # an adaptive method takes dt as its first trial step: the controller shortens it
     traj = particles.simulate(x0, _model(), t1=1.0, dt=2.0, method="dopri5")
     assert traj.status == "finished" and traj.t[-1] == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_low_precision_points_are_told_to_cast_not_to_normalise(dtype):
+    """float32 tokens normalised in float32 are still off the sphere by ~1e-7: the hint says to cast
+    to float64 first (normalising again, the old hint, cannot help)."""
+    x = particles.sample_uniform(16, 3, rng=3).astype(dtype)
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)   # the old hint, followed
+    name = np.dtype(dtype).name
+    for call in (lambda: particles.simulate(x, _model(), t1=0.2, dt=0.1),
+                 lambda: particles.geodesic_distance(x, x),
+                 lambda: particles.simulate(x[None], particles.Ensemble(np.eye(3)[None], beta=[1.0]), t1=0.2, dt=0.1)):
+        with pytest.raises(InvalidParameterError, match=rf"is {name} .* cast it first, .*dtype=np\.float64"):
+            call()
+    # a float64 array off the sphere keeps the plain hint, and the cast-and-normalise fix works
+    with pytest.raises(InvalidParameterError, match=r"use x0 / np\.linalg\.norm") as err:
+        particles.simulate(2.0 * x.astype(np.float64), _model(), t1=0.2, dt=0.1)
+    assert "cast" not in str(err.value)
+    y = np.asarray(x, dtype=np.float64)
+    assert particles.simulate(y / np.linalg.norm(y, axis=-1, keepdims=True), _model(), t1=0.2, dt=0.1).status == "finished"
