@@ -62,4 +62,5 @@ def test_low_precision_points_are_told_to_cast_not_to_normalise(dtype):
         particles.simulate(2.0 * x.astype(np.float64), _model(), t1=0.2, dt=0.1)
     assert "cast" not in str(err.value)
     y = np.asarray(x, dtype=np.float64)
-    assert particles.simulate(y / np.linalg.norm(y, axis=-1, keepdims=True), _model(), t1=0.2, dt=0.1).status == "finished"
+    y /= np.linalg.norm(y, axis=-1, keepdims=True)
+    assert particles.simulate(y, _model(), t1=0.2, dt=0.1).status == "finished"
