@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
-from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
+from .._core.params import KAPPA, NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
@@ -67,7 +67,7 @@ _SIMULATE_RELATIONS = [
 @declare(x0=_STATE, field=Function("a vector field: a MultiHead, an Ensemble or a callable "
          "field(t, x)"), t1=Interval(), dt=AnyOf(NONE, _POS), t0=Interval(),
          method=AnyOf(Options(*STEPPERS), Instance(Stepper)), save=AnyOf(NONE, Instance(SaveAt, hint="Use "
-         "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
+         "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=KAPPA,
          rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
          controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),

@@ -64,3 +64,17 @@ def test_low_precision_points_are_told_to_cast_not_to_normalise(dtype):
     y = np.asarray(x, dtype=np.float64)
     y /= np.linalg.norm(y, axis=-1, keepdims=True)
     assert particles.simulate(y, _model(), t1=0.2, dt=0.1).status == "finished"
+
+
+def test_kappa_zero_is_explained_as_infinite_noise():
+    """kappa = 0 written for "no noise": every noisy entry point says that inf is noiseless."""
+    import meanfield as mf
+
+    x0 = particles.sample_uniform(8, 3, rng=4)
+    calls = [lambda: particles.simulate(x0, _model(), t1=0.2, dt=0.1, method="euler_maruyama", kappa=0.0),
+             lambda: mf.wasserstein_ascent(mf.EmpiricalMeasure(x0), _model(), t1=0.2, dt=0.1, kappa=0.0),
+             lambda: mf.uniform_growth_rate(1.0, 2.0, kappa=0.0),
+             lambda: metrics.run_sweep({"beta": [1.0]}, n_seeds=1, t1=0.2, dt=0.1, n_saves=2, kappa=0.0)]
+    for call in calls:
+        with pytest.raises(InvalidParameterError, match=r"inverse noise strength.*np\.inf .* is noiseless"):
+            call()
