@@ -44,6 +44,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
 )
 from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, write_output
+from ._resume import cells_done, computed_cells, resume_note
 
 
 def __getattr__(name):
@@ -73,7 +74,14 @@ def _output_path(cfg: dict, out, fmt) -> tuple[pathlib.Path, str]:
     path = out or cfg["output"]["path"]
     if path is None:
         raise ConfigError("no output path: pass --out PATH or set [output] path in the config.")
-    return pathlib.Path(path), fmt
+    path = pathlib.Path(path)
+    named = {".zarr": "zarr", ".nc": "netcdf", ".nc4": "netcdf"}.get(path.suffix.lower())
+    if named is not None and named != fmt:
+        # a netCDF file named .zarr (or the reverse) would open in neither reader as its name says
+        raise ConfigError(f"output {str(path)!r} is named as {named} but the format is {fmt} ([output] format or "
+                          f"--format): pass --format {named}, or give the output a name that ends in "
+                          f"{'.zarr' if fmt == 'zarr' else '.nc'}.")
+    return path, fmt
 
 
 # ---------------------------------------------------------------- commands
@@ -117,6 +125,9 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
         return particles.diagnose(model, x, include=include)
 
     method = run["method"]
+    if float(run["dt"]) > float(run["t1"]) and not particles.STEPPERS[method].adaptive:
+        raise ConfigError(f"[run] dt = {run['dt']:g} is longer than [run] t1 = {run['t1']:g}: method {method!r} takes "
+                          f"fixed steps. Write dt <= {run['t1']:g} (e.g. dt = {run['t1'] / 100:g}) or a later t1.")
     kappa = float(run["kappa"])
     if np.isfinite(kappa) and method != "euler_maruyama":
         raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
@@ -132,6 +143,8 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
+    if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too
+        print(f"headflow simulate: the run {traj.status}: {traj.message}", file=sys.stderr)
     return ds
 
 
@@ -153,7 +166,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
     check_sweep_memory(cfg)
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
-    _resume_note(store)
+    before = resume_note(store)
     try:
         ds = metrics.run_sweep(
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
@@ -162,30 +175,16 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
             model_fn=model_fn, fixed=fixed or None,
         )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
                           "the same command to resume.") from None
     ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = "headflow sweep"
     write_output(ds, path, fmt)
-    print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1); cells kept in {store}")
+    computed = computed_cells(store, before)
+    print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1; {ds.success.size - computed} "
+          f"reused, {computed} computed); cells kept in {store}")
     return ds
-
-
-def _cells_done(store) -> tuple[int, list]:
-    from metrics.io import stored_cells
-
-    return stored_cells(store)
-
-
-def _resume_note(store) -> None:
-    """Say how many finished cells a store holds, and name the ``cell_*.nc`` files headflow did not write."""
-    n_done, foreign = _cells_done(store)
-    if n_done:
-        print(f"resuming: {n_done} finished cell file(s) in {store}")
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write (left as they are): {shown}")
 
 
 class Interrupted(Exception):
@@ -214,7 +213,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
     rho = build_density(cfg["density"], model.d)
     store = st["store"] or str(path) + ".cells"
-    _resume_note(store)
+    before = resume_note(store)
     try:
         ds = metrics.mean_field_limit_study(
             model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
@@ -223,14 +222,14 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
             max_workers=st["max_workers"], store=store, progress=progress,
         )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
                           "the same command to resume.") from None
     ds.attrs["study_config"] = ds.attrs["config"]
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
     ds.attrs["density"] = repr(rho)
     write_output(ds, path, fmt)
-    print(f"wrote {path}; cells kept in {store}")
+    print(f"wrote {path} ({computed_cells(store, before)} cell(s) computed); cells kept in {store}")
     print(metrics.limit_study_table(ds))
     return ds
 

@@ -219,7 +219,8 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
         if state.n_steps + state.n_rejected >= max_steps:
             raise SolverError(f"max_steps={max_steps} reached at t={state.t:.6g}. "
                               "Increase max_steps, or loosen rtol/atol.")
-        x_new, err = stepper(field, state.t, state.x, h, geom, rng=rng, sigma=sigma, rtol=rtol, atol=atol)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing step is caught below, with its fix
+            x_new, err = stepper(field, state.t, state.x, h, geom, rng=rng, sigma=sigma, rtol=rtol, atol=atol)
         accept, state.h = controller.decide(err, h, state.t, state.x, x_new, geom, state.n_steps)
         if not accept:
             state.n_rejected += 1

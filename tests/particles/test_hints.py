@@ -78,3 +78,15 @@ def test_kappa_zero_is_explained_as_infinite_noise():
     for call in calls:
         with pytest.raises(InvalidParameterError, match=r"inverse noise strength.*np\.inf .* is noiseless"):
             call()
+
+
+def test_an_overflowing_run_fails_with_its_reason_not_with_numpy_warnings():
+    """USA heads at beta = 400 overflow in physical time: the run stops with the fix
+    (log_time_scale='auto'); the overflow inside the step is not a RuntimeWarning (here an error)."""
+    model = particles.MultiHead.scalar([1.0, 0.4], d=3, beta=400.0, kind="usa")
+    x0 = particles.sample_uniform(32, 3, rng=0)
+    traj = particles.simulate(x0, model, t1=1.0, dt=0.02, method="rk4", on_failure="return")
+    assert traj.status == "failed" and "log_time_scale='auto'" in traj.message
+    assert np.all(np.isfinite(traj.x_final))
+    with pytest.raises(particles.SolverError, match="log_time_scale=.auto."):
+        particles.simulate(x0, model, t1=1.0, dt=0.02, method="euler")
