@@ -30,6 +30,14 @@ def test_cli_warnings_have_no_source_lines(monkeypatch, capsys, tmp_path):
     assert ".py:" not in err and "warnings.warn" not in err
 
 
+def test_readme_points_to_the_tutorial_and_how_to_run_it():
+    """A new user starts from the README: the notebook is named there with the extra that runs it."""
+    text = (ROOT / "README.md").read_text()
+    assert "docs/tutorial.ipynb" in text and '".[notebook]"' in text
+    assert "nbconvert --to notebook --execute docs/tutorial.ipynb" in text
+    assert (ROOT / "docs" / "tutorial.ipynb").is_file()
+
+
 def test_notebook_extra_has_nbconvert():
     text = (ROOT / "pyproject.toml").read_text()
     extra = re.search(r"^notebook = \[(.*)\]$", text, re.M)[1]
