@@ -90,3 +90,12 @@ def test_an_overflowing_run_fails_with_its_reason_not_with_numpy_warnings():
     assert np.all(np.isfinite(traj.x_final))
     with pytest.raises(particles.SolverError, match="log_time_scale=.auto."):
         particles.simulate(x0, model, t1=1.0, dt=0.02, method="euler")
+
+
+def test_n_and_d_swapped_at_creation_is_not_called_transposed():
+    """sample_uniform(3, 64): 3 unit rows in R^64; "pass x0.T" would give rows that are not unit."""
+    x = particles.sample_uniform(3, 64, rng=5)
+    swapped = r"its 3 rows are unit vectors in R\^64: were n and d swapped"
+    with pytest.raises(InvalidParameterError, match=swapped) as err:
+        particles.simulate(x, _model(), t1=0.2, dt=0.1)
+    assert "pass x0.T" not in str(err.value)
