@@ -122,7 +122,8 @@ def simulate(
     kappa : float in (0, inf]
         Inverse noise strength; the noise is Brownian motion with generator κ⁻¹Δ_S.
     rng : Generator, int or None
-        Randomness for the noise.
+        Randomness for the noise. ``None`` with noise draws fresh entropy and keeps it in
+        ``Trajectory.noise_entropy`` (``rng=int(traj.noise_entropy)`` repeats the run).
     rtol, atol : float
         Tolerances of the adaptive method.
     max_steps : int
@@ -160,6 +161,10 @@ def simulate(
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
     save = _check_save(save, method, caller)
+    noise_entropy = ""
+    if rng is None and sigma > 0:  # fresh entropy, kept: the run is repeated by rng=int(traj.noise_entropy)
+        seq = np.random.SeedSequence()
+        rng, noise_entropy = seq, str(seq.entropy)
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
         field.probe(t0, x)
@@ -186,7 +191,7 @@ def simulate(
             bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method,
-                            fingerprint=fingerprint)
+                            fingerprint=fingerprint, noise_entropy=noise_entropy)
 
 
 def _check_save(save, method: str, caller: str) -> SaveAt:

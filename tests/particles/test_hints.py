@@ -99,3 +99,16 @@ def test_n_and_d_swapped_at_creation_is_not_called_transposed():
     with pytest.raises(InvalidParameterError, match=swapped) as err:
         particles.simulate(x, _model(), t1=0.2, dt=0.1)
     assert "pass x0.T" not in str(err.value)
+
+
+def test_an_unseeded_noisy_run_keeps_the_entropy_that_repeats_it():
+    """rng=None with noise used to draw unrecorded entropy: the run could not be repeated."""
+    model, x0 = _model(), particles.sample_uniform(8, 3, rng=6)
+    first = particles.simulate(x0, model, t1=0.3, dt=0.1, method="euler_maruyama", kappa=5.0)
+    assert first.noise_entropy.isdigit()
+    again = particles.simulate(x0, model, t1=0.3, dt=0.1, method="euler_maruyama", kappa=5.0,
+                               rng=int(first.noise_entropy))
+    np.testing.assert_array_equal(again.x_final, first.x_final)
+    assert again.noise_entropy == ""  # a seeded run: the caller holds the seed
+    assert metrics.trajectory_to_dataset(first, model).attrs["noise_entropy"] == first.noise_entropy
+    assert particles.simulate(x0, model, t1=0.3, dt=0.1).noise_entropy == ""  # no noise, nothing to keep
