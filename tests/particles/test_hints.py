@@ -112,3 +112,11 @@ def test_an_unseeded_noisy_run_keeps_the_entropy_that_repeats_it():
     assert again.noise_entropy == ""  # a seeded run: the caller holds the seed
     assert metrics.trajectory_to_dataset(first, model).attrs["noise_entropy"] == first.noise_entropy
     assert particles.simulate(x0, model, t1=0.3, dt=0.1).noise_entropy == ""  # no noise, nothing to keep
+
+
+def test_a_relative_tolerance_below_round_off_is_refused():
+    """rtol=1e-20 used to run ~60 000 dopri5 steps (1e-12: 57) for nothing float64 can resolve."""
+    x0 = particles.sample_uniform(8, 3, rng=7)
+    with pytest.raises(InvalidParameterError, match=r"'rtol' parameter of simulate .* round-off is 2\.2e-16"):
+        particles.simulate(x0, _model(), t1=0.5, method="dopri5", rtol=1e-20)
+    assert particles.simulate(x0, _model(), t1=0.5, method="dopri5", rtol=1e-15).status == "finished"
