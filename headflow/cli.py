@@ -311,9 +311,10 @@ def _plain_warnings(command: str):
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 for a config error, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status (0 ok, 1 when a solver refuses the run, 2 for a config
+    error, 130 on Ctrl-C)."""
     args = _parser().parse_args(argv)
-    from particles.validation import InvalidParameterError
+    from particles.validation import InvalidParameterError, SolverError
     if args.command == "info":
         data = info()
         print(json.dumps(data, indent=2)) if args.json else _print_info(data)
@@ -333,6 +334,9 @@ def main(argv=None) -> int:
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except SolverError as exc:  # e.g. a study's reference that cannot be computed: the reason and its fix
+        print(f"headflow {args.command}: the run failed: {exc}", file=sys.stderr)
+        return 1
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130

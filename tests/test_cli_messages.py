@@ -80,3 +80,30 @@ def test_a_resumed_sweep_counts_the_cells_it_reused(tmp_path, capsys):
     assert "(4/4 cells reached t1; 4 reused, 0 computed)" in capsys.readouterr().out
     with xr.open_dataset(out) as ds:
         assert np.all(ds.success.values == 1)
+
+
+STUDY = """
+[model]
+kind = "usa"
+d = 2
+beta = 400.0
+lambdas = [1.0]
+[study]
+n_values = [8, 16]
+n_seeds = 2
+t1 = 0.2
+n_saves = 2
+m_grid = 64
+dt = 0.02
+"""
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the reference's first velocity overflows float64
+def test_a_study_whose_reference_the_solver_refuses_exits_with_the_reason(tmp_path, capsys):
+    """USA heads at beta = 400 in physical time: the finite-volume reference used to crawl for hours
+    (CFL steps ~1e-176), then a traceback; now status 1 and the solver's reason with its fix."""
+    cfg = _write(tmp_path, "study.toml", STUDY)
+    assert cli.main(["study", cfg, "--out", str(tmp_path / "study.nc"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "headflow study: the run failed: step size underflow" in err and "log_time_scale='auto'" in err
+    assert "Traceback" not in err and not (tmp_path / "study.nc").exists()

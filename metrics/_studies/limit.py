@@ -291,16 +291,20 @@ def _study_data(sweep, ref, settings, metrics_rated, n_values, ts, *, d, K, eps_
         g = sweep[v].values  # (N, S, T), NaN beyond the seeds of each n
         gp = np.where(present, g, 0.0)
         mean = gp.sum(axis=1) / counts[:, None]
-        ss = (np.where(present, g - mean[:, None, :], 0.0) ** 2).sum(axis=1)
+        dev = np.where(present, g - mean[:, None, :], 0.0)
+        scale = np.max(np.abs(dev), axis=1, initial=0.0)  # (squares of gaps near 1e169, USA at large beta, overflow)
         with np.errstate(invalid="ignore", divide="ignore"):  # one seed: no spread, NaN
-            se = np.where(counts[:, None] > 1, np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
+            ss = ((dev / np.where(scale > 0, scale, 1.0)[:, None, :]) ** 2).sum(axis=1)
+            se = np.where(counts[:, None] > 1, scale * np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
         data[f"{v}_stderr"] = (("n_particles", "time"), se,
                                {"long_name": f"standard error of the seed mean of {v}", "units": units.get(v, "1")})
         # W2 is skipped above w2_max_n: the rate of w2 is fitted over the n that have it
         rows = np.array([np.all(np.isfinite(g[i, :c])) for i, c in enumerate(counts)]) if v == "w2" \
             else np.ones(len(n_values), bool)
+        # (fewer than two n with every seed finite, e.g. every cell failed: no rate, NaN, the failures are named)
         fits = np.array([fit_rate(np.asarray(n_values)[rows], g[rows][:, :, k], paired=paired, interval=interval,
-                                  n_boot=n_boot, rng=seed, counts=counts[rows])[:4] for k in range(len(ts))])
+                                  n_boot=n_boot, rng=seed, counts=counts[rows])[:4] if rows.sum() >= 2
+                         else [np.nan] * 4 for k in range(len(ts))])
         data[f"rate_{v}"] = (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {v} ~ n^r", "units": "1"})
         data[f"rate_{v}_ci"] = (("time", "bound"), fits[:, 1:3],
                                 {"long_name": f"95% {'t' if interval == 't' else 'bootstrap'} interval of rate_{v} "

@@ -268,6 +268,11 @@ def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, ch
     if np.isfinite(kappa) and not stepper.stochastic:
         raise InvalidParameterError(f"kappa={kappa:g} adds noise: use method='euler_maruyama' (got {method!r}).")
     sigma = float(np.sqrt(2.0 / kappa)) if np.isfinite(kappa) else 0.0
+    if sigma * np.sqrt(dt) >= 1.0:  # every step would be refused as unresolved (a move > 1 rad): say why now
+        raise InvalidParameterError(
+            f"kappa = {kappa:g} with dt = {dt:g}: one step's noise moves a token by about sqrt(2 dt / kappa) = "
+            f"{sigma * np.sqrt(dt):.3g} rad in each direction, more than a step may move (1 rad). Raise kappa (the "
+            f"inverse noise strength) or lower dt below kappa / 2 = {kappa / 2:g} (e.g. dt = {kappa / 200:g}).")
     opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, check_every=check_every)
     return t0, t1, dt, sigma, opts
 

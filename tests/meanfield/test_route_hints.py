@@ -43,3 +43,17 @@ def test_the_wrong_scheme_names_the_ones_that_fit():
     with pytest.raises(InvalidParameterError, match=r"GridMeasure on S\^1 \(d = 2\): use scheme='fv_circle'"):
         mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, arcs, lambda x: 1 + 0 * x[:, 0]), _model(2), t1=0.5,
                               scheme="fv_sphere")
+
+
+def test_a_cfl_step_below_round_off_is_refused_at_once():
+    """USA heads at beta = 400 in physical time: velocities ~e^400 give CFL steps ~1e-176, so a
+    finite-volume run to t = 0.5 would take ~1e176 steps (a study's reference hung on it)."""
+    from particles import SolverError
+
+    pts, arcs = mf.circle_grid(64)
+    mu = mf.GridMeasure.from_density(pts, arcs, lambda x: 1 + 0.5 * x[:, 0])
+    model = particles.MultiHead.scalar([1.0], d=2, beta=400.0, kind="usa")
+    with pytest.raises(SolverError, match=r"step size underflow at t=0 \(the CFL step .*log_time_scale='auto'"):
+        mf.wasserstein_ascent(mu, model, t1=0.5, scheme="fv_circle", max_steps=10_000)
+    scaled = model.replace(log_time_scale="auto")  # the fix it names
+    assert mf.wasserstein_ascent(mu, scaled, t1=0.01, n_saves=2, scheme="fv_circle").mass.shape == (2, 64)

@@ -120,3 +120,14 @@ def test_a_relative_tolerance_below_round_off_is_refused():
     with pytest.raises(InvalidParameterError, match=r"'rtol' parameter of simulate .* round-off is 2\.2e-16"):
         particles.simulate(x0, _model(), t1=0.5, method="dopri5", rtol=1e-20)
     assert particles.simulate(x0, _model(), t1=0.5, method="dopri5", rtol=1e-15).status == "finished"
+
+
+def test_noise_larger_than_a_step_may_move_is_refused_up_front():
+    """kappa = 1e-3, dt = 0.01: sqrt(2 dt / kappa) = 4.5 rad per step; every step used to be refused
+    as unresolved, with a hint (method='dopri5') that a noisy run cannot take."""
+    x0 = particles.sample_uniform(8, 3, rng=8)
+    too_noisy = r"kappa = 0\.001 with dt = 0\.01: .* sqrt\(2 dt / kappa\) = 4\.47 rad"
+    with pytest.raises(InvalidParameterError, match=too_noisy):
+        particles.simulate(x0, _model(), t1=0.1, dt=0.01, method="euler_maruyama", kappa=1e-3)
+    traj = particles.simulate(x0, _model(), t1=0.1, dt=0.01, method="euler_maruyama", kappa=1.0, rng=0)
+    assert traj.status == "finished"
