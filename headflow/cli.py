@@ -41,6 +41,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     SCHEMAS,
     ConfigError,
     load_config,
+    toml_words,
 )
 from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, write_output
@@ -144,7 +145,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
     if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too
-        print(f"headflow simulate: the run {traj.status}: {traj.message}", file=sys.stderr)
+        print(f"headflow simulate: the run {traj.status}: {toml_words(traj.message)}", file=sys.stderr)
     return ds
 
 
@@ -335,7 +336,7 @@ def main(argv=None) -> int:
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except SolverError as exc:  # e.g. a study's reference that cannot be computed: the reason and its fix
-        print(f"headflow {args.command}: the run failed: {exc}", file=sys.stderr)
+        print(f"headflow {args.command}: the run failed: {toml_words(str(exc))}", file=sys.stderr)
         return 1
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)

@@ -44,7 +44,7 @@ def test_a_failed_run_prints_its_reason(tmp_path, capsys):
     assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 0
     captured = capsys.readouterr()
     assert "(failed," in captured.out
-    assert "the run failed: " in captured.err and "log_time_scale='auto'" in captured.err
+    assert "the run failed: " in captured.err and '[model] log_time_scale = "auto"' in captured.err  # the TOML key
     with xr.open_dataset(tmp_path / "run.nc") as ds:
         assert ds.attrs["status"] == "failed"
 
@@ -105,5 +105,5 @@ def test_a_study_whose_reference_the_solver_refuses_exits_with_the_reason(tmp_pa
     cfg = _write(tmp_path, "study.toml", STUDY)
     assert cli.main(["study", cfg, "--out", str(tmp_path / "study.nc"), "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "headflow study: the run failed: step size underflow" in err and "log_time_scale='auto'" in err
+    assert "headflow study: the run failed: step size underflow" in err and '[model] log_time_scale = "auto"' in err
     assert "Traceback" not in err and not (tmp_path / "study.nc").exists()
