@@ -117,20 +117,34 @@ def _add_curves(ds, r) -> None:
         ds[f"{r.key}__{name}"] = ([f"{r.key}_{d}" for d in dims], val, {"long_name": f"{name} of row {r.key}"})
 
 
-def figure(ds, path) -> None:
+#: the figure's panels: row, x and y curves, title, axis labels (math text), scale
+PANELS = [("pry_nonsync_threshold", "beta", "growth", r"PRY: 3-cluster growth rate against $\beta$", r"$\beta$",
+           "growth rate", "linear"),
+          ("long_context_d3", "n", "beta_star", r"long context: $\beta^*_n$, top weight 1/2", "n (tokens)",
+           r"$\beta^*_n$", "log"),
+          ("grr_cap", "t", "diameter", r"cap $0.4\pi$ on $S^3$: diameter", "t", "diameter", "semilogy"),
+          ("post_ln_rate", "t", "one_minus_rho", r"Post-LN: $1-\rho \sim e^{-2t}$", "t", r"$1-\rho$", "semilogy"),
+          ("pre_ln_power", "t", "one_minus_rho", r"Pre-LN: $1-\rho \sim t^{-2}$", "t", r"$1-\rho$", "log"),
+          ("kpr_causal", "t", "centres", r"KPR causal, $\beta = 64$: Rényi centres", "t", "Rényi centres (count)",
+           "linear")]
+
+
+def figure(ds, path) -> bool:
+    """One panel per row of :data:`PANELS` that was run (rows not run leave no empty panel); False,
+    and no file, when none was."""
+    from matplotlib.ticker import MaxNLocator, NullFormatter
+
+    panels = [p for p in PANELS if f"{p[0]}__{p[2]}" in ds]
+    if not panels:
+        return False
     plt = pyplot()
-    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5))
-    panels = [("pry_nonsync_threshold", "beta", "growth", "PRY: 3-cluster growth rate vs beta", "linear"),
-              ("long_context_d3", "n", "beta_star", "long context: beta*_n, top weight 1/2", "log"),
-              ("grr_cap", "t", "diameter", "cap 0.4 pi on S^3: diameter", "semilogy"),
-              ("post_ln_rate", "t", "one_minus_rho", "Post-LN: 1 - rho ~ e^{-2t}", "semilogy"),
-              ("pre_ln_power", "t", "one_minus_rho", "Pre-LN: 1 - rho ~ t^{-2}", "log"),
-              ("kpr_causal", "t", "centres", "KPR causal, beta = 64: Renyi centres", "linear")]
-    for ax, (key, xn, yn, title, scale) in zip(axes.flat, panels):
-        ax.set(title=title, xlabel=xn, ylabel=yn)
-        if f"{key}__{yn}" not in ds:
-            ax.text(0.5, 0.5, "not run", ha="center", transform=ax.transAxes)
-            continue
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.7 * cols, 3.75 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.remove()
+    for ax, (key, xn, yn, title, xlabel, ylabel, scale) in zip(axes.flat, panels):
+        ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
         x, y = ds[f"{key}__{xn}"].values, np.atleast_2d(ds[f"{key}__{yn}"].values)
         for yy in y:
             ax.plot(x, yy, "o-" if len(x) < 40 else "-", ms=3, alpha=1.0 if len(y) == 1 else 0.4)
@@ -139,7 +153,11 @@ def figure(ds, path) -> None:
             ax.legend(["d = 3", "d = 4"])
         if scale != "linear":
             ax.set(yscale="log", xscale="log" if scale == "log" else "linear")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # (labelled minor ticks of a short decade overlap)
+        if key == "kpr_causal":
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # a count of centres
     save_figure(fig, path)
+    return True
 
 
 def main(argv=None):
@@ -171,7 +189,8 @@ def main(argv=None):
     ds.to_netcdf(out / "reproductions.nc")
     (out / "reproductions.md").write_text(page.render(ds) + "\n")
     print(page.render(ds))
-    figure(ds, out / "reproductions.png")
+    if not figure(ds, out / "reproductions.png"):
+        print("no figure: none of the rows run has a panel (" + ", ".join(p[0] for p in PANELS) + ")")
     if args.page:
         page.write_page(ds, pathlib.Path(args.page))
     return ds, rows

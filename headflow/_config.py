@@ -232,6 +232,11 @@ format = "netcdf"
 # ---------------------------------------------------------------- configs
 
 
+def toml_words(message: str) -> str:
+    """A library message as a config's reader needs it: the Python keyword of a fix becomes its TOML key."""
+    return message.replace("log_time_scale='auto'", '[model] log_time_scale = "auto"')
+
+
 def load_config(command: str, source) -> dict:
     """Read a TOML config (a path, or the TOML text as a str) for ``command``; check every value
     against :data:`TYPES` (a :class:`ConfigError` names the key) and fill in the defaults.

@@ -41,9 +41,11 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     SCHEMAS,
     ConfigError,
     load_config,
+    toml_words,
 )
 from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, write_output
+from ._resume import cells_done, computed_cells, resume_note
 from ._work import check_simulate_time
 
 
@@ -74,7 +76,14 @@ def _output_path(cfg: dict, out, fmt) -> tuple[pathlib.Path, str]:
     path = out or cfg["output"]["path"]
     if path is None:
         raise ConfigError("no output path: pass --out PATH or set [output] path in the config.")
-    return pathlib.Path(path), fmt
+    path = pathlib.Path(path)
+    named = {".zarr": "zarr", ".nc": "netcdf", ".nc4": "netcdf"}.get(path.suffix.lower())
+    if named is not None and named != fmt:
+        # a netCDF file named .zarr (or the reverse) would open in neither reader as its name says
+        raise ConfigError(f"output {str(path)!r} is named as {named} but the format is {fmt} ([output] format or "
+                          f"--format): pass --format {named}, or give the output a name that ends in "
+                          f"{'.zarr' if fmt == 'zarr' else '.nc'}.")
+    return path, fmt
 
 
 # ---------------------------------------------------------------- commands
@@ -112,20 +121,19 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
             if name not in particles.DIAGNOSTICS:
                 raise ConfigError(f"[run] diagnostics: {name!r} is not one of {sorted(particles.DIAGNOSTICS)}.")
     method = run["method"]
+    if float(run["dt"]) > float(run["t1"]) and not particles.STEPPERS[method].adaptive:
+        raise ConfigError(f"[run] dt = {run['dt']:g} is longer than [run] t1 = {run['t1']:g}: method {method!r} takes "
+                          f"fixed steps. Write dt <= {run['t1']:g} (e.g. dt = {run['t1'] / 100:g}) or a later t1.")
     kappa = float(run["kappa"])
     if np.isfinite(kappa) and method != "euler_maruyama":
         raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
     check_simulate_time(cfg, model)  # before the tokens are drawn: a run too long is refused, a long one says so
     streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
     x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
-
-    def save_fn(t, x):
-        return particles.diagnose(model, x, include=include)
-
     traj = particles.simulate(
         x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
-                              fn=save_fn),
+                              fn=lambda t, x: particles.diagnose(model, x, include=include)),
         progress=progress, on_failure="return",
     )
     ds = metrics.trajectory_to_dataset(traj, model, title="headflow simulate", config=config,
@@ -134,6 +142,8 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
+    if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too
+        print(f"headflow simulate: the run {traj.status}: {toml_words(traj.message)}", file=sys.stderr)
     return ds
 
 
@@ -155,7 +165,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
     check_sweep_memory(cfg)
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
-    _resume_note(store)
+    before = resume_note(store)
     try:
         ds = metrics.run_sweep(
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
@@ -164,32 +174,16 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
             model_fn=model_fn, fixed=fixed or None,
         )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
                           "the same command to resume.") from None
     ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = "headflow sweep"
     write_output(ds, path, fmt)
-    print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1); cells kept in {store}")
+    computed = computed_cells(store, before)
+    print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1; {ds.success.size - computed} "
+          f"reused, {computed} computed); cells kept in {store}")
     return ds
-
-
-def _cells_done(store) -> tuple[int, list]:
-    from metrics.io import stored_cells
-
-    return stored_cells(store)
-
-
-def _resume_note(store) -> None:
-    """Say how many finished cells a store holds, and name the ``cell_*.nc`` files headflow did not write."""
-    n_done, foreign = _cells_done(store)
-    if n_done:
-        print(f"resuming: {n_done} finished cell file(s) in {store}")
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write: {shown}. They are not read or "
-              "counted; one that has the name of a cell this run computes is renamed to <name>.unreadable (its bytes "
-              "kept) and the cell is computed, the others are left as they are.")
 
 
 class Interrupted(Exception):
@@ -218,7 +212,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
     rho = build_density(cfg["density"], model.d)
     store = st["store"] or str(path) + ".cells"
-    _resume_note(store)
+    before = resume_note(store)
     try:
         ds = metrics.mean_field_limit_study(
             model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
@@ -227,14 +221,14 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
             max_workers=st["max_workers"], store=store, progress=progress,
         )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {_cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
+        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
                           "the same command to resume.") from None
     ds.attrs["study_config"] = ds.attrs["config"]
     ds.attrs["config"] = to_json(config)
     ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
     ds.attrs["density"] = repr(rho)
     write_output(ds, path, fmt)
-    print(f"wrote {path}; cells kept in {store}")
+    print(f"wrote {path} ({computed_cells(store, before)} cell(s) computed); cells kept in {store}")
     print(metrics.limit_study_table(ds))
     return ds
 
@@ -316,9 +310,10 @@ def _plain_warnings(command: str):
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 for a config error, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status (0 ok, 1 when a solver refuses the run, 2 for a config
+    error, 130 on Ctrl-C)."""
     args = _parser().parse_args(argv)
-    from particles.validation import InvalidParameterError
+    from particles.validation import InvalidParameterError, SolverError
     if args.command == "info":
         data = info()
         print(json.dumps(data, indent=2)) if args.json else _print_info(data)
@@ -338,6 +333,9 @@ def main(argv=None) -> int:
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
         print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except SolverError as exc:  # e.g. a study's reference that cannot be computed: the reason and its fix
+        print(f"headflow {args.command}: the run failed: {toml_words(str(exc))}", file=sys.stderr)
+        return 1
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130

@@ -35,3 +35,11 @@ __all__ = [
     "sphere_harmonic_transform",
     "sht_backend",
 ]
+
+
+def __getattr__(name: str):  # meanfield.extend (the extension points), loaded on first use as the docs write it
+    if name == "extend":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.extend")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -100,9 +100,20 @@ def _fv_rhs(model, p, D, delta):
     return -(flux - np.roll(flux, 1)), float(np.abs(v).max()) / delta + 2 * D / delta**2
 
 
+def _route(mu0) -> str:
+    """The schemes that solve ``mu0``, for the refusal of a scheme that does not."""
+    if not isinstance(mu0, GridMeasure):
+        return f"mu0 = {mu0!r}: use scheme='lagrangian' (weighted atoms)"
+    d = mu0.points.shape[1]
+    fits = {2: "scheme='fv_circle' (on circle_grid(m)), 'spectral' or 'jko'",
+            3: "scheme='fv_sphere', 'jko' or 'spectral' (on sphere_quadrature(3, n))"}.get(d, "scheme='jko'")
+    return f"mu0 is a GridMeasure on S^{d - 1} (d = {d}): use {fits}"
+
+
 def _fv_circle(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
     if not isinstance(mu0, GridMeasure) or mu0.points.shape[1] != 2:
-        raise InvalidParameterError("scheme 'fv_circle' needs a GridMeasure on the uniform S^1 grid (circle_grid).")
+        raise InvalidParameterError("scheme 'fv_circle' needs a GridMeasure on the uniform S^1 grid (circle_grid); "
+                                    f"{_route(mu0)}.")
     m = len(mu0.mass)
     delta = 2 * np.pi / m
     expected = np.stack([np.cos((np.arange(m) + 0.5) * delta), np.sin((np.arange(m) + 0.5) * delta)], 1)
@@ -178,7 +189,8 @@ def _fv_sphere_rhs(model, mesh, p, D):
 
 def _fv_sphere(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
     if not isinstance(mu0, GridMeasure) or mu0.points.shape[1] != 3:
-        raise InvalidParameterError("scheme 'fv_sphere' needs a GridMeasure on S^2 (e.g. fibonacci_sphere points).")
+        raise InvalidParameterError("scheme 'fv_sphere' needs a GridMeasure on S^2 (e.g. fibonacci_sphere points); "
+                                    f"{_route(mu0)}.")
     mesh = SphereMesh.from_points(mu0.points)
     D = 0.0 if not np.isfinite(kappa) else 1.0 / kappa
     masses, traj = _ssp_rk2(lambda p: _fv_sphere_rhs(model, mesh, p, D), mu0.mass.copy(), ts, cfl, max_steps, **run)

@@ -43,6 +43,7 @@ import numpy as np
 from particles import STEPPERS, SaveAt, simulate
 from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
+    KAPPA,
     NONE,
     AnyOf,
     Boolean,
@@ -108,7 +109,6 @@ def _dim(mu0):
 
 
 _POS = Interval(0, None, closed="neither")
-_KAPPA = Interval(0, None, closed="neither", inf=True)
 _CFL = Interval(0, 1, closed="right")
 #: the options of the particle solve loop every scheme runs in (particles.simulate)
 _RUN = dict(max_steps=Integer(1), progress=Boolean(), on_failure=Options("raise", "return"))
@@ -116,11 +116,11 @@ _RUN = dict(max_steps=Integer(1), progress=Boolean(), on_failure=Options("raise"
 #: typo: refused, not ignored) and the checks of wasserstein_ascent derive from this table
 SCHEME_OPTIONS = {
     "lagrangian": dict(dt=AnyOf(NONE, _POS), method=Options(*STEPPERS), **_RUN),
-    "fv_circle": dict(cfl=_CFL, kappa=_KAPPA, **_RUN),
-    "fv_sphere": dict(cfl=_CFL, kappa=_KAPPA, **_RUN),
-    "jko": dict(dt=_POS, gamma=AnyOf(NONE, _POS), kappa=_KAPPA, **_RUN),
+    "fv_circle": dict(cfl=_CFL, kappa=KAPPA, **_RUN),
+    "fv_sphere": dict(cfl=_CFL, kappa=KAPPA, **_RUN),
+    "jko": dict(dt=_POS, gamma=AnyOf(NONE, _POS), kappa=KAPPA, **_RUN),
     "spectral": dict(L=AnyOf(NONE, Integer(2)), tol=Interval(0, 1, closed="neither"), rtol=Interval(1e-15, 1e-2),
-                     kappa=_KAPPA, max_L=AnyOf(NONE, Integer(2)), **_RUN),
+                     kappa=KAPPA, max_L=AnyOf(NONE, Integer(2)), **_RUN),
 }
 #: every option name with the rule of the first scheme that has it (the call's own check); the scheme's rule
 #: is checked next (jko's dt is required, the Lagrangian one optional)

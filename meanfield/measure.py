@@ -67,6 +67,14 @@ class EmpiricalMeasure:
     def n(self) -> int:
         return len(self.points)
 
+    def __repr__(self) -> str:  # (the dataclass repr prints every atom; messages need the sphere)
+        return f"EmpiricalMeasure({self.n} atoms on {sphere_name(self.points.shape[1])})"
+
+
+def sphere_name(d: int) -> str:
+    """``S^{d-1} (d = d)``: the sphere a measure lives on, as messages and reprs name it."""
+    return f"S^{d - 1} (d = {d})"
+
 
 @declare(m=Integer(3, hint="Pass the number of cells, e.g. m=256."))
 def circle_grid(m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +134,9 @@ class GridMeasure:
             )
         p = (rho / top) * areas  # scaled first: rho near the float64 maximum must not overflow
         return cls(points, areas, p / p.sum())
+
+    def __repr__(self) -> str:
+        return f"GridMeasure({len(self.mass)} cells on {sphere_name(self.points.shape[1])})"
 
     @property
     def density(self) -> np.ndarray:

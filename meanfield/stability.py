@@ -37,6 +37,7 @@ from scipy.special import gammaln, ive, logsumexp
 from particles import MultiHead
 from particles.extend import ATTENTION_KINDS, MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
+    KAPPA,
     NONE,
     AnyOf,
     Array,
@@ -59,7 +60,6 @@ _L_MAX = 64
 
 # the parameters of the stability formulas, each rule once
 _KIND = Options(*MEAN_FIELD_KINDS)
-_KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
 _STRENGTHS = Array((0, 1), what="one strength per head (a scalar or a 1-D array)")
 _HEADS = dict(lam=_STRENGTHS, mu=AnyOf(NONE, _STRENGTHS), kind=_KIND, d=Integer(2),
               beta=Interval(0, None, hint="Pass the inverse temperature, beta >= 0."))
@@ -136,7 +136,7 @@ def _heads(lam, mu):
     return lam, lam.copy() if mu is None else np.atleast_1d(mu)
 
 
-@declare(**_HEADS, kappa=_KAPPA, k=Integer(0), relations=[_SAME_HEADS])
+@declare(**_HEADS, kappa=KAPPA, k=Integer(0), relations=[_SAME_HEADS])
 def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=2) -> float:
     r"""Growth rate :math:`\sigma_l` (``l = k``) of degree-k harmonics around the uniform measure on
     :math:`S^{d-1}` (module docstring). ``lam``, ``mu``: one strength per head (default ``mu = lam``).
@@ -151,7 +151,7 @@ def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=
     return float(k * (k + d - 2) * (G - 1.0 / kappa))
 
 
-@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=_KAPPA, relations=[_SCALAR_HEADS])
+@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=KAPPA, relations=[_SCALAR_HEADS])
 def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
     r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
@@ -179,7 +179,7 @@ _M_CAP = 2 * (_Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solv
 
 @declare(model=_SCALAR_MODEL, harmonic_fn=Function("harmonic_fn(points of shape (m, 3)) -> (m,)"),
          m=Integer(8, hint="Pass the number of grid points, e.g. m=2000."), t1=Interval(0, None, closed="neither"),
-         n_saves=Integer(2, hint="A rate needs two times at least."), kappa=_KAPPA,
+         n_saves=Integer(2, hint="A rate needs two times at least."), kappa=KAPPA,
          eps=Interval(0, None, closed="neither"), scheme=Options("spectral", "fv_sphere"),
          relations=[Relation(("model",), lambda model: model.d == 3, "must have d = 3 (harmonic_growth runs on S^2)",
                              breaks={"model": MultiHead.scalar([1.0], 4, beta=1.0, kind="usa")}),

@@ -156,3 +156,15 @@ __all__ = [
     "MAX_DENSE_PAIRS",
     "EMD_MAX_ELEMENTS",
 ]
+
+#: the public submodules, loaded on first use (``metrics.sentences`` after ``import metrics``, as the
+#: docs write them, without making ``import metrics`` read the tokenizers or the spectral references)
+_SUBMODULES = ("sentences", "spectral_reference", "io", "extend")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ from ._core.arrays import check_finite, check_real_array, check_returned, check_
 from ._core.declarations import Declaration, Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.params import (
+    KAPPA,
     NONE,
     AnyOf,
     Boolean,
@@ -73,6 +74,7 @@ __all__ = [
     "declaration",
     "Constraint",
     "Interval",
+    "KAPPA",
     "Integer",
     "Options",
     "Boolean",

@@ -257,7 +257,7 @@ def test_foreign_cell_files_in_a_store_are_named_not_counted(tmp_path, capsys):
     assert {k: v for k, v in _snapshot(store).items() if k in before} == before
     (tmp_path / "s.nc").unlink()
     assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress"]) == 0
-    assert "resuming: 8 finished cell file(s)" in capsys.readouterr().out  # 2 x 2 grid x 2 seeds, not 10
+    assert "holds 8 finished cell file(s)" in capsys.readouterr().out  # 2 x 2 grid x 2 seeds, not 10
 
 
 # ------------------------------------------------------------------ configs as shells pass them

@@ -53,7 +53,8 @@ def test_study_on_the_sphere_runs_and_resumes(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(metrics._studies.spec, "simulate", _forbidden_cell_simulate(metrics._studies.spec.simulate))
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
-    assert "resuming: 4 finished cell file(s)" in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert "holds 4 finished cell file(s)" in out_text and "(0 cell(s) computed)" in out_text
     with xr.open_dataset(out) as ds:
         np.testing.assert_array_equal(ds.sw2.values, first.sw2.values)
 
@@ -89,7 +90,7 @@ def test_ctrl_c_leaves_a_resumable_store(tmp_path, capsys, monkeypatch):
     calls.clear()
     monkeypatch.setattr(metrics._studies.spec, "simulate", real)
     assert cli.main(["study", cfg, "--out", str(out), "--no-progress"]) == 0
-    assert "resuming: 2 finished cell file(s)" in capsys.readouterr().out
+    assert "holds 2 finished cell file(s)" in capsys.readouterr().out
 
 
 BAD_STUDY = [

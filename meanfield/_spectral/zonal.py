@@ -24,6 +24,7 @@ from particles.validation import (
     declare,
 )
 
+from ..measure import sphere_name
 from .circle import _tail
 from .kernels import _fh_log
 from .stepping import _suggest_L
@@ -315,6 +316,9 @@ class ZonalMeasure:
                 "Pass a density that depends on x only through <x, axis> (e.g. lambda x: f(x @ axis)), "
                 "or use a GridMeasure on S^1 or S^2."
             )
+
+    def __repr__(self) -> str:  # (the dataclass repr shows the function's address, not the sphere)
+        return f"ZonalMeasure(on {sphere_name(self.d)}, axis={np.round(self.axis, 5).tolist()})"
 
     def _eval(self, x):
         rho = check_returned(self.density_fn(x), "density_fn(points)", (len(x),), "ZonalMeasure")

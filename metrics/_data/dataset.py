@@ -130,6 +130,8 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     }
     if model is not None:
         base.update(model_attrs(model))
+    if getattr(traj, "noise_entropy", ""):  # the noise of an unseeded run, so that it can be repeated
+        base["noise_entropy"] = traj.noise_entropy
     if "summation_bound" in traj.saved:
         # the largest bound met along the run: every saved diagnostic is within it
         base["summation_bound_max"] = float(np.max(traj.saved["summation_bound"]))

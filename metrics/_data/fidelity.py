@@ -24,8 +24,9 @@ import numpy as np
 import xarray as xr
 
 from particles.extend import BIAS_MODES
+from particles.validation import InvalidParameterError, check_points
 
-__all__ = ["attention_output", "network_fidelity", "FIDELITY_VARIABLES"]
+__all__ = ["attention_output", "network_fidelity", "sentence_points", "FIDELITY_VARIABLES"]
 
 #: the variables of :func:`network_fidelity`: long name
 FIDELITY_VARIABLES = {
@@ -85,3 +86,22 @@ def network_fidelity(layers, states, beta: float) -> xr.Dataset:
                                                              "units": ""})}
     return xr.Dataset({name: (dims, arr, {"long_name": FIDELITY_VARIABLES[name], "units": "1"})
                        for name, arr in (("network_cosine", cos), ("network_norm_ratio", ratio))}, coords=coords)
+
+
+def sentence_points(x, d: int, caller: str, name: str = "x0") -> np.ndarray:
+    """The tokens of a sentence (``sentence_flow``'s x0, ``head_geometry``'s sentence): the shape
+    first (the layers' width), then unit rows, whose documented source is
+    :func:`particles.norm_sphere` (the embedding LayerNorm's core), not an L2 normalisation."""
+    x = check_points(x, name, caller, on_sphere=False)
+    if x.shape[1] != d:
+        turned = f" (it looks transposed: pass {name}.T)" if x.shape[0] == d else ""
+        raise InvalidParameterError(f"{name} of {caller} has d = {x.shape[1]} columns; the layers are {d}-dimensional"
+                                    f"{turned}.")
+    dev = float(np.max(np.abs(np.linalg.norm(x, axis=1) - 1.0)))
+    if dev > 1e-10:
+        raise InvalidParameterError(
+            f"{name} of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e}): pass "
+            "particles.norm_sphere(embeddings), the embedding LayerNorm's core that layer 0 expects "
+            "(its gamma and beta are folded into the layer), not an L2 normalisation."
+        )
+    return x

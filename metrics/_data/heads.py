@@ -62,12 +62,11 @@ from particles.validation import (
     Interval,
     InvalidParameterError,
     check_param,
-    check_points,
     declare,
 )
 
 from .dataset import KIND_ATTR
-from .fidelity import network_fidelity
+from .fidelity import network_fidelity, sentence_points
 from .provenance import netcdf_safe, provenance
 
 __all__ = ["head_geometry", "LAYERS"]
@@ -326,7 +325,7 @@ def head_geometry(layers, *, n_tokens: int = 32, tol: float = 1e-8, title: str =
               "architecture": layers[0].architecture, "norm": layers[0].norm, "n_layers": len(layers)}
     ds = xr.Dataset(data, coords=coords)
     if sentence is not None:
-        u = check_points(sentence, "sentence", caller, d=d)
+        u = sentence_points(sentence, d, caller, "sentence")
         ds = ds.merge(network_fidelity(layers, [u] * len(layers), float(d)).assign_coords(layer=ds.layer))
     ds.attrs = netcdf_safe({
         "title": title, "source": f"headflow {__version__}", KIND_ATTR: "head_geometry",

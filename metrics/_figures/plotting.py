@@ -18,6 +18,7 @@ from particles.extend import ATTENTION_KINDS
 from particles.validation import NONE, AnyOf, Boolean, Instance, Interval, InvalidParameterError, Options, declare
 
 from .._studies.phase import PHASE_STATISTICS
+from .curves import draw_curves
 from .labels import DIMENSIONLESS, _span, axis_label, fit_text, label_axes, short_label  # noqa: F401 (re-exported)
 
 __all__ = ["axis_label", "plot_curves", "plot_phase_diagram", "plot_chaos_collapse", "plot_chaos_horizon"]
@@ -25,7 +26,6 @@ __all__ = ["axis_label", "plot_curves", "plot_phase_diagram", "plot_chaos_collap
 #: variables plot_curves draws by default, in this order, when a Dataset has them (with a time dim)
 CURVES = ("energy_multi", "mean_entropy", "n_clusters", "distance_to_uniform", "largest_cluster", "distance", "sw2",
           "w1", "clustered_pairs")
-_MAX_LINES = 16
 
 
 def _pyplot():
@@ -49,46 +49,6 @@ def _new_axes(ax, figsize=(5.5, 4.0)):
         # constrained layout: titles, labels and colour bars stay inside the figure at any size
         _, ax = _pyplot().subplots(figsize=figsize, layout="constrained")
     return ax
-
-
-def _line_label(da: xr.DataArray, sel: dict) -> str:
-    parts = []
-    for dim, i in sel.items():
-        v = da[dim].values[i] if dim in da.coords else i
-        parts.append(f"{dim} = {v:g}" if isinstance(v, (int, float, np.number)) else f"{dim} = {v}")
-    return ", ".join(parts)
-
-
-def _draw_curves(ax, da: xr.DataArray, log_time: bool) -> None:
-    """One line per combination of the non-time dims; a seed dim becomes mean ± sd (a band)."""
-    mean, sd = (da.mean("seed"), da.std("seed")) if "seed" in da.dims else (da, None)
-    others = [d for d in mean.dims if d != "time"]
-    shape = [mean.sizes[d] for d in others]
-    if int(np.prod(shape, dtype=int)) > _MAX_LINES:
-        raise InvalidParameterError(
-            f"{da.name!r} has {int(np.prod(shape))} curves over {others} (more than {_MAX_LINES}): select some first, "
-            f"e.g. plot_curves(ds.isel({others[0]}=[0, 1]), [{da.name!r}]).")
-    t = mean["time"].values
-    keep = t > 0 if log_time else np.ones(t.shape, bool)
-    for idx in np.ndindex(*shape):
-        sel = dict(zip(others, idx))
-        y = mean.isel(sel).transpose("time").values[keep]
-        (line,) = ax.plot(t[keep], y, label=_line_label(mean, sel) or None)
-        if sd is not None:
-            s = sd.isel(sel).transpose("time").values[keep]
-            ax.fill_between(t[keep], y - s, y + s, color=line.get_color(), alpha=0.25, lw=0)
-    ylabel = axis_label(da) + (" (seed mean ± sd)" if sd is not None else "")
-    ax.set(xscale="log" if log_time else "linear")
-    label_axes(ax, title=str(da.name), xlabel=axis_label(da["time"], "time"), ylabel=ylabel)
-    values = mean.values[np.isfinite(mean.values)]
-    if values.size and values.min() > 0 and values.max() > 100 * values.min():
-        ax.set_yscale("log")  # values over decades (a trained flow's energy: 4e7 to 0.06) on one linear axis are flat
-    if values.size and np.array_equal(values, np.round(values)):  # a count: integer ticks, not 59.75
-        from matplotlib.ticker import MaxNLocator
-
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if others:
-        ax.legend(fontsize=7)
 
 
 def _default_curves(ds: xr.Dataset) -> list:
@@ -167,7 +127,7 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
         raise InvalidParameterError(f"The 'axes' parameter of plot_curves must hold one Axes per name "
                                     f"({len(curves)}: {names}); got {len(axes)}.")
     for ax, da in zip(axes, curves):
-        _draw_curves(ax, da, log_time)
+        draw_curves(ax, da, log_time)
         _layer_boundaries(ax, ds)
     return axes
 
@@ -212,7 +172,8 @@ def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax
         tstar = ds["theory_time"].values
         keep = tstar <= t_end
         ax.plot(ds["beta"].values[keep], tstar[keep], "w--", marker=".", lw=1.5, label="equiangular t*(β)")
-        ax.legend(loc="upper left", fontsize=7)
+        # (a dark legend box: the white dashed curve is invisible on the default white one)
+        ax.legend(loc="upper left", fontsize=7, facecolor="0.25", edgecolor="none", labelcolor="w")
         _note_curve_off_chart(ax, ds["beta"].values, tstar, t_end)
     a = ds.attrs
     title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if k in a)

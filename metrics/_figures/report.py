@@ -233,6 +233,11 @@ def plot_limit_study(ds: xr.Dataset, var: str | None = None, *, ax=None, times=N
         ax.plot(n, g0 * (n / n[0]) ** -0.5, "k--", label=r"$n^{-1/2}$")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    if n.size <= 8:  # the sizes studied as the ticks, in plain numbers (not 6 x 10^1 between them)
+        from matplotlib.ticker import NullFormatter
+
+        ax.set_xticks(n, [str(int(v)) if v < 1e5 else f"{v:.0e}" for v in n])
+        ax.xaxis.set_minor_formatter(NullFormatter())
     long = ds[var].attrs.get("long_name", var)
     label_axes(ax, xlabel="n (tokens)", ylabel=axis_label(ds[var]))
     a = ds.attrs

@@ -13,6 +13,7 @@ import os
 from particles import KINDS, MultiHead
 from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
+    KAPPA,  # noqa: F401  (the sweep and the studies declare kappa as P.KAPPA)
     NONE,
     AnyOf,
     Boolean,
@@ -39,7 +40,6 @@ POSITIVE = Interval(0, None, closed="neither")
 T1 = Interval(0, None, closed="neither", hint="Pass the final time of the runs, e.g. t1=2.0.")
 DT = Interval(0, None, closed="neither", hint="Pass the step size, a fraction of t1.")
 N_SAVES = Integer(2, hint="The save times are np.linspace(0, t1, n_saves): at least t = 0 and t1.")
-KAPPA = Interval(0, None, closed="neither", inf=True, hint="np.inf (the default) is noiseless.")
 SEED = Integer(0, hint="Pass a non-negative integer (the root of the run's SeedSequence).")
 N_VALUES = SequenceOf(Integer(1), min_len=2, increasing=True,
                       hint="Pass at least two strictly increasing particle numbers, e.g. (16, 32, 64).")

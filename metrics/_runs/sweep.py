@@ -262,16 +262,20 @@ def run_sweep(
         bar.close()
     ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
                    {k: v for k, v in fixed.items() if k not in axes})
+    # a failed cell is named by what identifies it: with a cell_fn (a study's own model) the grid only,
+    # not the default beta, kind and d its cells never used
     return _record(ds, cells, results, settings, key_settings, model_fn,
                    config={"grid": axes, "n_seeds": n_seeds, "seed": seed,
-                           "defaults": {k: v for k, v in fixed.items() if k not in axes}})
+                           "defaults": {k: v for k, v in fixed.items() if k not in axes}},
+                   names=SWEEP_PARAMS if cell_fn is None else tuple(axes))
 
 
-def _record(ds, cells, results, settings, key_settings, model_fn, config) -> xr.Dataset:
-    """The sweep's failed cells (and their warning), the source of its heads and its provenance."""
+def _record(ds, cells, results, settings, key_settings, model_fn, config, names=SWEEP_PARAMS) -> xr.Dataset:
+    """The sweep's failed cells (named by ``names``) and their warning, the source of its heads and its
+    provenance."""
     # the engine is left out: serial, process and dask runs of one config give identical datasets
     config = {**config, "n_saves": len(settings["ts"]), **key_settings}
-    failed = failed_cells(cells, results, SWEEP_PARAMS)
+    failed = failed_cells(cells, results, names)
     ds.attrs["failed_cells"] = json.dumps(failed, default=str)
     warn_failed(failed, len(cells), settings.get("caller", "run_sweep"))
     probe = model_fn(cells[0][2], np.random.default_rng(0))  # only its summation mode and tol are read

@@ -178,12 +178,16 @@ def rate_variables(name: str, g: np.ndarray, n_values, counts, *, paired: bool, 
     counts, n_values = np.asarray(counts), np.asarray(n_values)
     present = np.arange(g.shape[1])[None, :, None] < counts[:, None, None]
     mean = np.where(present, g, 0.0).sum(axis=1) / counts[:, None]
-    ss = (np.where(present, g - mean[:, None, :], 0.0) ** 2).sum(axis=1)
+    dev = np.where(present, g - mean[:, None, :], 0.0)
+    scale = np.max(np.abs(dev), axis=1, initial=0.0)  # (squares of gaps near 1e169, USA at large beta, overflow)
     with np.errstate(invalid="ignore", divide="ignore"):  # one seed: no spread, NaN
-        se = np.where(counts[:, None] > 1, np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
+        ss = ((dev / np.where(scale > 0, scale, 1.0)[:, None, :]) ** 2).sum(axis=1)
+        se = np.where(counts[:, None] > 1, scale * np.sqrt(ss / (counts[:, None] - 1) / counts[:, None]), np.nan)
     rows = np.array([not partial or np.all(np.isfinite(g[i, :c])) for i, c in enumerate(counts)])
+    # (fewer than two n with every seed finite, e.g. every cell failed: no rate, NaN; the failures are named)
     fits = np.array([fit_rate(n_values[rows], g[rows][:, :, k], paired=paired, interval=interval, n_boot=n_boot,
-                              rng=rng, counts=counts[rows])[:4] for k in range(g.shape[2])])
+                              rng=rng, counts=counts[rows])[:4] if rows.sum() >= 2 else [np.nan] * 4
+                     for k in range(g.shape[2])])
     how = f"{'t' if interval == 't' else 'bootstrap'} interval of rate_{name} " \
           f"({'paired over seeds' if paired else 'independent n'})"
     return {f"{name}_stderr": (("n_particles", "time"), se, {"long_name": f"standard error of the seed mean of {name}",

@@ -54,12 +54,11 @@ from particles.validation import (
     Points,
     SequenceOf,
     check_param,
-    check_points,
     declare,
 )
 
 from .._data.dataset import KIND_ATTR, trajectory_to_dataset
-from .._data.fidelity import network_fidelity
+from .._data.fidelity import network_fidelity, sentence_points
 from .._data.heads import LAYERS, TITLE
 from .._observables.clustering import cluster_labels
 from .._runs.progress import progress_bar
@@ -108,7 +107,7 @@ _TOKENS = AnyOf(NONE, SequenceOf(Instance(str, what="a str"), min_len=1,
                                  hint="Pass the token strings as a list, e.g. tokenize(...)[1]."))
 
 
-@declare(layers=LAYERS, x0=Points(min_n=2, on_sphere=False),  # (its width, then its norms: _sentence_points)
+@declare(layers=LAYERS, x0=Points(min_n=2, on_sphere=False),  # (its width, then its norms: sentence_points)
          tokens=_TOKENS, layer_time=_POSITIVE, t1=AnyOf(NONE, _POSITIVE), dt=_POSITIVE, saves_per_layer=Integer(1),
          eps=Interval(0, np.pi, closed="right"), beta=AnyOf(NONE, Interval(0, None)), max_steps=Integer(1),
          progress=AnyOf(NONE, Boolean()), title=TITLE)
@@ -158,10 +157,12 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     d = ws[0].d
     if any(w.d != d for w in ws):
         raise InvalidParameterError(f"layers of {caller} must share the width d = {d}.")
-    x0 = _sentence_points(x0, d, caller)
+    x0 = sentence_points(x0, d, caller)
     tau = check_param(layer_time, "layer_time", caller, low=0.0, low_open=True)
     if stack and t1 is not None:
-        raise InvalidParameterError(f"t1 of {caller} is for one layer; a stack runs len(layers) * layer_time.")
+        raise InvalidParameterError(f"t1 = {t1:g} of {caller} is for one layer; a stack of {len(ws)} layers runs "
+                                    f"len(layers) * layer_time = {len(ws) * tau:g}: leave t1 out (layer_time sets each "
+                                    "layer's time), or pass one layer (layers[k]) to run it for t1.")
     T = len(ws) * tau if stack else check_param(tau if t1 is None else t1, "t1", caller, low=0.0, low_open=True)
     n_saves = check_param(saves_per_layer, "saves_per_layer", caller, low=1, integer=True)
     eps = check_param(eps, "eps", caller, low=0.0, high=np.pi, low_open=True)
@@ -209,24 +210,6 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     # each layer against the network's own attention output, on the flow's tokens as the layer starts
     starts = [traj.x[int(np.argmin(np.abs(ts - k * tau)))] for k in range(len(ws))]
     return ds.merge(network_fidelity(ws, starts, beta))
-
-
-def _sentence_points(x0, d, caller):
-    """The tokens of a sentence flow: the shape first (the layers' width), then unit rows, whose
-    documented source is :func:`particles.norm_sphere` (the embedding LayerNorm's core)."""
-    x0 = check_points(x0, "x0", caller, on_sphere=False)
-    if x0.shape[1] != d:
-        turned = " (it looks transposed: pass x0.T)" if x0.shape[0] == d else ""
-        raise InvalidParameterError(f"x0 of {caller} has d = {x0.shape[1]} columns; the layers are {d}-dimensional"
-                                    f"{turned}.")
-    dev = float(np.max(np.abs(np.linalg.norm(x0, axis=1) - 1.0)))
-    if dev > 1e-10:
-        raise InvalidParameterError(
-            f"x0 of {caller} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e}): pass "
-            "particles.norm_sphere(embeddings), the embedding LayerNorm's core that layer 0 expects "
-            "(its gamma and beta are folded into the layer), not an L2 normalisation."
-        )
-    return x0
 
 
 def _heads(w: AttentionWeights, beta: float):

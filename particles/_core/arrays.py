@@ -137,9 +137,23 @@ def check_points(
         if dev > atol:
             raise InvalidParameterError(
                 f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
-                f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+                + unit_hint(name, getattr(x, "dtype", None))
             )
     return arr
+
+
+def unit_hint(name: str, dtype) -> str:
+    """How to put points on the sphere: normalising a float32 (or float16) array in its own
+    precision leaves norms off by ~1e-7, so such input is cast to float64 first."""
+    try:
+        low = np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize < 8
+    except TypeError:
+        low = False
+    if low:
+        return (f"{name} is {np.dtype(dtype).name} (norms good to ~{np.finfo(dtype).eps:.0e} only, whatever the "
+                f"normalisation): cast it first, {name} = np.asarray({name}, dtype=np.float64), then "
+                f"{name} / np.linalg.norm({name}, axis=-1, keepdims=True).")
+    return f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
 
 
 def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> np.ndarray:

@@ -154,6 +154,11 @@ class _NoneConstraint(Constraint):
 #: the value None (``AnyOf(NONE, c)`` is an optional parameter)
 NONE = _NoneConstraint()
 
+#: the inverse noise strength κ of every noisy flow (the noise's generator is κ⁻¹Δ): +inf is no noise
+KAPPA = Interval(0, None, closed="neither", inf=True,
+                 hint="kappa is the inverse noise strength (generator kappa^-1 Laplacian): kappa = np.inf (the "
+                      "default) is noiseless, a smaller kappa is more noise; kappa = 0 would be infinite noise.")
+
 
 class Instance(Constraint):
     """An instance of ``cls`` passing an optional ``test`` (described by ``what``)."""

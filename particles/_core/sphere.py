@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .arrays import check_real_array
+from .arrays import check_real_array, unit_hint
 from .declarations import Relation, declare
 from .errors import InvalidParameterError
 from .params import Integer
@@ -103,11 +103,12 @@ _ATOL = 1e-8
 
 def _vectors(a, name, caller="", *, unit=False):
     """Real finite rows of shape (..., d), d >= 2 (unit rows when ``unit``)."""
+    dtype = getattr(a, "dtype", None)
     a = check_real_array(a, name, caller, expected="an array of shape (..., d)")
     if a.ndim == 0 or a.shape[-1] < 2:
         raise InvalidParameterError(f"{name}{_of(caller)} must have shape (..., d) with d >= 2; got shape {a.shape}.")
     if unit:
-        _check_unit(a, name, caller)
+        _check_unit(a, name, caller, dtype)
     return a
 
 
@@ -147,13 +148,12 @@ _TANGENT = Relation(("v", "x"), _tangent, "must be tangent at x (|<x_i, v_i>| <=
                     "first with particles.project_tangent(x, v)", breaks={"v": np.ones((5, 3))})
 
 
-def _check_unit(x, name, caller):
-
+def _check_unit(x, name, caller, dtype=None):
     dev = float(np.max(np.abs(np.sqrt(_rowdot(x, x)) - 1.0)))
     if dev > _ATOL:
         raise InvalidParameterError(
             f"{name}{_of(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
-            f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+            + unit_hint(name, dtype)
         )
 
 

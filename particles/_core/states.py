@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_finite, check_real_array
+from .arrays import check_finite, check_real_array, unit_hint
 from .errors import InvalidParameterError
 from .validation import _fmt
 
@@ -47,7 +47,8 @@ def check_states(xs, name: str = "xs", caller: str = "", *, d: int | None = None
         dev = float(np.max(np.abs(np.linalg.norm(arr, axis=-1) - 1.0)))
         if dev > atol:
             raise InvalidParameterError(
-                f"{name}{_fmt(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g})."
+                f"{name}{_fmt(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
+                + unit_hint(name, getattr(xs, "dtype", None))
             )
     return arr
 

@@ -111,7 +111,10 @@ class CFLController:
         return t1 - t0
 
     def propose(self, h, remaining, t, x):
-        return min(remaining, self.cfl / (float(self.rate(x)) + 1e-300))
+        h = min(remaining, self.cfl / (float(self.rate(x)) + 1e-300))
+        if h < remaining:  # (a rate of e^400, USA heads at large beta, would take ~1e176 steps: refuse now)
+            check_underflow(h, t, " (the CFL step of the finite-volume scheme)")
+        return h
 
     def decide(self, err, h, t, x, x_new, geom, n_steps):
         return True, h
@@ -137,6 +140,7 @@ def _check_resolved(x, x_new, t, n_steps, h):
         angle = 2.0 * np.arcsin(min(1.0, np.sqrt(worst) / 2.0))
         raise SolverError(
             f"step {n_steps} at t={t:.6g} moved a token by {angle:.3g} rad > {MAX_MOVE:g} rad with dt={h:g}: "
-            "the step does not resolve the flow. Reduce dt, use method='dopri5', or lower beta "
-            "(or use log_time_scale='auto' for USA heads)."
+            "the step does not resolve the flow. Reduce dt, use method='dopri5' (noiseless runs), or lower beta "
+            "(or use log_time_scale='auto' for USA heads); with noise, the noise alone moves a token by about "
+            "sqrt(2 dt / kappa) per step: lower dt or raise kappa."
         )

@@ -93,6 +93,9 @@ class Trajectory:
     fingerprint : str
         The :func:`~particles.extend.field_fingerprint` of the field that was simulated ("" when
         unknown): :func:`metrics.trajectory_to_dataset` refuses to label the run with another model.
+    noise_entropy : str
+        A noisy run given ``rng=None``: the entropy of the fresh SeedSequence it drew its noise
+        from ("" otherwise); ``simulate(..., rng=int(noise_entropy))`` repeats the run.
     """
 
     t: np.ndarray
@@ -105,6 +108,7 @@ class Trajectory:
     x_final: np.ndarray | None = None
     method: str = ""
     fingerprint: str = ""
+    noise_entropy: str = ""
 
     def __post_init__(self):
         caller = "Trajectory"

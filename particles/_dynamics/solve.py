@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
-from .._core.params import NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
+from .._core.params import KAPPA, NONE, AnyOf, Boolean, Function, Instance, Integer, Interval, Options
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
@@ -26,6 +26,9 @@ __all__ = ["simulate", "tqdm_class"]
 
 
 _POS = Interval(0, None, closed="neither")
+#: an adaptive step's relative tolerance: below float64's round-off it cannot be met, only chased with steps
+_RTOL = Interval(1e-15, None, hint="float64 round-off is 2.2e-16: a smaller rtol is never met, it only multiplies "
+                 "the steps (rtol=1e-20 took 60 000 steps where 1e-12 takes 57); 1e-12 is near the floor.")
 # the field checks the state's shape: tokens (n, d), a stack (S, n, d) for an Ensemble, or a
 # scheme's own state (complex spectral coefficients for the mean-field integrating-factor steps)
 def _state(value, name, caller):
@@ -67,8 +70,8 @@ _SIMULATE_RELATIONS = [
 @declare(x0=_STATE, field=Function("a vector field: a MultiHead, an Ensemble or a callable "
          "field(t, x)"), t1=Interval(), dt=AnyOf(NONE, _POS), t0=Interval(),
          method=AnyOf(Options(*STEPPERS), Instance(Stepper)), save=AnyOf(NONE, Instance(SaveAt, hint="Use "
-         "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=Interval(0, None, closed="neither", inf=True),
-         rng=Seed(), rtol=_POS, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
+         "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=KAPPA,
+         rng=Seed(), rtol=_RTOL, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
          controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
                                          test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
@@ -122,7 +125,8 @@ def simulate(
     kappa : float in (0, inf]
         Inverse noise strength; the noise is Brownian motion with generator κ⁻¹Δ_S.
     rng : Generator, int or None
-        Randomness for the noise.
+        Randomness for the noise. ``None`` with noise draws fresh entropy and keeps it in
+        ``Trajectory.noise_entropy`` (``rng=int(traj.noise_entropy)`` repeats the run).
     rtol, atol : float
         Tolerances of the adaptive method.
     max_steps : int
@@ -160,6 +164,10 @@ def simulate(
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
     save = _check_save(save, method, caller)
+    noise_entropy = ""
+    if rng is None and sigma > 0:  # fresh entropy, kept: the run is repeated by rng=int(traj.noise_entropy)
+        seq = np.random.SeedSequence()
+        rng, noise_entropy = seq, str(seq.entropy)
     rng = check_rng(rng, "rng", caller)
     if isinstance(field, CallableField):
         field.probe(t0, x)
@@ -186,7 +194,7 @@ def simulate(
             bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method,
-                            fingerprint=fingerprint)
+                            fingerprint=fingerprint, noise_entropy=noise_entropy)
 
 
 def _check_save(save, method: str, caller: str) -> SaveAt:
@@ -219,7 +227,8 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
         if state.n_steps + state.n_rejected >= max_steps:
             raise SolverError(f"max_steps={max_steps} reached at t={state.t:.6g}. "
                               "Increase max_steps, or loosen rtol/atol.")
-        x_new, err = stepper(field, state.t, state.x, h, geom, rng=rng, sigma=sigma, rtol=rtol, atol=atol)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing step is caught below, with its fix
+            x_new, err = stepper(field, state.t, state.x, h, geom, rng=rng, sigma=sigma, rtol=rtol, atol=atol)
         accept, state.h = controller.decide(err, h, state.t, state.x, x_new, geom, state.n_steps)
         if not accept:
             state.n_rejected += 1
@@ -259,6 +268,11 @@ def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, ch
     if np.isfinite(kappa) and not stepper.stochastic:
         raise InvalidParameterError(f"kappa={kappa:g} adds noise: use method='euler_maruyama' (got {method!r}).")
     sigma = float(np.sqrt(2.0 / kappa)) if np.isfinite(kappa) else 0.0
+    if sigma * np.sqrt(dt) >= 1.0:  # every step would be refused as unresolved (a move > 1 rad): say why now
+        raise InvalidParameterError(
+            f"kappa = {kappa:g} with dt = {dt:g}: one step's noise moves a token by about sqrt(2 dt / kappa) = "
+            f"{sigma * np.sqrt(dt):.3g} rad in each direction, more than a step may move (1 rad). Raise kappa (the "
+            f"inverse noise strength) or lower dt below kappa / 2 = {kappa / 2:g} (e.g. dt = {kappa / 200:g}).")
     opts = dict(rtol=rtol, atol=atol, max_steps=max_steps, check_every=check_every)
     return t0, t1, dt, sigma, opts
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.arrays import check_finite, check_real_array
+from .._core.arrays import check_finite, check_real_array, unit_hint
 from .._core.declarations import declare
 from .._core.numerics import scalar_of
 from .._core.params import Instance, Integer
@@ -117,7 +117,7 @@ class Ensemble(SettledMixin):
         return self.beta.size
 
     def check_x(self, x, name: str = "x") -> np.ndarray:
-        d = self.M.shape[1]
+        d, dtype = self.M.shape[1], getattr(x, "dtype", None)
         x = check_real_array(x, name, "Ensemble", finite=False, min_size=0, expected="an array of shape (S, n, d)")
         if x.ndim != 3 or x.shape[0] != self.n_systems or x.shape[2] != d or x.shape[1] < 1:
             raise InvalidParameterError(
@@ -130,7 +130,7 @@ class Ensemble(SettledMixin):
             if dev > 1e-10:
                 raise InvalidParameterError(
                     f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol=1e-10); "
-                    f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+                    + unit_hint(name, dtype)
                 )
         return x
 

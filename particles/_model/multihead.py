@@ -191,14 +191,19 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     def check_x(self, x, name: str = "x") -> np.ndarray:
         """Validate a state against this model (shape (n, d), finite, on the sphere), the shape first:
         a transposed state is named as such, not sent to be normalised."""
-        x = check_points(x, name, type(self).__name__, on_sphere=False, min_d=1)
+        raw, x = x, check_points(x, name, type(self).__name__, on_sphere=False, min_d=1)
         if x.shape[1] != self.d:
             turned = f" (it looks transposed: pass {name}.T)" if x.shape[0] == self.d else ""
+            if turned and np.allclose(np.einsum("ij,ij->i", x, x), 1.0, atol=1e-8):  # unit rows: n and d swapped
+                turned = (f" (its {x.shape[0]} rows are unit vectors in R^{x.shape[1]}: were n and d swapped where it "
+                          f"was made, e.g. sample_uniform({x.shape[0]}, {x.shape[1]}) for "
+                          f"sample_uniform({x.shape[1]}, {x.shape[0]})?)")
             raise InvalidParameterError(
                 f"{name} has d = {x.shape[1]} columns but the heads are {self.d} x {self.d}; "
                 f"pass points of shape (n, {self.d}){turned}."
             )
-        return check_points(x, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
+        # (the raw input again: a float32 state off the sphere is told to cast, not to normalise)
+        return check_points(raw, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
 
     # ---------------------------------------------------------------- parameters
     @declare(**MODEL_FIELDS)

@@ -85,6 +85,9 @@ def test_accessor_on_a_study():
     assert "on $S^{1}$" in title and ax.get_ylabel().replace("\n", " ") == f"{ds.w1.attrs['long_name']} [rad]"
     assert "beta = 1.0" in title and "3 seeds" in title
     assert "noiseless (kappa = inf)" in title  # not a bare "kappa = inf"
+    # the sizes studied are the ticks, as plain numbers (not 6 x 10^1 between the decades)
+    np.testing.assert_array_equal(ax.get_xticks(), ds.n_particles.values)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(n) for n in ds.n_particles.values]
     with pytest.raises(InvalidParameterError, match="rated gaps"):
         ds.attn.plot_limit_study("n_clusters")
 

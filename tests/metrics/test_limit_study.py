@@ -1,5 +1,7 @@
 """The mean-field limit study at scale: schema, rates, transport agreement, resume, bad input."""
 
+import json
+
 import numpy as np
 import ot
 import pytest
@@ -419,3 +421,31 @@ def test_the_cells_get_no_density_so_a_lambda_runs_on_worker_processes(monkeypat
                                n_seeds=1, t1=0.2, dt=0.1, n_saves=2, m_grid=64, progress=False)
     pickle.dumps(sent)
     assert sent["study"].density_fn is None and sent["study"].mean_field is not None
+
+
+def test_a_study_whose_cells_all_fail_returns_them_named_by_n():
+    """Noise that throws tokens more than a step may move: every cell fails. The study used to stop in
+    fit_rate ("n_values of fit_rate must have at least 2 entries") and name the cells by the sweep's
+    unused defaults (beta 1, softmax, d 3); now the rates are NaN and each cell is named by its n."""
+    from metrics import FailedCellWarning
+
+    model = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
+    with pytest.warns(FailedCellWarning, match=r"4 of 4 cells did not reach t1.*\{'n_particles': 8\} seed 0") as rec:
+        ds = mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], n_values=(8, 16), n_seeds=2, t1=0.4,
+                                    n_saves=2, m_grid=128, dt=0.04, kappa=0.1, progress=False)
+    assert "'beta'" not in str(rec[0].message) and "'kind'" not in str(rec[0].message)
+    assert np.all(np.isnan(ds.rate_w2.values))
+    assert len(json.loads(ds.attrs["failed_cells"])) == 4
+
+
+def test_the_standard_error_of_huge_gaps_does_not_overflow():
+    """USA heads at beta = 400 (rescaled time): energy gaps near 1e169, whose squares overflowed to an
+    infinite standard error."""
+    model = MultiHead.scalar([1.0], d=2, beta=400.0, kind="usa", log_time_scale="auto")
+    ds = mean_field_limit_study(model, lambda x: 1 + 0.5 * x[:, 0], n_values=(8, 16), n_seeds=2, t1=0.2,
+                                n_saves=2, m_grid=128, dt=0.02, progress=False)
+    gap, se = ds.energy_gap.values, ds.energy_gap_stderr.values
+    assert np.all(np.isfinite(se)) and np.all(se > 0) and np.nanmax(np.abs(gap)) > 1e150
+    g = gap / 1e160  # the same standard error, computed on rescaled gaps
+    want = np.std(g, axis=1, ddof=1) / np.sqrt(2) * 1e160
+    np.testing.assert_allclose(se, want, rtol=1e-12)

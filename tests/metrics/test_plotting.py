@@ -7,6 +7,7 @@ import pathlib
 import matplotlib
 import numpy as np
 import pytest
+import xarray as xr
 
 import metrics
 import particles
@@ -199,3 +200,36 @@ def test_tokens_need_a_circle_or_a_sphere():
 def test_axis_labels_leave_out_dimensionless_units():
     assert axis_label({"long_name": "inverse temperature", "units": "1"}) == "inverse temperature"
     assert axis_label({"long_name": "distance", "units": "rad"}) == "distance [rad]"
+
+
+def test_twelve_curves_repeat_no_colour_and_style():
+    """tab10 has ten colours: the 11th and 12th heads are dashed, not the 1st and 2nd again."""
+    t = np.linspace(0, 1, 5)
+    da = xr.DataArray(np.arange(60.0).reshape(12, 5) % 7 + 1, dims=("head", "time"),
+                      coords={"head": np.arange(12), "time": t}, name="mean_entropy")
+    axes = metrics.plot_curves(xr.Dataset({"mean_entropy": da}), ["mean_entropy"])
+    styles = [(matplotlib.colors.to_hex(line.get_color()), line.get_linestyle()) for line in axes[0].lines]
+    assert len(styles) == 12 and len(set(styles)) == 12
+    plt.close("all")
+
+
+def test_a_log_panel_draws_the_seed_range_not_a_negative_band():
+    """Energies over decades with a seed spread larger than the mean: mean - sd < 0 cannot be drawn
+    on the log axis (the band fell to the panel's bottom edge); the band is the seeds' range."""
+    t = np.linspace(0, 1, 4)
+    values = np.array([[0.1, 1.0, 10.0, 100.0], [40.0, 400.0, 4e3, 4e4], [0.2, 2.0, 20.0, 200.0]])  # (seed, time)
+    da = xr.DataArray(values, dims=("seed", "time"), coords={"seed": [0, 1, 2], "time": t}, name="energy_multi")
+    assert np.all(da.mean("seed") - da.std("seed") < 0)
+    ax = metrics.plot_curves(xr.Dataset({"energy_multi": da}), ["energy_multi"])[0]
+    assert ax.get_yscale() == "log"
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    np.testing.assert_allclose([band.min(), band.max()], [values.min(), values.max()])
+    assert "seed mean, range" in ax.get_ylabel().replace("\n", " ")
+    plt.close("all")
+
+
+def test_the_phase_legend_shows_the_white_curve(phase):
+    ax = phase.attn.plot()
+    face = matplotlib.colors.to_rgb(ax.get_legend().get_frame().get_facecolor())
+    assert max(face) < 0.5  # a dark box: the white dashed t*(beta) sample is visible in it
+    plt.close("all")

@@ -64,7 +64,7 @@ def test_one_layer_diagnostics_and_netcdf(synthetic, tmp_path):
 
 def test_bad_arguments(synthetic, rng):
     ws, u = synthetic
-    with pytest.raises(InvalidParameterError, match="t1 of sentence_flow is for one layer"):
+    with pytest.raises(InvalidParameterError, match="t1 = 2 of sentence_flow is for one layer"):
         sentence_flow(ws, u, t1=2.0)
     with pytest.raises(InvalidParameterError, match="x0 of sentence_flow has d = 3"):
         sentence_flow(ws, norm_sphere(rng.standard_normal((4, 3))))
@@ -138,6 +138,19 @@ def test_tokens_shape_before_norm_and_the_documented_fix(synthetic, rng):
         sentence_flow(ws, 3 * u.T)
     with pytest.raises(InvalidParameterError, match=r"particles\.norm_sphere\(embeddings\)"):
         sentence_flow(ws, 3 * u)
+
+
+def test_head_geometry_sentence_and_a_stack_t1_name_the_fix(synthetic):
+    """head_geometry's sentence gets sentence_flow's hint (norm_sphere, not an L2 normalisation);
+    t1 given to a stack says what a stack runs and what to do."""
+    ws, u = synthetic
+    with pytest.raises(InvalidParameterError, match=r"sentence of head_geometry must lie .*particles\.norm_sphere"):
+        head_geometry(ws, sentence=3 * u)
+    with pytest.raises(InvalidParameterError, match=r"sentence of head_geometry has d = 6 columns.*transposed"):
+        head_geometry(ws, sentence=u.T)
+    with pytest.raises(InvalidParameterError, match=rf"t1 = 60 of sentence_flow is for one layer; a stack of {len(ws)} "
+                                                    rf"layers runs .* = {len(ws)}: leave t1 out"):
+        sentence_flow(ws, u, t1=60)
 
 
 def test_flow_measured_against_the_network(synthetic):

@@ -120,6 +120,22 @@ def test_example_writes_dataset_table_and_figure(tmp_path, monkeypatch):
     assert "`clpr_gamma_c`" in (tmp_path / "reproductions.md").read_text()
 
 
+def test_figure_draws_only_the_panels_of_rows_run(tmp_path, monkeypatch, capsys):
+    """No empty "not run" panels; math text in titles and labels; no figure when no row run has one."""
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from PIL import Image
+
+    ex.main(["--out", str(tmp_path / "a"), "--quick", "--rows", "pry_nonsync_threshold"])
+    with Image.open(tmp_path / "a" / "reproductions.png") as im:
+        width, height = im.size
+    assert width < 700 and height < 500  # one panel, not a 2 x 3 grid
+    ex.main(["--out", str(tmp_path / "b"), "--quick", "--rows", "clpr_gamma_c"])
+    assert not (tmp_path / "b" / "reproductions.png").exists()
+    assert "no figure: none of the rows run has a panel" in capsys.readouterr().out
+    for panel in ex.PANELS:  # exponents and indices as math text, not a literal caret
+        assert all("$" in text for text in panel[3:6] if "^" in text or "_" in text), panel
+
+
 def test_help_lists_the_row_groups(capsys):
     with pytest.raises(SystemExit):
         ex.main(["--help"])

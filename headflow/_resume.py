@@ -1,0 +1,37 @@
+"""What a resumable command says about its store folder: the finished cells it holds before a
+run, and how many cells the run computed (the others were read back)."""
+
+from __future__ import annotations
+
+import pathlib
+
+
+def cells_done(store) -> tuple[int, list]:
+    from metrics.io import stored_cells
+
+    return stored_cells(store)
+
+
+def resume_note(store) -> dict:
+    """Say how many finished cells a store holds, and name the ``cell_*.nc`` files headflow did not write;
+    returns the store's cell files with their modification times (:func:`computed_cells` counts the new ones)."""
+    n_done, foreign = cells_done(store)
+    if n_done:
+        # (a store may hold the cells of other configs too: only this config's are read)
+        print(f"resuming: {store} holds {n_done} finished cell file(s); those of this config are reused")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        print(f"ignoring {len(foreign)} file(s) in {store} that headflow did not write: {shown}. They are not read or "
+              "counted; one that has the name of a cell this run computes is renamed to <name>.unreadable (its bytes "
+              "kept) and the cell is computed, the others are left as they are.")
+    return _cell_stamps(store)
+
+
+def _cell_stamps(store) -> dict:
+    folder = pathlib.Path(store)
+    return {p.name: p.stat().st_mtime_ns for p in folder.glob("cell_*.nc")} if folder.is_dir() else {}
+
+
+def computed_cells(store, before: dict) -> int:
+    """The cell files a run wrote (new, or rewritten since ``before``)."""
+    return sum(before.get(name) != stamp for name, stamp in _cell_stamps(store).items())

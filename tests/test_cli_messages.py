@@ -1,0 +1,109 @@
+"""What the command line says when a run goes wrong or resumes: a failed run's reason on the
+terminal, an output named for another format refused, a fixed step longer than the run named by
+its key, and a resumed sweep that says how many cells it reused and computed."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from headflow import cli
+
+SIM = """
+[model]
+kind = "usa"
+d = 3
+beta = {beta}
+lambdas = [1.0, 0.4]
+[run]
+n = 16
+t1 = {t1}
+dt = {dt}
+n_saves = 3
+"""
+
+SWEEP = """
+[sweep]
+grid = {{ n_particles = [4, 6], beta = [0.5, 2.0] }}
+n_seeds = 1
+t1 = {t1}
+dt = 0.1
+n_saves = 2
+metrics = ["n_clusters"]
+"""
+
+
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the diagnostics at t = 0 overflow float64 (a real inf)
+def test_a_failed_run_prints_its_reason(tmp_path, capsys):
+    cfg = _write(tmp_path, "run.toml", SIM.format(beta=400.0, t1=1.0, dt=0.02))
+    assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "(failed," in captured.out
+    assert "the run failed: " in captured.err and '[model] log_time_scale = "auto"' in captured.err  # the TOML key
+    with xr.open_dataset(tmp_path / "run.nc") as ds:
+        assert ds.attrs["status"] == "failed"
+
+
+@pytest.mark.parametrize(("name", "fmt", "named"), [("run.zarr", None, "zarr"), ("run.nc", "zarr", "netcdf")])
+def test_an_output_named_for_another_format_is_refused(tmp_path, capsys, name, fmt, named):
+    cfg = _write(tmp_path, "run.toml", SIM.format(beta=1.0, t1=0.2, dt=0.05))
+    args = ["simulate", cfg, "--out", str(tmp_path / name), "--no-progress"] + (["--format", fmt] if fmt else [])
+    assert cli.main(args) == 2
+    assert f"is named as {named} but the format is {fmt or 'netcdf'}" in capsys.readouterr().err
+    assert not (tmp_path / name).exists()
+
+
+def test_a_fixed_step_longer_than_the_run_names_the_keys(tmp_path, capsys):
+    cfg = _write(tmp_path, "run.toml", SIM.format(beta=1.0, t1=0.1, dt=0.5))
+    assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 2
+    assert "[run] dt = 0.5 is longer than [run] t1 = 0.1" in capsys.readouterr().err
+
+
+def test_a_resumed_sweep_counts_the_cells_it_reused(tmp_path, capsys):
+    out = str(tmp_path / "s.nc")
+    first = _write(tmp_path, "a.toml", SWEEP.format(t1=0.2) + f'store = "{tmp_path / "cells"}"\n')
+    assert cli.main(["sweep", first, "--out", out, "--no-progress"]) == 0
+    assert "(4/4 cells reached t1; 0 reused, 4 computed)" in capsys.readouterr().out
+    # another t1 in the same store: the 4 files there are not this config's cells
+    other = _write(tmp_path, "b.toml", SWEEP.format(t1=0.3) + f'store = "{tmp_path / "cells"}"\n')
+    assert cli.main(["sweep", other, "--out", out, "--no-progress", "--force"]) == 0
+    text = capsys.readouterr().out
+    assert "holds 4 finished cell file(s); those of this config are reused" in text
+    assert "(4/4 cells reached t1; 0 reused, 4 computed)" in text
+    (tmp_path / "s.nc").unlink()
+    assert cli.main(["sweep", first, "--out", out, "--no-progress"]) == 0
+    assert "(4/4 cells reached t1; 4 reused, 0 computed)" in capsys.readouterr().out
+    with xr.open_dataset(out) as ds:
+        assert np.all(ds.success.values == 1)
+
+
+STUDY = """
+[model]
+kind = "usa"
+d = 2
+beta = 400.0
+lambdas = [1.0]
+[study]
+n_values = [8, 16]
+n_seeds = 2
+t1 = 0.2
+n_saves = 2
+m_grid = 64
+dt = 0.02
+"""
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the reference's first velocity overflows float64
+def test_a_study_whose_reference_the_solver_refuses_exits_with_the_reason(tmp_path, capsys):
+    """USA heads at beta = 400 in physical time: the finite-volume reference used to crawl for hours
+    (CFL steps ~1e-176), then a traceback; now status 1 and the solver's reason with its fix."""
+    cfg = _write(tmp_path, "study.toml", STUDY)
+    assert cli.main(["study", cfg, "--out", str(tmp_path / "study.nc"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "headflow study: the run failed: step size underflow" in err and '[model] log_time_scale = "auto"' in err
+    assert "Traceback" not in err and not (tmp_path / "study.nc").exists()
