@@ -148,7 +148,7 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
                         out[sJ] += T.T @ Ya[sI]
             return out
 
-        # interleaved block rows balance the threads (row I holds (m - I) / side tiles)
+        # block rows dealt in snake order balance the threads (row I holds (m - I) / side tiles)
         parts = parallel_chunks(list(range(0, m, side)), rows, m * n // 2)
         out = parts[0]
         for part in parts[1:]:

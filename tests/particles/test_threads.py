@@ -61,3 +61,17 @@ def test_exact_pass_on_two_threads_gives_the_one_thread_result(rng, symmetric, t
     else:
         np.testing.assert_array_equal(two.logz, one.logz)
         np.testing.assert_array_equal(two.mean, one.mean)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("b", [8, 16, 24, 48])
+def test_snake_chunks_balance_the_tiles_of_a_triangle(k, b):
+    """The symmetric pass's block row i holds b - i tiles: dealt in snake order over k threads every item is
+    dealt once, in its order, and when b is a multiple of 2k each thread gets exactly b(b+1)/(2k) tiles (dealing in
+    turn gives thread 0 b/2 more tiles than thread 1 at k = 2)."""
+    chunks = threads.snake_chunks(list(range(b)), k)
+    assert sorted(i for c in chunks for i in c) == list(range(b)) and all(c == sorted(c) for c in chunks)
+    tiles = [sum(b - i for i in c) for c in chunks]
+    if b % (2 * k) == 0:
+        assert tiles == [b * (b + 1) // (2 * k)] * k
+    assert max(tiles) - min(tiles) <= k
