@@ -106,12 +106,14 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
     log_time : bool
         Logarithmic time axis (saves at t <= 0 left out).
 
-    A curve whose positive values span more than two decades gets a logarithmic axis; a sentence
-    flow's panels mark its layer boundaries (and add the mean cosine of the tokens).
-
     Returns
     -------
     numpy array of matplotlib Axes
+
+    Notes
+    -----
+    A curve whose positive values span more than two decades gets a logarithmic axis; a sentence
+    flow's panels mark its layer boundaries (and add the mean cosine of the tokens).
     """
     if "time" not in ds.dims:
         raise InvalidParameterError(f"The 'ds' parameter of plot_curves must have a time dim; its dims are "
