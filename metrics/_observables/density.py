@@ -212,6 +212,17 @@ def sample_circle_density(density_fn, n: int, rng=None, *, m: int = 4096) -> np.
     return np.stack([np.cos(theta), np.sin(theta)], axis=1)
 
 
+def bound_grid(d: int, m: int) -> np.ndarray:
+    """m points of S^{d-1} (d >= 3) on which a density's maximum is read for a rejection bound: a Fibonacci
+    lattice on S^2, fixed uniform draws (seed 0) on higher spheres."""
+    if d == 3:
+        import meanfield as mf
+
+        return mf.fibonacci_sphere(m)[0]
+    grid = np.random.default_rng(0).standard_normal((m, d))
+    return grid / np.linalg.norm(grid, axis=1, keepdims=True)
+
+
 @declare(density_fn=_DENSITY_FN, n=Integer(1), d=Integer(2), rng=Seed(),
          bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
 def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
@@ -244,14 +255,7 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
     if d == 2:
         return sample_circle_density(density_fn, n, rng, m=m_grid)
     if bound is None:
-        if d == 3:
-            import meanfield as mf
-
-            grid = mf.fibonacci_sphere(m_grid)[0]
-        else:
-            grid = np.random.default_rng(0).standard_normal((m_grid, d))
-            grid /= np.linalg.norm(grid, axis=1, keepdims=True)
-        bound = 1.5 * float(check_density_fn(density_fn, d, caller, points=grid).max())
+        bound = 1.5 * float(check_density_fn(density_fn, d, caller, points=bound_grid(d, m_grid)).max())
     else:
         check_density_fn(density_fn, d, caller)
     out, have = [], 0

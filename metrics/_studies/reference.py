@@ -19,7 +19,7 @@ from particles.validation import InvalidParameterError, check_param
 
 from .._data.dataset import time_coord
 from .._data.provenance import model_attrs
-from .._observables.density import probe_density, sample_sphere_density
+from .._observables.density import bound_grid, probe_density, sample_sphere_density
 from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
 from .._runs.keys import density_key
@@ -216,8 +216,8 @@ def _circle(*, model, density_fn, ts, m_grid, kappa, t1, n_saves, n_values, n_pr
 def _sphere(*, model, density_fn, ts, m_grid, kappa, dt, t1, n_saves, n_values, n_reference, seed, n_projections,
             n_quantiles, reference, store, progress, **_):
     d = model.d
-    grid, _ = mf.fibonacci_sphere(int(m_grid))
-    rho_grid = probe_density(density_fn, d, "mean_field_limit_study", points=grid)
+    # (the grid is on S^{d-1}: a Fibonacci lattice on S^2 read 3 columns where d >= 4 needs d)
+    rho_grid = probe_density(density_fn, d, "mean_field_limit_study", points=bound_grid(d, int(m_grid)))
     bound = 1.5 * float(rho_grid.max())
     spec, note = _spectral_reference(reference, model, density_fn, ts, kappa, m_grid, n_projections, n_quantiles,
                                      seed)

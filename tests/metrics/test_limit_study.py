@@ -449,3 +449,17 @@ def test_the_standard_error_of_huge_gaps_does_not_overflow():
     g = gap / 1e160  # the same standard error, computed on rescaled gaps
     want = np.std(g, axis=1, ddof=1) / np.sqrt(2) * 1e160
     np.testing.assert_allclose(se, want, rtol=1e-12)
+
+
+def test_a_study_on_s3_reads_its_density_on_s3():
+    """On S^{d-1}, d >= 4, the rejection bound of a density not zonal about the last axis (a Lagrangian
+    reference) is read on points of S^{d-1}: it was read on a Fibonacci lattice of S^2, so every density of
+    d columns (the CLI's families, a user's x[:, 3]) was refused with "got (16, 3)"."""
+    from metrics._observables.density_families import FamilyDensity
+
+    model = MultiHead.scalar([1.0], d=4, beta=1.0, kind="usa")
+    for density in (FamilyDensity("cosine", 4, amplitude=0.5, mode=2), lambda x: 1 + 0.5 * x[:, 0] * x[:, 3]):
+        ds = mean_field_limit_study(model, density, n_values=(8, 16), n_seeds=2, t1=0.1, n_saves=2, m_grid=16,
+                                    dt=0.05, progress=False)
+        assert ds.attrs["reference"].startswith("Lagrangian particle reference")
+        assert np.all(np.isfinite(ds.sw2.values)) and ds.sw2.sizes["n_particles"] == 2
