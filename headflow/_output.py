@@ -28,7 +28,7 @@ import shutil
 
 from ._config import ConfigError
 
-__all__ = ["check_output", "write_output", "output_stamp"]
+__all__ = ["check_output", "write_output", "output_stamp", "output_path"]
 
 #: attrs that :func:`metrics.provenance` writes into every dataset of the commands
 MARKER_ATTRS = ("headflow_version", "config")
@@ -69,10 +69,30 @@ def _check_parent(path: pathlib.Path) -> None:
         )
 
 
+def output_path(text, fmt: str) -> pathlib.Path:
+    """``--out`` (or ``[output] path``) as a path; a netCDF output named with a trailing slash (a
+    folder's name, which ``pathlib`` would silently turn into a file's) is refused."""
+    text = os.fspath(text)
+    if fmt == "netcdf" and text.endswith(("/", os.sep)):
+        raise ConfigError(f"--out {text!r} ends in a slash, so it names a folder, but the netcdf output is one file; "
+                          "headflow neither writes a file named like the folder nor picks a name inside it. Name the "
+                          f"file, e.g. {os.path.join(text, 'run.nc')!r} (or pass --format zarr for a folder).")
+    return pathlib.Path(text)
+
+
+def _foreign_file(folder: pathlib.Path) -> str | None:
+    """The first file under ``folder`` (relative path) that is not a zarr metadata file or chunk
+    (folders are variables, groups or chunk-key levels and may have any name); None when there is none."""
+    for root, _dirs, files in sorted(os.walk(folder)):
+        for name in sorted(files):
+            if not _ZARR_NAME.fullmatch(name):
+                return str(pathlib.Path(root, name).relative_to(folder))
+    return None
+
+
 def _zarr_only(folder: pathlib.Path) -> bool:
-    """True when every file under ``folder`` is a zarr metadata file or chunk (folders are
-    variables, groups or chunk-key levels and may have any name)."""
-    return all(_ZARR_NAME.fullmatch(name) for _, _, files in os.walk(folder) for name in files)
+    """True when every file under ``folder`` is a zarr metadata file or chunk."""
+    return _foreign_file(folder) is None
 
 
 def _headflow_config(path: pathlib.Path, fmt: str) -> str | None:
@@ -94,14 +114,30 @@ def _headflow_config(path: pathlib.Path, fmt: str) -> str | None:
     return str(attrs["config"])
 
 
-def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool) -> bool:
+def _check_store(path: pathlib.Path, store, section: str) -> None:
+    if store is not None and os.path.abspath(store) == os.path.abspath(path):
+        raise ConfigError(f"[{section}] store = {str(store)!r} is the output path (--out or [output] path) itself: the "
+                          "store is the folder of finished cells, the output is the assembled dataset, and one path "
+                          f"cannot hold both. Choose another [{section}] store (e.g. {str(path) + '.cells'!r}, the "
+                          "default when it is not set) or another --out. Nothing was run.")
+
+
+def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool, cfg: dict | None = None) -> bool:
     """Check an output path before any work; True when it already holds this config's result.
 
     Raises :class:`ConfigError` (exit status 2, nothing touched) for a path through a regular
     file, an unwritable folder, an existing entry of the wrong kind or not written by headflow,
-    and a headflow output of another config without ``force``.
+    a headflow output of another config without ``force``, and a sweep's or study's ``store``
+    (in ``cfg``) equal to the output path.
     """
+    for section in ("sweep", "study"):
+        _check_store(path, ((cfg or {}).get(section) or {}).get("store"), section)
     kind = "folder" if fmt == "zarr" else "file"
+    if fmt == "zarr" and path.is_dir() and not path.is_symlink() and (name := _foreign_file(path)) is not None:
+        raise ConfigError(f"--out {str(path)!r} is a folder holding {name!r}, a file headflow did not write (a zarr "
+                          "store holds only zarr entries); headflow never replaces a folder with files it did not "
+                          f"write, even with --force, and left it as it is. Move {name!r} out of the folder, or "
+                          "choose another --out.")
     if path.exists() or path.is_symlink():
         if path.is_symlink() or (path.is_dir() != (fmt == "zarr")):
             what = "a symbolic link" if path.is_symlink() else ("a folder" if path.is_dir() else "a regular file")

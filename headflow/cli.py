@@ -44,7 +44,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     toml_words,
 )
 from ._models import build_density, build_model, build_sweep_model
-from ._output import check_output, write_output
+from ._output import check_output, output_path, write_output
 from ._resume import cells_done, computed_cells, resume_note
 from ._work import check_simulate_time
 
@@ -76,7 +76,7 @@ def _output_path(cfg: dict, out, fmt) -> tuple[pathlib.Path, str]:
     path = out or cfg["output"]["path"]
     if path is None:
         raise ConfigError("no output path: pass --out PATH or set [output] path in the config.")
-    path = pathlib.Path(path)
+    path = output_path(path, fmt)
     named = {".zarr": "zarr", ".nc": "netcdf", ".nc4": "netcdf"}.get(path.suffix.lower())
     if named is not None and named != fmt:
         # a netCDF file named .zarr (or the reverse) would open in neither reader as its name says
@@ -96,7 +96,7 @@ def _start(cfg: dict, out, fmt, force: bool):
 
     path, fmt = _output_path(cfg, out, fmt)
     config = _public(cfg)
-    if check_output(path, fmt, to_json(config), force):
+    if check_output(path, fmt, to_json(config), force, cfg):
         print(f"{path} is up to date (same config); nothing to do.")
         return None, fmt, config
     return path, fmt, config
@@ -156,7 +156,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     sw = cfg["sweep"]
     store = sw["store"] or str(path) + ".cells"
     config = _public(cfg)
-    if check_output(path, fmt, to_json(config), force):
+    if check_output(path, fmt, to_json(config), force, cfg):
         print(f"{path} is up to date (same config); nothing to do.")
         return None
     if not isinstance(sw["grid"], dict) or not sw["grid"]:

@@ -312,6 +312,9 @@ def test_config_that_is_a_folder_is_refused_as_a_folder(tmp_path, capsys):
     ("study", "[study]\nn_saves = 10000000000", "[study] n_saves"),
     ("study", "[study]\nn_values = [50000, 100000]", "[study] n_values"),  # (on a machine with 1 MB free)
     ("study", "[model]\nd = 1000000", "[model] d"),
+    ("study", "[study]\nm_grid = 10000000000", "[study] m_grid"),
+    ("study", "[model]\nd = 3\n[study]\nn_projections = 10000000000", "[study] n_projections"),
+    ("study", "[model]\nd = 3\n[study]\nn_reference = 10000000000", "[study] n_reference"),
 ])
 def test_config_too_large_for_memory_names_the_key_before_allocating(tmp_path, capsys, monkeypatch, command, text,
                                                                      key):
@@ -356,3 +359,71 @@ def test_a_foreign_file_under_a_real_cells_name_is_reported_as_renamed(tmp_path,
     moved = cell.with_name(cell.name + ".unreadable")
     assert hashlib.sha256(moved.read_bytes()).hexdigest() == mine
     assert "cell_key" in xr.open_dataset(cell).attrs  # the cell was computed again under its own name
+
+
+@pytest.mark.parametrize("command, text, key", [
+    ("sweep", "[sweep]\nn_seeds = 1000000000", "[sweep] n_seeds"),
+    ("sweep", "[sweep]\ngrid = { n_particles = [4, 6], beta = " + str([1.0 + i for i in range(60000)]) + " }",
+     "[sweep] grid"),
+    ("study", "[study]\nn_seeds = 1000000000", "[study] n_seeds"),
+    ("study", "[study]\nn_seeds = 100\nn_values = " + str(list(range(2, 1202))), "[study] n_values"),
+])
+def test_more_cells_than_the_limit_are_refused_before_any_is_listed(tmp_path, capsys, command, text, key):
+    """grid points x seeds (or n_values x seeds) beyond MAX_CELLS: refused naming the key, nothing run or written."""
+    from headflow._budget import MAX_CELLS
+
+    cfg = tmp_path / "big.toml"
+    cfg.write_text(text + "\n")
+    assert cli.main([command, str(cfg), "--out", str(tmp_path / "o.nc"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{key} is too large" in err and f"{MAX_CELLS:,} cells" in err and "Nothing was run" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.toml"]
+
+
+@pytest.mark.parametrize("command", ["sweep", "study"])
+def test_memory_of_the_cell_records_is_counted(monkeypatch, command):
+    """Within the cell limit, the records of many cells still count against the memory available."""
+    from headflow._budget import CELL_BYTES, check_study_memory, check_sweep_memory
+
+    check = {"sweep": check_sweep_memory, "study": check_study_memory}[command]
+    few = check(_config.load_config(command, f"[{command}]\nn_seeds = 1\n"), available=10**12)
+    many = check(_config.load_config(command, f"[{command}]\nn_seeds = 20001\n"), available=10**12)
+    assert many - few >= 20000 * CELL_BYTES  # every extra seed adds at least one cell of every grid point
+    with pytest.raises(cli.ConfigError, match=rf"\[{command}\] n_seeds is too large"):
+        check(_config.load_config(command, f"[{command}]\nn_seeds = 20001\n"), available=many - 1)
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep"])
+def test_a_zarr_output_with_a_user_file_inside_is_refused_naming_the_file(tmp_path, capsys, command):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIGS[command])
+    out = tmp_path / "o.zarr"
+    argv = [command, str(cfg), "--out", str(out), "--format", "zarr", "--no-progress"]
+    assert cli.main(argv) == 0
+    (out / "notes.txt").write_text("mine")
+    before = _snapshot(out)
+    cfg.write_text(CONFIGS[command].replace("t1 = 0.2", "t1 = 0.3"))
+    capsys.readouterr()
+    assert cli.main(argv + ["--force"]) == 2
+    err = capsys.readouterr().err
+    assert "'notes.txt', a file headflow did not write" in err and "headflow_output" not in err
+    assert _snapshot(out) == before
+
+
+def test_a_store_equal_to_the_output_is_refused_before_the_run(tmp_path, capsys):
+    cfg = tmp_path / "sweep.toml"
+    out = tmp_path / "sweep.nc"
+    cfg.write_text(SWEEP + f'store = "{out}"\n')
+    assert cli.main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "[sweep] store" in err and "--out" in err and "Nothing was run" in err and "appeared" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.toml"]
+
+
+def test_a_netcdf_output_named_with_a_trailing_slash_is_refused(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(SIM)
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "outdir") + "/", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "ends in a slash" in err and "outdir/run.nc" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.toml"]
