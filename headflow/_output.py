@@ -5,7 +5,8 @@ The rules (each one tested in ``tests/test_cli_outputs.py``):
 1. **Checked before the run.** The output path must not pass through a regular file, its nearest
    existing folder must accept a new file (a probe file is created and removed), and an existing
    output must be of the kind the format writes (a file for netCDF, a folder for zarr). A run
-   that could not save its result never starts.
+   that could not save its result never starts. A netCDF path ending in a slash (a folder's
+   name) and a sweep's or study's ``store`` equal to the output path are refused.
 2. **Only headflow's own outputs are replaced.** An existing output is replaced (with
    ``--force``, when its config differs) only if it is a dataset a headflow command wrote: it
    opens, and its ``headflow_output`` attr holds the SHA-256 of its own ``config`` and
@@ -13,7 +14,8 @@ The rules (each one tested in ``tests/test_cli_outputs.py``):
    file cannot carry by accident (attrs merely *named* ``config`` and ``headflow_version`` are
    not enough); a zarr folder must also hold nothing but zarr entries. Anything else (a folder
    of the user's files, an unrelated netCDF file, an unreadable file, an output of a headflow
-   older than the stamp) is refused, ``--force`` or not, and left byte for byte as it was.
+   older than the stamp) is refused, ``--force`` or not, and left byte for byte as it was; for a
+   zarr folder holding other files, the message names the first of them.
 3. **Atomic.** The dataset is written to ``<path>.part<pid>`` beside the target and renamed
    over it: a reader sees the old output or the whole new one.
 """

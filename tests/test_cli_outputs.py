@@ -410,14 +410,15 @@ def test_a_zarr_output_with_a_user_file_inside_is_refused_naming_the_file(tmp_pa
     assert _snapshot(out) == before
 
 
-def test_a_store_equal_to_the_output_is_refused_before_the_run(tmp_path, capsys):
-    cfg = tmp_path / "sweep.toml"
-    out = tmp_path / "sweep.nc"
-    cfg.write_text(SWEEP + f'store = "{out}"\n')
-    assert cli.main(["sweep", str(cfg), "--out", str(out), "--no-progress"]) == 2
+@pytest.mark.parametrize("command", ["sweep", "study"])
+def test_a_store_equal_to_the_output_is_refused_before_the_run(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(CONFIGS[command] + 'store = "out.nc"\n')  # relative: the same path as ./out.nc
+    assert cli.main([command, str(cfg), "--out", "./out.nc", "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert "[sweep] store" in err and "--out" in err and "Nothing was run" in err and "appeared" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.toml"]
+    assert f"[{command}] store" in err and "--out" in err and "Nothing was run" in err and "appeared" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
 
 
 def test_a_netcdf_output_named_with_a_trailing_slash_is_refused(tmp_path, capsys):
