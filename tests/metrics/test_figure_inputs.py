@@ -51,6 +51,8 @@ def test_a_run_that_failed_from_the_start_has_nothing_to_draw(s2, tmp_path):
     ("under_file", "which is a file, not a folder"),
     ("missing", "does not exist; create it first"),
     ("read_only", "is not writable"),
+    ("dangling", r"symbolic link to .*missing.*target\.gif'.*the folder .*missing' does not exist"),
+    ("loop", "symbolic link to .*links back to itself"),
 ])
 def test_bad_output_paths_are_refused_before_any_frame(s2, tmp_path, monkeypatch, where, match):
     drawn = []
@@ -58,8 +60,11 @@ def test_bad_output_paths_are_refused_before_any_frame(s2, tmp_path, monkeypatch
     (tmp_path / "file.txt").write_text("mine\n")
     (tmp_path / "out.gif").mkdir()
     path = {"folder": tmp_path / "out.gif", "under_file": tmp_path / "file.txt" / "t.gif",
-            "missing": tmp_path / "nowhere" / "t.gif", "read_only": tmp_path / "ro" / "t.gif"}[where]
+            "missing": tmp_path / "nowhere" / "t.gif", "read_only": tmp_path / "ro" / "t.gif"}.get(where)
     undo = lambda: None  # noqa: E731
+    if where in ("dangling", "loop"):
+        path = tmp_path / "link.gif"
+        path.symlink_to("missing/target.gif" if where == "dangling" else path)
     if where == "read_only":
         path.parent.mkdir()
         undo = _make_read_only(path.parent)
