@@ -107,3 +107,14 @@ def test_empty_names_and_a_time_out_of_range_say_what(s2):
             metrics.plot_curves(s2, names)
     with pytest.raises(InvalidParameterError, match=r"time 100.0 of plot_sphere is outside the saved times"):
         metrics.plot_sphere(s2, 100.0)
+
+
+def test_curves_of_runs_concatenated_along_a_new_dim_name_the_dim(s2):
+    """A metric is evaluated on one cloud per time: a 'run' dim of positions is named, with .isel/.sel."""
+    import xarray as xr
+
+    runs = xr.concat([s2] * 3, dim="run")
+    with pytest.raises(InvalidParameterError, match=r"metric\('n_clusters'\) needs the positions of one run.*"
+                                                    r"run \(3\).*ds\.isel\(run=0\) or ds\.sel\(run=\.\.\.\)"):
+        metrics.plot_curves(runs, ["n_clusters"])
+    assert metrics.plot_curves(runs.isel(run=0), ["n_clusters"]) is not None
