@@ -335,8 +335,8 @@ def test_tensors_of_two_architectures_are_refused_naming_both(rng):
     mixed = _bert(rng, layers=2) | _gpt2(rng, layers=3)
     for load in (lambda: particles.load_attention(mixed, 0, n_heads=2),
                  lambda: particles.load_attention_layers(mixed, n_heads=2)):
-        with pytest.raises(InvalidParameterError, match=r"several architectures: bert \(2 layers.*gpt2 \(3 layers"
-                                                        r".*architecture="):
+        with pytest.raises(InvalidParameterError, match=r"several architectures: bert \(2 layer\(s\).*"
+                                                        r"gpt2 \(3 layer\(s\).*architecture="):
             load()
     assert [w.architecture for w in particles.load_attention_layers(mixed, n_heads=2, architecture="gpt2")] == [
         "gpt2"] * 3

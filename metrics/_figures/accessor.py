@@ -102,7 +102,7 @@ class AttnAccessor:
             sizes = ", ".join(f"{d} ({pos.sizes[d]})" for d in extra)
             raise InvalidParameterError(
                 f"ds.attn.{method} needs the positions of one run, over (time, particle, component); these also "
-                f"run over {sizes}. Select one first: ds.isel({extra[0]}=0) or ds.sel({extra[0]}=...).")
+                f"have the dim(s) {sizes}. Select one first: ds.isel({extra[0]}=0) or ds.sel({extra[0]}=...).")
         return pos
 
     @property

@@ -202,7 +202,7 @@ def detect_architecture(tensors, architecture: str | None = None) -> tuple[str, 
              if (hits := [m for m in map(re.compile(ARCHITECTURES[arch].marker).match, names) if m])}
     if len(found) > 1:
         # Picking one family would drop the other's layers without a word.
-        seen = "; ".join(f"{a} ({len(h)} layers, e.g. {h[0].group(0)!r})" for a, h in found.items())
+        seen = "; ".join(f"{a} ({len(h)} layer(s), e.g. {h[0].group(0)!r})" for a, h in found.items())
         raise InvalidParameterError(f"the tensors hold attention layers of several architectures: {seen}. Pass "
                                     f"architecture= one of {sorted(found)} to choose, or the tensors of one model.")
     for arch, hits in found.items():
