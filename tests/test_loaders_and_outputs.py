@@ -350,6 +350,13 @@ def test_two_config_keys_of_the_head_count_that_disagree_are_refused(rng, config
     assert particles.load_attention(_gpt2(rng), 0, config={"n_head": 2, "num_attention_heads": 2}).n_heads == 2
 
 
+@pytest.mark.parametrize("config, keys", [({"hidden_size": D, "n_embd": 2 * D}, "hidden_size.*n_embd"),
+                                          ({"num_hidden_layers": 1, "n_layer": 2}, "num_hidden_layers.*n_layer")])
+def test_two_config_keys_of_the_width_or_depth_that_disagree_are_refused(rng, config, keys):
+    with pytest.raises(InvalidParameterError, match=f"{keys}.* disagree"):
+        particles.load_attention_layers(_gpt2(rng), n_heads=2, config=config)
+
+
 def test_a_model_zip_with_an_export_at_its_root_and_one_in_a_folder_is_refused(rng, tmp_path):
     blob = _safetensors({k: v.astype("<f4") for k, v in _bert(rng).items()})
     export = {"model.safetensors": blob, "tokenizer.json": "{}", "config.json": "{}"}
