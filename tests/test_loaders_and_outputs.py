@@ -262,14 +262,18 @@ def _zip(path, members):
     return path
 
 
-def test_a_model_zip_may_hold_its_export_in_one_folder(rng, tmp_path):
-    t = {k: v.astype("<f4") for k, v in _bert(rng).items()}
+def _safetensors(tensors):
     header, blobs, offset = {}, b"", 0
-    for k, v in t.items():
+    for k, v in tensors.items():
         header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [offset, offset + v.nbytes]}
         blobs, offset = blobs + v.tobytes(), offset + v.nbytes
     h = json.dumps(header).encode()
-    export = {"model.safetensors": struct.pack("<Q", len(h)) + h + blobs, "tokenizer.json": "{}",
+    return struct.pack("<Q", len(h)) + h + blobs
+
+
+def test_a_model_zip_may_hold_its_export_in_one_folder(rng, tmp_path):
+    blob = _safetensors({k: v.astype("<f4") for k, v in _bert(rng).items()})
+    export = {"model.safetensors": blob, "tokenizer.json": "{}",
               "config.json": json.dumps({"num_attention_heads": 2})}
     path = _zip(tmp_path / "m.zip", {f"all-MiniLM/{k}": v for k, v in export.items()})
     tensors, _, config = sentences.read_model_zip(path)
@@ -315,3 +319,56 @@ def test_a_dataset_without_positions_is_told_how_to_save_them():
     for draw in (metrics.plot_sphere, lambda d: metrics.animate(d, "a.gif", progress=False)):
         with pytest.raises(InvalidParameterError, match=r"SaveAt\(ts=\.\.\., x=True\).*\[run\] positions = true"):
             draw(ds)
+
+
+def _gpt2(rng, layers=1):
+    t = {}
+    for k in range(layers):
+        t |= {f"h.{k}.attn.c_attn.weight": rng.standard_normal((D, 3 * D)), f"h.{k}.attn.c_attn.bias":
+              rng.standard_normal(3 * D), f"h.{k}.attn.c_proj.weight": rng.standard_normal((D, D)),
+              f"h.{k}.attn.c_proj.bias": rng.standard_normal(D)}
+    return t
+
+
+def test_tensors_of_two_architectures_are_refused_naming_both(rng):
+    """BERT and GPT-2 layers in one dict: taking either would drop the other's layers without a word."""
+    mixed = _bert(rng, layers=2) | _gpt2(rng, layers=3)
+    for load in (lambda: particles.load_attention(mixed, 0, n_heads=2),
+                 lambda: particles.load_attention_layers(mixed, n_heads=2)):
+        with pytest.raises(InvalidParameterError, match=r"several architectures: bert \(2 layer\(s\).*"
+                                                        r"gpt2 \(3 layer\(s\).*architecture="):
+            load()
+    assert [w.architecture for w in particles.load_attention_layers(mixed, n_heads=2, architecture="gpt2")] == [
+        "gpt2"] * 3
+
+
+@pytest.mark.parametrize("config", [{"n_head": 2, "num_attention_heads": 4}, {"num_attention_heads": 4, "n_head": 2}])
+def test_two_config_keys_of_the_head_count_that_disagree_are_refused(rng, config):
+    with pytest.raises(InvalidParameterError, match=r"config\['num_attention_heads'\] = 4 and config\['n_head'\] = 2 "
+                                                    "of load_attention disagree"):
+        particles.load_attention(_gpt2(rng), 0, config=config)
+    assert particles.load_attention(_gpt2(rng), 0, config={"n_head": 2, "num_attention_heads": 2}).n_heads == 2
+
+
+@pytest.mark.parametrize("config, keys", [({"hidden_size": D, "n_embd": 2 * D}, "hidden_size.*n_embd"),
+                                          ({"num_hidden_layers": 1, "n_layer": 2}, "num_hidden_layers.*n_layer")])
+def test_two_config_keys_of_the_width_or_depth_that_disagree_are_refused(rng, config, keys):
+    with pytest.raises(InvalidParameterError, match=f"{keys}.* disagree"):
+        particles.load_attention_layers(_gpt2(rng), n_heads=2, config=config)
+
+
+def test_a_model_zip_with_an_export_at_its_root_and_one_in_a_folder_is_refused(rng, tmp_path):
+    blob = _safetensors({k: v.astype("<f4") for k, v in _bert(rng).items()})
+    export = {"model.safetensors": blob, "tokenizer.json": "{}", "config.json": "{}"}
+    path = _zip(tmp_path / "m.zip", {**export, **{f"old/{k}": v for k, v in export.items()}})
+    with pytest.raises(InvalidParameterError, match=r"several model exports \(in \['its root', 'old/'\]\)"):
+        sentences.read_model_zip(path)
+    assert sentences.read_model_zip(_zip(tmp_path / "one.zip", export))[2] == {}
+
+
+def test_a_header_nested_too_deep_is_a_damaged_header_naming_the_file(tmp_path):
+    h = b"[" * 200_000 + b"]" * 200_000
+    path = tmp_path / "deep.safetensors"
+    path.write_bytes(struct.pack("<Q", len(h)) + h)
+    with pytest.raises(InvalidParameterError, match=r"deep\.safetensors.*nests JSON .* too deep"):
+        particles.load_attention(str(path), 0, n_heads=2)

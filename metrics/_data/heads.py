@@ -171,11 +171,19 @@ def _layer_scale_free(w: AttentionWeights, tol: float, n_tokens: int) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero head's 0/0 is refused just below
         out = _layer(unit, tol, n_tokens)
     zero = np.flatnonzero(out.pop("_zero"))
-    if zero.size:
+    pruned = [int(h) for h in zero if any(not getattr(w, f)[h].any() for f in ("Wq", "Wk", "Wv", "Wo"))]
+    if pruned:
         raise InvalidParameterError(
-            f"The 'layers' parameter of head_geometry: layer {w.layer} has zero (pruned) heads {zero.tolist()} (a zero "
+            f"The 'layers' parameter of head_geometry: layer {w.layer} has zero (pruned) heads {pruned} (a zero "
             "score matrix M_h or value matrix W_h), whose angles and ratios are undefined. Drop those heads from "
             "every field of the layer (Wq, Wk, Wv, Wo and the biases bq, bk, bv) and call again.")
+    if zero.size:  # no field is zero: M_h or W_h underflows beside the other, the largest entry of the layer
+        qk, vo = (max(float(np.abs(getattr(w, f)).max()) for f in pair) for pair in (("Wq", "Wk"), ("Wv", "Wo")))
+        raise InvalidParameterError(
+            f"The 'layers' parameter of head_geometry: in layer {w.layer}, Wq and Wk reach {qk:.3g} while Wv and Wo "
+            f"reach {vo:.3g}: heads {zero.tolist()} are tiny, not zero, but their score matrix M_h or value matrix "
+            "W_h is beyond float64 beside the other (value_misalignment compares them). Check the export's scales, "
+            "or scale Wq, Wk (or Wv, Wo) so that the two are within about 1e150 of each other, and call again.")
     with np.errstate(over="ignore", under="ignore"):
         for name, power in _SCALED.items():
             out[name] = out[name] * s**(power // 2) * s**(power - power // 2)

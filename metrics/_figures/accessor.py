@@ -94,7 +94,16 @@ class AttnAccessor:
             raise InvalidParameterError(
                 f"ds.attn.{method} needs a 'positions' variable (time, particle, component); {why}. "
                 f"The Dataset has {sorted(self._ds.data_vars)}.")
-        return self._ds["positions"]
+        pos = self._ds["positions"]
+        extra = [d for d in pos.dims if d not in ("time", "particle", "component")]
+        if extra:  # runs concatenated along a new dim: the metrics take one cloud (particle, component) per time
+            from particles.validation import InvalidParameterError
+
+            sizes = ", ".join(f"{d} ({pos.sizes[d]})" for d in extra)
+            raise InvalidParameterError(
+                f"ds.attn.{method} needs the positions of one run, over (time, particle, component); these also "
+                f"have the dim(s) {sizes}. Select one first: ds.isel({extra[0]}=0) or ds.sel({extra[0]}=...).")
+        return pos
 
     @property
     def model(self) -> MultiHead:

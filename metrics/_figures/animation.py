@@ -234,6 +234,10 @@ def _output_problem(path: pathlib.Path) -> str:
     """Why an animation cannot be written at ``path`` (checked before any frame is drawn), or ''."""
     from particles.extend import unwritable
 
+    if path.is_symlink() and not path.exists():  # writing goes to the link's target: check that instead
+        target = pathlib.Path(os.path.realpath(path))
+        why = "it links back to itself" if target.is_symlink() else _output_problem(target)
+        return why and f"{str(path)!r} is a symbolic link to {str(target)!r}, and {why}"
     if path.is_dir():
         return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
     if path.is_file() and not _is_animation(path):

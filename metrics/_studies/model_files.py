@@ -53,10 +53,11 @@ def _export_folder(names, path) -> str:
         if base in _EXPORT:
             folders.setdefault(folder + "/" if folder else "", set()).add(base)
     whole = sorted(f for f, held in folders.items() if len(held) == len(_EXPORT))
-    if "" in whole or len(whole) == 1:
-        return "" if "" in whole else whole[0]
+    if len(whole) == 1:
+        return whole[0]
     if whole:
-        raise InvalidParameterError(f"{path} holds several model exports (in {whole}): pass a zip of one model.")
+        places = [f or "its root" for f in whole]
+        raise InvalidParameterError(f"{path} holds several model exports (in {places}): pass a zip of one model.")
     best = max(folders.items(), key=lambda kv: len(kv[1]), default=("", set()))
     where = f" (its folder {best[0]!r} holds {sorted(best[1])})" if best[0] else ""
     raise InvalidParameterError(f"{path} lacks {sorted(set(_EXPORT) - best[1])}{where}: pass a zip of a model export "

@@ -198,14 +198,19 @@ def detect_architecture(tensors, architecture: str | None = None) -> tuple[str, 
     if architecture is not None and architecture not in ARCHITECTURES:
         raise InvalidParameterError(f"architecture must be one of {sorted(ARCHITECTURES)} or None (detect); "
                                     f"got {architecture!r}.")
-    for arch in [architecture] if architecture else ARCHITECTURES:
-        hits = [m for m in map(re.compile(ARCHITECTURES[arch].marker).match, names) if m]
-        if hits:
-            prefixes = {m.group(1) for m in hits}
-            if len(prefixes) > 1:
-                raise InvalidParameterError(f"the tensors hold several {arch} models (prefixes {sorted(prefixes)}); "
-                                            "pass a dict holding one of them.")
-            return arch, hits[0].group(1), 1 + max(int(m.group(2)) for m in hits)
+    found = {arch: hits for arch in ([architecture] if architecture else ARCHITECTURES)
+             if (hits := [m for m in map(re.compile(ARCHITECTURES[arch].marker).match, names) if m])}
+    if len(found) > 1:
+        # Picking one family would drop the other's layers without a word.
+        seen = "; ".join(f"{a} ({len(h)} layer(s), e.g. {h[0].group(0)!r})" for a, h in found.items())
+        raise InvalidParameterError(f"the tensors hold attention layers of several architectures: {seen}. Pass "
+                                    f"architecture= one of {sorted(found)} to choose, or the tensors of one model.")
+    for arch, hits in found.items():
+        prefixes = {m.group(1) for m in hits}
+        if len(prefixes) > 1:
+            raise InvalidParameterError(f"the tensors hold several {arch} models (prefixes {sorted(prefixes)}); "
+                                        "pass a dict holding one of them.")
+        return arch, hits[0].group(1), 1 + max(int(m.group(2)) for m in hits)
     want = "" if architecture is None else f" in the {architecture!r} naming"
     shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
     raise InvalidParameterError(

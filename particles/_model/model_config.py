@@ -43,9 +43,21 @@ def _config_int(config, key, caller):
     return int(Integer(1).check(config[key], f"config[{key!r}]", caller))
 
 
+def _config_key(config, keys, caller):
+    """The key among synonyms ``keys`` that ``config`` holds (None if none); two that disagree are refused."""
+    held = [] if config is None else [k for k in keys if k in config]
+    if len(held) > 1:
+        values = {k: _config_int(config, k, caller) for k in held}
+        if len(set(values.values())) > 1:
+            shown = " and ".join(f"config[{k!r}] = {v}" for k, v in values.items())
+            raise InvalidParameterError(f"{shown} of {caller} disagree, yet both give the same quantity: correct the "
+                                        "config so that they agree, or drop the wrong key.")
+    return held[0] if held else None
+
+
 def config_heads(n_heads, config, caller: str) -> int:
     """The number of heads: ``n_heads`` when given, else the config's (which must then hold it)."""
-    key = None if config is None else next((k for k in HEAD_KEYS if k in config), None)
+    key = _config_key(config, HEAD_KEYS, caller)
     found = None if key is None else _config_int(config, key, caller)
     if n_heads is None and found is None:
         where = "" if config is None else f" (the config has none of {list(HEAD_KEYS)})"
@@ -109,7 +121,7 @@ def check_config(config, tensors, arch: str, prefix: str, layer: int, n_heads: i
     shape = np.shape(tensors.get(weight, ()))
     if len(shape) != 2:
         return  # the loader names the missing or malformed tensor
-    width_key = next((k for k in WIDTH_KEYS if k in config), None)
+    width_key = _config_key(config, WIDTH_KEYS, caller)
     if width_key is not None and _config_int(config, width_key, caller) != shape[1]:
         raise InvalidParameterError(
             f"config[{width_key!r}] = {config[width_key]} of {caller} contradicts the tensors: {weight!r} has shape "
@@ -144,7 +156,7 @@ def _check_llama(config, tensors, q_name, q_shape, n_heads, caller):
 
 def check_layer_count(config, n_layers: int, arch: str, prefix: str, caller: str) -> None:
     """Refuse a config whose number of layers is not the number the tensors hold (a shard or another model)."""
-    key = None if config is None else next((k for k in LAYER_KEYS if k in config), None)
+    key = _config_key(config, LAYER_KEYS, caller)
     if key is None:
         return
     want = _config_int(config, key, caller)

@@ -57,6 +57,10 @@ def _header(buf, where: str) -> tuple[dict, int]:
         header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _bad(where, kind or f"its header is not JSON ({exc})") from None
+    except RecursionError:
+        # a safetensors header is one flat object; arrays nested too deep for the JSON parser mean damage
+        raise _bad(where, kind or "its header nests JSON arrays or objects too deep to parse (a damaged header; "
+                              "download or save the file again)") from None
     if not isinstance(header, dict):
         raise _bad(where, f"its header is a JSON {type(header).__name__}, not an object of tensors")
     return header, 8 + n

@@ -51,6 +51,8 @@ def test_a_run_that_failed_from_the_start_has_nothing_to_draw(s2, tmp_path):
     ("under_file", "which is a file, not a folder"),
     ("missing", "does not exist; create it first"),
     ("read_only", "is not writable"),
+    ("dangling", r"symbolic link to .*missing.*target\.gif'.*the folder .*missing' does not exist"),
+    ("loop", "symbolic link to .*links back to itself"),
 ])
 def test_bad_output_paths_are_refused_before_any_frame(s2, tmp_path, monkeypatch, where, match):
     drawn = []
@@ -58,8 +60,11 @@ def test_bad_output_paths_are_refused_before_any_frame(s2, tmp_path, monkeypatch
     (tmp_path / "file.txt").write_text("mine\n")
     (tmp_path / "out.gif").mkdir()
     path = {"folder": tmp_path / "out.gif", "under_file": tmp_path / "file.txt" / "t.gif",
-            "missing": tmp_path / "nowhere" / "t.gif", "read_only": tmp_path / "ro" / "t.gif"}[where]
+            "missing": tmp_path / "nowhere" / "t.gif", "read_only": tmp_path / "ro" / "t.gif"}.get(where)
     undo = lambda: None  # noqa: E731
+    if where in ("dangling", "loop"):
+        path = tmp_path / "link.gif"
+        path.symlink_to("missing/target.gif" if where == "dangling" else path)
     if where == "read_only":
         path.parent.mkdir()
         undo = _make_read_only(path.parent)
@@ -102,3 +107,14 @@ def test_empty_names_and_a_time_out_of_range_say_what(s2):
             metrics.plot_curves(s2, names)
     with pytest.raises(InvalidParameterError, match=r"time 100.0 of plot_sphere is outside the saved times"):
         metrics.plot_sphere(s2, 100.0)
+
+
+def test_curves_of_runs_concatenated_along_a_new_dim_name_the_dim(s2):
+    """A metric is evaluated on one cloud per time: a 'run' dim of positions is named, with .isel/.sel."""
+    import xarray as xr
+
+    runs = xr.concat([s2] * 3, dim="run")
+    with pytest.raises(InvalidParameterError, match=r"metric\('n_clusters'\) needs the positions of one run.*"
+                                                    r"run \(3\).*ds\.isel\(run=0\) or ds\.sel\(run=\.\.\.\)"):
+        metrics.plot_curves(runs, ["n_clusters"])
+    assert metrics.plot_curves(runs.isel(run=0), ["n_clusters"]) is not None

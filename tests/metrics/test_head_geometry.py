@@ -137,3 +137,14 @@ def test_a_pruned_head_is_refused_naming_it(rng, field):
         arrays[f][2] = 0.0
     with pytest.raises(InvalidParameterError, match=r"layer 0 has zero \(pruned\) heads \[2\]"):
         head_geometry(AttentionWeights(**arrays))
+
+
+@pytest.mark.parametrize("vo", [1.0, 1e75])
+def test_tiny_query_and_key_weights_are_not_called_pruned(rng, vo):
+    """Wq, Wk x 1e-170 beside Wv, Wo x vo: M_h is 1e-340 of W_h, beyond float64, but no head is zero."""
+    w = _random(rng)
+    tiny = AttentionWeights(w.Wq * 1e-170, w.Wk * 1e-170, w.Wv * vo, w.Wo * vo)
+    with pytest.raises(InvalidParameterError, match=r"Wq and Wk reach \d.*e-170.* heads \[0, 1, 2.* tiny, not zero"
+                                                    ) as err:
+        head_geometry(tiny)
+    assert "pruned" not in str(err.value)
