@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import os
 import pathlib
+import re
 import sys
 
 try:
@@ -232,9 +233,21 @@ format = "netcdf"
 # ---------------------------------------------------------------- configs
 
 
-def toml_words(message: str) -> str:
-    """A library message as a config's reader needs it: the Python keyword of a fix becomes its TOML key."""
-    return message.replace("log_time_scale='auto'", '[model] log_time_scale = "auto"')
+#: the library functions a command's sections feed, by section: their parameters are that section's keys
+_SECTION_OF = {"run_sweep": "sweep", "mean_field_limit_study": "study"}
+
+
+def toml_words(message: str, command: str | None = None) -> str:
+    """A library message as a config's reader needs it: the Python keyword of a fix becomes its TOML key, and
+    "The 'store' parameter of run_sweep" becomes "[sweep] store" where the command's section has that key."""
+    message = message.replace("log_time_scale='auto'", '[model] log_time_scale = "auto"')
+    sections = SCHEMAS.get(command, {})
+
+    def key(m):
+        section = _SECTION_OF[m.group(2)]
+        return f"[{section}] {m.group(1)}" if m.group(1) in sections.get(section, {}) else m.group(0)
+
+    return re.sub(r"The '(\w+)' parameter of (" + "|".join(_SECTION_OF) + r")\b", key, message)
 
 
 def load_config(command: str, source) -> dict:
@@ -286,6 +299,11 @@ def load_config(command: str, source) -> dict:
         from ._schema import check_section
 
         given = check_section(section, given, _types()[command][section], ConfigError)
+        if section == "model":  # the heads come from M (with W) or from lambdas, never from both
+            if "W" in given and "M" not in given:
+                raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
+            if "M" in given and "lambdas" in given:
+                raise ConfigError("[model] M and [model] lambdas both give the heads; keep one.")
         cfg[section] = {**copy.deepcopy(defaults), **given}
     return cfg
 

@@ -123,8 +123,10 @@ def check_simulate_time(cfg: dict, model, *, out=print) -> dict:
         key = max(grown, key=grown.get)
         if est["n_saves"] * est["save"] > est["steps"] * est["step"]:
             key = "[run] n_saves"
+        # (the steps are t1 / dt: a longer dt or an earlier t1 shortens the run)
+        fix = {"[run] dt (or t1)": "Raise [run] dt or lower [run] t1 (fewer steps)"}.get(key, f"Lower {key}")
         raise ConfigError(f"{key} makes this run too long: it would take {_describe(est)}, beyond [run] max_hours = "
-                          f"{run['max_hours']:g}. Lower {key}, or raise [run] max_hours to run it anyway. "
+                          f"{run['max_hours']:g}. {fix}, or raise [run] max_hours to run it anyway. "
                           "Nothing was run.")
     if est["step"] > NOTE_SECONDS or est["total"] > NOTE_TOTAL_SECONDS:
         out(f"headflow simulate: this run will take {_describe(est)}. The progress bar (unless --no-progress) moves "

@@ -331,7 +331,7 @@ def main(argv=None) -> int:
             _RUNNERS[args.command](cfg, out=args.out, fmt=args.format, progress=not args.no_progress,
                                    force=args.force)
     except (ConfigError, InvalidParameterError) as exc:  # a bad value in the config: say which, no traceback
-        print(f"headflow {args.command}: error: {exc}", file=sys.stderr)
+        print(f"headflow {args.command}: error: {toml_words(str(exc), args.command)}", file=sys.stderr)
         return 2
     except SolverError as exc:  # e.g. a study's reference that cannot be computed: the reason and its fix
         print(f"headflow {args.command}: the run failed: {toml_words(str(exc))}", file=sys.stderr)

@@ -107,3 +107,32 @@ def test_a_study_whose_reference_the_solver_refuses_exits_with_the_reason(tmp_pa
     err = capsys.readouterr().err
     assert "headflow study: the run failed: step size underflow" in err and '[model] log_time_scale = "auto"' in err
     assert "Traceback" not in err and not (tmp_path / "study.nc").exists()
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "study"])
+@pytest.mark.parametrize("model, named", [
+    ('M = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]\nlambdas = [1.0, 0.5]',
+     "M and .model. lambdas both give the heads"),
+    ('W = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]', "W needs M"),
+    ('W = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]\nlambdas = [1.0]', "W needs M"),
+])
+def test_heads_given_twice_or_half_are_refused_by_every_command(command, model, named):
+    """The heads come from M (with W) or from lambdas: simulate and study used M and dropped lambdas, or ignored a
+    W without M, where sweep refused; every command now refuses both, naming the keys."""
+    from headflow._config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=named):
+        load_config(command, "[model]\n" + model + "\n")
+
+
+def test_a_library_refusal_names_the_toml_key_to_a_cli_user(tmp_path, capsys):
+    """A sweep's store that is a user's file: the refusal comes from run_sweep's declaration, and the command
+    line says "[sweep] store" (the key the user wrote), not "The 'store' parameter of run_sweep"."""
+    (tmp_path / "notes.txt").write_text("mine")
+    cfg = tmp_path / "sw.toml"
+    cfg.write_text(f'[sweep]\nstore = "{tmp_path / "notes.txt"}"\ngrid = {{ n_particles = [8] }}\nn_seeds = 1\n'
+                   't1 = 0.2\ndt = 0.05\nn_saves = 2\nmetrics = ["n_clusters"]\n')
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "sw.nc"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "[sweep] store must be a folder" in err and "run_sweep" not in err
+    assert (tmp_path / "notes.txt").read_text() == "mine"

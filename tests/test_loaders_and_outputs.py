@@ -143,13 +143,17 @@ def _simulate(tmp_path, body, capsys):
     return status, capsys.readouterr()
 
 
-@pytest.mark.parametrize("body, key", [("[run]\nn = 20000\nmax_hours = 1e-9\n", r"\[run\] n"),
-                                       ("[run]\nn = 8\nt1 = 5000.0\nmax_hours = 1e-9\n", r"\[run\] dt \(or t1\)")])
-def test_a_run_estimated_beyond_max_hours_is_refused_naming_the_key_before_it_starts(tmp_path, capsys, body, key):
+@pytest.mark.parametrize("body, key, fix", [
+    ("[run]\nn = 20000\nmax_hours = 1e-9\n", r"\[run\] n", r"Lower \[run\] n"),
+    # (the steps are t1 / dt: "lower dt" would make the run longer)
+    ("[run]\nn = 8\nt1 = 5000.0\nmax_hours = 1e-9\n", r"\[run\] dt \(or t1\)",
+     r"Raise \[run\] dt or lower \[run\] t1")])
+def test_a_run_estimated_beyond_max_hours_is_refused_naming_the_key_before_it_starts(tmp_path, capsys, body, key,
+                                                                                      fix):
     status, said = _simulate(tmp_path, body, capsys)
     assert status == 2 and "Traceback" not in said.err
     assert re.search(rf"{key} makes this run too long: it would take about .* steps of about .*timed on this "
-                     r"machine.*beyond \[run\] max_hours = 1e-09.*raise \[run\] max_hours", said.err)
+                     rf"machine.*beyond \[run\] max_hours = 1e-09. {fix}.*raise \[run\] max_hours", said.err)
     assert not (tmp_path / "run.nc").exists()
 
 
