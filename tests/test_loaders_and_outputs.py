@@ -47,17 +47,27 @@ def test_sentence_flow_names_its_own_dt_when_it_is_longer_than_the_flow(rng):
         metrics.sentence_flow(w, x0, t1=0.1, dt=5.0)
 
 
-def test_animate_replaces_only_an_animation(tmp_path):
+def test_animate_replaces_only_an_animation_it_wrote(tmp_path):
+    """A user's own GIF at the output path is refused and kept (it was replaced: any GIF counted as an
+    animation); an animation headflow wrote carries its mark in the GIF's comment and a rerun replaces it."""
     model = particles.MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")
     traj = particles.simulate(particles.sample_uniform(6, 3, 0), model, t1=0.3, dt=0.1,
                               save=particles.SaveAt(ts=np.linspace(0, 0.3, 3)))
     ds = metrics.trajectory_to_dataset(traj, model)
-    mine = tmp_path / "mine.gif"
+    from PIL import Image
+
+    mine, holiday = tmp_path / "mine.gif", tmp_path / "holiday.gif"
     mine.write_bytes(b"my notes")
-    with pytest.raises(InvalidParameterError, match="exists and is not a GIF or MP4 animation"):
-        metrics.animate(ds, mine, dpi=30, progress=False)
-    assert mine.read_bytes() == b"my notes"
+    frames = [Image.new("RGB", (8, 8), c) for c in ("red", "blue")]  # a user's own animated GIF
+    frames[0].save(holiday, save_all=True, append_images=frames[1:], duration=100, loop=0)
+    before = holiday.read_bytes()
+    for path in (mine, holiday):
+        with pytest.raises(InvalidParameterError, match="exists and is not an animation headflow wrote"):
+            metrics.animate(ds, path, dpi=30, progress=False)
+    assert mine.read_bytes() == b"my notes" and holiday.read_bytes() == before
     out = metrics.animate(ds, tmp_path / "tokens.gif", dpi=30, progress=False)
+    with Image.open(out) as gif:
+        assert gif.info.get("comment") == b"headflow animation" and gif.n_frames == 3
     metrics.animate(ds, out, dpi=30, progress=False)  # its own animation is replaced (a rerun)
     assert out.read_bytes()[:6] == b"GIF89a"
 

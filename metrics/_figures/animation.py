@@ -6,7 +6,6 @@ degrees): a token :math:`x` lands at :math:`(\langle x, r\rangle, \langle x, u\r
 screen (``r``, ``u`` the screen's right and up vectors), in front when :math:`\langle x, v\rangle > 0`
 (full colour) and behind otherwise (faint). The disk is Lambert-shaded from a light above-left.
 Tokens keep one colour each (from their first saved azimuth), so an animation can be followed.
-
 matplotlib is imported on first use only.
 """
 
@@ -167,14 +166,18 @@ def _writer(path: pathlib.Path, fps: int):
     """Pillow for .gif; ffmpeg for .mp4 (an error naming the fix if it is not on PATH)."""
     from matplotlib import animation
 
-    if path.suffix.lower() == ".gif":
-        return animation.PillowWriter(fps=fps)
+    if path.suffix.lower() == ".gif":  # PillowWriter's own finish, with the mark (a rerun replaces only such files)
+        gif = animation.PillowWriter(fps=fps)
+        gif.finish = lambda: gif._frames[0].save(gif.outfile, save_all=True, append_images=gif._frames[1:],
+                                                 duration=int(1000 / fps), loop=0, comment=MARK)
+        return gif
     if shutil.which("ffmpeg") is None or not animation.writers.is_available("ffmpeg"):
         raise InvalidParameterError(
             f"The 'path' parameter of animate asks for an MP4 ({path.name}), which needs ffmpeg on PATH, and there is "
             "none: install ffmpeg (e.g. `apt install ffmpeg` or `conda install ffmpeg`), or write a GIF through Pillow "
             "(a path ending in .gif).")
-    return animation.FFMpegWriter(fps=fps, codec="h264", extra_args=["-pix_fmt", "yuv420p"])
+    return animation.FFMpegWriter(fps=fps, codec="h264", extra_args=["-pix_fmt", "yuv420p"],
+                                  metadata={"comment": MARK.decode()})
 
 
 def ffmpeg_available() -> bool:
@@ -223,11 +226,9 @@ MAX_FRAMES = 5000
 MAX_GIF_BYTES = 2**31
 
 
-def _is_animation(path: pathlib.Path) -> bool:
-    """Whether an existing file starts as a GIF (``GIF87a``/``GIF89a``) or an MP4 (``ftyp`` box)."""
-    with open(path, "rb") as fh:
-        head = fh.read(12)
-    return head[:6] in (b"GIF87a", b"GIF89a") or head[4:8] == b"ftyp"
+#: the comment animate writes into its GIFs (and MP4 metadata): only a file carrying it is replaced, not a
+#: user's own GIF or MP4
+MARK = b"headflow animation"
 
 
 def _output_problem(path: pathlib.Path) -> str:
@@ -240,9 +241,9 @@ def _output_problem(path: pathlib.Path) -> str:
         return why and f"{str(path)!r} is a symbolic link to {str(target)!r}, and {why}"
     if path.is_dir():
         return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
-    if path.is_file() and not _is_animation(path):
-        return (f"{str(path)!r} exists and is not a GIF or MP4 animation; animate replaces only an animation. Move "
-                "the file away or pass another path")
+    if path.is_file() and MARK not in path.read_bytes():  # (a GIF's comment extension, an MP4's metadata box)
+        return (f"{str(path)!r} exists and is not an animation headflow wrote; animate replaces only its own "
+                "animations (they carry its mark), never a file of yours. Move the file away or pass another path")
     folder = path.parent
     if not folder.exists():
         anchor = next((p for p in folder.parents if p.exists()), pathlib.Path("."))
