@@ -42,14 +42,12 @@ def build_sweep_model(section: dict, grid: dict):
     if "n_heads" in grid and ("lambdas" in fixed or "lambdas" in grid or "M" in given):
         raise ConfigError("[sweep] grid.n_heads: the heads are given (lambdas or M), so their number is fixed; "
                           "sweep lambdas instead (e.g. grid.lambdas = [[1.0], [1.0, 0.5]]).")
+    # ([model] M with [model] lambdas, and W without M, are refused by load_config for every command)
     M, W = (np.asarray(given.pop(k), dtype=float) if k in given else None for k in ("M", "W"))
-    if W is not None and M is None:
-        raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
     if M is not None:
         M = M[None] if M.ndim == 2 else M
-        if "lambdas" in fixed or "lambdas" in grid:
-            where = "[model] lambdas" if "lambdas" in fixed else "[sweep] grid.lambdas"
-            raise ConfigError(f"[model] M and {where} both give the heads; keep one.")
+        if "lambdas" in grid:
+            raise ConfigError("[model] M and [sweep] grid.lambdas both give the heads; keep one.")
         if "d" in grid or fixed.get("d", M.shape[-1]) != M.shape[-1]:
             raise ConfigError(f"[model] M is {M.shape[-1]} x {M.shape[-1]}: it fixes d; remove d from the grid "
                               "and [model], or make them agree.")
