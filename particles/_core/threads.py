@@ -11,14 +11,18 @@ limit of the BLAS and OpenMP pools, so ``threadpoolctl.threadpool_limits(1)`` (o
 from __future__ import annotations
 
 import os
+import threading
+from contextlib import contextmanager
 
 from .declarations import declare
 from .params import NONE, AnyOf, Integer
 
-__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "MIN_PARALLEL_PAIRS"]
+__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "blas_single", "MIN_PARALLEL_PAIRS"]
 
 _setting: list = [None]  # set_num_threads (a list: no global statement)
 _controller: list = []  # the threadpoolctl controller, built once (it scans the loaded libraries)
+# the threads of the passes inside blas_single, per calling thread (its own BLAS limit must not cap them)
+_pinned = threading.local()
 
 
 @declare(n=AnyOf(NONE, Integer(1)))
@@ -60,6 +64,8 @@ def _pool_limit() -> int | None:
 def num_threads() -> int:
     """Threads of the compiled passes: the setting, capped by the thread pools' current limits (module
     docstring)."""
+    if getattr(_pinned, "k", None) is not None:
+        return _pinned.k
     n = _setting[0]
     if n is None:
         env = os.environ.get("HEADFLOW_NUM_THREADS", "").strip()
@@ -79,6 +85,32 @@ def _blas_controller():
     if not _controller:
         _controller.append(ThreadpoolController())
     return _controller[0]
+
+
+def _limit_blas():
+    try:
+        return _blas_controller().limit(limits=1, user_api="blas")
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return None
+
+
+@contextmanager
+def blas_single(pairs: int, own: bool = False):
+    """BLAS on one thread while a pass of ``pairs`` (target, source) pairs may run threads of its own
+    (``own``: the fast summation's NUFFT threads; else the exact pass's pool from
+    :data:`MIN_PARALLEL_PAIRS` on), when :func:`num_threads` is above 1. An OpenBLAS worker that a
+    threaded GEMM woke spins for about 2^28 cycles (~0.1 s) after it, and on a machine with as many
+    cores as threads it takes half a core from the pass's threads; the GEMMs around such a pass are
+    thin (n × d by d × d), so one BLAS thread costs them little."""
+    limit, k, pinned = None, num_threads(), getattr(_pinned, "k", None)
+    if (own or pairs >= MIN_PARALLEL_PAIRS) and k > 1:
+        limit, _pinned.k = _limit_blas(), k
+    try:
+        yield
+    finally:
+        if limit is not None:
+            limit.restore_original_limits()
+            _pinned.k = pinned
 
 
 def snake_chunks(items: list, k: int) -> list:
@@ -107,10 +139,7 @@ def parallel_chunks(items: list, work, pairs: int) -> list:
     if pairs < MIN_PARALLEL_PAIRS:
         return [work(items)]
     k = min(num_threads(), len(items))
-    try:
-        limit = _blas_controller().limit(limits=1, user_api="blas")
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        limit = None
+    limit = _limit_blas()
     try:
         if k <= 1:
             return [work(items)]

@@ -304,12 +304,14 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
         if self.variant:
             v = self._head_outputs(x).sum(axis=0) * self.velocity_scale(x.shape[0])
             return apply_update(self.update, self.geom, x, v)
-        sums = self.sums(x, check=False)
-        v = self._output(x, 0, sums[0])
-        for h in range(1, self.n_heads):
-            v += self._output(x, h, sums[h])
-        v *= self.velocity_scale(x.shape[0])
-        return self.geom.project_tangent(x, v)
+        # the outputs' GEMMs too: a BLAS worker they woke would spin through the next call's pass
+        with self._blas_single(x.shape[0] ** 2):
+            sums = self.sums(x, check=False)
+            v = self._output(x, 0, sums[0])
+            for h in range(1, self.n_heads):
+                v += self._output(x, h, sums[h])
+            v *= self.velocity_scale(x.shape[0])
+            return self.geom.project_tangent(x, v)
 
     def __call__(self, t: float, x: np.ndarray) -> np.ndarray:
         """``field(t, x)`` for :func:`particles.simulate` (no validation: the solver validated x0)."""

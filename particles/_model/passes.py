@@ -14,6 +14,7 @@ from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean
 from .._core.params_data import Array
+from .._core.threads import blas_single
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import exp_sums
 from .fields import STATE
@@ -77,9 +78,17 @@ class PassesMixin:
         same = sources is None
         y = x if same else sources
         BM = self.beta * (self.M.transpose(0, 2, 1) if transpose else self.M)
-        return exp_sums(BM, x, y, weights, summation=self.summation, tol=self.tol,
-                        on_sphere=self.geom.on_sphere, block_elements=self.block_elements, same_points=same,
-                        symmetric=self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N)
+        with self._blas_single(x.shape[0] * y.shape[0], exp=True):
+            return exp_sums(BM, x, y, weights, summation=self.summation, tol=self.tol,
+                            on_sphere=self.geom.on_sphere, block_elements=self.block_elements, same_points=same,
+                            symmetric=self.symmetric and x.shape[0] >= _SYMMETRIC_MIN_N)
+
+    def _blas_single(self, pairs: int, exp: bool = False):
+        """One BLAS thread around an exp pass (``exp``, or this model's attention pass if of an exp
+        kind) that runs threads of its own (:func:`blas_single`); a ReLU pass's parallelism is the BLAS
+        threads themselves."""
+        exp = exp or KINDS[self.kind] == "exp"
+        return blas_single(pairs if exp else 0, own=exp and self.summation == "fast")
 
     def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
         return relu_sums(x @ (self._score_scale() * self.M[h]), x, self.block_elements)

@@ -75,3 +75,40 @@ def test_snake_chunks_balance_the_tiles_of_a_triangle(k, b):
     if b % (2 * k) == 0:
         assert tiles == [b * (b + 1) // (2 * k)] * k
     assert max(tiles) - min(tiles) <= k
+
+
+def _blas_limits():
+    return {p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize("kind", ["softmax", "relu"])
+def test_passes_with_threads_of_their_own_run_blas_on_one_thread(kind, two_threads, monkeypatch):
+    """Inside an exp pass that runs its own threads (the energies' of every kind, the velocity's of the
+    exp kinds) the BLAS pool is limited to one thread (a woken OpenBLAS worker would spin on the second
+    core), while num_threads() still gives the pass its two; a ReLU velocity keeps the BLAS threads, its
+    only parallelism. The limits are restored after."""
+    seen = []
+
+    def spy(name):
+        def record(*args, **kwargs):
+            seen.append((name, _blas_limits(), particles.num_threads()))
+            x = args[1]  # the targets of exp_sums(BM, x, ...), the sources of relu_sums(L, x, ...)
+            return ([particles.summation.HeadSums(mean=x, logz=np.zeros(len(x)))] if name == "exp"
+                    else particles.summation.HeadSums(mean=x, total=np.ones(len(x))))
+        return record
+
+    monkeypatch.setattr("particles._model.passes.exp_sums", spy("exp"))
+    monkeypatch.setattr("particles._model.passes.relu_sums", spy("relu"))
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind=kind)
+    x = sample_uniform(1500, 3, np.random.default_rng(0))  # 1500^2 pairs: above MIN_PARALLEL_PAIRS
+    assert _blas_limits() == {2}
+    model.energy_sums(x)
+    model.velocity(x)
+    with threads.blas_single(10):  # a small pass changes nothing
+        assert _blas_limits() == {2}
+    quiet = {"softmax": {1}, "relu": {2}}[kind]
+    assert seen == [("exp", {1}, 2), ("exp" if kind == "softmax" else "relu", quiet, 2)]
+    assert _blas_limits() == {2} and particles.num_threads() == 2
+    with threadpoolctl.threadpool_limits(1):  # one thread in all: nothing to keep quiet
+        model.energy_sums(x)
+    assert seen[-1] == ("exp", {1}, 1)
