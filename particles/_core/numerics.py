@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["LOG_OVERFLOW", "ROUNDOFF_RTOL", "negligible", "scalar_of", "scalar_heads", "scaled_rotation_of",
-           "is_symmetric"]
+           "is_symmetric", "squared_norms"]
 
 #: exp(709.8) is the float64 limit; 700 leaves room for the sum of n terms and the 1/n scale
 LOG_OVERFLOW = 700.0
@@ -63,3 +63,14 @@ def scaled_rotation_of(A: np.ndarray) -> tuple[float, float] | None:
 def is_symmetric(M: np.ndarray) -> bool:
     """Whether every matrix of the stack M (H, d, d) is symmetric to round-off."""
     return negligible(M - np.swapaxes(M, -1, -2), M)
+
+
+def squared_norms(a: np.ndarray) -> np.ndarray:
+    """Row norms squared of an (n, d) array: a loop over the columns for few of them (one strided
+    pass over all rows each; einsum runs an inner loop of d per row, slower at d <= 4)."""
+    if a.shape[1] > 4:
+        return np.einsum("ij,ij->i", a, a)
+    sq = a[:, 0] * a[:, 0]
+    for c in range(1, a.shape[1]):
+        sq += a[:, c] * a[:, c]
+    return sq

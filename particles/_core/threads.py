@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from .declarations import declare
 from .params import NONE, AnyOf, Integer
 
-__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "blas_single", "MIN_PARALLEL_PAIRS"]
+__all__ = ["num_threads", "set_num_threads", "parallel_chunks", "pool_threads", "blas_single", "MIN_PARALLEL_PAIRS"]
 
 _setting: list = [None]  # set_num_threads (a list: no global statement)
 _controller: list = []  # the threadpoolctl controller, built once (it scans the loaded libraries)
@@ -128,6 +128,11 @@ def snake_chunks(items: list, k: int) -> list:
         pos = b % k
         chunks[pos if (b // k) % 2 == 0 else k - 1 - pos].append(item)
     return chunks
+
+
+def pool_threads(pairs: int) -> int:
+    """The threads :func:`parallel_chunks` runs a pass of ``pairs`` (target, source) pairs on."""
+    return 1 if pairs < MIN_PARALLEL_PAIRS else num_threads()
 
 
 def parallel_chunks(items: list, work, pairs: int) -> list:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
-from .._core.threads import parallel_chunks
+from .._core.threads import parallel_chunks, pool_threads
 
 __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batched_relu_sums", "constant_sums"]
 
@@ -21,6 +21,10 @@ __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batch
 #: (512 KiB) stay in a core's L2 cache with their operands; 512^2 (the row pass's 2^18 entries) spill, and
 #: measured 1.7-2x slower per exp on a 2 MiB-L2 x86 core (n = 1024..4096, d = 3..64)
 SYMMETRIC_SIDE = 256
+#: the side on the thread pool: two threads contend for the GIL between the numpy calls of their tiles,
+#: and 384^2 tiles (1.1 MiB, still in L2) make 2.25x fewer calls: measured at d = 3 on two threads, n = 4096
+#: 8.0 -> 7.3 ms, n = 8192 28.6 -> 26.4 ms (one thread: 12.3 against 13.1 ms, so one thread keeps 256)
+SYMMETRIC_SIDE_POOL = 384
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
 _UNDERFLOW = 1e-250
@@ -117,7 +121,8 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
         Source weights (None: all 1).
     block_elements : int, optional
         Entries of one logit tile at most (default :data:`~particles._core.blocking.DEFAULT_BLOCK_ELEMENTS`;
-        the symmetric pass's square tiles are at most :data:`SYMMETRIC_SIDE` on a side).
+        the symmetric pass's square tiles are at most :data:`SYMMETRIC_SIDE` on a side, or
+        :data:`SYMMETRIC_SIDE_POOL` on the thread pool).
     symmetric : bool
         The logit matrix is symmetric (targets are the sources and M = Mᵀ): each
         off-diagonal tile then serves both its rows and, transposed, its columns, so half
@@ -131,7 +136,8 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     if symmetric:
         shift = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
         La = _with_column(L, -shift)
-        side = max(64, min(SYMMETRIC_SIDE, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS))))
+        top = SYMMETRIC_SIDE_POOL if pool_threads(m * n // 2) > 1 else SYMMETRIC_SIDE
+        side = max(64, min(top, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS))))
 
         def rows(starts):  # the tiles of the block rows I (and, transposed, of their columns)
             out = np.zeros((m, d + 1))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfc, ive
 
+from .._core.numerics import squared_norms
 from .routes import Transforms, _pack, _truncate_bessel, _truncate_gauss, _unpack
 
 __all__ = ["Group", "GroupRun", "build_groups", "run_group", "fine_grid"]
@@ -89,13 +90,16 @@ def build_groups(infos, targets, sources, w, tol_model):
         g = _gauss_group([h], "gauss", q, kk, c, [1.0], [False], [off], tol_model, q.shape[1],
                          centre=0.5 * (lo + hi), extent=hi - lo)
         # the dropped singular values perturb every logit by at most their sum: e^{that} − 1 relative
-        g.model_err[0] += float(np.expm1(i.dropped * max_norm(targets) * max_norm(sources)))
+        if i.dropped:
+            ynorm = max_norm(sources)
+            xnorm = ynorm if targets is sources else max_norm(targets)
+            g.model_err[0] += float(np.expm1(i.dropped * xnorm * ynorm))
         groups.append(g)
     return groups
 
 
 def max_norm(X):
-    return float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
+    return float(np.sqrt(np.max(squared_norms(X))))
 
 
 def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r, centre, extent=None):
