@@ -208,7 +208,14 @@ def test_output_that_appears_during_the_run_is_kept(tmp_path):
 
 @pytest.mark.parametrize("text, match", [
     ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0], [0.0, 0.0, 1.0]]\n',
-     r"\[model\]\.M must be .*\. It is not a rectangular array of finite numbers: every row needs the same length"),
+     r"\[model\]\.M must be .*\. It is not a rectangular array: every row needs the same length"),
+    # a non-finite or non-numeric entry of well-formed rows is named by its index, never blamed on row lengths
+    ('[model]\nd = 3\nM = [[[nan, 0, 0], [0, 1, 0], [0, 0, 1]]]\n',
+     r"\[model\]\.M must be .*\. Its entry \[0\]\[0\]\[0\] is nan, not a finite number\.$"),
+    ('[model]\nd = 3\nM = [[1, 0, 0], [0, 1, 0], [0, 0, -inf]]\n',
+     r"\[model\]\.M must be .*\. Its entry \[2\]\[2\] is -inf, not a finite number\.$"),
+    ('[model]\nd = 2\nM = [[1, 0], [0, 1]]\nW = [[1, true], [0, 1]]\n',
+     r"\[model\]\.W must be .*\. Its entry \[0\]\[1\] is True, a bool, not a number\.$"),
     ('[model]\nd = 3\nM = [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]\n',
      r"\[model\]\.M must be .*not a rectangular array"),
     ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]\n', r"\[model\]\.M must be .*It holds 2 x 3 matrices"),

@@ -124,7 +124,7 @@ BAD_STUDY = [
                                   r"Write 3 without quotes"),
     ("[model]\nlambdas = 1.0\n", r"\[model\]\.lambdas must be a sequence .*; got 1.0 \(float\)"),
     ("[model]\nd = 1\n", r"\[model\]\.d must be an integer in \[2, inf\); got 1"),
-    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\]\.M must be a square matrix"),
+    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\]\.M must be a square matrix.*Its entry \[0\]\[1\] is 'a'"),
     ("[density]\namplitude = 2.0\n", r"\[density\]\.amplitude must be a real number in \[0, 1\); got 2.0"),
     ("[density]\namplitude = 1.0\n", r"\[density\]\.amplitude must be a real number in \[0, 1\); got 1.0"),
     ("[density]\nmode = 1.5\n", r"\[density\]\.mode must be an integer in \[0, inf\); got 1.5 \(float\)"),
