@@ -54,8 +54,7 @@ class Matrix(Constraint):
             return f" It holds {found[-2]} x {found[-1]} matrices."
         if (bad := _bad_entry(value)) is None:
             return " It is not a rectangular array: every row needs the same length."
-        number = isinstance(bad[1], (int, float)) and not isinstance(bad[1], bool)
-        what = "not a finite number" if number else f"a {type(bad[1]).__name__}, not a number"
+        what = "not a finite number" if type(bad[1]) in (int, float) else f"a {type(bad[1]).__name__}, not a number"
         return f" Its entry {''.join(f'[{i}]' for i in bad[0])} is {bad[1]!r}, {what}."
 
     def invalid(self) -> list:
