@@ -76,7 +76,7 @@ def _own_types() -> dict:
                              "max_hours": Interval(0, None, closed="neither", inf=True)}},
         "sweep": {"model": model, "sweep": {"store": text}, "output": output},
         "study": {"model": model, "study": {"store": text}, "output": output,
-                  "density": {"family": Options("uniform", "cosine", "von_mises", "expression"), "expression": text}},
+                  "density": {"family": Options(*_density_keys()), "expression": text}},
     }
 
 
@@ -250,6 +250,35 @@ def toml_words(message: str, command: str | None = None) -> str:
     return re.sub(r"The '(\w+)' parameter of (" + "|".join(_SECTION_OF) + r")\b", key, message)
 
 
+def _density_keys() -> dict:
+    """family -> the [density] keys it takes, read from the library's families (and the expression's)."""
+    from metrics import FamilyDensity
+
+    return {**FamilyDensity.FAMILIES, "expression": ("expression",)}
+
+
+def _check_together(section: str, given: dict, defaults: dict) -> None:
+    """Refuse keys of a section that are valid alone but not together."""
+    if section == "model":  # the heads come from M (with W) or from lambdas, never from both
+        if "W" in given and "M" not in given:
+            raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
+        if "M" in given and "lambdas" in given:
+            raise ConfigError("[model] M and [model] lambdas both give the heads; keep one.")
+    if section == "density":  # a key of another family would be ignored
+        takes = _density_keys()
+        family = given.get("family", defaults["family"])
+        foreign = [k for k in given if k != "family" and k not in takes[family]]
+        if foreign:
+            owner = {k: f for f, keys in takes.items() for k in keys}
+            shown = "; ".join(f"{k} is a key of family = {owner[k]!r}" for k in foreign)
+            own = f"only {', '.join(takes[family])}" if takes[family] else "no other key"
+            default = "" if "family" in given else " (the default)"
+            one = len(foreign) == 1
+            raise ConfigError(f"[density] {shown}, but family = {family!r}{default} takes {own}: "
+                              f"{'it' if one else 'they'} would be ignored. Remove {', '.join(foreign)}, or set the "
+                              f"family {'it belongs' if one else 'they belong'} to.")
+
+
 def load_config(command: str, source) -> dict:
     """Read a TOML config (a path, or the TOML text as a str) for ``command``; check every value
     against :data:`TYPES` (a :class:`ConfigError` names the key) and fill in the defaults.
@@ -299,11 +328,7 @@ def load_config(command: str, source) -> dict:
         from ._schema import check_section
 
         given = check_section(section, given, _types()[command][section], ConfigError)
-        if section == "model":  # the heads come from M (with W) or from lambdas, never from both
-            if "W" in given and "M" not in given:
-                raise ConfigError("[model] W needs M (the value matrices go with score matrices M).")
-            if "M" in given and "lambdas" in given:
-                raise ConfigError("[model] M and [model] lambdas both give the heads; keep one.")
+        _check_together(section, given, defaults)
         cfg[section] = {**copy.deepcopy(defaults), **given}
     return cfg
 

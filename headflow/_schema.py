@@ -30,6 +30,13 @@ def _shape(value, depth: int):
     return (len(value),) + shapes[0]
 
 
+def _bad_entry(value, index=()):
+    """(index, entry) of the first entry of a nested list that is not a finite number, or None."""
+    if isinstance(value, list):
+        return next((bad for i, v in enumerate(value) if (bad := _bad_entry(v, index + (i,)))), None)
+    return None if not index or _shape(value, 0) is not None else (index, value)
+
+
 class Matrix(Constraint):
     """A square d x d matrix or a list of them, as TOML writes them: nested lists of finite numbers,
     every row as long as the matrix is tall (no booleans)."""
@@ -43,9 +50,12 @@ class Matrix(Constraint):
 
     def fix(self, value, strict: bool = False) -> str:
         found = _shape(value, 2) or _shape(value, 3)
-        if found is None:
-            return " It is not a rectangular array of finite numbers: every row needs the same length."
-        return f" It holds {found[-2]} x {found[-1]} matrices."
+        if found is not None:
+            return f" It holds {found[-2]} x {found[-1]} matrices."
+        if (bad := _bad_entry(value)) is None:
+            return " It is not a rectangular array: every row needs the same length."
+        what = "not a finite number" if type(bad[1]) in (int, float) else f"a {type(bad[1]).__name__}, not a number"
+        return f" Its entry {''.join(f'[{i}]' for i in bad[0])} is {bad[1]!r}, {what}."
 
     def invalid(self) -> list:
         return [[[1.0, 2.0]], [[1.0], [2.0, 3.0]], "eye", [[True]], [[math.nan]], [], 3.0]

@@ -9,6 +9,7 @@ from ._data.provenance import CONVENTIONS, dependency_versions, model_attrs, net
 from ._figures import accessor  # noqa: F401  (registers ds.attn)
 from ._figures.accessor import AttnAccessor, model_from_attrs
 from ._figures.animation import animate, plot_angles, plot_sphere
+from ._figures.geometry_plot import plot_head_geometry
 from ._figures.plotting import (
     CURVES,
     plot_chaos_collapse,
@@ -100,6 +101,7 @@ __all__ = [
     "plot_phase_diagram",
     "plot_chaos_collapse",
     "plot_chaos_horizon",
+    "plot_head_geometry",
     "density_of_angle",
     "ExpressionDensity",
     "FamilyDensity",

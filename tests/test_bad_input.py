@@ -51,6 +51,8 @@ TRAJ_DS2 = metrics.trajectory_to_dataset(particles.simulate(X[:, :2] / np.linalg
                                                             MODEL2, t1=0.1, dt=0.05), MODEL2)
 ANIMATION = __import__("pathlib").Path(__import__("tempfile").mkdtemp()) / "tokens.gif"
 PHASE_DS = metrics.phase_diagram([1.0, 2.0], n=4, d=2, t1=0.5, n_systems=2, n_saves=2)
+GEO_DS = metrics.head_geometry(particles.AttentionWeights(*np.random.default_rng(5).standard_normal((3, 2, 2, 4)),
+                                                         Wo=np.random.default_rng(6).standard_normal((2, 4, 2))))
 CHAOS_DS = __import__("xarray").Dataset(
     {"distance": (("n_particles", "seed", "time"), np.array([[[0.1, 0.2]], [[0.05, 0.1]]])),
      "t_delta": (("delta", "n_particles", "seed"), [[[1.0], [2.0]]]), "slope": (("delta",), [1.0]),
@@ -353,6 +355,7 @@ CASES.update({
     "metrics.plot_chaos_collapse": (metrics.plot_chaos_collapse, dict(ds=CHAOS_DS),
                                     {"ds": "model", "collapse": "bool"}),
     "metrics.plot_chaos_horizon": (metrics.plot_chaos_horizon, dict(ds=CHAOS_DS), {"ds": "model", "delta": "pos"}),
+    "metrics.plot_head_geometry": (metrics.plot_head_geometry, dict(ds=GEO_DS), {"ds": "model", "names": "str"}),
     "metrics.density_of_angle": (metrics.density_of_angle, dict(f=np.cos), {"f": "callable"}),
     "metrics.check_density_fn": (metrics.check_density_fn, dict(density_fn=lambda y: 1 + y[:, 0], d=3),
                                  {"density_fn": "callable", "d": "int"}),

@@ -208,11 +208,22 @@ def test_output_that_appears_during_the_run_is_kept(tmp_path):
 
 @pytest.mark.parametrize("text, match", [
     ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0], [0.0, 0.0, 1.0]]\n',
-     r"\[model\]\.M must be .*\. It is not a rectangular array of finite numbers: every row needs the same length"),
+     r"\[model\]\.M must be .*\. It is not a rectangular array: every row needs the same length"),
+    # a non-finite or non-numeric entry of well-formed rows is named by its index, never blamed on row lengths
+    ('[model]\nd = 3\nM = [[[nan, 0, 0], [0, 1, 0], [0, 0, 1]]]\n',
+     r"\[model\]\.M must be .*\. Its entry \[0\]\[0\]\[0\] is nan, not a finite number\.$"),
+    ('[model]\nd = 3\nM = [[1, 0, 0], [0, 1, 0], [0, 0, -inf]]\n',
+     r"\[model\]\.M must be .*\. Its entry \[2\]\[2\] is -inf, not a finite number\.$"),
+    ('[model]\nd = 2\nM = [[1, 0], [0, 1]]\nW = [[1, true], [0, 1]]\n',
+     r"\[model\]\.W must be .*\. Its entry \[0\]\[1\] is True, a bool, not a number\.$"),
     ('[model]\nd = 3\nM = [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]]\n',
      r"\[model\]\.M must be .*not a rectangular array"),
     ('[model]\nd = 3\nM = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]\n', r"\[model\]\.M must be .*It holds 2 x 3 matrices"),
     ("[run]\nn_saves = 1\n", r"\[run\]\.n_saves must be an integer in \[2, inf\); got 1"),
+    # integers beyond int64: too large, said with the limit (not "must be an integer in [1, inf)" alone)
+    ("[run]\nn = 99999999999999999999\n", r"\[run\]\.n must be an integer in \[1, inf\); got 99999999999999999999 "
+     r"\(int\)\. It is too large: integers are limited to int64, at most 2\^63 - 1 = 9223372036854775807 in size\.$"),
+    ("[run]\nt1 = 99999999999999999999\n", r"\[run\]\.t1 .* It is too large: .* write it as a float"),
     ('[run]\nt1 = "1"\n', r"\[run\]\.t1 must be a real number in \(0, inf\); got '1' \(str\)\. Write 1 without quotes"),
 ])
 def test_bad_configs_name_the_key_without_a_traceback(tmp_path, capsys, text, match):

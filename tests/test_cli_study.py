@@ -124,12 +124,21 @@ BAD_STUDY = [
                                   r"Write 3 without quotes"),
     ("[model]\nlambdas = 1.0\n", r"\[model\]\.lambdas must be a sequence .*; got 1.0 \(float\)"),
     ("[model]\nd = 1\n", r"\[model\]\.d must be an integer in \[2, inf\); got 1"),
-    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\]\.M must be a square matrix"),
+    ("[model]\nM = [[1, \"a\"], [0, 1]]\n", r"\[model\]\.M must be a square matrix.*Its entry \[0\]\[1\] is 'a'"),
     ("[density]\namplitude = 2.0\n", r"\[density\]\.amplitude must be a real number in \[0, 1\); got 2.0"),
     ("[density]\namplitude = 1.0\n", r"\[density\]\.amplitude must be a real number in \[0, 1\); got 1.0"),
     ("[density]\nmode = 1.5\n", r"\[density\]\.mode must be an integer in \[0, inf\); got 1.5 \(float\)"),
     ("[density]\nfamily = \"gauss\"\n", r"\[density\]\.family must be one of .*; got 'gauss'"),
     ("[density]\nfamily = \"von_mises\"\n", r"\[density\] family = 'von_mises' needs concentration"),
+    # a key of another family would be ignored
+    ("[density]\nfamily = \"von_mises\"\nconcentration = 2.0\namplitude = 0.5\n",
+     r"\[density\] amplitude is a key of family = 'cosine', but family = 'von_mises' takes only concentration: it "
+     r"would be ignored\. Remove amplitude, or set the family it belongs to"),
+    ("[density]\nconcentration = 2.0\n", r"\[density\] concentration is a key of family = 'von_mises', but family = "
+                                         r"'cosine' \(the default\) takes only amplitude, mode"),
+    ("[density]\nfamily = \"uniform\"\nmode = 2\n", r"family = 'uniform' takes no other key"),
+    ("[density]\nfamily = \"expression\"\nexpression = \"1 + x1\"\nmode = 2\n",
+     r"mode is a key of family = 'cosine', but family = 'expression' takes only expression"),
     ("[density]\nfamily = \"expression\"\n", r"\[density\] family = \"expression\" needs expression"),
     ("[density]\nfamily = \"expression\"\nexpression = \"__import__('os').system('x')\"\n",
      r"\[density\] expression: .*the function .*__import__.* is not allowed"),
@@ -151,6 +160,18 @@ def test_bad_study_configs_name_the_key(tmp_path, capsys, text, match):
     assert err.startswith("headflow study: error:") and "Traceback" not in err
     assert re.search(match, err), err
     assert not (tmp_path / "x.nc").exists() and not (tmp_path / "x.nc.cells").exists()
+
+
+def test_the_keys_of_each_density_family_are_read_from_the_library(monkeypatch):
+    """The [density] rule is FamilyDensity.FAMILIES: a key a family declares is accepted with it."""
+    from headflow._config import ConfigError, load_config
+    from metrics import FamilyDensity
+
+    text = "[density]\nfamily = \"von_mises\"\nconcentration = 2.0\namplitude = 0.5\n"
+    with pytest.raises(ConfigError, match="amplitude is a key of family = 'cosine'"):
+        load_config("study", text)
+    monkeypatch.setitem(FamilyDensity.FAMILIES, "von_mises", ("concentration", "amplitude"))
+    assert load_config("study", text)["density"]["amplitude"] == 0.5
 
 
 @pytest.mark.parametrize("command, text, match", [

@@ -109,6 +109,10 @@ def test_model_matrices_fix_d_and_heads(tmp_path):
      r"\[model\] M is 2 x 2: it fixes d"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nW = [[1.0, 0.0], [0.0, 1.0]]\n', r"\[model\] W needs M"),
     ('[sweep]\ngrid = { beta = [1.0] }\n[model]\nbogus = 1\n', r"unknown key\(s\) \['bogus'\] in \[model\]"),
+    # an integer beyond int64 is said to be too large (it is "an integer in [2, inf)")
+    ('[sweep]\ngrid = { n_particles = [8], d = [3, 99999999999999999999] }\n',
+     r"\[sweep\]\.grid\['d'\] values must each be an integer in \[2, inf\); got 99999999999999999999 \(int\)\. It "
+     r"is too large: integers are limited to int64, at most 2\^63 - 1 = 9223372036854775807 in size\.$"),
 ])
 def test_bad_sweep_models_name_the_key(tmp_path, capsys, text, match):
     cfg = tmp_path / "bad.toml"

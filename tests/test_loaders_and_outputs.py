@@ -386,3 +386,109 @@ def test_a_header_nested_too_deep_is_a_damaged_header_naming_the_file(tmp_path):
     path.write_bytes(struct.pack("<Q", len(h)) + h)
     with pytest.raises(InvalidParameterError, match=r"deep\.safetensors.*nests JSON .* too deep"):
         particles.load_attention(str(path), 0, n_heads=2)
+
+
+# ------------------------------------------------------------------ a broken tensor is named by itself
+
+
+def _qwen(rng):
+    """A grouped-query layer with q, k and v biases and no o_proj bias (Qwen2's layout)."""
+    t = _llama(rng)
+    for c, rows in (("q", 8), ("k", 4), ("v", 4)):
+        t[f"model.layers.0.self_attn.{c}_proj.bias"] = rng.standard_normal(rows)
+    return t
+
+
+@pytest.mark.parametrize("make, missing", [
+    (_bert, "encoder.layer.0.attention.self.query.bias"), (_bert, "encoder.layer.0.attention.self.value.bias"),
+    (_bert, "encoder.layer.0.attention.output.dense.bias"), (_gpt2, "h.0.attn.c_attn.bias"),
+    (_gpt2, "h.0.attn.c_proj.bias"), (_qwen, "model.layers.0.self_attn.q_proj.bias"),
+    (_qwen, "model.layers.0.self_attn.v_proj.bias")])
+def test_a_bias_missing_beside_the_others_is_refused_naming_it(rng, make, missing):
+    """Loaded as zero, a missing query bias would move the logits (the value or output bias the output)."""
+    t = make(rng)
+    del t[missing]
+    with pytest.raises(InvalidParameterError, match=rf"missing tensor '{re.escape(missing)}': the layer carries the "
+                                                    "biases"):
+        particles.load_attention(t, n_heads=2)
+
+
+@pytest.mark.parametrize("make, missing", [(_bert, "encoder.layer.0.attention.self.key.bias"),
+                                           (_qwen, "model.layers.0.self_attn.k_proj.bias")])
+def test_the_key_bias_alone_may_be_absent_as_softmax_ignores_it(rng, make, missing):
+    """b_K adds q_i . b_K to every logit of row i: the attention weights, and so the heads' output, are
+    those with b_K = 0; the file without it loads, the other biases as given."""
+    t = make(rng)
+    whole = particles.load_attention(t, n_heads=2)
+    del t[missing]
+    w = particles.load_attention(t, n_heads=2)
+    assert np.all(w.bk == 0) and np.array_equal(w.bq, whole.bq) and np.array_equal(w.bv, whole.bv)
+    a = rng.standard_normal((5, D))
+    q = np.einsum("hed,nd->hne", whole.Wq, a) + whole.bq[:, None]
+    k = np.einsum("hed,nd->hne", whole.Wk, a)
+    logits = np.einsum("hie,hje->hij", q, k)
+    shift = np.einsum("hie,he->hi", q, whole.bk)  # what b_K adds: one number per row
+    soft = [np.exp(z - z.max(-1, keepdims=True)) / np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True)
+            for z in (logits, logits + shift[..., None])]
+    np.testing.assert_allclose(soft[0], soft[1], rtol=1e-12)
+
+
+def test_a_layer_without_any_bias_loads_as_bias_free(rng):
+    w = particles.load_attention(_llama(rng), n_heads=4)
+    assert not w.has_bias
+    t = _llama(rng) | {"model.layers.0.self_attn.o_proj.bias": rng.standard_normal(D)}  # o_proj's bias stands apart
+    assert particles.load_attention(t, n_heads=4).has_bias
+
+
+@pytest.mark.parametrize("odd, shape, said", [
+    ("model.layers.0.self_attn.q_proj.weight", (12, 8), r"has the wrong shape: expected \(8, 8\), got \(12, 8\)"),
+    ("model.layers.0.self_attn.o_proj.weight", (8, 12), r"has the wrong shape: expected \(8, 8\), got \(8, 12\)"),
+    ("model.layers.0.self_attn.k_proj.weight", (0, 8), r"is empty \(shape \(0, 8\)\)"),
+    ("encoder.layer.0.attention.self.query.weight", (0, 8), r"is empty \(shape \(0, 8\)\)"),
+    ("encoder.layer.0.attention.self.query.weight", (12, 8), r"has the wrong shape: expected \(8, 8\), got \(12, 8\)"),
+    ("encoder.layer.0.attention.self.value.weight", (4, 8), r"has the wrong shape: expected \(8, 8\), got \(4, 8\)")])
+def test_a_tensor_of_wrong_rows_is_named_not_the_intact_one_beside_it(rng, odd, shape, said):
+    """Each tensor is checked against the hidden size d = 8 (the layer's width) before they are compared."""
+    t = _bert(rng) if odd.startswith("encoder") else _llama(rng)
+    t[odd] = np.zeros(shape)
+    with pytest.raises(InvalidParameterError, match=rf"^tensor '{re.escape(odd)}' {said}") as info:
+        particles.load_attention(t, n_heads=2 if odd.startswith("encoder") else 4)
+    # (q_proj and o_proj, whose rows and columns must agree, name each other as the reference)
+    assert not any(repr(name) in str(info.value) for name in t if name != odd and name.endswith("weight")
+                   and not {"q_proj", "o_proj"} <= {odd.split(".")[-2], name.split(".")[-2]})
+
+
+def test_a_head_count_that_does_not_fit_a_grouped_query_layer_is_named_with_the_counts_that_fit(rng):
+    """q_proj 12 rows, k_proj 6: n_heads = 3 makes head_dim 4, and 6 rows are no whole number of such heads."""
+    t = {"model.layers.0.self_attn.q_proj.weight": rng.standard_normal((12, 12)),
+         "model.layers.0.self_attn.k_proj.weight": rng.standard_normal((6, 12)),
+         "model.layers.0.self_attn.v_proj.weight": rng.standard_normal((6, 12)),
+         "model.layers.0.self_attn.o_proj.weight": rng.standard_normal((12, 12))}
+    with pytest.raises(InvalidParameterError, match=r"^n_heads = 3 does not fit the layer.*Head counts that fit these "
+                                                    r"tensors: 2, 4, 6, 12; pass the model's num_attention_heads"):
+        particles.load_attention(t, n_heads=3)
+    with pytest.raises(InvalidParameterError, match=r"^config\['num_attention_heads'\] = 3 does not fit the layer.*"
+                                                    "the config contradicts the tensors"):
+        particles.load_attention(t, config={"num_attention_heads": 3})
+    assert particles.load_attention(t, n_heads=4).Wk.shape == (4, 3, 12)
+    t["model.layers.0.self_attn.k_proj.weight"] = t["model.layers.0.self_attn.v_proj.weight"] = np.ones((9, 12))
+    with pytest.raises(InvalidParameterError, match=r"^tensor 'model.layers.0.self_attn.k_proj.weight' has 9 rows, "
+                                                    "which fit no head count"):
+        particles.load_attention(t, n_heads=2)
+
+
+def test_a_config_head_count_that_does_not_divide_the_width_names_the_config_key(rng, tmp_path):
+    """The head count of a model zip's config.json, passed as config=: the config is named, not n_heads."""
+    blob = _safetensors({k: v.astype("<f4") for k, v in _bert(rng).items()})
+    config = json.dumps({"model_type": "bert", "hidden_size": D, "num_attention_heads": 3})
+    tensors, _, config = sentences.read_model_zip(_zip(tmp_path / "m.zip", {
+        "model.safetensors": blob, "tokenizer.json": "{}", "config.json": config}))
+    for load in (particles.load_attention, particles.load_attention_layers):
+        with pytest.raises(InvalidParameterError, match=r"^config\['num_attention_heads'\] = 3 does not divide the "
+                                                        "width d = 8 .*the config contradicts the tensors: pass this "
+                                                        "checkpoint's own config.json") as info:
+            load(tensors, config=config)
+        assert "n_heads = 3" not in str(info.value)
+    with pytest.raises(InvalidParameterError, match=r"^n_heads = 3 does not divide .*pass the model's "
+                                                    r"num_attention_heads \(n_heads=..., or config="):
+        particles.load_attention(tensors, n_heads=3)

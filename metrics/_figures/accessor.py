@@ -15,7 +15,9 @@ It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
   and :meth:`AttnAccessor.plot_limit_study`;
 - ``"phase"``: from :func:`metrics.phase_diagram` (:meth:`AttnAccessor.plot_phase_diagram`);
 - ``"chaos"``: from :func:`metrics.chaos_horizon_study` (:meth:`AttnAccessor.plot_chaos_collapse`,
-  :meth:`AttnAccessor.plot_chaos_horizon`).
+  :meth:`AttnAccessor.plot_chaos_horizon`);
+- ``"head_geometry"``: from :func:`metrics.head_geometry` (:meth:`AttnAccessor.plot_head_geometry`);
+- ``"sentence_flow"``: from :func:`metrics.sentence_flow` (its curves, :meth:`AttnAccessor.plot_curves`).
 
 :meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics._figures.plotting`,
 :mod:`metrics._figures.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
@@ -216,10 +218,17 @@ class AttnAccessor:
 
         return plot_chaos_horizon(self._ds, delta, **kwargs)
 
+    def plot_head_geometry(self, names=None, **kwargs):
+        """A head geometry's variables per layer, a box per layer each (:func:`metrics.plot_head_geometry`)."""
+        from .geometry_plot import plot_head_geometry
+
+        return plot_head_geometry(self._ds, names, **kwargs)
+
     def plot(self, **kwargs):
         """The figure of this kind of Dataset: the tokens of a trajectory (angles over time on S^1,
         the shaded sphere at the last save on S^2, metric curves otherwise), a sweep's curves, the
-        phase diagram, the chaos collapse, the limit study's log-log panel."""
+        phase diagram, the chaos collapse, the limit study's log-log panel, a head geometry's
+        variables per layer."""
         kind = self.kind
         if kind == "sentence_flow":  # tokens on S^{d-1} for large d: the curves, one panel per quantity
             return self.plot_curves(**kwargs)
@@ -227,7 +236,7 @@ class AttnAccessor:
             d = self._ds.sizes.get("component")
             return {2: self.plot_angles, 3: self.plot_sphere}.get(d, self.plot_curves)(**kwargs)
         return {"study": self.plot_limit_study, "phase": self.plot_phase_diagram, "chaos": self.plot_chaos_collapse,
-                }.get(kind, self.plot_curves)(**kwargs)
+                "head_geometry": self.plot_head_geometry}.get(kind, self.plot_curves)(**kwargs)
 
 
 def _kind_from_variables(ds: xr.Dataset) -> str:

@@ -120,17 +120,23 @@ def plot_curves(ds: xr.Dataset, names=None, *, axes=None, log_time: bool = False
                                     f"{dict(ds.sizes)}.")
     names = _default_curves(ds) if names is None else list(names)
     curves = [_curve(ds, name) for name in names]  # all checked before anything is drawn
-    if axes is None:
-        # constrained layout: long y labels and the time label stay inside the figure
-        _, axes = _pyplot().subplots(1, len(curves), figsize=(4.4 * len(curves), 3.6), squeeze=False,
-                                     layout="constrained")
-    axes = np.ravel(np.asarray(axes, dtype=object))
-    if len(axes) != len(curves):
-        raise InvalidParameterError(f"The 'axes' parameter of plot_curves must hold one Axes per name "
-                                    f"({len(curves)}: {names}); got {len(axes)}.")
+    axes = panel_axes(axes, names, "plot_curves")
     for ax, da in zip(axes, curves):
         draw_curves(ax, da, log_time)
         _layer_boundaries(ax, ds)
+    return axes
+
+
+def panel_axes(axes, names: list, caller: str) -> np.ndarray:
+    """One Axes per name: a new row of panels (``axes=None``), or the ones given, as many as the names."""
+    if axes is None:
+        # constrained layout: long y labels and the x label stay inside the figure
+        _, axes = _pyplot().subplots(1, len(names), figsize=(4.4 * len(names), 3.6), squeeze=False,
+                                     layout="constrained")
+    axes = np.ravel(np.asarray(axes, dtype=object))
+    if len(axes) != len(names):
+        raise InvalidParameterError(f"The 'axes' parameter of {caller} must hold one Axes per name "
+                                    f"({len(names)}: {names}); got {len(axes)}.")
     return axes
 
 

@@ -76,7 +76,6 @@ def _number(text: str):
     return None
 
 
-
 def _show(value) -> str:
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape} and dtype {value.dtype}"

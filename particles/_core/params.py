@@ -74,7 +74,7 @@ class Interval(Constraint):
                 return False
             if math.isinf(v):
                 return self.inf and v > 0
-            if self.integer and not v.is_integer():
+            if self.integer and (not v.is_integer() or abs(v) > _INT64_MAX):
                 return False
         if self.low is not None and (v < self.low or (v == self.low and self._open("left"))):
             return False
@@ -83,6 +83,13 @@ class Interval(Constraint):
     def convert(self, value):
         value = value.item() if isinstance(value, np.ndarray) else value
         return int(value) if self.integer else float(value)
+
+    def fix(self, value, strict: bool = False) -> str:
+        whole = isinstance(value, (int, np.integer)) or self.integer and _real(value) and math.isfinite(value)
+        if not (_real(value) and whole and abs(value) > _INT64_MAX):
+            return super().fix(value, strict)
+        as_float = "" if self.integer else "; write it as a float (e.g. 1e+20)"
+        return f" It is too large: integers are limited to int64, at most 2^63 - 1 = {_INT64_MAX} in size{as_float}."
 
     def invalid(self) -> list:
         bad = [*_WRONG_TYPES, True, np.nan, -np.inf, 10**400] + ([] if self.inf else [np.inf])
@@ -94,7 +101,6 @@ class Interval(Constraint):
         if self.integer:
             bad += [1.5, (self.low if self.low is not None else 0) + 0.5]
         return [v for v in bad if not self.accepts(v)]
-
 
 
 class Integer(Interval):
@@ -122,7 +128,6 @@ class Options(Constraint):
         return ["bogus", self.choices[0].upper() + "_", 3, None, [self.choices[0]]]
 
 
-
 class Boolean(Constraint):
     """True or False (Python or numpy booleans)."""
 
@@ -137,7 +142,6 @@ class Boolean(Constraint):
 
     def invalid(self) -> list:
         return ["yes", 2, None, 1.0]
-
 
 
 class _NoneConstraint(Constraint):
@@ -234,7 +238,6 @@ class SequenceOf(Constraint):
         return [v for v in bad if not self.accepts(v)]
 
 
-
 class MappingOf(Constraint):
     """A dict of names (among ``items``) to non-empty lists of distinct values, each meeting the
     constraint of its name (a sweep's grid); errors name the entry, e.g. ``grid['beta']``."""
@@ -267,7 +270,8 @@ class MappingOf(Constraint):
                 return entry, f"repeats a value; got {vals}"
             for v in vals:
                 if not self.items[key].accepts(v, strict):
-                    return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}"
+                    fix = self.items[key].fix(v, strict).rstrip(".")  # (check ends the message)
+                    return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}.{fix}"
         return None
 
     def accepts(self, value, strict: bool = False) -> bool:
@@ -311,6 +315,10 @@ class AnyOf(Constraint):
         if value is not None and len(rest) == 1 and getattr(rest[0], "explains", False) and not self.accepts(value):
             return rest[0].check(value, name, caller)  # "None or X" refusing a non-None value: X's checker says why
         return super().check(value, name, caller)
+
+    def fix(self, value, strict: bool = False) -> str:  # "None or X" refusing a value: X's fix (e.g. too large)
+        rest = [c for c in self.options if c is not NONE]
+        return rest[0].fix(value, strict) if len(rest) == 1 and not self.hint else super().fix(value, strict)
 
     def invalid(self) -> list:
         seen, out = set(), []

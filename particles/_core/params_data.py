@@ -90,7 +90,6 @@ class Checked(CheckedBy):
                     raise InvalidParameterError(f"{subject(name, caller)} {msg[len(prefix):]}{fix}") from None
             raise InvalidParameterError(f"{subject(name, caller)}: {msg}{fix}") from None
 
-
     def invalid(self) -> list:
         return [v for v in self.bad if not self.accepts(v)]
 

@@ -84,18 +84,14 @@ def check_instance(obj, cls, name: str, caller: str = "", *, hint: str = ""):
 
 def check_rng(rng, name: str = "rng", caller: str = "") -> np.random.Generator:
     """``np.random.default_rng(rng)`` for a Generator, a non-negative int, a SeedSequence or None."""
-    if isinstance(rng, (bool, np.bool_, float, str, bytes)) or (isinstance(rng, numbers.Integral) and rng < 0):
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a np.random.Generator, a non-negative int, "
-            f"a SeedSequence or None. Got {rng!r} instead."
-        )
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParameterError(
-            f"The {name!r} parameter{_fmt(caller)} must be a np.random.Generator, a non-negative int, "
-            f"a SeedSequence or None. Got {_typename(rng)} instead ({exc})."
-        ) from None
+    shown = f"{rng!r} instead"
+    if not (isinstance(rng, (bool, np.bool_, float, str, bytes)) or (isinstance(rng, numbers.Integral) and rng < 0)):
+        try:
+            return np.random.default_rng(rng)
+        except (TypeError, ValueError) as exc:
+            shown = f"{_typename(rng)} instead ({exc})"
+    raise InvalidParameterError(f"The {name!r} parameter{_fmt(caller)} must be a np.random.Generator, a non-negative "
+                                f"int, a SeedSequence or None. Got {shown}.") from None
 
 
 def check_names(names, name: str, choices, caller: str = "") -> list:

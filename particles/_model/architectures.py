@@ -18,6 +18,11 @@ safetensors file, its bytes, or a dict of numpy arrays, in one of the namings of
   q and k by their positions and is not a fixed bilinear form: it is **not** represented (the
   heads are the layer's at equal positions, where RoPE is the identity).
 
+A layer's biases come as a set: all of its architecture's or none (Llama: none; its o_proj bias
+is optional apart, Qwen2 has q, k and v biases alone); only the key bias may be missing alone, as
+softmax ignores it. Each tensor is checked against the hidden size before tensors are compared with
+each other, so a broken one is named itself (:mod:`particles._model.layouts`).
+
 The number of heads is not stored in the tensors: pass ``n_heads`` (the model's config). The
 safetensors files are read with numpy alone (bf16 and fp16 included); the tokenizer of
 :mod:`metrics.sentences` needs the optional extra: ``pip install "headflow[trained]"``.
@@ -37,7 +42,8 @@ from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean, Instance, Integer, Options
 from .._core.params_data import Checked
 from .._core.validation import check_param
-from .model_config import check_config, check_layer_count, check_widths, config_heads
+from .layouts import TensorGetter, split_bert, split_gpt2, split_llama
+from .model_config import check_config, check_layer_count, check_widths, config_heads, heads_given
 from .pretrained import AttentionWeights
 from .tensorfile import parse_safetensors, read_file
 
@@ -96,98 +102,17 @@ class Architecture:
     causal: bool
 
 
-def _linear_heads(W, n_heads, name):
-    """Rows of an (n_heads * d_head, d) Linear weight as (n_heads, d_head, d)."""
-    rows, d = W.shape
-    if rows % n_heads:
-        raise InvalidParameterError(f"{name} has {rows} output rows, not divisible by n_heads = {n_heads}: "
-                                    "pass the model's number of attention heads (its config's num_attention_heads).")
-    return W.reshape(n_heads, rows // n_heads, d)
-
-
-def _out_heads(Wo, n_heads, d_head, name):
-    d, cols = Wo.shape
-    if cols != n_heads * d_head:
-        raise InvalidParameterError(f"{name} must have shape ({d}, {n_heads * d_head}) (n_heads * d_head columns); "
-                                    f"got {Wo.shape}.")
-    return Wo.reshape(d, n_heads, d_head).transpose(1, 0, 2)
-
-
-def _bert(get, p, i, H):
-    base = f"{p}encoder.layer.{i}.attention."
-    W = {c: get(f"{base}self.{c}.weight", ndim=2) for c in ("query", "key", "value")}
-    d = W["query"].shape[1]
-    for c in ("key", "value"):
-        get.shape(f"{base}self.{c}.weight", W[c], W["query"].shape)
-    if d % H:
-        raise InvalidParameterError(f"n_heads = {H} does not divide the width d = {d} of {base}self.query.weight; "
-                                    "pass the model's num_attention_heads.")
-    Wq, Wk, Wv = (_linear_heads(W[c], H, f"{base}self.{c}.weight") for c in ("query", "key", "value"))
-    dh = Wq.shape[1]
-    b = {c: get(f"{base}self.{c}.bias", shape=(d,), optional=True) for c in ("query", "key", "value")}
-    out = {"Wq": Wq, "Wk": Wk, "Wv": Wv,
-           "Wo": _out_heads(get(f"{base}output.dense.weight", shape=(d, d)), H, dh, f"{base}output.dense.weight"),
-           "bo": get(f"{base}output.dense.bias", shape=(d,), optional=True)}
-    for c, k in (("query", "bq"), ("key", "bk"), ("value", "bv")):
-        out[k] = None if b[c] is None else b[c].reshape(H, dh)
-    return out
-
-
-def _gpt2(get, p, i, H):
-    base = f"{p}h.{i}.attn."
-    Wc = get(f"{base}c_attn.weight", ndim=2)
-    d = Wc.shape[0]
-    get.shape(f"{base}c_attn.weight", Wc, (d, 3 * d))
-    if d % H:
-        raise InvalidParameterError(f"n_heads = {H} does not divide the width d = {d} of {base}c_attn.weight; "
-                                    "pass the model's n_head.")
-    dh = d // H
-    # Conv1D stores (in, out): the Linear weight is the transpose
-    Wq, Wk, Wv = (_linear_heads(Wc[:, k * d:(k + 1) * d].T, H, f"{base}c_attn.weight") for k in range(3))
-    bc = get(f"{base}c_attn.bias", shape=(3 * d,), optional=True)
-    out = {"Wq": Wq, "Wk": Wk, "Wv": Wv,
-           "Wo": _out_heads(get(f"{base}c_proj.weight", shape=(d, d)).T, H, dh, f"{base}c_proj.weight"),
-           "bo": get(f"{base}c_proj.bias", shape=(d,), optional=True)}
-    for k, name in enumerate(("bq", "bk", "bv")):
-        out[name] = None if bc is None else bc[k * d:(k + 1) * d].reshape(H, dh)
-    return out
-
-
-def _llama(get, p, i, H):
-    base = f"{p}layers.{i}.self_attn."
-    Wq = get(f"{base}q_proj.weight", ndim=2)
-    rows, d = Wq.shape
-    if rows % H:
-        raise InvalidParameterError(f"n_heads = {H} does not divide the {rows} rows of {base}q_proj.weight "
-                                    "(n_heads * head_dim); pass the model's num_attention_heads.")
-    dh = rows // H
-    Wk = get(f"{base}k_proj.weight", ndim=2)
-    kv_rows = Wk.shape[0]
-    if kv_rows == 0 or Wk.shape[1] != d or kv_rows % dh or H % (kv_rows // dh):
-        raise InvalidParameterError(f"{base}k_proj.weight must have shape (n_kv_heads * {dh}, {d}) with n_kv_heads "
-                                    f"dividing n_heads = {H}; got {Wk.shape}.")
-    Hkv = kv_rows // dh
-    Wv = get(f"{base}v_proj.weight", shape=(kv_rows, d))
-    group = np.arange(H) * Hkv // H  # head h reads key/value group floor(h Hkv / H)
-    out = {"Wq": Wq.reshape(H, dh, d), "Wk": Wk.reshape(Hkv, dh, d)[group], "Wv": Wv.reshape(Hkv, dh, d)[group],
-           "Wo": _out_heads(get(f"{base}o_proj.weight", shape=(d, rows)), H, dh, f"{base}o_proj.weight"),
-           "bo": get(f"{base}o_proj.bias", shape=(d,), optional=True)}
-    for c, k, n in (("q", "bq", H), ("k", "bk", Hkv), ("v", "bv", Hkv)):
-        bias = get(f"{base}{c}_proj.bias", shape=(n * dh,), optional=True)
-        out[k] = None if bias is None else (bias.reshape(n, dh) if n == H else bias.reshape(n, dh)[group])
-    return out
-
-
 def _bert_norm(p, i):
     return (f"{p}embeddings.LayerNorm" if i == 0 else f"{p}encoder.layer.{i - 1}.output.LayerNorm"), "layernorm"
 
 
 #: architecture name -> naming convention (module docstring)
 ARCHITECTURES = {
-    "bert": Architecture(r"^(.*?)encoder\.layer\.(\d+)\.attention\.self\.query\.weight$", _bert, _bert_norm, False),
-    "gpt2": Architecture(r"^(.*?)h\.(\d+)\.attn\.c_attn\.weight$", _gpt2,
+    "bert": Architecture(r"^(.*?)encoder\.layer\.(\d+)\.attention\.self\.query\.weight$", split_bert,
+                         _bert_norm, False),
+    "gpt2": Architecture(r"^(.*?)h\.(\d+)\.attn\.c_attn\.weight$", split_gpt2,
                          lambda p, i: (f"{p}h.{i}.ln_1", "layernorm"), True),
-    "llama": Architecture(r"^(.*?)layers\.(\d+)\.self_attn\.q_proj\.weight$", _llama,
+    "llama": Architecture(r"^(.*?)layers\.(\d+)\.self_attn\.q_proj\.weight$", split_llama,
                           lambda p, i: (f"{p}layers.{i}.input_layernorm", "rmsnorm"), True),
 }
 
@@ -217,41 +142,6 @@ def detect_architecture(tensors, architecture: str | None = None) -> tuple[str, 
         f"unknown architecture: no attention tensors{want} among the {len(names)} tensors ({shown}). Known namings: "
         + "; ".join(f"{k}: {v.marker}" for k, v in ARCHITECTURES.items()) + ". Rename the tensors to one of these."
     )
-
-
-class _Getter:
-    """Fetch named tensors as float64 with errors that name the tensor, its shape and the fix."""
-
-    def __init__(self, tensors):
-        self.tensors = tensors
-
-    def __call__(self, name, *, ndim=None, shape=None, optional=False):
-        if name not in self.tensors:
-            if optional:
-                return None
-            near = [k for k in self.tensors if k.rsplit(".", 2)[0] == name.rsplit(".", 2)[0]][:6]
-            raise InvalidParameterError(f"missing tensor {name!r} (tensors beside it: {near or 'none'}); the file is "
-                                        "incomplete or in another naming: pass architecture=... to choose one.")
-        arr = np.asarray(self.tensors[name])
-        if not np.issubdtype(arr.dtype, np.floating):
-            raise InvalidParameterError(f"tensor {name!r} must hold floating-point numbers; got dtype {arr.dtype}.")
-        arr = arr.astype(np.float64)
-        if not np.all(np.isfinite(arr)):
-            raise InvalidParameterError(
-                f"tensor {name!r} holds {int(np.isnan(arr).sum())} NaN and {int(np.isinf(arr).sum())} inf entries: the "
-                "file is damaged, or the model was saved after its training diverged. Use an intact copy of the "
-                "checkpoint.")
-        if ndim is not None and arr.ndim != ndim:
-            raise InvalidParameterError(f"tensor {name!r} must be {ndim}-dimensional; got shape {arr.shape}.")
-        if shape is not None:
-            self.shape(name, arr, shape)
-        return arr
-
-    @staticmethod
-    def shape(name, arr, shape):
-        if arr.shape != tuple(shape):
-            raise InvalidParameterError(
-                f"tensor {name!r} has the wrong shape: expected {tuple(shape)}, got {arr.shape}.")
 
 
 def _tensors(value, name, caller):
@@ -305,10 +195,10 @@ def load_attention(source, layer: int = 0, *, n_heads: int | None = None, archit
     >>> w.architecture, w.n_heads, w.d_head, w.causal
     ('gpt2', 2, 4, True)
     """
-    n_heads = config_heads(n_heads, config, "load_attention")
+    n_heads, heads = config_heads(n_heads, config, "load_attention"), heads_given(n_heads, config)
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
-    return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config)
+    return _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config, heads=heads)
 
 
 @declare(source=SOURCE, n_heads=_HEADS, architecture=_ARCH, fold_norm=Boolean(), config=_CONFIG)
@@ -316,16 +206,17 @@ def load_attention_layers(source, *, n_heads: int | None = None, architecture: s
                           fold_norm: bool = False, config=None) -> list[AttentionWeights]:
     """Every attention sublayer of a model, in order (:func:`load_attention`; ``n_heads`` or ``config``)."""
     caller = "load_attention_layers"
-    n_heads = config_heads(n_heads, config, caller)
+    n_heads, heads = config_heads(n_heads, config, caller), heads_given(n_heads, config)
     tensors = read_tensors(source)
     arch, prefix, n_layers = detect_architecture(tensors, architecture)
     check_layer_count(config, n_layers, arch, prefix, caller)
     check_widths(tensors, arch, prefix, range(n_layers), caller)
-    return [_load(tensors, arch, prefix, n_layers, i, n_heads, fold_norm, config, caller) for i in range(n_layers)]
+    return [_load(tensors, arch, prefix, n_layers, i, n_heads, fold_norm, config, caller, heads)
+            for i in range(n_layers)]
 
 
 def _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config,
-          caller="load_attention") -> AttentionWeights:
+          caller="load_attention", heads="n_heads") -> AttentionWeights:
     layer = check_param(layer, "layer", caller, low=0, high=n_layers - 1, integer=True)
     n_heads = check_param(n_heads, "n_heads", caller, low=1, integer=True)
     if not isinstance(fold_norm, (bool, np.bool_)):
@@ -333,7 +224,7 @@ def _load(tensors, arch, prefix, n_layers, layer, n_heads, fold_norm, config,
     check_widths(tensors, arch, prefix, (layer,), caller)
     check_config(config, tensors, arch, prefix, layer, n_heads, caller)
     spec = ARCHITECTURES[arch]
-    get = _Getter(tensors)
+    get = TensorGetter(tensors, heads)
     fields = spec.split(get, prefix, layer, n_heads)
     w = AttentionWeights(**fields, causal=spec.causal, architecture=arch, layer=layer)
     if fold_norm:

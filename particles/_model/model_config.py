@@ -20,7 +20,7 @@ import numpy as np
 from .._core.errors import InvalidParameterError
 from .._core.params import Integer
 
-__all__ = ["HEAD_KEYS", "config_heads", "check_widths", "check_config", "check_layer_count"]
+__all__ = ["HEAD_KEYS", "config_heads", "heads_given", "check_widths", "check_config", "check_layer_count"]
 
 #: the keys of a config that hold the number of (query) attention heads: BERT and Llama, GPT-2
 HEAD_KEYS = ("num_attention_heads", "n_head")
@@ -67,6 +67,13 @@ def config_heads(n_heads, config, caller: str) -> int:
         raise InvalidParameterError(f"n_heads={n_heads} of {caller} contradicts the config's {found} heads: pass one "
                                     "of them.")
     return int(found if n_heads is None else n_heads)
+
+
+def heads_given(n_heads, config) -> str:
+    """How the head count is given, for the messages that refuse it: ``"n_heads"`` (the argument) or
+    the config key that holds it, e.g. ``"config['num_attention_heads']"``."""
+    key = None if n_heads is not None else _config_key(config, HEAD_KEYS, "")
+    return "n_heads" if key is None else f"config[{key!r}]"
 
 
 def _gpt2_transposed(name, shape):

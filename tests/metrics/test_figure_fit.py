@@ -36,6 +36,9 @@ def datasets():
         "study": metrics.mean_field_limit_study(particles.MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax"),
                                                 lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 64), n_seeds=2,
                                                 t1=0.2, n_saves=2, dt=0.05),
+        "geometry": metrics.head_geometry([particles.AttentionWeights(
+            *np.random.default_rng(2).standard_normal((3, 4, 8, 32)), Wo=np.random.default_rng(3).standard_normal(
+                (4, 32, 8)), layer=k) for k in range(6)]),
     }
 
 
@@ -49,6 +52,7 @@ HELPERS = {  # name: (dataset, panels, draw(ds, axes))
     "plot_chaos_horizon": ("chaos", 1, lambda ds, axes: ds.attn.plot_chaos_horizon(ax=axes[0])),
     "plot_limit_study": ("study", 1, lambda ds, axes: ds.attn.plot(ax=axes[0])),
     "study_curves": ("study", 1, lambda ds, axes: ds.attn.plot_curves(["w1"], axes=axes)),
+    "plot_head_geometry": ("geometry", 4, lambda ds, axes: ds.attn.plot(axes=axes)),
 }
 DEFAULT = {  # name: draw(ds) on the helper's own figure
     "plot_curves": ("s2", lambda ds: ds.attn.plot_curves()),
@@ -58,6 +62,7 @@ DEFAULT = {  # name: draw(ds) on the helper's own figure
     "plot_chaos_collapse": ("chaos", lambda ds: ds.attn.plot_chaos_collapse()),
     "plot_chaos_horizon": ("chaos", lambda ds: ds.attn.plot_chaos_horizon()),
     "plot_limit_study": ("study", lambda ds: ds.attn.plot()),
+    "plot_head_geometry": ("geometry", lambda ds: ds.attn.plot()),
 }
 
 

@@ -233,3 +233,30 @@ def test_the_phase_legend_shows_the_white_curve(phase):
     face = matplotlib.colors.to_rgb(ax.get_legend().get_frame().get_facecolor())
     assert max(face) < 0.5  # a dark box: the white dashed t*(beta) sample is visible in it
     plt.close("all")
+
+
+def test_a_head_geometry_has_its_figure_a_box_per_layer(rng):
+    """ds.attn.plot() of a head geometry (no time axis): one panel per variable of GEOMETRY_PANELS, a box per
+    layer whose median line is the median of that layer's values (all heads, or all pairs and angles)."""
+    from metrics._figures.geometry_plot import GEOMETRY_PANELS
+
+    layers = [particles.AttentionWeights(*rng.standard_normal((3, 3, 4, 12)), Wo=rng.standard_normal((3, 12, 4)),
+                                         layer=k) for k in range(2)]
+    geo = metrics.head_geometry(layers)
+    axes = geo.attn.plot()
+    try:
+        assert [ax.get_title() for ax in axes] == list(GEOMETRY_PANELS)
+        for ax, name in zip(axes, GEOMETRY_PANELS):
+            medians = [line.get_ydata()[0] for line in ax.lines if line.get_color() == "C1"]  # boxplot's medians
+            np.testing.assert_allclose(medians, [np.median(geo[name].isel(layer=k).values) for k in range(2)])
+            assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1"]
+        one = metrics.plot_head_geometry(geo, ["cross_ratio"])
+        assert len(one) == 1 and one[0].get_title() == "cross_ratio"
+    finally:
+        plt.close("all")
+    with pytest.raises(InvalidParameterError, match=r"'names' parameter of plot_head_geometry lists 'beta_star_reason'"
+                                                    r", which is not a numeric variable of the Dataset over layers"):
+        metrics.plot_head_geometry(geo, ["beta_star_reason"])
+    with pytest.raises(InvalidParameterError, match=r"The 'ds' parameter of plot_head_geometry must be an "
+                                                    r"xarray.Dataset with 'layer', 'head'"):
+        metrics.plot_head_geometry(xr.Dataset({"x": ("time", [1.0])}))

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import particles
 from particles import InvalidParameterError, MultiHead, SaveAt, sample_uniform, simulate
 from particles import theory as th
 
@@ -100,3 +101,21 @@ def test_bad_theory_arguments():
         th.equiangular_tokens(4, 0.1, d=3)
     with pytest.raises(InvalidParameterError, match="log_head_energies needs beta > 0"):
         MultiHead(np.eye(3), beta=0.0).log_head_energies(np.eye(3))
+
+
+@pytest.mark.parametrize("value", [10**20, -(10**20), 2**63, 1e20, np.float64(-1e19)])
+def test_an_integer_beyond_int64_is_refused_as_too_large(value):
+    """An integer parameter of the API (and of a config, the same constraint) beyond int64 is refused saying
+    it is too large, with the limit; 2^63 - 1 itself is an integer like any other."""
+    from particles.validation import NONE, AnyOf, Integer
+
+    for rule in (Integer(None), AnyOf(NONE, Integer(None))):
+        with pytest.raises(InvalidParameterError, match=r"It is too large: integers are limited to int64, at most "
+                                                        r"2\^63 - 1 = 9223372036854775807 in size\.$"):
+            rule.check(value, "n", "f")
+    assert Integer(1).check(2**63 - 1, "n", "f") == 2**63 - 1
+    with pytest.raises(InvalidParameterError, match=r"must be an integer in \[1, inf\); got 0 \(int\)\.$"):
+        Integer(1).check(0, "n", "f")  # (a value merely out of range keeps its message)
+    with pytest.raises(InvalidParameterError, match=r"The 'n_heads' parameter of load_attention .* too large"):
+        particles.load_attention({"h.0.attn.c_attn.weight": np.ones((2, 6)), "h.0.attn.c_proj.weight": np.eye(2)},
+                                 n_heads=10**20)
