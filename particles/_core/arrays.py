@@ -12,8 +12,8 @@ from .errors import InvalidParameterError
 from .numerics import squared_norms
 from .validation import _fmt, _typename
 
-__all__ = ["check_finite", "check_real_array", "check_points", "check_unit_rows", "check_weights",
-           "check_source_weights", "check_square_stack", "check_returned"]
+__all__ = ["check_finite", "check_real_array", "check_points", "check_weights", "check_source_weights",
+           "check_square_stack", "check_returned"]
 
 
 def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
@@ -134,18 +134,11 @@ def check_points(
         )
     check_finite(arr, name, caller)
     if on_sphere:
-        check_unit_rows(arr, name, getattr(x, "dtype", None), atol)
+        dev = float(np.max(np.abs(np.sqrt(squared_norms(arr)) - 1.0)))
+        if dev > atol:
+            raise InvalidParameterError(f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > "
+                                        f"atol={atol:g}); " + unit_hint(name, getattr(x, "dtype", None)))
     return arr
-
-
-def check_unit_rows(arr: np.ndarray, name: str, dtype=None, atol: float = 1e-10) -> None:
-    """Raise unless every row of the float64 (n, d) ``arr`` has norm 1 within ``atol`` (``dtype``: the input's)."""
-    dev = float(np.max(np.abs(np.sqrt(squared_norms(arr)) - 1.0)))
-    if dev > atol:
-        raise InvalidParameterError(
-            f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
-            + unit_hint(name, dtype)
-        )
 
 
 def unit_hint(name: str, dtype) -> str:

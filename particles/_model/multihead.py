@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._core.arrays import check_points, check_unit_rows
+from .._core.arrays import check_points
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
@@ -202,9 +202,8 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
                 f"{name} has d = {x.shape[1]} columns but the heads are {self.d} x {self.d}; "
                 f"pass points of shape (n, {self.d}){turned}."
             )
-        if self.geom.on_sphere:  # (the raw input's dtype: a float32 state off the sphere is told to cast)
-            check_unit_rows(x, name, getattr(raw, "dtype", None))
-        return x
+        # (the raw input again: a float32 state off the sphere is told to cast, not to normalise)
+        return check_points(raw, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
 
     # ---------------------------------------------------------------- parameters
     @declare(**MODEL_FIELDS)
