@@ -230,6 +230,14 @@ class AttnAccessor:
         phase diagram, the chaos collapse, the limit study's log-log panel, a head geometry's
         variables per layer."""
         kind = self.kind
+        if kind == "other" and "time" not in self._ds.dims:  # nothing to draw by kind, nor curves over time
+            from particles.validation import InvalidParameterError
+
+            first = next(iter(self._ds.data_vars), "name")
+            raise InvalidParameterError(
+                f"ds.attn.plot() draws the figure of a Dataset headflow made (its '{KIND_ATTR}' attr: one of "
+                f"{', '.join(DATASET_KINDS)}); this one has none and no time dim (dims {dict(self._ds.sizes)}). Plot "
+                f"its variables with xarray, e.g. ds['{first}'].plot().")
         if kind == "sentence_flow":  # tokens on S^{d-1} for large d: the curves, one panel per quantity
             return self.plot_curves(**kwargs)
         if kind == "trajectory":

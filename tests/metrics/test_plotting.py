@@ -260,3 +260,11 @@ def test_a_head_geometry_has_its_figure_a_box_per_layer(rng):
     with pytest.raises(InvalidParameterError, match=r"The 'ds' parameter of plot_head_geometry must be an "
                                                     r"xarray.Dataset with 'layer', 'head'"):
         metrics.plot_head_geometry(xr.Dataset({"x": ("time", [1.0])}))
+
+
+def test_plot_of_a_dataset_headflow_did_not_make_says_so():
+    """ds.attn.plot() of a foreign Dataset without a time dim names what plot() draws and what to do, not
+    plot_curves' need of a time dim."""
+    foreign = xr.Dataset({"a": ("x", np.arange(3.0))})
+    with pytest.raises(InvalidParameterError, match=r"Dataset headflow made .* has none and no time dim .*ds\['a'\]"):
+        foreign.attn.plot()
