@@ -33,6 +33,14 @@ def test_overlapping_tensor_bytes_are_a_damaged_header(rng):
         particles.load_attention(blob, 0, n_heads=2)
 
 
+def test_a_dict_of_tensors_keyed_by_other_than_names_is_refused(rng):
+    """A dict source is a state_dict: keyed by the tensors' names; an int key was a regex TypeError."""
+    t = _bert(rng)
+    t[0] = t.pop("encoder.layer.0.attention.self.key.bias")
+    with pytest.raises(InvalidParameterError, match=r"keyed by the tensors' names .* got the key 0 \(int\)"):
+        particles.load_attention(t, 0, n_heads=2)
+
+
 @pytest.mark.parametrize("heads", [2.5, True, 0, -2, "2"])
 def test_a_config_head_count_that_is_not_a_positive_whole_number_is_refused(rng, heads):
     with pytest.raises(InvalidParameterError, match=r"config\['num_attention_heads'\].* must be an integer"):

@@ -76,6 +76,11 @@ def read_tensors(source) -> dict:
     (empty, truncated, a header that is not JSON) is an :class:`InvalidParameterError` saying so.
     """
     if isinstance(source, Mapping):
+        bad = next((k for k in source if not isinstance(k, str)), None)
+        if bad is not None:  # (a state_dict's keys are the tensors' names)
+            raise InvalidParameterError(f"source of read_tensors: a dict of tensors is keyed by the tensors' names "
+                                        f"(str, e.g. 'encoder.layer.0.attention.self.query.weight'); got the key "
+                                        f"{bad!r} ({type(bad).__name__}).")
         return dict(source)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return parse_safetensors(bytes(source), "the bytes given")
