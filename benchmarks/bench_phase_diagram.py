@@ -218,6 +218,9 @@ def main(argv=None):
     print(f"exps ours actually computed: {exps_done:.3g} of the dense {n_exps:.3g} ({exps_done / n_exps:.2f}); "
           f"at {exps_done / ours_here.seconds:.3g} computed exps/s ({plain_rate * ours_here.seconds / exps_done:.1f}x "
           "from the floor)")
+    ceiling = batched.seconds / (exps_done / plain_rate)
+    print(f"ceiling: ours doing nothing but its exps at the plain np.exp rate (no GEMM, no step arithmetic) would be "
+          f"{ceiling:.1f}x the batched anchor; {20 / ceiling:.0%} of that pure-exp rate is what 20x needs")
     print(f"accuracy subset: {ref.shape[0]} beta values x {ref.shape[1]} systems; largest standard error of a mean "
           f"count {se.max():.3f}; gap of ours within one standard error at every beta: "
           f"{'yes' if np.all(gap <= se + 1e-12) else 'NO'}")
