@@ -104,6 +104,24 @@ def test_a_llama_config_whose_key_value_heads_contradict_the_tensors_is_refused(
     assert not np.array_equal(w.Wk[2], w.Wk[0])
 
 
+def test_key_value_heads_of_a_layer_without_grouped_queries_must_be_its_heads(rng):
+    """A BERT (or GPT-2) layer has as many key/value heads as heads: a config saying 2 of 4 contradicts the
+    tensors (it was accepted and ignored); saying 4, or null (a config.json's default), loads."""
+    with pytest.raises(InvalidParameterError, match=r"config\['num_key_value_heads'\] = 2 .*no grouped-query"):
+        particles.load_attention(_bert(rng), config={"num_attention_heads": 4, "num_key_value_heads": 2})
+    for kv in (4, None):
+        w = particles.load_attention(_bert(rng), config={"num_attention_heads": 4, "num_key_value_heads": kv})
+        assert w.n_heads == 4
+
+
+def test_null_head_dim_and_key_value_heads_are_the_defaults(rng):
+    """null in a config.json means "the default": a Llama config with head_dim and num_key_value_heads null loads
+    (both were refused as not integers)."""
+    w = particles.load_attention(_llama(rng), config={"num_attention_heads": 4, "num_key_value_heads": None,
+                                                      "head_dim": None})
+    assert w.n_heads == 4 and w.Wq.shape[1] == 2
+
+
 @pytest.mark.parametrize("config, key", [({"head_dim": 4}, "head_dim"), ({"hidden_size": 12}, "hidden_size"),
                                          ({"model_type": "gpt2"}, "model_type")])
 def test_other_config_keys_that_contradict_the_tensors_are_named(rng, config, key):

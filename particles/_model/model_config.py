@@ -135,6 +135,13 @@ def check_config(config, tensors, arch: str, prefix: str, layer: int, n_heads: i
             f"{shape}, i.e. width d = {shape[1]}. The config belongs to another checkpoint: pass this one's config.")
     if arch == "llama":
         _check_llama(config, tensors, weight, shape, n_heads, caller)
+    elif config.get("num_key_value_heads") is not None:  # no grouped queries: as many key/value heads as heads
+        kv = _config_int(config, "num_key_value_heads", caller)
+        if kv != n_heads:
+            raise InvalidParameterError(
+                f"config['num_key_value_heads'] = {kv} of {caller} contradicts the tensors: a {arch} layer has no "
+                f"grouped-query attention, so its key/value heads are its {n_heads} heads ({weight!r} has shape "
+                f"{shape}). The config belongs to another checkpoint: pass this one's config.json, or drop the key.")
 
 
 def _check_llama(config, tensors, q_name, q_shape, n_heads, caller):
@@ -142,14 +149,15 @@ def _check_llama(config, tensors, q_name, q_shape, n_heads, caller):
     if q_shape[0] % n_heads:
         return  # the loader says n_heads does not divide q_proj's rows
     dh = q_shape[0] // n_heads
-    if "head_dim" in config and _config_int(config, "head_dim", caller) != dh:
+    # (null is how a config.json says "the default": the tensors decide)
+    if config.get("head_dim") is not None and _config_int(config, "head_dim", caller) != dh:
         raise InvalidParameterError(
             f"config['head_dim'] = {config['head_dim']} of {caller} contradicts the tensors: {q_name!r} has shape "
             f"{q_shape}, i.e. {q_shape[0]} // {n_heads} heads = {dh} per head. Pass this checkpoint's config.json "
             "(or the n_heads that makes head_dim agree).")
     k_name = q_name.replace("q_proj", "k_proj")
     k_shape = np.shape(tensors.get(k_name, ()))
-    if "num_key_value_heads" not in config or len(k_shape) != 2:
+    if config.get("num_key_value_heads") is None or len(k_shape) != 2:
         return
     kv = _config_int(config, "num_key_value_heads", caller)
     if kv * dh != k_shape[0]:
