@@ -40,6 +40,7 @@ from .sphere_view import (  # noqa: F401  (MARKER_EPS, _AREA_MAX, _view, _screen
     _background,
     _fit_title,
     _frame_title,
+    _positions,
     _screen,
     _view,
     token_colours,
@@ -58,27 +59,6 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
-    pos = ds["positions"].transpose("time", "particle", "component").values
-    bad = np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))
-    if bad.size == len(pos):
-        raise InvalidParameterError(f"The 'ds' parameter of {caller} has NaN or inf positions at every saved time: "
-                                    "the run failed from the start (see ds.attrs['status']); there is nothing to draw.")
-    if bad.size:
-        times = ", ".join(f"{float(t):g}" for t in ds["time"].values[bad[:5]]) + (", ..." if bad.size > 5 else "")
-        raise InvalidParameterError(
-            f"The 'ds' parameter of {caller} has NaN or inf positions at {bad.size} saved time(s) ({times}; the run "
-            f"failed there, see ds.attrs['status']): nothing is drawn from them. Select the finite saves, e.g. "
-            f"ds.isel(time=slice(0, {int(bad[0])})).")
-    d = pos.shape[-1]
-    if d not in dims:
-        raise InvalidParameterError(
-            f"{caller} draws tokens on " + " or ".join(f"S^{k - 1}" for k in dims) + f"; the dataset's tokens are on "
-            f"S^{d - 1} (d = {d}). Project them first (e.g. onto two or three coordinates, normalised), or plot "
-            "metrics against time with metrics.plot_curves.")
-    return pos
 
 
 def _time_label(ds: xr.Dataset) -> str:

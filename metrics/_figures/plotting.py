@@ -53,7 +53,7 @@ def _new_axes(ax, figsize=(5.5, 4.0)):
 
 def _default_curves(ds: xr.Dataset) -> list:
     names = [v for v in CURVES if v in ds.data_vars and "time" in ds[v].dims]
-    if "positions" in ds.data_vars:
+    if _on_sphere(ds):
         # (model_attrs records the heads' kind; the attention entropy is drawn for attention-mean heads)
         rows = getattr(ATTENTION_KINDS.get(ds.attrs.get("kind")), "normalised", False)
         wanted = ("energy_multi", "mean_entropy", "n_clusters") if rows else ("energy_multi", "n_clusters")
@@ -61,10 +61,16 @@ def _default_curves(ds: xr.Dataset) -> list:
     if ds.attrs.get("headflow_kind") == "sentence_flow" and "mean_cosine" in ds.data_vars:
         names.append("mean_cosine")
     if not names:
+        where = "positions on the sphere (a flat run's are not)" if "positions" in ds.data_vars else "positions"
         raise InvalidParameterError(
-            f"plot_curves found no curve to draw: the Dataset has no {list(CURVES)} over time and no positions. "
+            f"plot_curves found no curve to draw: the Dataset has no {list(CURVES)} over time and no {where}. "
             f"Name its variables: plot_curves(ds, names=[...]) (it has {sorted(ds.data_vars)}).")
     return names
+
+
+def _on_sphere(ds: xr.Dataset) -> bool:
+    """Positions whose metrics (:data:`metrics.METRICS`, defined on the sphere) can be evaluated."""
+    return "positions" in ds.data_vars and ds.attrs.get("geometry") != "flat"
 
 
 def _curve(ds: xr.Dataset, name) -> xr.DataArray:
@@ -72,12 +78,12 @@ def _curve(ds: xr.Dataset, name) -> xr.DataArray:
         return ds[name]
     from .._observables.registry import METRICS
 
-    if isinstance(name, str) and name in METRICS and "positions" in ds.data_vars:
+    if isinstance(name, str) and name in METRICS and _on_sphere(ds):
         return ds.attn.metric(name)
     have = sorted(v for v in ds.data_vars if "time" in ds[v].dims)
     raise InvalidParameterError(
         f"The 'names' parameter of plot_curves lists {name!r}, which is neither a variable of the Dataset over time "
-        f"({have}) nor, with positions, a metric of metrics.METRICS ({sorted(METRICS)}).")
+        f"({have}) nor, with positions on the sphere, a metric of metrics.METRICS ({sorted(METRICS)}).")
 
 
 @declare(ds=Instance(xr.Dataset, what="an xarray.Dataset with a time dim"),

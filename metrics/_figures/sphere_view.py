@@ -4,6 +4,9 @@ shaded disk, the tokens' screen positions, colours and marker areas, and a title
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
+
+from particles.validation import InvalidParameterError
 
 _LIGHT = np.array([-0.45, 0.6, 0.66])  # screen coordinates (right, up, towards the viewer)
 
@@ -124,3 +127,32 @@ def _fit_title(fig, ax, text: str, longest: str | None = None):
     margin = 0.02
     ax.set_position([margin, margin, 1 - 2 * margin, max(0.3, 1 - top - 2 * margin)])
     return ax.set_title(text, fontsize=size)
+
+
+def _positions(ds: xr.Dataset, caller: str, dims=(2, 3)) -> np.ndarray:
+    pos = ds["positions"].transpose("time", "particle", "component").values
+    bad = np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))
+    if bad.size == len(pos):
+        raise InvalidParameterError(f"The 'ds' parameter of {caller} has NaN or inf positions at every saved time: "
+                                    "the run failed from the start (see ds.attrs['status']); there is nothing to draw.")
+    if bad.size:
+        times = ", ".join(f"{float(t):g}" for t in ds["time"].values[bad[:5]]) + (", ..." if bad.size > 5 else "")
+        raise InvalidParameterError(
+            f"The 'ds' parameter of {caller} has NaN or inf positions at {bad.size} saved time(s) ({times}; the run "
+            f"failed there, see ds.attrs['status']): nothing is drawn from them. Select the finite saves, e.g. "
+            f"ds.isel(time=slice(0, {int(bad[0])})).")
+    d = pos.shape[-1]
+    off = float(np.max(np.abs(np.linalg.norm(pos, axis=-1) - 1.0)))
+    if d in dims and off > 1e-6:  # (a flat run: its tokens are not on a sphere to draw)
+        geometry = f" (geometry = {ds.attrs['geometry']!r})" if "geometry" in ds.attrs else ""
+        raise InvalidParameterError(
+            f"{caller} draws tokens on the unit sphere S^{d - 1}; this run's tokens are off it{geometry}: their norms "
+            f"differ from 1 by up to {off:.2g}. Plot its metrics against time with ds.attn.plot_curves(), or draw "
+            "the directions of a copy: ds.assign(positions=ds.positions / np.sqrt((ds.positions ** 2).sum("
+            "'component'))).")
+    if d not in dims:
+        raise InvalidParameterError(
+            f"{caller} draws tokens on " + " or ".join(f"S^{k - 1}" for k in dims) + f"; the dataset's tokens are on "
+            f"S^{d - 1} (d = {d}). Project them first (e.g. onto two or three coordinates, normalised), or plot "
+            "metrics against time with metrics.plot_curves.")
+    return pos

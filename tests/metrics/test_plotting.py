@@ -268,3 +268,23 @@ def test_plot_of_a_dataset_headflow_did_not_make_says_so():
     foreign = xr.Dataset({"a": ("x", np.arange(3.0))})
     with pytest.raises(InvalidParameterError, match=r"Dataset headflow made .* has none and no time dim .*ds\['a'\]"):
         foreign.attn.plot()
+
+
+def test_tokens_off_the_sphere_are_not_drawn_on_it(tmp_path):
+    """A flat run's tokens are refused by plot_sphere and animate, naming the geometry (the message named
+    cluster_labels' x), and ds.attn.plot() draws its curves."""
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax", geometry="flat")
+    x0 = particles.sample_uniform(5, 3, np.random.default_rng(0))
+    traj = particles.simulate(x0, model, t1=2.0, dt=0.1, save=particles.SaveAt(ts=[0.0, 1.0, 2.0]))
+    ds = metrics.trajectory_to_dataset(traj, model)
+    for draw in (ds.attn.plot_sphere, lambda: ds.attn.animate(tmp_path / "flat.gif")):
+        with pytest.raises(InvalidParameterError, match=r"off it \(geometry = 'flat'\): their norms differ"):
+            draw()
+    assert not (tmp_path / "flat.gif").exists()
+    with pytest.raises(InvalidParameterError, match=r"no positions on the sphere \(a flat run's are not\)"):
+        ds.attn.plot()  # its curves: none stored, and the metrics are the sphere's
+    with pytest.raises(InvalidParameterError, match=r"nor, with positions on the sphere, a metric"):
+        ds.attn.plot_curves(["n_clusters"])
+    unit = ds.assign(positions=ds.positions / np.sqrt((ds.positions**2).sum("component")))  # the fix it gives
+    assert unit.attn.plot_sphere() is not None
+    plt.close("all")
