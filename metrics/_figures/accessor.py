@@ -240,7 +240,9 @@ class AttnAccessor:
                 f"its variables with xarray, e.g. ds['{first}'].plot().")
         if kind == "sentence_flow":  # tokens on S^{d-1} for large d: the curves, one panel per quantity
             return self.plot_curves(**kwargs)
-        if kind == "trajectory" and self._ds.attrs.get("geometry") != "flat":  # (flat tokens: their curves)
+        from .plotting import on_sphere
+
+        if kind == "trajectory" and on_sphere(self._ds):  # (flat tokens: their curves)
             d = self._ds.sizes.get("component")
             return {2: self.plot_angles, 3: self.plot_sphere}.get(d, self.plot_curves)(**kwargs)
         return {"study": self.plot_limit_study, "phase": self.plot_phase_diagram, "chaos": self.plot_chaos_collapse,

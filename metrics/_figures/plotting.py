@@ -68,9 +68,17 @@ def _default_curves(ds: xr.Dataset) -> list:
     return names
 
 
+def on_sphere(ds: xr.Dataset) -> bool:
+    """The Dataset's tokens lie on the sphere (its model's geometry, when it records one)."""
+    from particles import GEOMETRIES
+
+    geometry = GEOMETRIES.get(ds.attrs.get("geometry"))
+    return geometry is None or geometry.on_sphere
+
+
 def _on_sphere(ds: xr.Dataset) -> bool:
     """Positions whose metrics (:data:`metrics.METRICS`, defined on the sphere) can be evaluated."""
-    return "positions" in ds.data_vars and ds.attrs.get("geometry") != "flat"
+    return "positions" in ds.data_vars and on_sphere(ds)
 
 
 def _curve(ds: xr.Dataset, name) -> xr.DataArray:
