@@ -109,7 +109,17 @@ class AttnAccessor:
 
     @property
     def model(self) -> MultiHead:
-        """The :class:`particles.MultiHead` recorded in the attrs (:func:`model_from_attrs`)."""
+        """The :class:`particles.MultiHead` recorded in the attrs (:func:`model_from_attrs`): a trajectory's,
+        a study's or a sentence flow's; a sweep holds one model per grid point (its coordinates say which)."""
+        if "matrix_shape" not in self._ds.attrs:
+            from particles.validation import InvalidParameterError
+
+            why = {"sweep": "a sweep runs one model per point of its grid: its coordinates (e.g. ds.beta) and "
+                            "ds.attrs['config'] give them",
+                   "head_geometry": "a head geometry describes trained layers, not one model: load them with "
+                                    "particles.load_attention_layers"}.get(self.kind, "it was not made from one")
+            raise InvalidParameterError(f"ds.attn.model reads the model a Dataset records (metrics.trajectory_to_"
+                                        f"dataset writes it); this {self.kind} Dataset records none: {why}.")
         return model_from_attrs(self._ds.attrs)
 
     def metric(self, name: str) -> xr.DataArray:

@@ -47,6 +47,9 @@ def test_accessor_on_a_sweep():
         ds.attn.distance_to_uniform()
     with pytest.raises(InvalidParameterError, match="sweep Dataset .* keeps metrics, not positions"):
         ds.attn.wasserstein_between(0.0, 0.1)
+    # (it said: the attrs lack 'matrix_shape': pass the attrs written by MultiHead.to_attrs)
+    with pytest.raises(InvalidParameterError, match="this sweep Dataset records none: a sweep runs one model per"):
+        ds.attn.model
 
 
 def test_accessor_on_a_study():

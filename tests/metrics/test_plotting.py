@@ -288,3 +288,4 @@ def test_tokens_off_the_sphere_are_not_drawn_on_it(tmp_path):
     unit = ds.assign(positions=ds.positions / np.sqrt((ds.positions**2).sum("component")))  # the fix it gives
     assert unit.attn.plot_sphere() is not None
     plt.close("all")
+
