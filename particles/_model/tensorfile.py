@@ -35,7 +35,11 @@ _CONVERT = ("convert it to float16, bfloat16 or float32 first (in torch: "
 _MAGIC = ((b"PK\x03\x04", "a zip archive: a PyTorch checkpoint (torch.save, e.g. pytorch_model.bin) or a model "
                           "export; convert a checkpoint with safetensors.torch.save_file(torch.load(path), "
                           "'model.safetensors'), read an export with metrics.sentences.read_model_zip"),
-          (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip, or gzip.decompress of its bytes)"))
+          (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip, or gzip.decompress of its bytes)"),
+          (b"version https://git-lfs", "a Git LFS pointer, not the tensors: fetch them (git lfs pull in the clone) or "
+                                       "download the file itself"),
+          (b"<!DOCTYPE", "a web page (HTML), not the tensors: the download saved a page; download the file itself"),
+          (b"<html", "a web page (HTML), not the tensors: the download saved a page; download the file itself"))
 
 
 def _bad(where: str, what: str) -> InvalidParameterError:
