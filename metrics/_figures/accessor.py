@@ -117,7 +117,9 @@ class AttnAccessor:
             why = {"sweep": "a sweep runs one model per point of its grid: its coordinates (e.g. ds.beta) and "
                             "ds.attrs['config'] give them",
                    "head_geometry": "a head geometry describes trained layers, not one model: load them with "
-                                    "particles.load_attention_layers"}.get(self.kind, "it was not made from one")
+                                    "particles.load_attention_layers"}.get(
+                self.kind, "its attrs lack the model's record ('matrix_shape' and the fields MultiHead.to_attrs "
+                           "writes): dropped by an xarray operation (keep_attrs=True keeps them), or built by hand")
             raise InvalidParameterError(f"ds.attn.model reads the model a Dataset records (metrics.trajectory_to_"
                                         f"dataset writes it); this {self.kind} Dataset records none: {why}.")
         return model_from_attrs(self._ds.attrs)

@@ -51,5 +51,5 @@ def test_accessor_schema_errors(dataset):
     ds, _ = dataset
     with pytest.raises(ValueError, match="needs a 'positions' variable"):
         ds.drop_vars("positions").attn.n_clusters()
-    with pytest.raises(ValueError, match="attrs lack 'matrix_shape'"):
+    with pytest.raises(ValueError, match="attrs lack the model's record \\('matrix_shape'"):
         ds.drop_attrs().attn.model
