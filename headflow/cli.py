@@ -46,7 +46,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
 from ._models import build_density, build_model, build_sweep_model
 from ._output import check_output, output_path, write_output
 from ._resume import cells_done, computed_cells, resume_note
-from ._work import check_simulate_time
+from ._work import check_simulate_time, check_study_time, check_sweep_time
 
 
 def __getattr__(name):
@@ -164,6 +164,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
     check_sweep_memory(cfg)
+    check_sweep_time(cfg)  # before any cell: a sweep too long is refused, a long one says so
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     before = resume_note(store)
     try:
@@ -211,6 +212,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     if st["dt"] > st["t1"]:
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
     rho = build_density(cfg["density"], model.d)
+    check_study_time(cfg, model)
     store = st["store"] or str(path) + ".cells"
     before = resume_note(store)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from particles import KINDS, MultiHead
+from particles import KINDS, STEPPERS, MultiHead
 from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     KAPPA,  # noqa: F401  (the sweep and the studies declare kappa as P.KAPPA)
@@ -58,6 +58,20 @@ PROGRESS = AnyOf(NONE, Boolean(), hint="None (default): a bar once the work has 
 
 DT_LE_T1 = Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "must be <= t1 (one step at least)",
                     breaks={"dt": 2.0, "t1": 1.0})
+#: the steps one run may take: particles.simulate's default max_steps, at which a run stops unfinished
+MAX_RUN_STEPS = 10_000_000
+
+
+def _steps_within(t1: float, dt: float, method: str = "rk4") -> bool:
+    return STEPPERS[method].adaptive or t1 / dt <= MAX_RUN_STEPS
+
+
+_STEPS_MESSAGE = (f"t1 / dt is the number of steps of every run: it must be at most {MAX_RUN_STEPS:,} (the steps a "
+                  "run may take; past them it stops unfinished, after hours of work). Raise dt or lower t1")
+#: a fixed-step run of t1 / dt steps stays within MAX_RUN_STEPS (an adaptive method's dt is only its first step)
+STEPS_WITHIN = Relation(("t1", "dt"), _steps_within, _STEPS_MESSAGE, breaks={"t1": 1e7, "dt": 0.1})
+STEPS_WITHIN_METHOD = Relation(("t1", "dt", "method"), _steps_within, _STEPS_MESSAGE,
+                               breaks={"t1": 1e7, "dt": 0.1, "method": "rk4"})
 SEEDS_PER_N = Relation(("n_seeds", "n_values"), lambda s, nv: isinstance(s, int) or len(s) == len(nv),
                        "must be one integer, or have one entry per n_values entry",
                        breaks={"n_seeds": [1, 2, 3], "n_values": [4, 8]})

@@ -146,7 +146,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
     cell_settings=AnyOf(NONE, Instance(dict)), fixed=AnyOf(NONE, P.FIXED), **P.RUN_OPTIONS,
     metrics=SequenceOf(Options(*METRICS), min_len=0, hint="Name them in a list: metrics=['n_clusters']."),
-    relations=[P.DT_LE_T1, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
+    relations=[P.DT_LE_T1, P.STEPS_WITHIN_METHOD, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
 def run_sweep(
     grid: dict,
     *,
