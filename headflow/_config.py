@@ -154,7 +154,7 @@ n_saves = 51
 seed = 0                  # x0 and noise streams: particles.seed_streams(seed)
 kappa = inf               # noise: generator kappa^-1 Laplacian (inf: none)
 positions = true          # store the trajectory (time, particle, component)
-# diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS
+# diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS; [] none
 max_hours = 24.0          # a run estimated (timed before it starts) to take longer is refused
 
 [output]

@@ -106,7 +106,8 @@ def estimate_simulate(cfg: dict, model, out=print) -> dict:
     run = cfg["run"]
     n, t1, dt = int(run["n"]), float(run["t1"]), float(run["dt"])
     timed = time_steps(model, n, run["method"], run["kappa"], dt,
-                       lambda x: particles.diagnose(model, x, include=run["diagnostics"]), out)
+                       lambda x: run["diagnostics"] == [] or particles.diagnose(model, x, include=run["diagnostics"]),
+                       out)
     step, save = timed["at"](n)
     steps = max(math.ceil(t1 / dt - 1e-9), 1)
     n_saves = int(run["n_saves"])

@@ -31,9 +31,21 @@ def mean_field_model(spheres: tuple[int, ...] = (), hint: str | None = None) -> 
     """The rule of a model the mean-field solvers take (the studies measure particles against them), on the
     spheres of dimensions ``spheres`` (d - 1; all when empty)."""
     where = f" on S^{' or S^'.join(map(str, spheres))}" if spheres else ""
-    return Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and (not spheres or m.d - 1 in spheres),
+    return Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and (not spheres or m.d - 1 in spheres)
+                    and standard_flow(m),
                     what=f"a particles.MultiHead with kind 'usa' or 'softmax' (the kinds the mean-field solvers "
-                         f"accept){where}", hint=hint)
+                         f"accept){where}, of the flow they solve: {STANDARD_FLOW_TEXT}", hint=hint)
+
+
+#: the MultiHead options of the flow the mean-field equation describes (the studies' references solve it)
+STANDARD_FLOW = {"causal": False, "geometry": "sphere", "update": "standard"}
+STANDARD_FLOW_TEXT = "the standard update on the sphere without a causal mask (causal=False, geometry='sphere', " \
+                     "update='standard')"
+
+
+def standard_flow(model) -> bool:
+    """Whether ``model`` runs the flow of the mean-field equation (:data:`STANDARD_FLOW`)."""
+    return all(getattr(model, k) == v for k, v in STANDARD_FLOW.items())
 
 
 POSITIVE = Interval(0, None, closed="neither")
