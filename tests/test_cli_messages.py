@@ -47,6 +47,9 @@ def test_a_failed_run_prints_its_reason(tmp_path, capsys):
     assert "the run failed: " in captured.err and '[model] log_time_scale = "auto"' in captured.err  # the TOML key
     with xr.open_dataset(tmp_path / "run.nc") as ds:
         assert ds.attrs["status"] == "failed"
+        # at t = 0 the rate and the kinetic term are both past float64: their difference is nan, and said so
+        assert np.isnan(ds.rate_residual).any() and ds.rate_residual.attrs["comment"].startswith("nan at 1 of 1 saves")
+    assert "note: " in captured.err and "rate_residual" in captured.err.split("note: ")[1]
 
 
 @pytest.mark.parametrize(("name", "fmt", "named"), [("run.zarr", None, "zarr"), ("run.nc", "zarr", "netcdf")])
@@ -146,7 +149,7 @@ def test_diagnostics_past_float64_are_named_with_their_finite_counterpart(tmp_pa
     assert cli.main(["simulate", cfg, "--out", str(tmp_path / "hot.nc"), "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "headflow simulate: note: energy, energy_multi, head_energy_rate, energy_rate, rate_residual overflow " \
-           "float64" in err and "log_energy holds the finite log of each head's energy" in err
+           "float64 at some saves" in err and "log_energy holds the finite log of each head's energy" in err
     with xr.open_dataset(tmp_path / "hot.nc") as ds:
         assert ds.attrs["status"] == "finished" and "rate_residual" in ds.attrs["overflow"]
         assert np.isinf(ds.rate_residual).all() and np.isfinite(ds.log_energy).all()

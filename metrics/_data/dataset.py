@@ -145,20 +145,24 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
 
 
 def _overflow_notes(data_vars: dict) -> str:
-    """Say where a saved diagnostic is ±inf (its value past the float64 range, as particles.diagnose documents):
-    a ``comment`` on each such variable and the text of the Dataset's ``overflow`` attr ("" when none is)."""
+    """Say where a saved diagnostic is not finite: inf where its value is past the float64 range (as
+    particles.diagnose documents), nan where two such values are subtracted (a residual of two infs). A ``comment``
+    on each such variable, and the text of the Dataset's ``overflow`` attr ("" when every value is finite)."""
     names = []
     for name, (_, arr, var_attrs) in data_vars.items():
-        if name != "positions" and np.issubdtype(np.asarray(arr).dtype, np.floating) and np.isinf(arr).any():
-            saves = int(np.isinf(np.asarray(arr).reshape(len(arr), -1)).any(axis=1).sum())
-            names.append(name)
-            var_attrs["comment"] = (f"inf at {saves} of {len(arr)} saves: the value is past the float64 range "
-                                    "(|x| > 1.8e308), not a failure of the run" + _FINITE.get(name, ""))
+        arr = np.asarray(arr)
+        if name == "positions" or not np.issubdtype(arr.dtype, np.floating) or np.isfinite(arr).all():
+            continue
+        names.append(name)
+        said = [f"{what} at {int(test(arr.reshape(len(arr), -1)).any(axis=1).sum())} of {len(arr)} saves"
+                for what, test in (("inf", np.isinf), ("nan", np.isnan)) if test(arr).any()]
+        var_attrs["comment"] = (f"{' and '.join(said)}: the value is past the float64 range (|x| > 1.8e308; nan: "
+                                "the difference of two such values)" + _FINITE.get(name, ""))
     if not names:
         return ""
     finite = "; log_energy holds the finite log of each head's energy" if "log_energy" in data_vars else ""
-    return (f"{', '.join(names)} overflow float64 (inf where the value is past 1.8e308, as at a large beta){finite}. "
-            "The run itself is unaffected.")
+    return (f"{', '.join(names)} overflow float64 at some saves (inf where the value is past 1.8e308, nan where two "
+            f"such values are subtracted), as at a large beta{finite}.")
 
 
 #: where to read a finite counterpart of a diagnostic that overflows
