@@ -87,7 +87,8 @@ def time_steps(model, n: int, method: str, kappa: float, dt: float, save, out=pr
             particles.simulate(x, model, t1=k * dt, dt=dt, method=method, kappa=kappa, rng=0, on_failure="return")
 
         step = _timed(lambda run=run: run(1))
-        if step < SHORT_STEP:  # a call's own cost (its checks) would outweigh a short step: time 4 steps more
+        if step < SHORT_STEP:  # a call's own cost (its checks, a first call's warm-up) would outweigh a short step:
+            step = _timed(lambda run=run: run(1))  # time it again, warm, and 4 steps more
             step = max(_timed(lambda run=run: run(5)) - step, 0.0) / 4 or step
         times[m] = (step, _timed(lambda x=x: save(x)))
 
