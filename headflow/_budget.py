@@ -145,7 +145,8 @@ def check_study_memory(cfg: dict, available: int | None = None) -> int:
     st, default = cfg["study"], SCHEMAS["study"]
     n_heads, d = _heads_and_width(cfg["model"])
     n, n_saves = max(int(v) for v in st["n_values"]), int(st["n_saves"])
-    cells = check_cells({"[study] n_values": len(st["n_values"]), "[study] n_seeds": int(st["n_seeds"])}, "study")
+    seeds = max(st["n_seeds"]) if isinstance(st["n_seeds"], list) else int(st["n_seeds"])  # (or one count per n)
+    cells = check_cells({"[study] n_values": len(st["n_values"]), "[study] n_seeds": seeds}, "study")
     parts = {
         "[study] n_values": (8.0 * STATE_COPIES * n * d, f"the particle states of the largest n = {n} in d = {d}"),
         "[study] n_saves": (8.0 * n_saves * (n * d + 16), f"the saves ({n_saves} x the positions n x d)"),
@@ -154,7 +155,7 @@ def check_study_memory(cfg: dict, available: int | None = None) -> int:
     }
     grown = {"[study] n_values": n / max(default["study"]["n_values"]),
              "[study] n_saves": n_saves / default["study"]["n_saves"], "[model] d": d / default["model"]["d"],
-             "[study] n_seeds": int(st["n_seeds"]) / default["study"]["n_seeds"]}
+             "[study] n_seeds": seeds / default["study"]["n_seeds"]}
     ref_parts, ref_grown = _reference_parts(st, d, n)
     return _refuse_beyond({**parts, **ref_parts}, {**grown, **ref_grown}, available)
 

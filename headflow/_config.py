@@ -47,14 +47,15 @@ SCHEMAS = {
         "sweep": {"grid": {"n_particles": [16, 32], "beta": [1.0, 4.0]}, "n_seeds": 2, "seed": 0, "t1": 10.0,
                   "dt": 0.05, "n_saves": 11, "method": "rk4", "kappa": float("inf"),
                   "metrics": ["n_clusters", "energy_multi", "mean_entropy"], "engine": "serial",
-                  "max_workers": None, "store": None},
+                  "max_workers": None, "store": None, "max_hours": 24.0},
         "output": _OUTPUT,
     },
     "study": {
         "model": dict(_MODEL, d=2, beta=3.0, lambdas=[1.0]),
         "study": {"n_values": [16, 32, 64, 128], "n_seeds": 4, "t1": 2.0, "n_saves": 5, "m_grid": 1024, "dt": 0.01,
                   "seed": 0, "kappa": float("inf"), "n_reference": None, "n_projections": 256,
-                  "sampling": "independent", "engine": "serial", "max_workers": None, "store": None},
+                  "sampling": "independent", "engine": "serial", "max_workers": None, "store": None,
+                  "max_hours": 24.0},
         "density": {"family": "cosine", "amplitude": 0.5, "mode": 2, "concentration": None, "expression": None},
         "output": _OUTPUT,
     },
@@ -68,14 +69,15 @@ def _own_types() -> dict:
     from ._schema import Matrix
 
     text = Instance(str, test=str.strip, what="a non-empty string")
+    hours = Interval(0, None, closed="neither", inf=True)
     model = {"d": Integer(2), "lambdas": SequenceOf(Interval()), "M": Matrix(), "W": Matrix()}
     output = {"path": text, "format": Options("netcdf", "zarr")}
     return {
         "simulate": {"model": model, "output": output,
                      "run": {"n": Integer(1), "positions": Boolean(), "diagnostics": SequenceOf(text, min_len=0),
-                             "max_hours": Interval(0, None, closed="neither", inf=True)}},
-        "sweep": {"model": model, "sweep": {"store": text}, "output": output},
-        "study": {"model": model, "study": {"store": text}, "output": output,
+                             "max_hours": hours}},
+        "sweep": {"model": model, "sweep": {"store": text, "max_hours": hours}, "output": output},
+        "study": {"model": model, "study": {"store": text, "max_hours": hours}, "output": output,
                   "density": {"family": Options(*_density_keys()), "expression": text}},
     }
 
@@ -152,7 +154,7 @@ n_saves = 51
 seed = 0                  # x0 and noise streams: particles.seed_streams(seed)
 kappa = inf               # noise: generator kappa^-1 Laplacian (inf: none)
 positions = true          # store the trajectory (time, particle, component)
-# diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS
+# diagnostics = ["energy_multi", "kinetic", "entropy"]   # default: all of particles.DIAGNOSTICS; [] none
 max_hours = 24.0          # a run estimated (timed before it starts) to take longer is refused
 
 [output]
@@ -175,6 +177,7 @@ metrics = ["n_clusters", "energy_multi", "mean_entropy"]
 engine = "serial"         # or "process"
 # max_workers = 2
 # store = "sweep.cells"   # default: <output path>.cells
+max_hours = 24.0          # a sweep estimated (timed before it starts) to take longer is refused
 
 [model]                   # the keys of `headflow simulate`'s [model]; each one set fixes it for every cell
 # beta = 2.0              # beta, kind, d, lambdas: fixed values of what the grid does not sweep
@@ -213,6 +216,7 @@ sampling = "independent"  # a fresh sample per (n, seed); "nested": shared strea
 engine = "serial"         # or "process"
 # max_workers = 2
 # store = "study.cells"   # default: <output path>.cells (finished cells; a rerun resumes)
+max_hours = 24.0          # a study estimated (timed before it starts) to take longer is refused
 
 [density]                 # the initial density, a function of the point x = (x1, ..., xd)
 family = "cosine"         # 1 + amplitude cos(mode * angle(x, e1)); on S^1: 1 + amplitude cos(mode theta)

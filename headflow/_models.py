@@ -6,14 +6,28 @@ from __future__ import annotations
 
 from ._config import MODEL_FIELDS, ConfigError
 
-__all__ = ["build_model", "build_sweep_model", "build_density"]
+__all__ = ["build_model", "build_sweep_model", "build_density", "check_run"]
 
 
-def build_model(section: dict):
+def build_model(section: dict, *, study: bool = False):
+    """The [model] section's MultiHead; ``study``: refuse the options whose flow the mean-field reference
+    does not solve (:data:`metrics._runs.params.STANDARD_FLOW`), naming the key."""
+    import json
+
     import numpy as np
 
     import particles
 
+    if study:
+        from metrics.extend import STANDARD_FLOW
+
+        for key, standard in STANDARD_FLOW.items():
+            if section[key] != standard:
+                raise ConfigError(
+                    f"[model] {key} = {json.dumps(section[key])}: the study measures the particles against the "
+                    "mean-field reference, which solves the standard flow on the sphere (causal = false, geometry = "
+                    f'"sphere", update = "standard"), not this one. Remove [model] {key} (`headflow simulate` and '
+                    "`headflow sweep` run this flow).")
     common = {name: section[name] for name in MODEL_FIELDS}
     if section["M"] is not None:
         W = None if section["W"] is None else np.asarray(section["W"], dtype=float)
@@ -80,3 +94,26 @@ def build_density(dens: dict, d: int):
         key = "expression" if family == "expression" else "family/parameters"
         raise ConfigError(f"[density] {key}: {exc}") from None
     return rho
+
+
+def check_run(run: dict):
+    """The [run] section's diagnostics (None: all; []: none, the positions alone), checked with its dt and kappa
+    against its method; errors name the key."""
+    import math
+
+    import particles
+
+    include, method = run["diagnostics"], run["method"]
+    for name in include or ():
+        if name not in particles.DIAGNOSTICS:
+            raise ConfigError(f"[run] diagnostics: {name!r} is not one of {sorted(particles.DIAGNOSTICS)}.")
+    if include == [] and not run["positions"]:
+        raise ConfigError("[run] diagnostics = [] with [run] positions = false saves nothing: name the diagnostics "
+                          "to save (or leave [run] diagnostics out for all of them), or set positions = true.")
+    if float(run["dt"]) > float(run["t1"]) and not particles.STEPPERS[method].adaptive:
+        raise ConfigError(f"[run] dt = {run['dt']:g} is longer than [run] t1 = {run['t1']:g}: method {method!r} takes "
+                          f"fixed steps. Write dt <= {run['t1']:g} (e.g. dt = {run['t1'] / 100:g}) or a later t1.")
+    if math.isfinite(float(run["kappa"])) and method != "euler_maruyama":
+        raise ConfigError(f"[run] kappa = {float(run['kappa']):g} adds noise: use method = \"euler_maruyama\" (got "
+                          f"{method!r}).")
+    return include

@@ -43,10 +43,10 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     load_config,
     toml_words,
 )
-from ._models import build_density, build_model, build_sweep_model
+from ._models import build_density, build_model, build_sweep_model, check_run
 from ._output import check_output, output_path, write_output
 from ._resume import cells_done, computed_cells, resume_note
-from ._work import check_simulate_time
+from ._work import check_simulate_time, check_study_time, check_sweep_time
 
 
 def __getattr__(name):
@@ -114,26 +114,15 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
         return None
     check_simulate_memory(cfg)
     model = build_model(cfg["model"])
-    run = cfg["run"]
-    include = run["diagnostics"]
-    if include is not None:
-        for name in include:
-            if name not in particles.DIAGNOSTICS:
-                raise ConfigError(f"[run] diagnostics: {name!r} is not one of {sorted(particles.DIAGNOSTICS)}.")
-    method = run["method"]
-    if float(run["dt"]) > float(run["t1"]) and not particles.STEPPERS[method].adaptive:
-        raise ConfigError(f"[run] dt = {run['dt']:g} is longer than [run] t1 = {run['t1']:g}: method {method!r} takes "
-                          f"fixed steps. Write dt <= {run['t1']:g} (e.g. dt = {run['t1'] / 100:g}) or a later t1.")
-    kappa = float(run["kappa"])
-    if np.isfinite(kappa) and method != "euler_maruyama":
-        raise ConfigError(f"[run] kappa = {kappa:g} adds noise: use method = \"euler_maruyama\" (got {method!r}).")
+    run, include = cfg["run"], check_run(cfg["run"])
+    method, kappa = run["method"], float(run["kappa"])
     check_simulate_time(cfg, model)  # before the tokens are drawn: a run too long is refused, a long one says so
     streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
     x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
     traj = particles.simulate(
         x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
-                              fn=lambda t, x: particles.diagnose(model, x, include=include)),
+                              fn=None if include == [] else lambda t, x: particles.diagnose(model, x, include=include)),
         progress=progress, on_failure="return",
     )
     ds = metrics.trajectory_to_dataset(traj, model, title="headflow simulate", config=config,
@@ -142,6 +131,8 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
+    if ds.attrs.get("overflow"):  # a diagnostic past float64 is inf: say which, and where the finite one is
+        print(f"headflow simulate: note: {ds.attrs['overflow']}", file=sys.stderr)
     if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too
         print(f"headflow simulate: the run {traj.status}: {toml_words(traj.message)}", file=sys.stderr)
     return ds
@@ -164,6 +155,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
     check_sweep_memory(cfg)
+    check_sweep_time(cfg)  # before any cell: a sweep too long is refused, a long one says so
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     before = resume_note(store)
     try:
@@ -206,11 +198,12 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
     check_study_memory(cfg)
-    model = build_model(cfg["model"])
+    model = build_model(cfg["model"], study=True)
     st = cfg["study"]
     if st["dt"] > st["t1"]:
         raise ConfigError(f"[study] dt = {st['dt']} must be <= t1 = {st['t1']}.")
     rho = build_density(cfg["density"], model.d)
+    check_study_time(cfg, model)
     store = st["store"] or str(path) + ".cells"
     before = resume_note(store)
     try:

@@ -18,7 +18,9 @@ The kit
     cluster variables and attrs with provenance every study shares);
     :func:`cluster_row` (a save function's cluster columns), :func:`saved_to_dataset`;
     :func:`model_key`, :func:`density_key`, :func:`exact_arccos`, :func:`canonical_float`
-    (key fields from the configuration alone: the same names on every machine).
+    (key fields from the configuration alone: the same names on every machine);
+    :data:`STANDARD_FLOW`, :func:`standard_flow` (the MultiHead options of the flow the mean-field
+    references solve: a study against them takes no other).
 
 docs/guide/studies.md has a whole study written with the kit.
 
@@ -41,6 +43,7 @@ from __future__ import annotations
 from ._observables.clustering import cluster_row
 from ._runs.cells import saved_to_dataset
 from ._runs.keys import canonical_float, density_key, exact_arccos, model_key
+from ._runs.params import STANDARD_FLOW, standard_flow
 from ._studies.spec import (
     Study,
     StudySettings,
@@ -57,4 +60,4 @@ from ._studies.spec import (
 
 __all__ = ["Study", "StudySettings", "setting", "study_function", "run_cell", "cell_rngs", "particle_method",
            "seed_counts", "study_coords", "cluster_variables", "study_attrs", "cluster_row", "saved_to_dataset",
-           "model_key", "density_key", "exact_arccos", "canonical_float"]
+           "model_key", "density_key", "exact_arccos", "canonical_float", "STANDARD_FLOW", "standard_flow"]

@@ -135,6 +135,9 @@ def test_study(tmp_path):
     ("[run]\nn = [\n", "not valid TOML"),
     ("[run]\ndiagnostics = ['energy', 'nope']\n", "'nope' is not one of"),
     ("[run]\nkappa = 2.0\n", "euler_maruyama"),
+    ("[run]\ndiagnostics = []\npositions = false\n",
+     r"\[run\] diagnostics = \[\] with \[run\] positions = false saves nothing: name the diagnostics .*leave \[run\] "
+     r"diagnostics out for all of them"),
 ])
 def test_config_errors_name_the_fix(tmp_path, capsys, text, match):
     cfg = _write(tmp_path, "bad.toml", text)
@@ -144,6 +147,14 @@ def test_config_errors_name_the_fix(tmp_path, capsys, text, match):
     import re
 
     assert re.search(match, err), err
+
+
+def test_no_diagnostics_saves_the_positions_alone(tmp_path, capsys):
+    cfg = _write(tmp_path, "pos.toml", "[run]\nn = 12\nt1 = 0.4\ndt = 0.05\nn_saves = 3\ndiagnostics = []\n")
+    out = tmp_path / "pos.nc"
+    assert cli.main(["simulate", cfg, "--out", str(out), "--no-progress"]) == 0, capsys.readouterr().err
+    with xr.open_dataset(out) as ds:
+        assert list(ds.data_vars) == ["positions"] and ds.positions.shape == (3, 12, 3)
 
 
 def test_missing_config_and_output(tmp_path, capsys):

@@ -47,6 +47,9 @@ def test_a_failed_run_prints_its_reason(tmp_path, capsys):
     assert "the run failed: " in captured.err and '[model] log_time_scale = "auto"' in captured.err  # the TOML key
     with xr.open_dataset(tmp_path / "run.nc") as ds:
         assert ds.attrs["status"] == "failed"
+        # at t = 0 the rate and the kinetic term are both past float64: their difference is nan, and said so
+        assert np.isnan(ds.rate_residual).any() and ds.rate_residual.attrs["comment"].startswith("nan at 1 of 1 saves")
+    assert "note: " in captured.err and "rate_residual" in captured.err.split("note: ")[1]
 
 
 @pytest.mark.parametrize(("name", "fmt", "named"), [("run.zarr", None, "zarr"), ("run.nc", "zarr", "netcdf")])
@@ -136,3 +139,24 @@ def test_a_library_refusal_names_the_toml_key_to_a_cli_user(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "[sweep] store must be a folder" in err and "run_sweep" not in err
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_diagnostics_past_float64_are_named_with_their_finite_counterpart(tmp_path, capsys):
+    """Softmax heads at beta = 1000: E_h ~ e^{beta} overflows float64 (inf, as diagnose documents); the run is
+    fine, and the output and the terminal say which values are inf and that log_energy is finite."""
+    text = "[model]\nkind = \"softmax\"\nbeta = 1000.0\n[run]\nn = 12\nt1 = 0.4\ndt = 0.05\nn_saves = 3\n"
+    cfg = _write(tmp_path, "hot.toml", text)
+    assert cli.main(["simulate", cfg, "--out", str(tmp_path / "hot.nc"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "headflow simulate: note: energy, energy_multi, head_energy_rate, energy_rate, rate_residual overflow " \
+           "float64 at some saves" in err and "log_energy holds the finite log of each head's energy" in err
+    with xr.open_dataset(tmp_path / "hot.nc") as ds:
+        assert ds.attrs["status"] == "finished" and "rate_residual" in ds.attrs["overflow"]
+        assert np.isinf(ds.rate_residual).all() and np.isfinite(ds.log_energy).all()
+        assert ds.rate_residual.attrs["comment"].startswith("inf at 3 of 3 saves: the value is past the float64 range")
+        assert "log_energy" in ds.energy_multi.attrs["comment"] and "comment" not in ds.kinetic.attrs
+    cfg = _write(tmp_path, "mild.toml", text.replace("1000.0", "1.0"))
+    assert cli.main(["simulate", cfg, "--out", str(tmp_path / "mild.nc"), "--no-progress"]) == 0
+    assert "note:" not in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "mild.nc") as ds:
+        assert "overflow" not in ds.attrs and "comment" not in ds.energy_multi.attrs

@@ -120,6 +120,11 @@ BAD_STUDY = [
     ("[study]\nseed = -1\n", r"\[study\]\.seed must be an integer in \[0, inf\); got -1"),
     ("[study]\nnvalues = [1, 2]\n", r"unknown key\(s\) \['nvalues'\] in \[study\]"),
     ("[model]\nkind = \"relu\"\n", r"\[model\] kind = 'relu': the study needs \"usa\" or \"softmax\""),
+    # the mean-field reference solves the standard flow on the sphere: another flow would be measured against it
+    ("[model]\ncausal = true\n", r"\[model\] causal = true: the study measures the particles against the mean-field "
+                                 r"reference, which solves the standard flow on the sphere .*Remove \[model\] causal"),
+    ("[model]\ngeometry = \"flat\"\n", r"\[model\] geometry = \"flat\": the study .*Remove \[model\] geometry"),
+    ("[model]\nupdate = \"ngpt\"\n", r"\[model\] update = \"ngpt\": the study .*Remove \[model\] update"),
     ("[model]\nbeta = \"3\"\n", r"\[model\]\.beta must be a real number in \[0, inf\); got '3' \(str\)\. "
                                   r"Write 3 without quotes"),
     ("[model]\nlambdas = 1.0\n", r"\[model\]\.lambdas must be a sequence .*; got 1.0 \(float\)"),
@@ -216,3 +221,43 @@ def test_progress_bar_shows_rounded_times(tmp_path, capsys):
     assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc")]) == 0
     err = capsys.readouterr().err
     assert "t = 1/1" in err and not re.search(r"\d\.\d{6,}", err), err
+
+
+@pytest.mark.parametrize("option", [{"causal": True}, {"geometry": "flat"}, {"update": "post_ln"}])
+def test_the_library_study_refuses_a_flow_its_reference_does_not_solve(option):
+    import metrics
+    import particles
+
+    model = particles.MultiHead.scalar([1.0], d=2, beta=1.0, kind="usa", **option)
+    rho = metrics.FamilyDensity("cosine", 2, amplitude=0.5, mode=2)
+    with pytest.raises(particles.InvalidParameterError, match=r"'model' parameter of mean_field_limit_study .*the "
+                       r"standard update on the sphere without a causal mask \(causal=False, geometry='sphere', "
+                       r"update='standard'\)"):
+        metrics.mean_field_limit_study(model, rho, n_values=(8, 16), t1=0.1, dt=0.05, progress=False)
+
+
+def test_one_seed_prints_na_and_says_why(tmp_path, capsys):
+    """n_seeds = 1 has no spread to measure: the table says n/a with its reason, never nan."""
+    text = ("[model]\nkind = \"usa\"\nd = 2\nbeta = 1.0\nlambdas = [1.0]\n[study]\nn_values = [16, 32]\nn_seeds = 1\n"
+            "t1 = 0.1\nn_saves = 2\nm_grid = 64\ndt = 0.05\n")
+    cfg = _write(tmp_path, "one.toml", text)
+    assert cli.main(["study", cfg, "--out", str(tmp_path / "one.nc"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out
+    assert re.search(r"\n16 +[0-9.]+ ± n/a ", out) and re.search(r"\nrate +-?[0-9.]+ \[n/a\]", out)
+    assert "n/a: not available: an error bar needs at least 2 seeds at that n, and a rate interval at least 2 " \
+           "seeds at every n (n_seeds >= 2)" in out
+
+
+def test_the_table_without_nans_has_no_footnote():
+    import metrics
+
+    g = np.array([[[0.10], [0.12]], [[0.05], [0.06]]])
+    ds = xr.Dataset({"w1": (("n_particles", "seed", "time"), g),
+                     "w1_stderr": (("n_particles", "time"), [[0.01], [0.005]]),
+                     "rate_w1": (("time",), [-0.5]), "rate_w1_ci": (("time", "bound"), [[-0.6, -0.4]])},
+                    coords={"n_particles": [100, 400], "time": [0.0]})
+    assert "n/a" not in metrics.limit_study_table(ds)
+    ds["rate_w1_ci"][:] = np.nan
+    rate, note = metrics.limit_study_table(ds).splitlines()[-2:]
+    assert rate.split() == ["rate", "-0.500", "[n/a]"] and note.startswith("n/a: not available: ")

@@ -122,3 +122,19 @@ def test_bad_sweep_models_name_the_key(tmp_path, capsys, text, match):
     assert err.startswith("headflow sweep: error:") and "Traceback" not in err
     assert re.search(match, err), err
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_a_flat_sweep_refuses_the_metrics_of_the_sphere_and_keeps_its_options(tmp_path, capsys):
+    """geometry, causal and update reach every cell; a metric of tokens on the sphere is refused off it."""
+    base = "[sweep]\ngrid = { n_particles = [6] }\nt1 = 0.2\ndt = 0.1\nn_saves = 2\n"
+    cfg = tmp_path / "flat.toml"
+    cfg.write_text(base + "[model]\ngeometry = \"flat\"\n")
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "flat.nc"), "--no-progress"]) == 2
+    assert re.search(r"\[sweep\] metrics: n_clusters measure tokens on the unit sphere, but the cells' heads run "
+                     r"with geometry='flat'.*Leave them out of metrics", capsys.readouterr().err)
+    cfg.write_text(base + "metrics = [\"energy_multi\"]\n[model]\ngeometry = \"flat\"\nupdate = \"pre_ln\"\n"
+                          "causal = true\n")
+    assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "flat.nc"), "--no-progress"]) == 0
+    with xr.open_dataset(tmp_path / "flat.nc") as ds:
+        model = json.loads(ds.model.values.ravel()[0])
+    assert (model["geometry"], model["update"], model["causal"]) == ("flat", "pre_ln", 1)

@@ -110,6 +110,7 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
         if len(dims) != arr.ndim - 1:
             dims = tuple(f"{name}_dim{k}" for k in range(arr.ndim - 1))
         data_vars[name] = (("time",) + tuple(dims), arr, {"long_name": long_name, "units": units})
+    overflow = _overflow_notes(data_vars)
     ds = xr.Dataset(data_vars, coords={"time": time_coord(traj.t, None if model is None else model.log_time_scale)})
     for dim in ("particle", "component", "head"):
         if dim in ds.dims:
@@ -136,9 +137,39 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
         # the largest bound met along the run: every saved diagnostic is within it
         base["summation_bound_max"] = float(np.max(traj.saved["summation_bound"]))
         base["summation_fast_fraction"] = float(np.mean(traj.saved["summation_fast"]))
+    if overflow:
+        base["overflow"] = overflow
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
+
+
+def _overflow_notes(data_vars: dict) -> str:
+    """Say where a saved diagnostic is not finite: inf where its value is past the float64 range (as
+    particles.diagnose documents), nan where two such values are subtracted (a residual of two infs). A ``comment``
+    on each such variable, and the text of the Dataset's ``overflow`` attr ("" when every value is finite)."""
+    names = []
+    for name, (_, arr, var_attrs) in data_vars.items():
+        arr = np.asarray(arr)
+        if name == "positions" or not np.issubdtype(arr.dtype, np.floating) or np.isfinite(arr).all():
+            continue
+        names.append(name)
+        said = [f"{what} at {int(test(arr.reshape(len(arr), -1)).any(axis=1).sum())} of {len(arr)} saves"
+                for what, test in (("inf", np.isinf), ("nan", np.isnan)) if test(arr).any()]
+        var_attrs["comment"] = (f"{' and '.join(said)}: the value is past the float64 range (|x| > 1.8e308; nan: "
+                                "the difference of two such values)" + _FINITE.get(name, ""))
+    if not names:
+        return ""
+    finite = "; log_energy holds the finite log of each head's energy" if "log_energy" in data_vars else ""
+    return (f"{', '.join(names)} overflow float64 at some saves (inf where the value is past 1.8e308, nan where two "
+            f"such values are subtracted), as at a large beta{finite}.")
+
+
+#: where to read a finite counterpart of a diagnostic that overflows
+_FINITE = {k: "; log_energy is the finite log of each head's energy" for k in ("energy", "energy_multi")}
+_FINITE.update({k: "; the rate's size is of the energy's, whose log is log_energy (log_time_scale = 'auto' measures "
+                   "USA heads in units where both are finite)" for k in ("energy_rate", "head_energy_rate",
+                                                                         "rate_residual")})
 
 
 def _same_model(traj, model) -> None:

@@ -162,9 +162,10 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     cols = []
     for v in frame.columns.get_level_values("gap").unique():
         f = frame[v]
-        cells = [f"{m:.4g} ± {s:.2g}" for m, s in zip(f["value"].iloc[:-1], f["stderr"].iloc[:-1])]
+        cells = [f"{_num(m, '.4g')} ± {_num(s, '.2g')}" for m, s in zip(f["value"].iloc[:-1], f["stderr"].iloc[:-1])]
         r, lo, hi = f.loc["rate", ["value", "ci_low", "ci_high"]]
-        cols.append((v, cells, f"{r:.3f} [{lo:.3f}, {hi:.3f}]"))
+        cols.append((v, cells, f"{_num(r, '.3f')} " + ("[n/a]" if np.isnan(lo) or np.isnan(hi) else
+                                                         f"[{lo:.3f}, {hi:.3f}]")))
     ns = [str(n) for n in frame.index[:-1]]
     w0 = max(len("rate"), *(len(n) for n in ns))
     widths = [max(len(name), len(rate), *(len(c) for c in cells)) for name, cells, rate in cols]
@@ -173,7 +174,18 @@ def limit_study_table(ds: xr.Dataset, *, time: float = 0.0, variables=None) -> s
     for i, n in enumerate(ns):
         lines.append(f"{n:<{w0}}  " + "  ".join(f"{cells[i]:>{w}}" for (_, cells, _), w in zip(cols, widths)))
     lines.append(f"{'rate':<{w0}}  " + "  ".join(f"{rate:>{w}}" for (_, _, rate), w in zip(cols, widths)))
+    if any("n/a" in line for line in lines):  # say why, rather than print nan
+        lines.append(NOT_AVAILABLE)
     return "\n".join(line.rstrip() for line in lines)
+
+
+#: the footnote of a table with numbers it cannot give (one seed: no spread to measure)
+NOT_AVAILABLE = ("n/a: not available: an error bar needs at least 2 seeds at that n, and a rate interval at least 2 "
+                 "seeds at every n (n_seeds >= 2); W2 beyond w2_max_n is not computed.")
+
+
+def _num(x: float, fmt: str) -> str:
+    return "n/a" if np.isnan(x) else format(x, fmt)
 
 
 @declare(ds=_STUDY, var=AnyOf(NONE, Instance(str, what="a gap name")),

@@ -41,25 +41,29 @@ __all__ = ["Metric", "METRICS", "evaluate"]
 _TEXT = Instance(str, test=bool, what="a non-empty string (a CF attr)", bad=("", 3, None))
 
 
-@declare(fn=Function("fn(x, weights=None, model=None) -> float"), long_name=_TEXT, units=_TEXT, needs_model=Boolean())
+@declare(fn=Function("fn(x, weights=None, model=None) -> float"), long_name=_TEXT, units=_TEXT, needs_model=Boolean(),
+         on_sphere=Boolean())
 @dataclass(frozen=True)
 class Metric:
     """A named observable of a point cloud: ``fn(x, weights=None, model=None) -> float`` with its
-    CF attrs (``units="1"`` when dimensionless); ``needs_model`` when it reads the model."""
+    CF attrs (``units="1"`` when dimensionless); ``needs_model`` when it reads the model; ``on_sphere`` when
+    it measures tokens on the unit sphere (geodesic distances: a flat run's tokens have no value)."""
 
     fn: Callable
     long_name: str
     units: str
     needs_model: bool = False
+    on_sphere: bool = False
 
 
 METRICS = {
     "n_clusters": Metric(lambda x, w=None, model=None: n_clusters(x, w, eps=1e-3),
-                         "number of clusters (geodesic eps = 1e-3)", "1"),
+                         "number of clusters (geodesic eps = 1e-3)", "1", on_sphere=True),
     "largest_cluster": Metric(lambda x, w=None, model=None: float(cluster_sizes(x, w, eps=1e-3)[0]),
-                              "mass of the largest cluster", "1"),
+                              "mass of the largest cluster", "1", on_sphere=True),
     "distance_to_uniform": Metric(lambda x, w=None, model=None: distance_to_uniform(x, w, n_projections=100),
-                                  "spherical sliced W2 to the uniform measure", "turn"),
+                                  "spherical sliced W2 to the uniform measure", "turn",
+                                  on_sphere=True),
     "energy_multi": Metric(lambda x, w=None, model=None: model.energy(x), "total energy E_multi", "1", True),
     "log_energy_multi": Metric(lambda x, w=None, model=None: float(np.logaddexp.reduce(model.log_head_energies(x))),
                                "log of the total energy", "1", True),

@@ -117,6 +117,19 @@ def check_cell_model(model, params: dict) -> MultiHead:
     return model
 
 
+def check_metrics_fit(model: MultiHead, names) -> MultiHead:
+    """The metrics ``names`` of a sweep measure its cells' tokens: those on the unit sphere need a model on it."""
+    from .._observables.registry import METRICS
+
+    on_sphere = [name for name in names if METRICS[name].on_sphere]
+    if on_sphere and not model.geom.on_sphere:
+        raise InvalidParameterError(
+            f"The 'metrics' parameter of run_sweep: {', '.join(on_sphere)} measure tokens on the unit sphere, but the "
+            f"cells' heads run with geometry={model.geometry!r} (tokens off the sphere). Leave them out of metrics "
+            "(e.g. metrics=['energy_multi', 'mean_entropy']), or run the heads on the sphere.")
+    return model
+
+
 #: the modules the library's model functions were defined in when cell keys took their format (1): the
 #: name enters every stored cell's file name, so it stays when the code moves (tests/metrics/test_store_keys.py)
 KEY_MODULES = {"metrics._runs.sweep": "metrics.sweep", "metrics._runs.executors": "metrics._executors",

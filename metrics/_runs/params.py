@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from particles import KINDS, MultiHead
+from particles import KINDS, STEPPERS, MultiHead
 from particles.extend import MEAN_FIELD_KINDS
 from particles.validation import (
     KAPPA,  # noqa: F401  (the sweep and the studies declare kappa as P.KAPPA)
@@ -31,9 +31,21 @@ def mean_field_model(spheres: tuple[int, ...] = (), hint: str | None = None) -> 
     """The rule of a model the mean-field solvers take (the studies measure particles against them), on the
     spheres of dimensions ``spheres`` (d - 1; all when empty)."""
     where = f" on S^{' or S^'.join(map(str, spheres))}" if spheres else ""
-    return Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and (not spheres or m.d - 1 in spheres),
+    return Instance(MultiHead, test=lambda m: m.kind in MEAN_FIELD_KINDS and (not spheres or m.d - 1 in spheres)
+                    and standard_flow(m),
                     what=f"a particles.MultiHead with kind 'usa' or 'softmax' (the kinds the mean-field solvers "
-                         f"accept){where}", hint=hint)
+                         f"accept){where}, of the flow they solve: {STANDARD_FLOW_TEXT}", hint=hint)
+
+
+#: the MultiHead options of the flow the mean-field equation describes (the studies' references solve it)
+STANDARD_FLOW = {"causal": False, "geometry": "sphere", "update": "standard"}
+STANDARD_FLOW_TEXT = "the standard update on the sphere without a causal mask (causal=False, geometry='sphere', " \
+                     "update='standard')"
+
+
+def standard_flow(model) -> bool:
+    """Whether ``model`` runs the flow of the mean-field equation (:data:`STANDARD_FLOW`)."""
+    return all(getattr(model, k) == v for k, v in STANDARD_FLOW.items())
 
 
 POSITIVE = Interval(0, None, closed="neither")
@@ -58,6 +70,20 @@ PROGRESS = AnyOf(NONE, Boolean(), hint="None (default): a bar once the work has 
 
 DT_LE_T1 = Relation(("dt", "t1"), lambda dt, t1: dt <= t1, "must be <= t1 (one step at least)",
                     breaks={"dt": 2.0, "t1": 1.0})
+#: the steps one run may take: particles.simulate's default max_steps, at which a run stops unfinished
+MAX_RUN_STEPS = 10_000_000
+
+
+def _steps_within(t1: float, dt: float, method: str = "rk4") -> bool:
+    return STEPPERS[method].adaptive or t1 / dt <= MAX_RUN_STEPS
+
+
+_STEPS_MESSAGE = (f"t1 / dt is the number of steps of every run: it must be at most {MAX_RUN_STEPS:,} (the steps a "
+                  "run may take; past them it stops unfinished, after hours of work). Raise dt or lower t1")
+#: a fixed-step run of t1 / dt steps stays within MAX_RUN_STEPS (an adaptive method's dt is only its first step)
+STEPS_WITHIN = Relation(("t1", "dt"), _steps_within, _STEPS_MESSAGE, breaks={"t1": 1e7, "dt": 0.1})
+STEPS_WITHIN_METHOD = Relation(("t1", "dt", "method"), _steps_within, _STEPS_MESSAGE,
+                               breaks={"t1": 1e7, "dt": 0.1, "method": "rk4"})
 SEEDS_PER_N = Relation(("n_seeds", "n_values"), lambda s, nv: isinstance(s, int) or len(s) == len(nv),
                        "must be one integer, or have one entry per n_values entry",
                        breaks={"n_seeds": [1, 2, 3], "n_values": [4, 8]})

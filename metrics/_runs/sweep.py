@@ -61,7 +61,7 @@ from .assemble import assemble as _assemble
 from .cells import columns_dataset
 from .executors import check_not_bootstrapping, check_picklable, run_jobs
 from .failures import FailedCellWarning, failed_cells, warn_failed
-from .models import SweepModel, check_cell_model, describe_model_fn, random_heads, scalar_heads
+from .models import SweepModel, check_cell_model, check_metrics_fit, describe_model_fn, random_heads, scalar_heads
 from .progress import progress_bar
 from .store import CellWarning, _cell_key, load_finished, stamp_cell
 
@@ -146,7 +146,7 @@ def _custom_cell(cell_fn, params: dict, seed_index: int, settings: dict, path, k
     max_pool_restarts=Integer(0), cell_fn=AnyOf(NONE, Function()),
     cell_settings=AnyOf(NONE, Instance(dict)), fixed=AnyOf(NONE, P.FIXED), **P.RUN_OPTIONS,
     metrics=SequenceOf(Options(*METRICS), min_len=0, hint="Name them in a list: metrics=['n_clusters']."),
-    relations=[P.DT_LE_T1, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
+    relations=[P.DT_LE_T1, P.STEPS_WITHIN_METHOD, P.HEADS_ONCE, P.FIXED_OR_SWEPT])
 def run_sweep(
     grid: dict,
     *,
@@ -236,7 +236,7 @@ def run_sweep(
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
     paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
     if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
-        check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2])
+        check_metrics_fit(check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2]), metrics)
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})

@@ -74,7 +74,7 @@ class ChaosSettings(kit.StudySettings):
     reference_attrs: dict = field(default=None, compare=False, repr=False)
     density_key: str = ""
 
-    RELATIONS = (P.DT_LE_T1, P.SEEDS_PER_N)
+    RELATIONS = (P.DT_LE_T1, P.STEPS_WITHIN, P.SEEDS_PER_N)
 
     @property
     def deltas(self) -> np.ndarray:

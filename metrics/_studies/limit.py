@@ -68,7 +68,7 @@ class LimitSettings(kit.StudySettings):
     density_key: str = field(default="", metadata={"key": "density"})
 
     RELATIONS = (
-        P.DT_LE_T1, P.SEEDS_PER_N,
+        P.DT_LE_T1, P.STEPS_WITHIN, P.SEEDS_PER_N,
         Relation(("n_seeds", "sampling"), lambda n, s: s == "independent" or isinstance(n, int) or len(set(n)) == 1,
                  "must be one integer with sampling='nested' (seed s of every n shares its draws)",
                  breaks={"n_seeds": [2, 3], "n_values": [4, 8], "sampling": "nested"}),

@@ -116,7 +116,7 @@ class PhaseSettings(StudySettings):
     merge: float = setting(Interval(0, 0.1), 0.0, key=True, since=True)
     seed: int | None = setting(AnyOf(NONE, P.SEED), 0)
 
-    RELATIONS = (
+    RELATIONS = (P.STEPS_WITHIN_METHOD,
         Relation(("betas",), lambda b: len(np.unique(b)) == len(b), "must be distinct", breaks={"betas": [1.0, 1.0]}),
         Relation(("init", "d", "n"), lambda init, d, n: init != "equiangular" or d >= n,
                  "init='equiangular' needs d >= n (n orthonormal tokens): use init='uniform' or a larger d",
