@@ -247,6 +247,9 @@ def test_one_seed_prints_na_and_says_why(tmp_path, capsys):
     assert re.search(r"\n16 +[0-9.]+ ± n/a ", out) and re.search(r"\nrate +-?[0-9.]+ \[n/a\]", out)
     assert "n/a: not available: an error bar needs at least 2 seeds at that n, and a rate interval at least 2 " \
            "seeds at every n (n_seeds >= 2)" in out
+    with xr.open_dataset(tmp_path / "one.nc") as ds:  # the dataset says it too, beside its NaN
+        assert np.isnan(ds.w1_stderr).all() and "one seed" in ds.w1_stderr.attrs["comment"]
+        assert np.isnan(ds.rate_w1_ci).all() and "one seed" in ds.rate_w1_ci.attrs["comment"]
 
 
 def test_the_table_without_nans_has_no_footnote():

@@ -190,10 +190,14 @@ def rate_variables(name: str, g: np.ndarray, n_values, counts, *, paired: bool, 
                      for k in range(g.shape[2])])
     how = f"{'t' if interval == 't' else 'bootstrap'} interval of rate_{name} " \
           f"({'paired over seeds' if paired else 'independent n'})"
+    # one seed has no spread: say so where it leaves NaN (the table prints n/a)
+    one = (counts < 2).any()
+    se_note = {"comment": "NaN where an n has one seed: a standard error needs at least 2"} if one else {}
+    ci_note = {"comment": "NaN when an n has one seed: the interval needs the spread of 2 seeds or more"} if one else {}
     return {f"{name}_stderr": (("n_particles", "time"), se, {"long_name": f"standard error of the seed mean of {name}",
-                                                             "units": units}),
+                                                             "units": units, **se_note}),
             f"rate_{name}": (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {name} ~ n^r", "units": "1"}),
-            f"rate_{name}_ci": (("time", "bound"), fits[:, 1:3], {"long_name": f"95% {how}", "units": "1"}),
+            f"rate_{name}_ci": (("time", "bound"), fits[:, 1:3], {"long_name": f"95% {how}", "units": "1", **ci_note}),
             f"rate_{name}_stderr": (("time",), fits[:, 3], {"long_name": f"standard error of rate_{name}",
                                                             "units": "1"})}
 
