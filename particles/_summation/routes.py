@@ -22,10 +22,21 @@ __all__ = ["Route", "fast_route", "fast_available", "nufft_library", "Transforms
 _RANK_RTOL = 1e-13
 
 
+def _finufft():
+    """The finufft module; its loader goes through numpy.ctypeslib, which on numpy < 1.25 imports the
+    deprecated numpy.distutils (a DeprecationWarning that is numpy's, not a problem of the caller's)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"\s*`numpy.distutils` is deprecated", category=DeprecationWarning)
+        import finufft
+    return finufft
+
+
 def fast_available() -> bool:
     """Whether the FINUFFT package imports (the fast path needs it)."""
     try:
-        import finufft  # noqa: F401
+        _finufft()
     except ImportError:
         return False
     return True
@@ -142,8 +153,7 @@ class Transforms:
         return self._finufft(2, self.tgt, data, eps)
 
     def _finufft(self, kind: int, pts: np.ndarray, data: np.ndarray, eps: float) -> np.ndarray:
-        import finufft
-
+        finufft = _finufft()
         n_trans = data.shape[0]
         plan = finufft.Plan(kind, self.n_modes, n_trans=n_trans, eps=eps, isign=-1 if kind == 1 else 1,
                             modeord=0, nthreads=self.threads)
