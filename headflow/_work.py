@@ -165,8 +165,8 @@ def _check_runs_time(cfg: dict, command: str, runs: dict, timed: dict, what: str
     total = sum(count * (steps * timed["at"](n)[0] + n_saves * timed["at"](n)[1]) for n, count in runs.items())
     where = " and ".join(map(str, timed["measured_at"]))
     told = (f"about {_duration(total)}: {n_runs} runs ({what}) of {steps} steps and {n_saves} saves, a step of "
-            f"about {_duration(timed['at'](n_max)[0])} at the largest n = {n_max} (timed on this machine at n = "
-            f"{where})")
+            f"about {_duration(timed['at'](n_max)[0])} at n = {n_max}, the largest size it runs (timed on this "
+            f"machine at n = {where})")
     if total > float(sec["max_hours"]) * 3600.0:
         n_key, n_default = ("[sweep] grid.n_particles", 32) if command == "sweep" else \
             ("[study] n_values", max(default["n_values"]))

@@ -549,3 +549,11 @@ def test_a_config_head_count_that_does_not_divide_the_width_names_the_config_key
     with pytest.raises(InvalidParameterError, match=r"^n_heads = 3 does not divide .*pass the model's "
                                                     r"num_attention_heads \(n_heads=..., or config="):
         particles.load_attention(tensors, n_heads=3)
+
+
+def test_a_tokenizer_path_that_is_missing_or_a_folder_is_named_so(tmp_path):
+    """tokenize('models/tokenizer.json') said it must be JSON text or a path, never that the file is missing."""
+    with pytest.raises(InvalidParameterError, match=r"names the path 'models/tokenizer.json', but there is no file"):
+        sentences.tokenize("models/tokenizer.json", "hello")
+    with pytest.raises(InvalidParameterError, match=r"but there is a folder there"):
+        sentences.tokenize(str(tmp_path) + "/", "hello")

@@ -121,6 +121,11 @@ def _tokenizer_text(value, name, caller):
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidParameterError(f"The {name!r} parameter names the file {str(value)!r}, which cannot be "
                                         f"read as UTF-8 text ({exc}).") from None
+    if isinstance(value, str) and not value.lstrip().startswith(("{", "[")) and len(value) < 4096 and (
+            value.endswith(".json") or os.sep in value):  # (it reads as a path)
+        what = "a folder" if os.path.isdir(value) else "no file"
+        raise InvalidParameterError(f"The {name!r} parameter names the path {value!r}, but there is {what} there: pass "
+                                    "the path of a tokenizer.json, its text, or read_model_zip(path)[1].")
     if not isinstance(value, str) or not value.lstrip().startswith("{"):
         raise InvalidParameterError(
             f"The {name!r} parameter must be the JSON text of a tokenizer.json (starting with '{{') or "

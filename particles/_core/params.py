@@ -271,7 +271,8 @@ class MappingOf(Constraint):
             for v in vals:
                 if not self.items[key].accepts(v, strict):
                     fix = self.items[key].fix(v, strict).rstrip(".")  # (check ends the message)
-                    return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}.{fix}"
+                    return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}" + (
+                        f".{fix}" if fix else "")
         return None
 
     def accepts(self, value, strict: bool = False) -> bool:

@@ -119,3 +119,12 @@ def test_an_integer_beyond_int64_is_refused_as_too_large(value):
     with pytest.raises(InvalidParameterError, match=r"The 'n_heads' parameter of load_attention .* too large"):
         particles.load_attention({"h.0.attn.c_attn.weight": np.ones((2, 6)), "h.0.attn.c_proj.weight": np.eye(2)},
                                  n_heads=10**20)
+
+
+def test_a_grid_value_refused_without_a_fix_ends_with_one_full_stop():
+    """'got 0 (int)..': the grid's own full stop and the check's were both written."""
+    import metrics
+
+    with pytest.raises(InvalidParameterError) as info:
+        metrics.run_sweep({"n_particles": [0]}, n_seeds=1, t1=0.1, dt=0.05, n_saves=2)
+    assert "got 0 (int)." in str(info.value) and ".." not in str(info.value)
