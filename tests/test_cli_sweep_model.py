@@ -131,7 +131,8 @@ def test_a_flat_sweep_refuses_the_metrics_of_the_sphere_and_keeps_its_options(tm
     cfg.write_text(base + "[model]\ngeometry = \"flat\"\n")
     assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "flat.nc"), "--no-progress"]) == 2
     assert re.search(r"\[sweep\] metrics: n_clusters measure tokens on the unit sphere, but the cells' heads run "
-                     r"with geometry='flat'.*Leave them out of metrics", capsys.readouterr().err)
+                     r"with geometry='flat'.*Leave them out of metrics \(the default list holds n_clusters: name",
+                     capsys.readouterr().err)
     cfg.write_text(base + "metrics = [\"energy_multi\"]\n[model]\ngeometry = \"flat\"\nupdate = \"pre_ln\"\n"
                           "causal = true\n")
     assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "flat.nc"), "--no-progress"]) == 0

@@ -126,7 +126,8 @@ def check_metrics_fit(model: MultiHead, names) -> MultiHead:
         raise InvalidParameterError(
             f"The 'metrics' parameter of run_sweep: {', '.join(on_sphere)} measure tokens on the unit sphere, but the "
             f"cells' heads run with geometry={model.geometry!r} (tokens off the sphere). Leave them out of metrics "
-            "(e.g. metrics=['energy_multi', 'mean_entropy']), or run the heads on the sphere.")
+            "(the default list holds n_clusters: name the metrics yourself, e.g. metrics=['energy_multi', "
+            "'mean_entropy']), or run the heads on the sphere.")
     return model
 
 
