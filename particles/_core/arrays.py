@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from .errors import InvalidParameterError
-from .numerics import squared_norms
+from .numerics import rowdot
 from .validation import _fmt, _typename
 
 __all__ = ["check_finite", "check_real_array", "check_points", "check_weights", "check_source_weights",
@@ -134,7 +134,7 @@ def check_points(
         )
     check_finite(arr, name, caller)
     if on_sphere:
-        dev = float(np.max(np.abs(np.sqrt(squared_norms(arr)) - 1.0)))
+        dev = float(np.max(np.abs(np.sqrt(rowdot(arr, arr)) - 1.0)))
         if dev > atol:
             raise InvalidParameterError(f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > "
                                         f"atol={atol:g}); " + unit_hint(name, getattr(x, "dtype", None)))

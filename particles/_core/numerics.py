@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["LOG_OVERFLOW", "ROUNDOFF_RTOL", "negligible", "scalar_of", "scalar_heads", "scaled_rotation_of",
-           "is_symmetric", "squared_norms"]
+           "is_symmetric", "FEW_COORDS", "few_coords", "rowdot"]
 
 #: exp(709.8) is the float64 limit; 700 leaves room for the sum of n terms and the 1/n scale
 LOG_OVERFLOW = 700.0
@@ -65,12 +65,23 @@ def is_symmetric(M: np.ndarray) -> bool:
     return negligible(M - np.swapaxes(M, -1, -2), M)
 
 
-def squared_norms(a: np.ndarray) -> np.ndarray:
-    """Row norms squared of an (n, d) array: a loop over the columns for few of them (one strided
-    pass over all rows each; einsum runs an inner loop of d per row, slower at d <= 4)."""
-    if a.shape[1] > 4:
-        return np.einsum("ij,ij->i", a, a)
-    sq = a[:, 0] * a[:, 0]
-    for c in range(1, a.shape[1]):
-        sq += a[:, c] * a[:, c]
-    return sq
+#: up to this many coordinates, row-wise operations loop over the coordinates: numpy runs each as
+#: one strided loop over all rows, instead of one tiny inner loop of d entries per row (x3-x5 faster
+#: for the d = 2, 3 stacks of phase diagrams); the arithmetic, in the same order, is the same
+FEW_COORDS = 4
+
+
+def few_coords(*arrays) -> bool:
+    """The arrays share a last axis of at most :data:`FEW_COORDS` coordinates."""
+    d = arrays[0].shape[-1] if arrays[0].ndim else 0
+    return 0 < d <= FEW_COORDS and all(a.ndim and a.shape[-1] == d for a in arrays)
+
+
+def rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products over the last axis (by coordinates for :func:`few_coords` arrays)."""
+    if few_coords(a, b):
+        r = a[..., 0] * b[..., 0]
+        for c in range(1, a.shape[-1]):
+            r += a[..., c] * b[..., c]
+        return r
+    return np.einsum("...i,...i->...", a, b)

@@ -23,6 +23,7 @@ import numpy as np
 from .arrays import check_real_array, unit_hint
 from .declarations import Relation, declare
 from .errors import InvalidParameterError
+from .numerics import few_coords, rowdot
 from .params import Integer
 from .params_data import Checked, Seed
 
@@ -40,29 +41,9 @@ __all__ = [
 ]
 
 
-#: up to this many coordinates, row-wise operations loop over the coordinates: numpy runs each as
-#: one strided loop over all rows, instead of one tiny inner loop of d entries per row (x3-x5 faster
-#: for the d = 2, 3 stacks of phase diagrams); the arithmetic, in the same order, is the same
-FEW_COORDS = 4
-
-
-def _few(*arrays) -> bool:
-    d = arrays[0].shape[-1] if arrays[0].ndim else 0
-    return 0 < d <= FEW_COORDS and all(a.ndim and a.shape[-1] == d for a in arrays)
-
-
-def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if _few(a, b):
-        r = a[..., 0] * b[..., 0]
-        for c in range(1, a.shape[-1]):
-            r += a[..., c] * b[..., c]
-        return r
-    return np.einsum("...i,...i->...", a, b)
-
-
 def _project_tangent(x, v):
-    dot = _rowdot(x, v)
-    if not _few(x, v) or x.shape != v.shape:
+    dot = rowdot(x, v)
+    if not few_coords(x, v) or x.shape != v.shape:
         return v - dot[..., None] * x
     out = np.empty(v.shape, dtype=np.result_type(x, v))
     for c in range(v.shape[-1]):
@@ -72,8 +53,8 @@ def _project_tangent(x, v):
 
 
 def _normalize(y, out=None):
-    norm = np.sqrt(_rowdot(y, y))
-    if not _few(y):
+    norm = np.sqrt(rowdot(y, y))
+    if not few_coords(y):
         return np.divide(y, norm[..., None], out=out)
     out = np.empty(y.shape, dtype=np.result_type(y, norm)) if out is None else out
     for c in range(y.shape[-1]):
@@ -87,14 +68,14 @@ def _retract(x, v):
 
 
 def _exp_map(x, v):
-    t = np.sqrt(_rowdot(v, v))[..., None]
+    t = np.sqrt(rowdot(v, v))[..., None]
     return _normalize(np.cos(t) * x + np.sinc(t / np.pi) * v)
 
 
 def _geodesic_distance(x, y):
     a = x - y
     b = x + y
-    return 2.0 * np.arctan2(np.sqrt(_rowdot(a, a)), np.sqrt(_rowdot(b, b)))
+    return 2.0 * np.arctan2(np.sqrt(rowdot(a, a)), np.sqrt(rowdot(b, b)))
 
 
 # tolerance of the public functions for "on the sphere" (states of the solvers are unit to ~1e-15)
@@ -139,8 +120,8 @@ def _pair(second):
 
 
 def _tangent(v, x):
-    dots = np.abs(_rowdot(x, v))
-    return float(np.max(dots / np.maximum(1.0, np.sqrt(_rowdot(v, v))))) <= 1e-6
+    dots = np.abs(rowdot(x, v))
+    return float(np.max(dots / np.maximum(1.0, np.sqrt(rowdot(v, v))))) <= 1e-6
 
 
 #: v is tangent at x (max |<x_i, v_i>| / max(1, |v_i|) <= 1e-6)
@@ -149,7 +130,7 @@ _TANGENT = Relation(("v", "x"), _tangent, "must be tangent at x (|<x_i, v_i>| <=
 
 
 def _check_unit(x, name, caller, dtype=None):
-    dev = float(np.max(np.abs(np.sqrt(_rowdot(x, x)) - 1.0)))
+    dev = float(np.max(np.abs(np.sqrt(rowdot(x, x)) - 1.0)))
     if dev > _ATOL:
         raise InvalidParameterError(
             f"{name}{_of(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
@@ -183,7 +164,7 @@ def normalize(y) -> np.ndarray:
     y : ndarray of shape (..., d), finite rows of positive norm
         A zero row has no direction and is refused (it would become NaN).
     """
-    norms = np.sqrt(_rowdot(y, y))
+    norms = np.sqrt(rowdot(y, y))
     if not np.all(norms > 0) or not np.all(np.isfinite(norms)):
         bad = int(np.sum(~(norms > 0) | ~np.isfinite(norms)))
         raise InvalidParameterError(
@@ -288,7 +269,7 @@ def _flat_retract(x, v):
 
 
 def _flat_distance(x, y):
-    return np.sqrt(_rowdot(x - y, x - y))
+    return np.sqrt(rowdot(x - y, x - y))
 
 
 def _flat_sample(n, d, rng=None):

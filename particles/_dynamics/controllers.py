@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.errors import SolverError
-from .._core.sphere import _rowdot
+from .._core.numerics import rowdot as _rowdot
 
 __all__ = ["ConstantStep", "PIDController", "CFLController", "MAX_MOVE", "check_underflow"]
 

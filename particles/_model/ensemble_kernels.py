@@ -55,8 +55,9 @@ import numpy as np
 
 from .._core.blocking import Workspace
 from .._core.errors import SolverError
-from .._core.numerics import LOG_OVERFLOW
-from .._core.sphere import FEW_COORDS, _project_tangent, _rowdot
+from .._core.numerics import FEW_COORDS, LOG_OVERFLOW
+from .._core.numerics import rowdot as _rowdot
+from .._core.sphere import _project_tangent
 from .._summation.exact import _UNDERFLOW, _finish
 
 __all__ = ["scalar_head", "usa_scale", "check_overflow", "Workspace", "WORK"]

@@ -8,10 +8,10 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import InvalidParameterError
-from .._core.numerics import scalar_of
+from .._core.numerics import FEW_COORDS, scalar_of
+from .._core.numerics import rowdot as _rowdot
 from .._core.params import Integer, Interval
 from .._core.params_data import States
-from .._core.sphere import FEW_COORDS, _rowdot
 from .._core.validation import check_param
 from .settling import SettlingEnsemble
 
@@ -99,7 +99,7 @@ class SettledMixin:
 
 def _in_cap(x: np.ndarray, radius: float) -> np.ndarray:
     """Systems whose tokens all lie within angle ``radius`` of their normalised mean."""
-    if x.shape[2] <= FEW_COORDS:  # one strided loop per coordinate (see particles._core.sphere)
+    if x.shape[2] <= FEW_COORDS:  # one strided loop per coordinate (see particles._core.numerics)
         c = [x[..., k].sum(axis=1) for k in range(x.shape[2])]
         norm = np.maximum(np.sqrt(sum(ck * ck for ck in c)), 1e-300)
         cos = x[..., 0] * (c[0] / norm)[:, None]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erfc, ive
 
-from .._core.numerics import squared_norms
+from .._core.numerics import rowdot
 from .routes import Transforms, _pack, _truncate_bessel, _truncate_gauss, _unpack
 
 __all__ = ["Group", "GroupRun", "build_groups", "run_group", "fine_grid"]
@@ -99,7 +99,7 @@ def build_groups(infos, targets, sources, w, tol_model):
 
 
 def max_norm(X):
-    return float(np.sqrt(np.max(squared_norms(X))))
+    return float(np.sqrt(np.max(rowdot(X, X))))
 
 
 def _gauss_group(heads, route, tgt, src, c, sigmas, flips, offsets, tol_model, r, centre, extent=None):
