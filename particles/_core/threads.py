@@ -103,7 +103,7 @@ def blas_single(pairs: int, own: bool = False):
     cores as threads it takes half a core from the pass's threads; the GEMMs around such a pass are
     thin (n × d by d × d), so one BLAS thread costs them little."""
     limit, k, pinned = None, num_threads(), getattr(_pinned, "k", None)
-    if (own or pairs >= MIN_PARALLEL_PAIRS) and k > 1:
+    if pinned is None and (own or pairs >= MIN_PARALLEL_PAIRS) and k > 1:  # (a nested pass: already limited)
         limit, _pinned.k = _limit_blas(), k
     try:
         yield

@@ -22,8 +22,9 @@ __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batch
 #: measured 1.7-2x slower per exp on a 2 MiB-L2 x86 core (n = 1024..4096, d = 3..64)
 SYMMETRIC_SIDE = 256
 #: the side on the thread pool: two threads contend for the GIL between the numpy calls of their tiles,
-#: and 384^2 tiles (1.1 MiB, still in L2) make 2.25x fewer calls: measured at d = 3 on two threads, n = 4096
-#: 8.0 -> 7.3 ms, n = 8192 28.6 -> 26.4 ms (one thread: 12.3 against 13.1 ms, so one thread keeps 256)
+#: and 384^2 tiles (1.1 MiB, still in L2) make 2.25x fewer calls: measured at d = 3 on two threads (one
+#: process, other jobs paused), n = 4096 8.0 -> 7.3 ms, n = 8192 28.6 -> 26.4 ms (one thread: 12.3 against
+#: 13.1 ms, so one thread keeps 256)
 SYMMETRIC_SIDE_POOL = 384
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
