@@ -247,7 +247,8 @@ def test_data_offsets_are_refused_for_what_is_wrong_with_them(offsets, said):
     ("model.safetensors.gz", b"\x1f\x8b\x08" + bytes(60), "gzip-compressed: decompress it first"),
     ("model.safetensors", b"version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 90868376\n",
      "a Git LFS pointer, not the tensors: fetch them"),
-    ("model.safetensors", b"<!DOCTYPE html><html><body>Not Found</body></html>", "a web page \\(HTML\\)")])
+    ("model.safetensors", b"<!DOCTYPE html><html><body>Not Found</body></html>", "a web page \\(HTML\\)"),
+    ("model.safetensors", b"<!doctype html><html><body>Not Found</body></html>", "a web page \\(HTML\\)")])
 def test_a_zip_or_gzip_file_is_named_for_what_it_is(tmp_path, name, content, said):
     path = tmp_path / name
     path.write_bytes(content)

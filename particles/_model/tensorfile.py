@@ -38,8 +38,8 @@ _MAGIC = ((b"PK\x03\x04", "a zip archive: a PyTorch checkpoint (torch.save, e.g.
           (b"\x1f\x8b", "gzip-compressed: decompress it first (gunzip, or gzip.decompress of its bytes)"),
           (b"version https://git-lfs", "a Git LFS pointer, not the tensors: fetch them (git lfs pull in the clone) or "
                                        "download the file itself"),
-          (b"<!DOCTYPE", "a web page (HTML), not the tensors: the download saved a page; download the file itself"),
-          (b"<html", "a web page (HTML), not the tensors: the download saved a page; download the file itself"))
+          *((tag, "a web page (HTML), not the tensors: the download saved a page; download the file itself")
+            for tag in (b"<!DOCTYPE", b"<!doctype", b"<html")))
 
 
 def _bad(where: str, what: str) -> InvalidParameterError:
