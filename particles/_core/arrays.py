@@ -137,22 +137,19 @@ def check_points(
         dev = float(np.max(np.abs(np.sqrt(rowdot(arr, arr)) - 1.0)))
         if dev > atol:
             raise InvalidParameterError(f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > "
-                                        f"atol={atol:g}); " + unit_hint(name, getattr(x, "dtype", None)))
+                                        f"atol={atol:g}); " + unit_hint(name, getattr(x, "dtype", None), dev))
     return arr
 
 
-def unit_hint(name: str, dtype) -> str:
-    """How to put points on the sphere: normalising a float32 (or float16) array in its own
-    precision leaves norms off by ~1e-7, so such input is cast to float64 first."""
-    try:
-        low = np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize < 8
-    except TypeError:
-        low = False
-    if low:
+def unit_hint(name: str, dtype, dev: float = 1.0) -> str:
+    """How to put points on the sphere: a float32 (float16) array normalised in its own precision has norms off
+    by ~1e-7, so it is cast to float64 first (said too for a deviation ``dev`` that small: a lost dtype)."""
+    if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8:  # (else: the deviation tells)
         return (f"{name} is {np.dtype(dtype).name} (norms good to ~{np.finfo(dtype).eps:.0e} only, whatever the "
                 f"normalisation): cast it first, {name} = np.asarray({name}, dtype=np.float64), then "
                 f"{name} / np.linalg.norm({name}, axis=-1, keepdims=True).")
-    return f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True)."
+    tail = " in float64 (norms off by < 1e-6: normalised in float32? cast to float64 first)" if dev < 1e-6 else ""
+    return f"use {name} / np.linalg.norm({name}, axis=-1, keepdims=True){tail}."
 
 
 def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> np.ndarray:

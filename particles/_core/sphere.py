@@ -134,7 +134,7 @@ def _check_unit(x, name, caller, dtype=None):
     if dev > _ATOL:
         raise InvalidParameterError(
             f"{name}{_of(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={_ATOL:g}); "
-            + unit_hint(name, dtype)
+            + unit_hint(name, dtype, dev)
         )
 
 

@@ -48,7 +48,7 @@ def check_states(xs, name: str = "xs", caller: str = "", *, d: int | None = None
         if dev > atol:
             raise InvalidParameterError(
                 f"{name}{_fmt(caller)} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol={atol:g}); "
-                + unit_hint(name, getattr(xs, "dtype", None))
+                + unit_hint(name, getattr(xs, "dtype", None), dev)
             )
     return arr
 

@@ -130,7 +130,7 @@ class Ensemble(SettledMixin):
             if dev > 1e-10:
                 raise InvalidParameterError(
                     f"{name} must lie on the unit sphere (max |‖x_i‖ − 1| = {dev:.1e} > atol=1e-10); "
-                    + unit_hint(name, dtype)
+                    + unit_hint(name, dtype, dev)
                 )
         return x
 

@@ -191,6 +191,9 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     def check_x(self, x, name: str = "x") -> np.ndarray:
         """Validate a state against this model (shape (n, d), finite, on the sphere), the shape first:
         a transposed state is named as such, not sent to be normalised."""
+        shape = getattr(x, "shape", ())
+        if len(shape) == 2 and shape[1] == self.d:  # the usual state: one pass of checks
+            return check_points(x, name, type(self).__name__, on_sphere=self.geom.on_sphere, min_d=1)
         raw, x = x, check_points(x, name, type(self).__name__, on_sphere=False, min_d=1)
         if x.shape[1] != self.d:
             turned = f" (it looks transposed: pass {name}.T)" if x.shape[0] == self.d else ""

@@ -131,3 +131,17 @@ def test_noise_larger_than_a_step_may_move_is_refused_up_front():
         particles.simulate(x0, _model(), t1=0.1, dt=0.01, method="euler_maruyama", kappa=1e-3)
     traj = particles.simulate(x0, _model(), t1=0.1, dt=0.01, method="euler_maruyama", kappa=1.0, rng=0)
     assert traj.status == "finished"
+
+
+def test_a_method_that_converts_first_still_says_cast_for_float32_norms():
+    """MultiHead's methods convert the state to float64 before its sphere check (the dtype is gone): a
+    deviation of float32 size (< 1e-6) still gets the cast; a large one keeps the plain hint."""
+    model = _model()
+    x = particles.sample_uniform(16, 3, rng=5).astype(np.float32)
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    for call in (lambda: model.velocity(x), lambda: model.energy(x), lambda: model.entropy(x)):
+        with pytest.raises(InvalidParameterError, match=r"normalised in float32\? cast to float64 first"):
+            call()
+    with pytest.raises(InvalidParameterError, match=r"use x / np\.linalg\.norm") as err:
+        model.velocity(2.0 * x.astype(np.float64))
+    assert "float32" not in str(err.value)
