@@ -77,9 +77,16 @@ def few_coords(*arrays) -> bool:
     return 0 < d <= FEW_COORDS and all(a.ndim and a.shape[-1] == d for a in arrays)
 
 
+#: above this many entries (512 KiB) a coordinate loop of 3 or more passes reads operands that no longer sit in
+#: a core's L2 cache once per coordinate: einsum's single pass wins (n = 10^5, d = 3: 0.45 against 1.1 ms;
+#: two coordinates stay faster by the loop up to 10^5 rows at least)
+ROWDOT_CACHED = 2**16
+
+
 def rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products over the last axis (by coordinates for :func:`few_coords` arrays)."""
-    if few_coords(a, b):
+    """Row-wise dot products over the last axis (by coordinates for :func:`few_coords` arrays that sit in
+    cache, :data:`ROWDOT_CACHED`)."""
+    if few_coords(a, b) and (a.shape[-1] <= 2 or a.size <= ROWDOT_CACHED):
         r = a[..., 0] * b[..., 0]
         for c in range(1, a.shape[-1]):
             r += a[..., c] * b[..., c]
