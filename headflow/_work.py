@@ -141,18 +141,22 @@ def check_simulate_time(cfg: dict, model, *, out=print) -> dict:
         steps_default = default["t1"] / default["dt"]
         grown = {"[run] n": (int(run["n"]) / default["n"]) ** est["power"],
                  "[run] dt (or t1)": est["steps"] / steps_default}
-        key = max(grown, key=grown.get)
-        if est["n_saves"] * est["save"] > est["steps"] * est["step"]:
-            key = "[run] n_saves"
-        # (the steps are t1 / dt: a longer dt or an earlier t1 shortens the run)
-        fix = {"[run] dt (or t1)": "Raise [run] dt or lower [run] t1 (fewer steps)"}.get(key, f"Lower {key}")
-        raise ConfigError(f"{key} makes this run too long: it would take {_describe(est)}, beyond [run] max_hours = "
-                          f"{run['max_hours']:g}. {fix}, or raise [run] max_hours to run it anyway. "
-                          "Nothing was run.")
+        saves = est["n_saves"] * est["save"] > est["steps"] * est["step"]
+        _refuse_long(grown, "run", "run", _describe(est), run["max_hours"], "[run] n_saves" if saves else None)
     if est["step"] > NOTE_SECONDS or est["total"] > NOTE_TOTAL_SECONDS:
         out(f"headflow simulate: this run will take {_describe(est)}. The progress bar (unless --no-progress) moves "
             "once per step; Ctrl-C stops the run (nothing is written).", flush=True)
     return est
+
+
+def _refuse_long(grown: dict, section: str, what: str, told: str, max_hours: float, key: str | None = None):
+    """Raise the :class:`ConfigError` of a ``what`` (run, sweep, study) estimated at ``told``, beyond ``[section]
+    max_hours``, naming ``key`` (default: the key of ``grown``, key -> growth over its default, that grew most)."""
+    key = key or max(grown, key=grown.get)
+    # (the steps are t1 / dt: a longer dt or an earlier t1 shortens the run)
+    fix = f"Raise [{section}] dt or lower [{section}] t1 (fewer steps)" if key.endswith("(or t1)") else f"Lower {key}"
+    raise ConfigError(f"{key} makes this {what} too long: it would take {told}, beyond [{section}] max_hours = "
+                      f"{max_hours:g}. {fix}, or raise [{section}] max_hours to run it anyway. Nothing was run.")
 
 
 def _check_runs_time(cfg: dict, command: str, runs: dict, timed: dict, what: str, out) -> float:
@@ -173,12 +177,7 @@ def _check_runs_time(cfg: dict, command: str, runs: dict, timed: dict, what: str
         grown = {f"[{section}] dt (or t1)": steps / (default["t1"] / default["dt"]),
                  n_key: (n_max / n_default) ** timed["power"],
                  "[sweep] grid or n_seeds" if command == "sweep" else "[study] n_seeds": n_runs / 8}
-        key = max(grown, key=grown.get)
-        fix = (f"Raise [{section}] dt or lower [{section}] t1 (fewer steps)" if key.endswith("(or t1)")
-               else f"Lower {key}")
-        raise ConfigError(f"{key} makes this {command} too long: it would take {told}, beyond [{section}] max_hours "
-                          f"= {sec['max_hours']:g}. {fix}, or raise [{section}] max_hours to run it anyway. "
-                          "Nothing was run.")
+        _refuse_long(grown, section, command, told, sec["max_hours"])
     if total > NOTE_TOTAL_SECONDS:
         out(f"headflow {command}: this {command} will take {told}. Ctrl-C stops it; the finished cells are kept.",
             flush=True)
