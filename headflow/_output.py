@@ -27,6 +27,7 @@ import os
 import pathlib
 import re
 import shutil
+import warnings
 
 from ._config import ConfigError
 
@@ -175,7 +176,11 @@ def write_output(ds, path: pathlib.Path, fmt: str) -> None:
     ds.attrs[STAMP_ATTR] = output_stamp(ds.attrs["config"], ds.attrs["headflow_version"])
     tmp = path.with_name(path.name + f".part{os.getpid()}")
     if fmt == "zarr":
-        ds.to_zarr(tmp, mode="w", consolidated=False)  # consolidated metadata is not in the zarr v3 spec
+        with warnings.catch_warnings():
+            # consolidated metadata is an extension of zarr's format 3 (zarr 3 warns so), but a store without it
+            # makes xr.open_zarr(path) print a long RuntimeWarning before it falls back
+            warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+            ds.to_zarr(tmp, mode="w", consolidated=True)
     else:
         ds.to_netcdf(tmp)
     exists = path.exists() or path.is_symlink()

@@ -91,6 +91,9 @@ def test_simulate_zarr(tmp_path):
     assert cli.main(["simulate", cfg, "--out", str(out), "--format", "zarr", "--no-progress"]) == 0
     with xr.open_zarr(out, consolidated=False) as ds:
         assert ds.positions.shape == (3, 6, 3) and json.loads(ds.attrs["config"])["run"]["seed"] == 3
+    # the store carries consolidated metadata: xarray's default opening reads it without a warning (an error here)
+    with xr.open_zarr(out) as ds:
+        assert ds.positions.shape == (3, 6, 3)
 
 
 def test_sweep_resumes_only_missing_cells(tmp_path, monkeypatch):
