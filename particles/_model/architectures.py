@@ -142,6 +142,13 @@ def detect_architecture(tensors, architecture: str | None = None) -> tuple[str, 
                                         "pass a dict holding one of them.")
         return arch, hits[0].group(1), 1 + max(int(m.group(2)) for m in hits)
     want = "" if architecture is None else f" in the {architecture!r} naming"
+    if architecture is not None:  # the tensors of another known naming: say which, not "rename"
+        other = [a for a in ARCHITECTURES if a != architecture and any(map(re.compile(ARCHITECTURES[a].marker).match,
+                                                                              names))]
+        if other:
+            raise InvalidParameterError(f"architecture={architecture!r}, but no attention tensors are in the "
+                                        f"{architecture!r} naming: they are in the {other[0]!r} naming. Pass "
+                                        f"architecture={other[0]!r}, or leave architecture=None to detect it.")
     shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
     raise InvalidParameterError(
         f"unknown architecture: no attention tensors{want} among the {len(names)} tensors ({shown}). Known namings: "

@@ -213,8 +213,13 @@ def test_bad_files(rng, tmp_path):
     with pytest.raises(InvalidParameterError,
                        match="'architecture' parameter of load_attention must be None or one of"):
         load_attention(t, n_heads=3, architecture="t5")
-    with pytest.raises(InvalidParameterError, match=r"no attention tensors in the 'bert' naming"):
+    # GPT-2 tensors read as BERT: the refusal names the naming they are in, not "rename the tensors"
+    with pytest.raises(InvalidParameterError, match=r"no attention tensors are in the 'bert' naming: they are in "
+                                                    r"the 'gpt2' naming\. Pass architecture='gpt2'") as err:
         load_attention(t, n_heads=3, architecture="bert")
+    assert "Rename" not in str(err.value)
+    with pytest.raises(InvalidParameterError, match=r"no attention tensors in the 'bert' naming.*Rename"):
+        load_attention({"foo.weight": np.eye(3)}, n_heads=1, architecture="bert")
     bad = dict(t)
     del bad["h.0.attn.c_proj.weight"]
     with pytest.raises(InvalidParameterError, match=r"missing tensor 'h\.0\.attn\.c_proj\.weight'"):
