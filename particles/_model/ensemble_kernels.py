@@ -30,7 +30,11 @@ so no row underflows), else each system's own. Measured at n = 32, d = 2, 256 sy
 thread, in one process: 0.385 ms per evaluation against 0.45-0.47 ms for the (S, d + 1, n)
 layout with a per-system shift (its (S, n) slices ran as S loops of n entries: the finishing
 passes took 0.069 ms, now 0.035, the fill 0.028, now 0.021), against 0.214 ms for ``np.exp``
-over the S n² logits.
+over the S n² logits. The GEMM that writes the logits, their exp and the GEMM that reads them run over
+blocks of :data:`L2_LOGITS` // n² systems (64 at n = 32), so the logits stay in a core's L2 cache between the
+three calls (a chunk of 512 systems wrote 4 MiB, read back from memory twice): 2.1-2.2 against 2.37 µs per
+system and evaluation at 512 systems, and the phase-diagram workload (9 β values x 2048 systems, chunks of 512)
+13 % faster end to end, with bitwise the same output (the same per-system BLAS calls).
 
 Measured and not kept (numpy, n = 32, d = 2, one thread): forming the Gram matrix by
 broadcasting (about twice the batched GEMM's time); one exp per unordered pair of the symmetric
@@ -65,6 +69,9 @@ __all__ = ["scalar_head", "usa_scale", "check_overflow", "Workspace", "WORK"]
 
 #: the buffers of this thread (a velocity evaluation never calls another one)
 WORK = Workspace()
+#: logits of one block of systems (d <= 4): 2^16 doubles (512 KiB) stay in a core's L2 cache between the GEMM
+#: that writes them, the exp and the GEMM that reads them
+L2_LOGITS = 2**16
 
 
 def scalar_head(x: np.ndarray, a: np.ndarray, work: Workspace, *, usa_n: int | None = None,
@@ -199,11 +206,16 @@ def _few_coords(x, a, unit, work, logz, tangent, weights, out):
         np.multiply(YT[c], a[:, None], out=LA[c])
     LA[d] = -shift[:, None]
     YT[d] = 1.0
-    E = np.matmul(LA.transpose(1, 2, 0), YT.transpose(1, 0, 2), out=work.get("logits", (S, n, n)))
-    np.exp(E, out=E)
     Yw = YT if weights is None else np.multiply(YT, weights, out=work.get("weighted", YT.shape))
     O = work.get("sums", (d + 1, S, n))
-    np.matmul(Yw.transpose(1, 0, 2), E, out=O.transpose(1, 0, 2))
+    B = max(1, min(S, L2_LOGITS // (n * n)))  # systems per block: their logits stay in L2 from GEMM to GEMM
+    E = work.get("logits", (B, n, n))
+    for s0 in range(0, S, B):
+        sl = slice(s0, min(S, s0 + B))
+        Eb = E[: sl.stop - s0]
+        np.matmul(LA[:, sl].transpose(1, 2, 0), YT[:, sl].transpose(1, 0, 2), out=Eb)
+        np.exp(Eb, out=Eb)
+        np.matmul(Yw[:, sl].transpose(1, 0, 2), Eb, out=O[:, sl].transpose(1, 0, 2))
     z = O[d]
     if not z.min() > _UNDERFLOW:  # rows whose shift overshot: the exact pass redoes them
         sums = _redo_rows(LA.transpose(1, 2, 0)[..., :d], x, YT.transpose(1, 2, 0), O.transpose(1, 2, 0),
