@@ -26,6 +26,12 @@ SYMMETRIC_SIDE = 256
 #: process, other jobs paused), n = 4096 8.0 -> 7.3 ms, n = 8192 28.6 -> 26.4 ms (one thread: 12.3 against
 #: 13.1 ms, so one thread keeps 256)
 SYMMETRIC_SIDE_POOL = 384
+#: entries of one row tile for d <= 16 (the default 2^18 = 2 MiB for wider heads): with few coordinates the
+#: exp and the reads of the tile, not the GEMMs, set the cost, and a 1 MiB tile stays in L2 beside its
+#: operands. One thread, 2^17 against 2^18: d = 3, n = 1024 / 4096 / 8192 / 16384: 1.77 / 25.6 / 117 / 523
+#: against 2.39 / 36.0 / 144 / 604 ms; d = 8: 40.8 against 43.5; d = 16: 55.4 against 56.9; d = 32: 83.9
+#: against 79.4 ms (there the larger GEMMs win)
+ROW_ELEMENTS_FEW = 2**17
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
 _UNDERFLOW = 1e-250
@@ -123,7 +129,8 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     block_elements : int, optional
         Entries of one logit tile at most (default :data:`~particles._core.blocking.DEFAULT_BLOCK_ELEMENTS`;
         the symmetric pass's square tiles are at most :data:`SYMMETRIC_SIDE` on a side, or
-        :data:`SYMMETRIC_SIDE_POOL` on the thread pool).
+        :data:`SYMMETRIC_SIDE_POOL` on the thread pool; the row tiles of d <= 16 at most
+        :data:`ROW_ELEMENTS_FEW`).
     symmetric : bool
         The logit matrix is symmetric (targets are the sources and M = Mᵀ): each
         off-diagonal tile then serves both its rows and, transposed, its columns, so half
@@ -164,7 +171,8 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     shift = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
     La = _with_column(L, -shift)
     out = np.empty((m, d + 1))
-    B = rows_per_block(m, n, block_elements)
+    cap = block_elements or DEFAULT_BLOCK_ELEMENTS  # (at most: a narrow head's tiles stop at ROW_ELEMENTS_FEW)
+    B = rows_per_block(m, n, min(cap, ROW_ELEMENTS_FEW) if d <= 16 else cap)
 
     def blocks(starts):
         tile = np.empty((B, n))
