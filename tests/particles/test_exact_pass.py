@@ -22,3 +22,29 @@ def test_symmetric_tiles_match_the_row_pass(rng, beta, block):
     assert np.all(np.isfinite(tiles.logz)) and np.all(np.isfinite(tiles.mean))
     np.testing.assert_allclose(tiles.logz, rows.logz, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(tiles.mean, rows.mean, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_chunks_sharing_one_pool_thread_keep_their_own_sums(rng, monkeypatch, symmetric):
+    """Two chunks of a pass on a pool whose one worker runs both, one after the other (a thread pool may
+    schedule so): each chunk's sums stay its own (a per-thread accumulator reused by the second chunk
+    wiped the first's), so the pass equals the one-thread pass to round-off."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import particles
+    from particles._core import threads
+
+    n, d = 2500, 3
+    x = sample_uniform(n, d, rng)
+    L = x @ (4.0 * random_symmetric(rng, 1, d)[0])
+    particles.set_num_threads(1)
+    try:
+        one = exact_exp_sums(L, x, None, symmetric=symmetric)
+        monkeypatch.setattr(threads, "_pools", {2: ThreadPoolExecutor(max_workers=1)})
+        monkeypatch.setattr(threads, "_pool_limit", lambda: None)
+        particles.set_num_threads(2)
+        shared = exact_exp_sums(L, x, None, symmetric=symmetric)
+    finally:
+        particles.set_num_threads(None)
+    np.testing.assert_allclose(shared.logz, one.logz, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(shared.mean, one.mean, rtol=0, atol=1e-12)
