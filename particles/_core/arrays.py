@@ -145,7 +145,7 @@ def unit_hint(name: str, dtype, dev: float = 1.0) -> str:
     """How to put points on the sphere: a float32 (float16) array normalised in its own precision has norms off
     by ~1e-7, so it is cast to float64 first (said too for a deviation ``dev`` that small: a lost dtype)."""
     if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize < 8:  # (else: the deviation tells)
-        return (f"{name} is {np.dtype(dtype).name} (norms good to ~{np.finfo(dtype).eps:.0e} only, whatever the "
+        return (f"{name} is {dtype.name} (norms good to ~{np.finfo(dtype).eps:.0e} only, whatever the "
                 f"normalisation): cast it first, {name} = np.asarray({name}, dtype=np.float64), then "
                 f"{name} / np.linalg.norm({name}, axis=-1, keepdims=True).")
     tail = " in float64 (norms off by < 1e-6: normalised in float32? cast to float64 first)" if dev < 1e-6 else ""

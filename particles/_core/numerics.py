@@ -67,7 +67,8 @@ def is_symmetric(M: np.ndarray) -> bool:
 
 #: up to this many coordinates, row-wise operations loop over the coordinates: numpy runs each as
 #: one strided loop over all rows, instead of one tiny inner loop of d entries per row (x3-x5 faster
-#: for the d = 2, 3 stacks of phase diagrams); the arithmetic, in the same order, is the same
+#: for the d = 2, 3 stacks of phase diagrams); for d >= 3 the loop and einsum may round the last bit
+#: differently (einsum's order of the sum is its own), so a row's value depends on the path to round-off
 FEW_COORDS = 4
 
 

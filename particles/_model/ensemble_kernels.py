@@ -32,9 +32,10 @@ layout with a per-system shift (its (S, n) slices ran as S loops of n entries: t
 passes took 0.069 ms, now 0.035, the fill 0.028, now 0.021), against 0.214 ms for ``np.exp``
 over the S n² logits. The GEMM that writes the logits, their exp and the GEMM that reads them run over
 blocks of :data:`L2_LOGITS` // n² systems (64 at n = 32), so the logits stay in a core's L2 cache between the
-three calls (a chunk of 512 systems wrote 4 MiB, read back from memory twice): 2.1-2.2 against 2.37 µs per
-system and evaluation at 512 systems, and the phase-diagram workload (9 β values x 2048 systems, chunks of 512)
-13 % faster end to end, with bitwise the same output (the same per-system BLAS calls).
+three calls (a chunk of 512 systems wrote 4 MiB, read back from memory twice). One process, one thread, blocks
+against one block per chunk: 1.78 against 2.06 µs per system and evaluation at 512 systems, and the
+phase-diagram workload (9 β values x 2048 systems, chunks of 512) 4.39 against 4.95 s (1.13x), with bitwise the
+same output (the same per-system BLAS calls).
 
 Measured and not kept (numpy, n = 32, d = 2, one thread): forming the Gram matrix by
 broadcasting (about twice the batched GEMM's time); one exp per unordered pair of the symmetric

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, Workspace, rows_per_block
+from .._core.blocking import DEFAULT_BLOCK_ELEMENTS, rows_per_block
 from .._core.threads import parallel_chunks, pool_threads
 
 __all__ = ["HeadSums", "exact_exp_sums", "batched_exp_sums", "relu_sums", "batched_relu_sums", "constant_sums"]
@@ -32,10 +32,6 @@ SYMMETRIC_SIDE_POOL = 384
 #: against 2.39 / 36.0 / 144 / 604 ms; d = 8: 40.8 against 43.5; d = 16: 55.4 against 56.9; d = 32: 83.9
 #: against 79.4 ms (there the larger GEMMs win)
 ROW_ELEMENTS_FEW = 2**17
-#: the per-thread buffers of the exact pass (the factors, the tiles, the sums): a fresh array of 0.5 MiB or more
-#: per call is mapped and faulted in page by page (n = 1024, d = 64: one velocity took 6.5 or 7.8 ms by the
-#: allocator's state); a result never aliases them (:func:`_finish` returns new arrays)
-_WORK = Workspace()
 # a row partition function below this (in shifted units) is recomputed with the exact max:
 # e^{-575} ~ 1e-250 leaves ~58 decades above the subnormal range for the row's sum of n terms
 _UNDERFLOW = 1e-250
@@ -61,17 +57,17 @@ class HeadSums:
     reason: str = ""
 
 
-def _with_column(A: np.ndarray, col, out: np.ndarray | None = None) -> np.ndarray:
-    """[A, col]: one extra column, so that a shift or a row sum rides along a GEMM (into ``out`` if given)."""
-    out = np.empty((A.shape[0], A.shape[1] + 1)) if out is None else out
+def _with_column(A: np.ndarray, col) -> np.ndarray:
+    """[A, col]: one extra column, so that a shift or a row sum rides along a GEMM."""
+    out = np.empty((A.shape[0], A.shape[1] + 1))
     out[:, :-1] = A
     out[:, -1] = col
     return out
 
 
-def _values(Y: np.ndarray, w: np.ndarray | None, out: np.ndarray | None = None) -> np.ndarray:
-    """[w ⊙ Y, w]: the right factor whose product with exp(logits) gives [S, Z] (into ``out`` if given)."""
-    Ya = _with_column(Y, 1.0, out)
+def _values(Y: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """[w ⊙ Y, w]: the right factor whose product with exp(logits) gives [S, Z]."""
+    Ya = _with_column(Y, 1.0)
     if w is not None:
         Ya *= w[:, None]
     return Ya
@@ -143,19 +139,17 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
     m, d = L.shape
     n = Y.shape[0]
     R = float(np.sqrt(np.max(np.einsum("ij,ij->i", Y, Y))))
-    Ya = _values(Y, w, _WORK.get("Ya", (n, d + 1)))
-    YaT = _WORK.get("YaT", (d + 1, n))
-    YaT[:d] = Y.T
-    YaT[d] = 1.0
+    Ya = _values(Y, w)
+    YaT = np.ascontiguousarray(_with_column(Y, 1.0).T)
     if symmetric:
         shift = float(np.sqrt(np.max(np.einsum("ij,ij->i", L, L)))) * R
-        La = _with_column(L, -shift, _WORK.get("La", (m, d + 1)))
+        La = _with_column(L, -shift)
         top = SYMMETRIC_SIDE_POOL if pool_threads(m * n // 2) > 1 else SYMMETRIC_SIDE
         side = max(64, min(top, int(np.sqrt(block_elements or DEFAULT_BLOCK_ELEMENTS))))
 
         def rows(starts):  # the tiles of the block rows I (and, transposed, of their columns)
-            out = np.zeros((m, d + 1))  # fresh: one pool thread may run two chunks, each returns its own sums
-            tile = _WORK.get("tile", (side, side))  # (this thread's; a second chunk of it runs after the first)
+            out = np.zeros((m, d + 1))  # each chunk its own sums (one pool thread may run two chunks)
+            tile = np.empty((side, side))
             for I in starts:
                 sI = slice(I, min(m, I + side))
                 for J in range(I, m, side):
@@ -175,13 +169,13 @@ def exact_exp_sums(L: np.ndarray, Y: np.ndarray, w: np.ndarray | None, block_ele
             out += part
         return _finish(L, Y, Ya, out, np.full(m, shift))
     shift = np.sqrt(np.einsum("ij,ij->i", L, L)) * R
-    La = _with_column(L, -shift, _WORK.get("La", (m, d + 1)))
-    out = _WORK.get("sums", (m, d + 1))
+    La = _with_column(L, -shift)
+    out = np.empty((m, d + 1))
     cap = block_elements or DEFAULT_BLOCK_ELEMENTS  # (at most: a narrow head's tiles stop at ROW_ELEMENTS_FEW)
     B = rows_per_block(m, n, min(cap, ROW_ELEMENTS_FEW) if d <= 16 else cap)
 
     def blocks(starts):
-        tile = _WORK.get("tile", (B, n))
+        tile = np.empty((B, n))
         for start in starts:
             stop = min(m, start + B)
             T = tile[: stop - start]

@@ -238,3 +238,29 @@ def test_weighted_sums_that_underflow_are_refused(rng, d):
     assert np.all(np.isfinite(Ensemble(-np.eye(d), beta=[1.0, 2000.0], kind="softmax").velocity(x)))
     with pytest.raises(SolverError, match="weighted exp sum underflowed"):
         Ensemble(-np.eye(d), beta=[1.0, 2000.0], kind="softmax")._velocity(x, weights=np.ones((2, 6)), n=6)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+@pytest.mark.parametrize("block", [1, 3, 7])
+def test_few_coordinate_blocks_give_the_one_block_output_bitwise(monkeypatch, rng, kind, block):
+    """The d <= 4 pass runs its GEMM, exp and GEMM over blocks of L2_LOGITS // n^2 systems (the last one
+    short): the same per-system BLAS calls as one block of the whole chunk, so the same bits; and each
+    system's velocity is MultiHead's."""
+    from particles._model import ensemble_kernels
+
+    S, n, d = 7, 5, 3
+    x = rng.standard_normal((S, n, d))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    betas = rng.uniform(0.0, 4.0 if kind == "usa" else 12.0, S)
+    weights = rng.uniform(0.5, 2.0, (S, n))  # the weighted sums (merged tokens) take the same blocks
+    M, W = np.stack([0.8 * np.eye(d), 0.3 * np.eye(d)]), np.stack([np.eye(d), 0.6 * np.eye(d)])
+    ens = Ensemble(M, W, beta=betas, kind=kind)
+    monkeypatch.setattr(ensemble_kernels, "L2_LOGITS", 2**40)
+    whole, whole_w = ens.velocity(x), ens._velocity(x, weights=weights, n=n).copy()
+    monkeypatch.setattr(ensemble_kernels, "L2_LOGITS", block * n * n)
+    blocked, blocked_w = ens.velocity(x), ens._velocity(x, weights=weights, n=n).copy()
+    np.testing.assert_array_equal(blocked, whole)
+    np.testing.assert_array_equal(blocked_w, whole_w)
+    for s, beta in enumerate(betas):
+        ref = MultiHead(M, W, beta=beta, kind=kind, summation="exact").velocity(x[s])
+        np.testing.assert_allclose(blocked[s], ref, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(ref).max()))

@@ -27,8 +27,8 @@ def test_symmetric_tiles_match_the_row_pass(rng, beta, block):
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_chunks_sharing_one_pool_thread_keep_their_own_sums(rng, monkeypatch, symmetric):
     """Two chunks of a pass on a pool whose one worker runs both, one after the other (a thread pool may
-    schedule so): each chunk's sums stay its own (a per-thread accumulator reused by the second chunk
-    wiped the first's), so the pass equals the one-thread pass to round-off."""
+    schedule so): each chunk's sums stay its own (an accumulator kept per thread would be wiped by the
+    second chunk), so the pass equals the one-thread pass to round-off."""
     from concurrent.futures import ThreadPoolExecutor
 
     import particles
