@@ -1,4 +1,4 @@
-"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study`` and ``info``.
+"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study``, ``info`` and ``flagship`` (the main job).
 
 Each run command reads a TOML config (``headflow <command> --example`` prints a complete one),
 shows a tqdm progress bar and writes one dataset (netCDF, or zarr with ``--format zarr``)
@@ -47,6 +47,7 @@ from ._models import build_density, build_model, build_sweep_model, check_run
 from ._output import check_output, output_path, write_output
 from ._resume import cells_done, computed_cells, resume_note
 from ._work import check_simulate_time, check_study_time, check_sweep_time
+from .scripts import add_arguments
 
 
 def __getattr__(name):
@@ -271,7 +272,7 @@ _RUNNERS = {"simulate": run_simulate, "sweep": run_sweep_config, "study": run_st
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="headflow", description="Multi-head attention dynamics on the sphere.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info,flagship}")
     helps = {"simulate": "one particle run", "sweep": "a resumable grid x seeds sweep",
              "study": "particles against the mean-field reference on S^{d-1} (resumable)"}
     for name, text in helps.items():
@@ -284,6 +285,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--example", action="store_true", help="print a complete example config and exit")
     p = sub.add_parser("info", help="versions, threads and summation paths")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    text = "the flagship study (datasets and figures; the README's main job, no repository needed)"
+    add_arguments(sub.add_parser("flagship", help=text, description=f"headflow flagship: {text}."))
     return parser
 
 
@@ -310,6 +313,10 @@ def main(argv=None) -> int:
     if args.command == "info":
         data = info()
         print(json.dumps(data, indent=2)) if args.json else _print_info(data)
+        return 0
+    if args.command == "flagship":
+        from .flagship import main as flagship
+        flagship(["--out", args.out] + (["--quick"] if args.quick else []))
         return 0
     if args.example:
         print(EXAMPLES[args.command], end="")
