@@ -20,7 +20,7 @@ _TERMINAL = AnyOf(Boolean(), Integer(0))
 
 
 @declare(fn=Function("an event function g(t, x) -> float (an array of shape (S,) for a stack)"),
-         terminal=_TERMINAL, direction=Interval(), name=Instance(str))
+         terminal=_TERMINAL, direction=Interval(), name=Instance(str), per_system=Boolean())
 @dataclass(frozen=True)
 class Event:
     """An event function with its attributes: ``Event(lambda t, x: ..., terminal=True, direction=-1)``.
@@ -36,12 +36,17 @@ class Event:
         > 0: only crossings from negative to positive; < 0: only from positive to negative; 0: both.
     name : str
         The event's name in the trajectory and the dataset (default: ``fn``'s name).
+    per_system : bool
+        ``fn`` maps any stack (k, n, d) to the k values of its systems alone, so that the root of one
+        system of an :class:`particles.Ensemble` run is searched on that system only (else every
+        evaluation is of the whole stack). The ready-made events are.
     """
 
     fn: object
     terminal: bool | int = False
     direction: float = 0.0
     name: str = ""
+    per_system: bool = False
 
     def __call__(self, t, x):
         return self.fn(t, x)
@@ -54,10 +59,13 @@ def _closest_pairs(x):
     lead = x.shape[:-2]
     sq = np.einsum("...nd,...nd->...n", x, x)
     best, arg = np.full(lead, np.inf), np.zeros(lead + (2,), dtype=int)
-    cols = np.arange(n)
+    xt = np.swapaxes(x, -1, -2)
     for rows in row_blocks(n, n * max(1, int(np.prod(lead)))):
-        d2 = sq[..., rows, None] + sq[..., None, :] - 2 * x[..., rows, :] @ np.swapaxes(x, -1, -2)
-        d2[..., cols[None, :] <= np.arange(rows.start, rows.stop)[:, None]] = np.inf
+        d2 = x[..., rows, :] @ xt  # in place from here: (a sum of temporaries costs more than the product)
+        d2 *= -2.0
+        d2 += sq[..., rows, None]
+        d2 += sq[..., None, :]
+        d2 += np.where(np.arange(n)[None, :] > np.arange(rows.start, rows.stop)[:, None], 0.0, np.inf)
         flat = d2.reshape(lead + (-1,))
         k = np.argmin(flat, axis=-1)
         val = np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
@@ -75,7 +83,10 @@ def smallest_distance(x, metric: str = "geodesic"):
     from the difference of the two rows (accurate for close pairs, where arccos of the inner product is not);
     ``"geodesic"``: :math:`2\\arcsin(|x_i - x_j|/2)` (unit rows), ``"chordal"``: :math:`|x_i - x_j|`.
     One token has no pair: +inf."""
-    x = np.asarray(x, dtype=float)
+    return _smallest(x, metric)
+
+
+def _smallest(x, metric):
     if x.shape[-2] < 2:
         return np.full(x.shape[:-2], np.inf) if x.ndim > 2 else np.inf
     arg = _closest_pairs(x)
@@ -115,7 +126,8 @@ def min_distance(eps: float, *, metric: str = "geodesic", terminal: bool | int =
     >>> round(float(ev(0.0, np.array([[1.0, 0.0], [0.0, 1.0]]))), 6)
     1.470796
     """
-    return Event(lambda t, x: smallest_distance(x, metric) - eps, terminal, direction, "min_distance")
+    return Event(lambda t, x: _smallest(np.asarray(x, dtype=float), metric) - eps, terminal, direction,
+                 "min_distance", True)
 
 
 @declare(model=Instance(object, what="a model with energy(x) (a MultiHead)",
@@ -145,4 +157,4 @@ def energy_reaches(model, E: float, *, terminal: bool | int = False, direction: 
             return np.array([model.energy(xs) for xs in x]) - E
         return model.energy(x) - E
 
-    return Event(g, terminal, direction, "energy")
+    return Event(g, terminal, direction, "energy", True)

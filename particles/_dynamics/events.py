@@ -75,7 +75,7 @@ def check_events(events, name: str = "events", caller: str = "simulate") -> tupl
         label = label if isinstance(label, str) and label.isidentifier() and label not in seen else f"event{i}"
         seen.add(label)
         out.append(Event(getattr(ev, "fn", ev) if isinstance(ev, Event) else ev, int(terminal),
-                         float(np.sign(direction)), label))
+                         float(np.sign(direction)), label, bool(getattr(ev, "per_system", False))))
     return tuple(out)
 
 
@@ -131,8 +131,7 @@ class EventLocator:
             roots = sorted((self._root(k, s, t0, t1, g0[k, s], g1[k, s], interp), k)
                            for k in np.nonzero(active[:, s])[0])
             for root, k in roots:
-                state = interp(root)
-                self.found[k][s].append((root, state[s] if self.stack else state))
+                self.found[k][s].append((root, interp(root, [s])[0] if self.stack else interp(root)))
                 self.count[k, s] += 1
                 self.last[k, s] = root
                 if self.count[k, s] >= self.limit[k, 0]:
@@ -150,11 +149,15 @@ class EventLocator:
         if g1 == 0:
             return t1
 
+        alone = self.stack and getattr(self.events[k], "per_system", False)
+
         def g(tau):
             if tau <= t0:
                 return g0
             if tau >= t1:
                 return g1
+            if alone:  # the event maps a sub-stack to its systems' values: evaluate system s alone
+                return float(np.asarray(self.events[k](tau, interp(tau, [s])), dtype=float).reshape(-1)[0])
             return float(self._value(k, tau, interp(tau))[s])
 
         return brentq(g, t0, t1, xtol=_TOL, rtol=_TOL)
@@ -181,19 +184,18 @@ class _Cached:
     def __init__(self, build, t0, x0, t1, x1):
         self.build, self.t0, self.x0, self.t1, self.x1, self.fn = build, t0, x0, t1, x1, None
 
-    def __call__(self, tau):
-        if tau <= self.t0:
-            return self.x0
-        if tau >= self.t1:
-            return self.x1
+    def __call__(self, tau, idx=None):
+        if tau <= self.t0 or tau >= self.t1:
+            x = self.x0 if tau <= self.t0 else self.x1
+            return x if idx is None else x[idx]
         if self.fn is None:
             self.fn = self.build()
-        return self.fn(tau)
+        return self.fn(tau, idx)
 
 
 def interpolant(field, stepper, t0, x0, h, t1, x1):
-    """The step's ``tau -> x(tau)``: the stepper's dense output, else the cubic Hermite interpolant (the
-    chord for a stochastic step)."""
+    """The step's ``(tau, idx=None) -> x(tau)`` (of the systems ``idx`` of a stack alone when given): the
+    stepper's dense output, else the cubic Hermite interpolant (the chord for a stochastic step)."""
     if stepper.dense is not None:
         return stepper.dense(field, t0, x0, h, field.geom)
     if stepper.stochastic:
@@ -203,14 +205,15 @@ def interpolant(field, stepper, t0, x0, h, t1, x1):
 
 def hermite(field, geom, t0, x0, t1, x1):
     """The cubic Hermite interpolant of a step from (t0, x0) to (t1, x1) with the field's velocities at
-    both ends, retracted onto the manifold: ``tau -> x(tau)``."""
+    both ends, retracted onto the manifold: ``(tau, idx=None) -> x(tau)``."""
     h = t1 - t0
     v0, v1 = field(t0, x0), field(t1, x1)
 
-    def at(tau):
+    def at(tau, idx=None):
+        a, b, c, e = (x0, v0, x1, v1) if idx is None else (x0[idx], v0[idx], x1[idx], v1[idx])
         s = (tau - t0) / h
-        y = (2 * s**3 - 3 * s**2 + 1) * x0 + (s**3 - 2 * s**2 + s) * h * v0 + (3 * s**2 - 2 * s**3) * x1 \
-            + (s**3 - s**2) * h * v1
+        y = (2 * s**3 - 3 * s**2 + 1) * a + (s**3 - 2 * s**2 + s) * h * b + (3 * s**2 - 2 * s**3) * c \
+            + (s**3 - s**2) * h * e
         return onto(geom, y)
 
     return at
@@ -218,4 +221,8 @@ def hermite(field, geom, t0, x0, t1, x1):
 
 def linear(geom, t0, x0, t1, x1):
     """The chord of a step (a stochastic step's path is not resolved between its ends), retracted."""
-    return lambda tau: onto(geom, x0 + ((tau - t0) / (t1 - t0)) * (x1 - x0))
+    def at(tau, idx=None):
+        a, b = (x0, x1) if idx is None else (x0[idx], x1[idx])
+        return onto(geom, a + ((tau - t0) / (t1 - t0)) * (b - a))
+
+    return at

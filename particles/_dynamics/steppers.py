@@ -10,7 +10,7 @@ A stepper is a :class:`Stepper`: a step function ``step(field, t, x, dt, geom, r
 3. ``order`` (deterministic order, checked by the convergence test), ``strong_order`` (for
    noise), ``adaptive``, ``stochastic``, and for adaptive ones ``error_order``, the order of
    the embedded estimate, from which the step-size controller takes its exponent; optionally
-   ``dense(field, t, x, dt, geom) -> (tau -> x(tau))``, the step's continuous extension (the
+   ``dense(field, t, x, dt, geom) -> ((tau, idx=None) -> x(tau))``, the step's continuous extension (the
    events of the solve loop locate their roots on it; without it, a cubic Hermite interpolant);
 4. an entry in :data:`STEPPERS`; the state may be any array the field and geometry accept
    (tokens (n, d), a stack (S, n, d)).
@@ -130,10 +130,11 @@ def heun(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
 
 def _dopri5_dense(field, t, x, dt, geom):
     """The continuous extension of the dopri5 step from x at t with step dt (its stages evaluated
-    again: only a step where an event changes sign asks for it), retracted: ``tau -> x(tau)``."""
+    again: only a step where an event changes sign asks for it), retracted: ``(tau, idx=None) -> x(tau)``
+    (of the systems ``idx`` of a stack alone when given)."""
     _, _, K = dp_stages(field, x, dt, field(t, x), lambda c: t + c * dt)
     at = dp_dense(x, dt, K)
-    return lambda tau: onto(geom, at((tau - t) / dt))
+    return lambda tau, idx=None: onto(geom, at((tau - t) / dt, idx))
 
 
 @_register(order=5, adaptive=True, error_order=4, dense=_dopri5_dense)

@@ -106,12 +106,13 @@ DP_DENSE = np.array([
 
 def dp_dense(x, h, K):
     """The continuous extension of one Dormand–Prince step from x with step h and stages K (as
-    :func:`dp_stages` returns them): ``theta -> y(t + theta h)`` in ambient space, y(1) the step's solution."""
-    flat = K.reshape(7, -1)
+    :func:`dp_stages` returns them): ``(theta, idx=None) -> y(t + theta h)`` in ambient space (of the
+    systems ``idx`` of a stack alone when given), y(1) the step's solution."""
 
-    def at(theta):
+    def at(theta, idx=None):
+        xs, Ks = (x, K) if idx is None else (x[idx], K[:, idx])
         b = DP_DENSE @ np.array([theta, theta**2, theta**3, theta**4])
-        return x + h * (b @ flat).reshape(x.shape)
+        return xs + h * (b @ Ks.reshape(7, -1)).reshape(xs.shape)
 
     return at
 

@@ -128,6 +128,11 @@ def test_ensemble_event_times_are_the_single_system_ones():
         assert times.shape == (betas.size, 1) and traj.x_events[0].shape == (betas.size, 1, 5, 3)
         # the stack stops when every system has met its terminal event: at the latest of them
         assert traj.status == "terminated" and traj.t[-1] == times.max()
+        # an event that does not say it maps sub-stacks is searched on the whole stack: same roots
+        whole = Event(lambda t, x: smallest_distance(x) - 0.2, terminal=True, direction=-1)
+        assert not whole.per_system and min_distance(0.2).per_system
+        again = simulate(stack, ens, t1=30.0, method=method, events=whole, **kw)
+        np.testing.assert_allclose(again.t_events[0], times, rtol=0, atol=1e-14)
         for s, beta in enumerate(betas):
             alone = simulate(x0, MultiHead(np.eye(3), beta=beta, kind="softmax"), t1=30.0, method=method,
                              events=min_distance(0.2, terminal=True), **kw)
