@@ -72,7 +72,8 @@ def check_events(events, name: str = "events", caller: str = "simulate") -> tupl
             raise InvalidParameterError(f"{name}[{i}].direction{where} must be a finite number (> 0: upward "
                                         f"crossings, < 0: downward, 0: both); got {direction!r}.")
         label = getattr(ev, "name", "") or getattr(ev, "__name__", "")
-        label = label if isinstance(label, str) and label.isidentifier() and label not in seen else f"event{i}"
+        label = label if isinstance(label, str) and label.isidentifier() else "event"
+        label = f"{label}_{i}" if label in seen or label == "event" else label  # unique: the dataset's coordinate
         seen.add(label)
         out.append(Event(getattr(ev, "fn", ev) if isinstance(ev, Event) else ev, int(terminal),
                          float(np.sign(direction)), label, bool(getattr(ev, "per_system", False))))

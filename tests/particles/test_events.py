@@ -75,7 +75,7 @@ def test_non_terminal_events_are_recorded_and_the_run_goes_on():
     traj = simulate(X0, MODEL, t1=20.0, method="dopri5", rtol=1e-10, atol=1e-12, events=events,
                     save=SaveAt(ts=[0.0, 20.0]))
     assert traj.status == "finished" and traj.t[-1] == 20.0
-    assert [r.name for r in traj.events] == ["min_distance", "event1", "event2"]
+    assert [r.name for r in traj.events] == ["min_distance", "min_distance_1", "min_distance_2"]
     got = [t[0] for t in traj.t_events]
     np.testing.assert_allclose(got, [_hitting_time(e) for e in levels], atol=1e-8)
     assert all(t.shape == (1,) and x.shape == (1, 2, 2) for t, x in zip(traj.t_events, traj.x_events))
@@ -174,15 +174,18 @@ def test_smallest_distance_blocks_and_agrees_with_the_dense_matrix():
     assert abs(smallest_distance(y) - 1e-9) < 1e-20
 
 
-def test_events_in_the_dataset():
-    metrics = pytest.importorskip("metrics")
+def test_events_in_the_dataset(tmp_path):
+    metrics, xr = pytest.importorskip("metrics"), pytest.importorskip("xarray")
     traj = simulate(X0, MODEL, t1=20.0, dt=0.05, events=[min_distance(1.0), min_distance(EPS, terminal=True)])
     ds = metrics.trajectory_to_dataset(traj, MODEL)
     assert ds.event_time.dims == ("event", "occurrence")
-    assert list(ds.event.values) == ["min_distance", "event1"]
+    assert list(ds.event.values) == ["min_distance", "min_distance_1"]
     assert ds.event_positions.dims == ("event", "occurrence", "particle", "component")
-    assert float(ds.event_time.sel(event="event1")[0]) == traj.t_events[1][0]
+    assert float(ds.event_time.sel(event="min_distance_1")[0]) == traj.t_events[1][0]
     assert list(ds.event_terminal.values) == [0, 1] and ds.attrs["status"] == "terminated"
+    path = tmp_path / "events.nc"
+    ds.to_netcdf(path)
+    xr.testing.assert_identical(xr.load_dataset(path).drop_attrs(), ds.drop_attrs())  # netCDF round trip
 
 
 def test_bad_events_are_refused_by_name():
