@@ -6,7 +6,7 @@ energies, diagnostics, integrators and the one solve loop. Imports numpy and sci
 
 import sys as _sys
 
-from . import extend, summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
+from . import events, extend, summation, theory, validation  # noqa: F401  (public modules: particles.summation etc.)
 from ._analysis import diagnostics as _diagnostics
 from ._analysis.critical import (
     HessianSpectrum,
@@ -82,6 +82,7 @@ __all__ = [
     "norm_sphere",
     "Ensemble",
     "theory",
+    "events",
     "equiangular_tokens",
     "orthogonal_tokens",
     "KINDS",

@@ -137,6 +137,11 @@ CASES = {
                            {"x0": "points", "field": "callable", "t1": "real", "dt": "pos", "method": "choice",
                             "kappa": "kappa", "rng": "rng", "rtol": "pos", "max_steps": "int", "check_every": "int",
                             "on_failure": "choice", "progress": "bool", "save": "model"}),
+    "particles.events.min_distance": (particles.events.min_distance, dict(eps=0.1),
+                                      {"eps": "pos", "metric": "choice", "direction": "real"}),
+    "particles.events.energy_reaches": (particles.events.energy_reaches, dict(model=MODEL, E=1.0),
+                                        {"model": "model", "E": "real"}),
+    "particles.events.smallest_distance": (particles.events.smallest_distance, dict(x=X), {"metric": "choice"}),
     "particles.SaveAt": (particles.SaveAt, dict(), {"ts": "array", "every": "int", "t0": "bool", "x": "bool",
                                                      "fn": "callable"}),
     "particles.Trajectory": (particles.Trajectory, dict(t=np.zeros(1), x=None, saved={"a": np.zeros(1)}),
@@ -441,7 +446,8 @@ CASES.update({
 CASES["particles.load_attention"][2]["source"] = "str"
 CASES["particles.load_attention_layers"][2]["source"] = "str"
 # the callables of the public submodules these cases cover (the rest are constants and reference classes)
-SUBMODULE_CALLABLES = {"metrics.sentences": ("tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip",
+SUBMODULE_CALLABLES = {"particles.events": ("min_distance", "energy_reaches", "smallest_distance"),
+                       "metrics.sentences": ("tokenize", "bert_embeddings", "read_model_zip", "packaged_model_zip",
                                              "sentence_flow"),
                        "metrics.spectral_reference": ("circle_spectral_quantiles", "circle_spectral_wasserstein",
                                                       "circle_spectral_sample")}
@@ -480,7 +486,7 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning",
                 "ARCHITECTURES", "FailedCellWarning", "StoreMigrationWarning", "VARIABLES", "CURVES",
-                "EMD_MAX_ELEMENTS", "AttnAccessor"}
+                "EMD_MAX_ELEMENTS", "AttnAccessor", "events"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit", "SeedStreams",

@@ -84,8 +84,11 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
 
     ``positions`` (time, particle, component) when stored; each saved statistic with the
     dims of :data:`particles.DIAGNOSTICS` when its name is known there, else generic dims
-    ``<name>_dim<k>``. The attrs carry :func:`provenance`: ``config`` (default: the model
-    and solver settings known from ``traj`` and ``model``) and ``seeds``.
+    ``<name>_dim<k>``. The events of the run (``simulate(events=...)``), when it had some:
+    ``event_time`` (event, occurrence) and ``event_positions`` (event, occurrence, particle,
+    component), NaN past an event's last occurrence (a stack: a ``system`` dim after ``event``), with
+    ``event_terminal`` and ``event_direction`` (event). The attrs carry :func:`provenance`:
+    ``config`` (default: the model and solver settings known from ``traj`` and ``model``) and ``seeds``.
 
     Examples
     --------
@@ -111,10 +114,14 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
             dims = tuple(f"{name}_dim{k}" for k in range(arr.ndim - 1))
         data_vars[name] = (("time",) + tuple(dims), arr, {"long_name": long_name, "units": units})
     overflow = _overflow_notes(data_vars)
-    ds = xr.Dataset(data_vars, coords={"time": time_coord(traj.t, None if model is None else model.log_time_scale)})
+    time = time_coord(traj.t, None if model is None else model.log_time_scale)
+    data_vars.update(_event_variables(traj.events, time[2]))
+    ds = xr.Dataset(data_vars, coords={"time": time})
     for dim in ("particle", "component", "head"):
         if dim in ds.dims:
             ds = ds.assign_coords({dim: (dim, np.arange(ds.sizes[dim]), COORDS[dim])})
+    if traj.events:
+        ds = ds.assign_coords(event=("event", [rec.name for rec in traj.events], {"long_name": "event function"}))
     if config is None:
         config = {"method": traj.method, "t0": float(traj.t[0]), "t1": float(traj.t[-1]), "n_saves": len(traj.t),
                   "n_steps": traj.n_steps, "model": None if model is None else model_attrs(model)}
@@ -142,6 +149,28 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
     base.update(netcdf_safe(attrs or {}))
     ds.attrs = netcdf_safe(base)
     return ds
+
+
+def _event_variables(records, time_attrs: dict) -> dict:
+    """The variables of a run's events (:class:`particles.events.EventRecord`): their times and states,
+    each event's occurrences NaN-padded to the most of any, and their terminal and direction attrs."""
+    if not records:
+        return {}
+    k = max(rec.t.shape[-1] for rec in records)
+    pad = [((0, 0),) * (rec.t.ndim - 1) + ((0, k - rec.t.shape[-1]),) for rec in records]
+    t = np.stack([np.pad(rec.t, p, constant_values=np.nan) for rec, p in zip(records, pad)])
+    x = np.stack([np.pad(rec.x, p + ((0, 0),) * (rec.x.ndim - rec.t.ndim), constant_values=np.nan)
+                  for rec, p in zip(records, pad)])
+    lead = ("event",) + (("system",) if t.ndim == 3 else ()) + ("occurrence",)
+    t_attrs = dict(time_attrs, long_name=f"time of the event's occurrence ({time_attrs['long_name']})",
+                   comment="located on the step's interpolant; NaN past the event's last occurrence")
+    return {"event_time": (lead, t, t_attrs),
+            "event_positions": (lead + ("particle", "component"), x,
+                                {"long_name": "token positions at the event's occurrence", "units": "1"}),
+            "event_terminal": (("event",), np.array([rec.terminal for rec in records]),
+                               {"long_name": "occurrence that stops the run (0: none)", "units": "1"}),
+            "event_direction": (("event",), np.array([rec.direction for rec in records]),
+                                {"long_name": "crossing direction counted (1 up, -1 down, 0 both)", "units": "1"})}
 
 
 def _overflow_notes(data_vars: dict) -> str:

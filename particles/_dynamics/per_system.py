@@ -16,7 +16,7 @@ import numpy as np
 
 from .._core.errors import SolverError
 from .controllers import PIDController, check_underflow
-from .tableaux import DORMAND_PRINCE, dp_stages, onto, scaled_rms
+from .tableaux import DORMAND_PRINCE, DP_DENSE, dp_stages, onto, scaled_rms
 
 __all__ = ["dopri5_systems"]
 
@@ -37,16 +37,6 @@ _CONTROL = PIDController(DORMAND_PRINCE.error_order)
 #: per-field state of dopri5_systems carried from one outer step to the next (:class:`_Carry`)
 _CARRY = weakref.WeakKeyDictionary()
 
-#: Shampine's quartic interpolant of the Dormand–Prince step (the dense output of scipy's RK45 and
-#: Hairer's DOPRI5): y(t0 + θh) = y0 + h Σ_i K_i (P_i · [θ, θ², θ³, θ⁴])
-_DENSE = np.array([
-    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
-    [0, 0, 0, 0],
-    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
-    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
-    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
-    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
-    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
 
 
 class _Carry:
@@ -83,7 +73,7 @@ class _Carry:
     def interpolate(self, target, geom):
         """Every system's state at ``target``, from the step of its that covers it."""
         theta = np.clip((target - self.seg_t) / self.seg_h, 0.0, 1.0)
-        b = _DENSE @ np.stack([theta, theta**2, theta**3, theta**4])  # (7, S)
+        b = DP_DENSE @ np.stack([theta, theta**2, theta**3, theta**4])  # (7, S)
         hb = b * self.seg_h
         y = self.seg_x.copy()
         for i in (0, 2, 3, 4, 5, 6):  # the second stage has no weight

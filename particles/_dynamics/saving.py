@@ -71,8 +71,8 @@ class SaveAt:
 @declare(t=Array((0, 1), min_size=0, what="a 1-D array of times"),
          x=AnyOf(NONE, Array(finite=False, min_size=0, what="an array of shape (n_times, n, d)")),
          x_final=AnyOf(NONE, Instance(np.ndarray, what="the final state (an array: tokens, or a scheme's own state)")),
-         saved=Instance(dict), status=Options("finished", "failed"), message=Instance(str), n_steps=Integer(0),
-         n_rejected=Integer(0), method=Instance(str))
+         saved=Instance(dict), status=Options("finished", "terminated", "failed"), message=Instance(str),
+         n_steps=Integer(0), n_rejected=Integer(0), method=Instance(str), events=Instance(tuple))
 @dataclass(frozen=True)
 class Trajectory:
     """A solved (or failed) run.
@@ -84,7 +84,8 @@ class Trajectory:
         Positions at ``t`` (None when ``SaveAt(x=False)``).
     saved : dict of str to ndarray of shape (n_times, ...)
         Output of ``SaveAt.fn``.
-    status : {"finished", "failed"}
+    status : {"finished", "terminated", "failed"}
+        "terminated": a terminal event stopped the run before t1 (its last row is the event's time and state).
     message : str
     n_steps, n_rejected : int
         Accepted and rejected steps.
@@ -96,6 +97,9 @@ class Trajectory:
     noise_entropy : str
         A noisy run given ``rng=None``: the entropy of the fresh SeedSequence it drew its noise
         from ("" otherwise); ``simulate(..., rng=int(noise_entropy))`` repeats the run.
+    events : tuple of EventRecord
+        The occurrences of each event of ``simulate(events=...)`` (name, terminal, direction, times
+        ``t`` and states ``x``); ``t_events`` and ``x_events`` list them as solve_ivp does.
     """
 
     t: np.ndarray
@@ -109,6 +113,7 @@ class Trajectory:
     method: str = ""
     fingerprint: str = ""
     noise_entropy: str = ""
+    events: tuple = ()
 
     def __post_init__(self):
         caller = "Trajectory"
@@ -131,7 +136,7 @@ class Trajectory:
                     f"saved[{key!r}] of Trajectory must be stacked along a leading time axis of length "
                     f"len(t) = {t.size}; got shape {np.shape(value)}."
                 )
-        check_choice(self.status, "status", ("finished", "failed"), caller)
+        check_choice(self.status, "status", ("finished", "terminated", "failed"), caller)
         check_param(self.n_steps, "n_steps", caller, low=0, integer=True)
         check_param(self.n_rejected, "n_rejected", caller, low=0, integer=True)
         if not all(isinstance(v, str) for v in (self.message, self.method, self.fingerprint)):
@@ -139,7 +144,18 @@ class Trajectory:
 
     @property
     def success(self) -> bool:
-        return self.status == "finished"
+        """The run reached t1, or a terminal event (solve_ivp's ``status >= 0``)."""
+        return self.status != "failed"
+
+    @property
+    def t_events(self) -> list:
+        """The times of each event: shape (k,) for one system, (S, k) for a stack (NaN-padded)."""
+        return [rec.t for rec in self.events]
+
+    @property
+    def x_events(self) -> list:
+        """The states at each event's times: (k, n, d) or (S, k, n, d)."""
+        return [rec.x for rec in self.events]
 
     def __repr__(self) -> str:
         shape = None if self.x is None else self.x.shape
@@ -208,6 +224,11 @@ class Saver:
 
     def at_target(self, k, t, x):
         if k < self._save_targets:
+            self.record(t, x)
+
+    def stop(self, t, x):
+        """A terminal event at t: the run's last row (unless t was just recorded)."""
+        if not self.times or self.times[-1] != t:
             self.record(t, x)
 
     def trajectory(self, **info) -> Trajectory:

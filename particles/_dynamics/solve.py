@@ -18,6 +18,7 @@ from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
 from .controllers import ConstantStep, PIDController
+from .events import EventLocator, check_events
 from .field import CallableField, as_field, field_fingerprint
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
@@ -44,6 +45,8 @@ def _state(value, name, caller):
     return value
 
 
+_EVENTS = Checked(check_events, "an event function g(t, x) (attributes terminal, direction) or a sequence of them",
+                  [3, "abc", [3], [np.sin, "x"]])
 _STATE = Checked(_state, "a finite array: tokens of shape (n, d), a stack (S, n, d) or a scheme's state",
                  [None, "abc", [[1.0, 0.0], [1.0]], [[np.nan, 1.0]], np.zeros((0, 3)), [[True, False]]])
 
@@ -64,6 +67,10 @@ _SIMULATE_RELATIONS = [
              "SaveAt(every=k) counts steps, but method='dopri5_systems' gives every system steps of its own (no common "
              "step to count): pass SaveAt(ts=...) with the save times", breaks={"save": SaveAt(every=2),
                                                                                "method": "dopri5_systems"}),
+    Relation(("events", "method"), lambda events, m: not events or _stepper(m).name != "dopri5_systems",
+             "need steps the solve loop sees, but method='dopri5_systems' steps every system on its own inside the "
+             "loop's step: pass method='dopri5' (or a fixed-step method)", breaks={"events": [np.sin],
+                                                                                 "method": "dopri5_systems"}),
 ]
 
 
@@ -75,7 +82,7 @@ _SIMULATE_RELATIONS = [
          on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
          controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
                                          test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
-         relations=_SIMULATE_RELATIONS)
+         events=_EVENTS, relations=_SIMULATE_RELATIONS)
 def simulate(
     x0,
     field,
@@ -95,6 +102,7 @@ def simulate(
     geometry: str | None = None,
     progress: bool = False,
     controller=None,
+    events=None,
 ) -> Trajectory:
     r"""Integrate :math:`dX_i = \dot x_i(X)\,dt + \sqrt{2/\kappa}\,P_{X_i} dB_i` from t0 to t1.
 
@@ -142,6 +150,11 @@ def simulate(
         Default: constant steps ``dt`` for fixed-step methods, PID control of the error
         estimate for adaptive ones; e.g. a CFL controller for finite-volume states
         (:mod:`particles._dynamics.controllers`).
+    events : callable or sequence of callables, optional
+        ``g(t, x)`` (one value per system for an :class:`Ensemble`) with ``terminal`` and ``direction``
+        as in ``solve_ivp(events=...)``: :mod:`particles.events`. Zero crossings are located on each
+        step's interpolant, kept in ``Trajectory.events``; a terminal one ends the run there
+        (``status="terminated"``; a stack when every system has met it). Not with ``"dopri5_systems"``.
 
     Returns
     -------
@@ -164,26 +177,23 @@ def simulate(
     t0, t1, dt, sigma, opts = _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every,
                                              controller)
     save = _check_save(save, method, caller)
-    noise_entropy = ""
-    if rng is None and sigma > 0:  # fresh entropy, kept: the run is repeated by rng=int(traj.noise_entropy)
-        seq = np.random.SeedSequence()
-        rng, noise_entropy = seq, str(seq.entropy)
-    rng = check_rng(rng, "rng", caller)
+    rng, noise_entropy = _noise_rng(rng, sigma, caller)
     if isinstance(field, CallableField):
         field.probe(t0, x)
     saver = Saver(save, t0, t1, x, caller)
-    if controller is None:
-        controller = PIDController(stepper.error_order) if stepper.adaptive else ConstantStep(dt)
-    else:
-        _check_controller(controller)
+    controller = _controller(controller, stepper, dt)
     bar = _progress_bar(progress, t1 - t0, method)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
+    state.events = EventLocator.of(events, field, t0, x, caller)
     if callable(getattr(field, "after_step", None)):
         field.after_step(t0, x)
     status, message = "finished", "reached t1"
     try:
         for k, target in enumerate(saver.targets):
-            _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts)
+            if _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts):
+                saver.stop(state.t, state.x)  # a terminal event: the run ends there
+                status, message = "terminated", f"a terminal event stopped the run at t={state.t:.12g}"
+                break
             saver.at_target(k, state.t, state.x)
     except SolverError as exc:
         if on_failure == "raise":
@@ -194,7 +204,25 @@ def simulate(
             bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method,
-                            fingerprint=fingerprint, noise_entropy=noise_entropy)
+                            fingerprint=fingerprint, noise_entropy=noise_entropy,
+                            events=() if state.events is None else state.events.records())
+
+
+def _noise_rng(rng, sigma, caller):
+    """The noise's generator, and the entropy drawn for an unseeded noisy run ("" otherwise)."""
+    noise_entropy = ""
+    if rng is None and sigma > 0:
+        seq = np.random.SeedSequence()
+        rng, noise_entropy = seq, str(seq.entropy)
+    return check_rng(rng, "rng", caller), noise_entropy
+
+
+def _controller(controller, stepper, dt):
+    """The given controller (checked), else constant steps dt, or PID control for an adaptive stepper."""
+    if controller is None:
+        return PIDController(stepper.error_order) if stepper.adaptive else ConstantStep(dt)
+    _check_controller(controller)
+    return controller
 
 
 def _check_save(save, method: str, caller: str) -> SaveAt:
@@ -215,11 +243,13 @@ class _State:
     def __init__(self, t, x, last_good, h):
         self.t, self.x, self.last_good, self.h = t, x, last_good, h
         self.n_steps = self.n_rejected = 0
+        self.events = None
 
 
 def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigma, rtol, atol, max_steps,
              check_every):
-    """Step from state.t to ``target`` exactly (accepted steps only move the state)."""
+    """Step from state.t to ``target`` exactly (accepted steps only move the state); True when a terminal
+    event stopped the run (the state is then the event's)."""
     geom, after = field.geom, getattr(field, "after_step", None)
     while state.t < target:
         remaining = target - state.t
@@ -236,8 +266,13 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
         t_new = target if h >= remaining else state.t + h
         if bar is not None:
             bar.update(t_new - state.t)
-        state.t, state.x = t_new, x_new
+        t_old, x_old, state.t, state.x = state.t, state.x, t_new, x_new
         state.n_steps += 1
+        stop = None if state.events is None else state.events.after_step(t_old, x_old, state, h, field, stepper)
+        if stop is not None:  # a terminal event: the state moves back to it
+            state.t, state.x = stop
+            state.last_good = state.x
+            return True
         if after is not None:
             after(state.t, state.x)
         if state.n_steps % check_every == 0 or state.t >= target:
@@ -248,6 +283,7 @@ def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigm
                 )
             state.last_good = state.x
         saver.after_step(state.n_steps, state.t, state.x)
+    return False
 
 
 def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every, controller):

@@ -9,7 +9,9 @@ A stepper is a :class:`Stepper`: a step function ``step(field, t, x, dt, geom, r
 2. ``err``: the scaled error estimate of an adaptive method (``None`` for fixed-step ones);
 3. ``order`` (deterministic order, checked by the convergence test), ``strong_order`` (for
    noise), ``adaptive``, ``stochastic``, and for adaptive ones ``error_order``, the order of
-   the embedded estimate, from which the step-size controller takes its exponent;
+   the embedded estimate, from which the step-size controller takes its exponent; optionally
+   ``dense(field, t, x, dt, geom) -> ((tau, idx=None) -> x(tau))``, the step's continuous extension (the
+   events of the solve loop locate their roots on it; without it, a cubic Hermite interpolant);
 4. an entry in :data:`STEPPERS`; the state may be any array the field and geometry accept
    (tokens (n, d), a stack (S, n, d)).
 
@@ -28,7 +30,16 @@ import numpy as np
 from .._core.blocking import Workspace
 from .._core.errors import SolverError
 from .per_system import dopri5_systems as _dopri5_systems
-from .tableaux import RKC_MAX_STAGES, _power_radius, _rkc_coefficients, dp_stages, onto, rkc_stages, scaled_rms
+from .tableaux import (
+    RKC_MAX_STAGES,
+    _power_radius,
+    _rkc_coefficients,
+    dp_dense,
+    dp_stages,
+    onto,
+    rkc_stages,
+    scaled_rms,
+)
 
 __all__ = ["STEPPERS", "Stepper", "euler", "heun", "rk4", "dopri5", "dopri5_systems", "rkc", "euler_maruyama"]
 
@@ -43,6 +54,7 @@ class Stepper:
     adaptive: bool = False
     stochastic: bool = False
     error_order: int | None = None
+    dense: Callable | None = None
 
     @property
     def name(self) -> str:
@@ -52,9 +64,9 @@ class Stepper:
         return self.step(field, t, x, dt, geom, rng=rng, sigma=sigma, **options)
 
 
-def _register(order, strong_order=None, adaptive=False, stochastic=False, error_order=None):
+def _register(order, strong_order=None, adaptive=False, stochastic=False, error_order=None, dense=None):
     def deco(fn):
-        return Stepper(fn, order, strong_order, adaptive, stochastic, error_order)
+        return Stepper(fn, order, strong_order, adaptive, stochastic, error_order, dense)
 
     return deco
 
@@ -116,7 +128,16 @@ def heun(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     return geom.retract(x, (dt / 2) * (k1 + k2)), None
 
 
-@_register(order=5, adaptive=True, error_order=4)
+def _dopri5_dense(field, t, x, dt, geom):
+    """The continuous extension of the dopri5 step from x at t with step dt (its stages evaluated
+    again: only a step where an event changes sign asks for it), retracted: ``(tau, idx=None) -> x(tau)``
+    (of the systems ``idx`` of a stack alone when given)."""
+    _, _, K = dp_stages(field, x, dt, field(t, x), lambda c: t + c * dt)
+    at = dp_dense(x, dt, K)
+    return lambda tau, idx=None: onto(geom, at((tau - t) / dt, idx))
+
+
+@_register(order=5, adaptive=True, error_order=4, dense=_dopri5_dense)
 def dopri5(field, t, x, dt, geom, rng=None, sigma=0.0, *, rtol=1e-8, atol=1e-10, **_):
     """Dormand–Prince 5(4) step with embedded error estimate (Hairer–Nørsett–Wanner II.4).
 

@@ -10,7 +10,7 @@ from functools import cache
 
 import numpy as np
 
-__all__ = ["ButcherTableau", "DORMAND_PRINCE", "RKC_MAX_STAGES", "rkc_stages"]
+__all__ = ["ButcherTableau", "DORMAND_PRINCE", "DP_DENSE", "RKC_MAX_STAGES", "dp_dense", "rkc_stages"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +90,31 @@ def dp_stages(f, x, h, k1, time):
     y5 = combine(tab.b, 7)
     y5 += x
     return y5, combine(tab.e, 7), K
+
+
+#: Shampine's quartic interpolant of the Dormand–Prince step (the dense output of scipy's RK45 and
+#: Hairer's DOPRI5): y(t0 + θh) = y0 + h Σ_i K_i (P_i · [θ, θ², θ³, θ⁴])
+DP_DENSE = np.array([
+    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+    [0, 0, 0, 0],
+    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
+
+
+def dp_dense(x, h, K):
+    """The continuous extension of one Dormand–Prince step from x with step h and stages K (as
+    :func:`dp_stages` returns them): ``(theta, idx=None) -> y(t + theta h)`` in ambient space (of the
+    systems ``idx`` of a stack alone when given), y(1) the step's solution."""
+
+    def at(theta, idx=None):
+        xs, Ks = (x, K) if idx is None else (x[idx], K[:, idx])
+        b = DP_DENSE @ np.array([theta, theta**2, theta**3, theta**4])
+        return xs + h * (b @ Ks.reshape(7, -1)).reshape(xs.shape)
+
+    return at
 
 
 def onto(geom, y):

@@ -103,11 +103,11 @@ def test_dense_output_is_the_step_at_its_ends_and_fourth_order_inside():
     """Shampine's interpolant: theta = 1 gives the fifth-order solution (rows sum to b5), its
     slope at theta = 0 is the first stage, and mid-step its error on x' = Ax is O(h^5)."""
     from particles._core.sphere import GEOMETRIES
-    from particles._dynamics.per_system import _DENSE, _Carry
-    from particles._dynamics.tableaux import DORMAND_PRINCE, dp_stages
+    from particles._dynamics.per_system import _Carry
+    from particles._dynamics.tableaux import DORMAND_PRINCE, DP_DENSE, dp_stages
 
-    np.testing.assert_allclose(_DENSE.sum(axis=1), DORMAND_PRINCE.b, atol=1e-15)
-    np.testing.assert_array_equal(_DENSE[:, 0], np.eye(7)[0])
+    np.testing.assert_allclose(DP_DENSE.sum(axis=1), DORMAND_PRINCE.b, atol=1e-15)
+    np.testing.assert_array_equal(DP_DENSE[:, 0], np.eye(7)[0])
     A = np.array([[-1.0, 2.0], [-2.0, -0.5]])
     x0 = np.array([[[1.0, 0.3]]])  # one system of one token in the plane
 
