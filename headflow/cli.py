@@ -118,7 +118,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     method, kappa = run["method"], float(run["kappa"])
     check_simulate_time(cfg, model)  # before the tokens are drawn: a run too long is refused, a long one says so
     streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
-    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
+    x0 = particles.sample_uniform(int(run["n"]), d=model.d, rng=streams.x0)
     traj = particles.simulate(
         x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),

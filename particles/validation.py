@@ -14,6 +14,7 @@ from ._core import validation as _v
 from ._core.arrays import check_finite, check_real_array, check_returned, check_square_stack
 from ._core.declarations import Declaration, Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.keywords import keyword_only
 from ._core.params import (
     KAPPA,
     NONE,
@@ -72,6 +73,7 @@ __all__ = [
     "declare",
     "Declaration",
     "declaration",
+    "keyword_only",
     "Constraint",
     "Interval",
     "KAPPA",

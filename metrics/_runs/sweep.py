@@ -109,7 +109,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
     model = check_cell_model(settings["model_fn"](params, rng_model), params)
-    x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
+    x0 = sample_uniform(int(params["n_particles"]), d=int(params["d"]), rng=rng_init)
     names = settings["metrics"]
 
     def save_fn(t, x):

@@ -222,7 +222,7 @@ def _summarise(sweep, s: PhaseSettings) -> xr.Dataset:
         data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
                               {"long_name": f"standard error of {name} over systems", "units": units})
     # the equiangular time from rho = 0 to rho_c per beta (one scalar head lambda = 1)
-    times = [theory.hitting_time(0.0, s.rho_c, [1.0], float(b), s.n, kind=s.kind) for b in betas]
+    times = [theory.hitting_time(0.0, s.rho_c, lambdas=[1.0], beta=float(b), n=s.n, kind=s.kind) for b in betas]
     data["theory_time"] = (("beta",), np.array(times),
                            {"long_name": f"equiangular time from rho = 0 to rho = {s.rho_c:g}",
                             "units": "1"})

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def trajectory():
     model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0)
-    traj = simulate(sample_uniform(10, 3, np.random.default_rng(0)), model, t1=1.0, dt=0.05,
+    traj = simulate(sample_uniform(10, d=3, rng=np.random.default_rng(0)), model, t1=1.0, dt=0.05,
                     save=SaveAt(ts=np.linspace(0, 1, 5)))
     return metrics.trajectory_to_dataset(traj, model)
 
