@@ -131,6 +131,9 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
+    if "summation_bound_max" in ds.attrs:  # the accuracy of the sums, seen at the end of the run
+        print(f"summation: {ds.attrs.get('summation_route', 'exact')} per head; largest relative error bound of a "
+              f"partition function {ds.attrs['summation_bound_max']:.2g} (0: exact sums)")
     if ds.attrs.get("overflow"):  # a diagnostic past float64 is inf: say which, and where the finite one is
         print(f"headflow simulate: note: {ds.attrs['overflow']}", file=sys.stderr)
     if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too

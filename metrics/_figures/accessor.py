@@ -50,6 +50,11 @@ def model_from_attrs(attrs: dict) -> MultiHead:
     return MultiHead.from_attrs(attrs)
 
 
+if getattr(vars(xr.Dataset).get("attn"), "_accessor", None) is not None and getattr(
+        xr.Dataset.attn, "__headflow_stand_in__", False):
+    del xr.Dataset.attn  # the stand-in of `import headflow` (headflow/_accessor.py) gives way to the accessor
+
+
 @xr.register_dataset_accessor("attn")
 class AttnAccessor:
     """``ds.attn``: metrics over the ``time`` dim of a trajectory, sweep or limit-study Dataset.

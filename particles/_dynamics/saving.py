@@ -96,6 +96,11 @@ class Trajectory:
     noise_entropy : str
         A noisy run given ``rng=None``: the entropy of the fresh SeedSequence it drew its noise
         from ("" otherwise); ``simulate(..., rng=int(noise_entropy))`` repeats the run.
+    summation : dict
+        What the sums of a :class:`~particles.MultiHead` did along the run: ``route``, one str per
+        head (``"exact"``, a fast route of :mod:`particles.summation`, or several joined by ``+``
+        when the run changed route), and ``bound_max``, the largest a-posteriori bound on the
+        relative error of a partition function (0 for exact sums); ``{}`` for other fields.
     """
 
     t: np.ndarray
@@ -109,6 +114,7 @@ class Trajectory:
     method: str = ""
     fingerprint: str = ""
     noise_entropy: str = ""
+    summation: dict = field(default_factory=dict)
 
     def __post_init__(self):
         caller = "Trajectory"

@@ -17,8 +17,10 @@ from .._core.params import KAPPA, NONE, AnyOf, Boolean, Function, Instance, Inte
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
+from .._summation.record import recording
 from .controllers import ConstantStep, PIDController
 from .field import CallableField, as_field, field_fingerprint
+from .progress import progress_bar
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
 
@@ -72,7 +74,8 @@ _SIMULATE_RELATIONS = [
          method=AnyOf(Options(*STEPPERS), Instance(Stepper)), save=AnyOf(NONE, Instance(SaveAt, hint="Use "
          "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=KAPPA,
          rng=Seed(), rtol=_RTOL, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
-         on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
+         on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)),
+         progress=AnyOf(NONE, Boolean()),
          controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
                                          test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
          relations=_SIMULATE_RELATIONS)
@@ -93,7 +96,7 @@ def simulate(
     check_every: int = 10,
     on_failure: str = "raise",
     geometry: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     controller=None,
 ) -> Trajectory:
     r"""Integrate :math:`dX_i = \dot x_i(X)\,dt + \sqrt{2/\kappa}\,P_{X_i} dB_i` from t0 to t1.
@@ -136,8 +139,9 @@ def simulate(
     on_failure : {"raise", "return"}
         On a non-finite state, raise :class:`SolverError`, or return a Trajectory with
         ``status="failed"`` cut at the last finite save.
-    progress : bool
-        Show a tqdm progress bar (needs tqdm).
+    progress : bool or None
+        Show a tqdm progress bar (True), none (False), or (None, the default) one that opens once
+        the run, timed as it goes, is forecast to take more than a few seconds.
     controller : step-size controller, optional
         Default: constant steps ``dt`` for fixed-step methods, PID control of the error
         estimate for adaptive ones; e.g. a CFL controller for finite-volume states
@@ -176,25 +180,26 @@ def simulate(
         controller = PIDController(stepper.error_order) if stepper.adaptive else ConstantStep(dt)
     else:
         _check_controller(controller)
-    bar = _progress_bar(progress, t1 - t0, method)
+    bar = progress_bar(progress, t1 - t0, method, tqdm_class)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
     if callable(getattr(field, "after_step", None)):
         field.after_step(t0, x)
     status, message = "finished", "reached t1"
-    try:
-        for k, target in enumerate(saver.targets):
-            _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts)
-            saver.at_target(k, state.t, state.x)
-    except SolverError as exc:
-        if on_failure == "raise":
-            raise
-        status, message = "failed", str(exc)
-    finally:
-        if bar is not None:
-            bar.close()
+    with recording("simulate") as sums:
+        try:
+            for k, target in enumerate(saver.targets):
+                _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts)
+                saver.at_target(k, state.t, state.x)
+        except SolverError as exc:
+            if on_failure == "raise":
+                raise
+            status, message = "failed", str(exc)
+        finally:
+            if bar is not None:
+                bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method,
-                            fingerprint=fingerprint, noise_entropy=noise_entropy)
+                            fingerprint=fingerprint, noise_entropy=noise_entropy, summation=sums.summary())
 
 
 def _check_save(save, method: str, caller: str) -> SaveAt:
@@ -305,10 +310,3 @@ def tqdm_class() -> type:
     return tqdm
 
 
-def _progress_bar(progress: bool, total: float, method: str):
-    if not progress:
-        return None
-    tqdm = tqdm_class()
-    # time advances by float steps: show n and total rounded (not 9.299999999999999/10.0)
-    return tqdm(total=total, unit="time", desc=f"simulate[{method}]",
-                bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")
