@@ -121,7 +121,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     try:
         traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
                         save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
-                        kappa=settings["kappa"], rng=rng_noise, on_failure="return")
+                        kappa=settings["kappa"], rng=rng_noise, on_failure="return", progress=False)
         saved, success, message = traj.saved, traj.success, traj.message
     except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
         saved, success, message = {}, False, str(exc)

@@ -66,7 +66,7 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
-    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method,
+    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method, progress=False,
                     save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=s.rtol, atol=s.rtol * 1e-2)
     ds = saved_to_dataset(traj, ts)
     ds["count"] = ((), float(c))

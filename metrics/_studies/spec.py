@@ -250,7 +250,7 @@ def run_cell(x0, settings: StudySettings, save_fn, rng) -> xr.Dataset:
     finite ``kappa``; a run that stops is cut and NaN-padded)."""
     kappa = getattr(settings, "kappa", np.inf)
     traj = simulate(x0, settings.model, t1=settings.t1, dt=settings.dt, kappa=kappa, rng=rng, on_failure="return",
-                    save=SaveAt(ts=settings.ts, x=False, fn=save_fn), method=particle_method(kappa))
+                    save=SaveAt(ts=settings.ts, x=False, fn=save_fn), method=particle_method(kappa), progress=False)
     return saved_to_dataset(traj, settings.ts)
 
 

@@ -125,7 +125,7 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
             xs = x[None]
         else:
             step = t1 / 200 if dt is None else dt
-            xs = simulate(x, model, t1=t1, dt=step, method=method, save=SaveAt(ts=ts)).x
+            xs = simulate(x, model, t1=t1, dt=step, method=method, save=SaveAt(ts=ts), progress=False).x
         return _report(model, xs, ts[: len(xs)]).holds_throughout[candidate]
 
     grid = np.linspace(lo, hi, n_grid)
