@@ -475,3 +475,12 @@ def test_the_rejection_bound_on_s3_holds_for_a_peaked_density():
                                 t1=0.1, n_saves=2, m_grid=16, dt=0.05, progress=False)
     assert np.all(np.isfinite(ds.sw2.values))
 
+
+def test_one_seed_intervals_are_warned_and_commented():
+    """A one-seed study cannot fit intervals: a RuntimeWarning says so, and so do the variables' attrs
+    (the NaN is not silent)."""
+    with pytest.warns(RuntimeWarning, match=r"one seed at n = \[8, 16\].*intervals of the fitted rates are NaN"):
+        ds = mean_field_limit_study(MODEL, _density, n_values=(8, 16), n_seeds=1, t1=0.1, n_saves=2, m_grid=64,
+                                    dt=0.05)
+    assert np.isnan(ds.rate_w1_ci).all() and "one seed" in ds.rate_w1_ci.attrs["comment"]
+    assert "one seed" in ds.rate_w1_stderr.attrs["comment"] and "one seed" in ds.w1_stderr.attrs["comment"]
