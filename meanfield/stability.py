@@ -49,6 +49,7 @@ from particles.validation import (
     Options,
     Relation,
     check_real_array,
+    check_varies,
     declare,
     keyword_only,
 )
@@ -139,7 +140,8 @@ def _heads(lam, mu):
 
 
 @keyword_only("lam", "mu")
-@declare(**_HEADS, kappa=KAPPA, k=Integer(0), relations=[_SAME_HEADS])
+@declare(**_HEADS, kappa=KAPPA, relations=[_SAME_HEADS],
+         k=Integer(1, hint="Degree 0 is the constant: the flow conserves the mass, so it has no growth rate."))
 def uniform_growth_rate(beta, *, lam, mu=None, kind="usa", kappa=np.inf, k=1, d=2) -> float:
     r"""Growth rate :math:`\sigma_l` (``l = k``) of degree-k harmonics around the uniform measure on
     :math:`S^{d-1}` (module docstring). ``lam``, ``mu``: one strength per head (default ``mu = lam``).
@@ -154,7 +156,9 @@ def uniform_growth_rate(beta, *, lam, mu=None, kind="usa", kappa=np.inf, k=1, d=
     return float(k * (k + d - 2) * (G - 1.0 / kappa))
 
 
-@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=KAPPA, relations=[_SCALAR_HEADS])
+@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=KAPPA, relations=[_SCALAR_HEADS, Relation(
+    ("model",), lambda model: model.d >= 2, "must have d >= 2 (S^0 is two points: it has no harmonics to grow)",
+    breaks={"model": MultiHead.scalar([1.0], d=1, beta=1.0, kind="usa")})])
 def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
     r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
@@ -230,11 +234,9 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
         raise InvalidParameterError(
             f"harmonic_fn of {caller} must return finite values of shape ({len(pts)},) for points (m, 3)."
         )
+    check_varies(Y, "harmonic_fn(points)", caller, why="a constant is the degree-0 part, which the normalisation "
+                 "of the mass removes: nothing grows; pass a harmonic of degree >= 1, e.g. lambda y: y[:, 2]")
     scale = float(np.max(np.abs(Y)))
-    if scale == 0:
-        raise InvalidParameterError(
-            f"harmonic_fn of {caller} is zero at every grid point: pass a non-zero harmonic (e.g. lambda y: y[:, 2])."
-        )
     amps = []
     for sign in (1.0, -1.0):
         p0 = areas * (1 + sign * eps * Y / scale)

@@ -11,7 +11,15 @@ code trusts what these functions return and never re-validates.
 
 from ._core import arrays as _a
 from ._core import validation as _v
-from ._core.arrays import check_finite, check_real_array, check_returned, check_square_stack
+from ._core.arrays import (
+    check_finite,
+    check_integers,
+    check_real_array,
+    check_returned,
+    check_square_stack,
+    check_varies,
+    check_within,
+)
 from ._core.declarations import Declaration, Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from ._core.keywords import keyword_only
@@ -59,6 +67,9 @@ __all__ = [
     "check_names",
     "check_weights",
     "check_square_stack",
+    "check_varies",
+    "check_integers",
+    "check_within",
     "check_finite",
     "check_model",
     "check_states",

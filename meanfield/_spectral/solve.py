@@ -154,7 +154,8 @@ class SpectralSolution:
         basis = self._basis("log_partition")
         c = self.coefficients[self._index(k, "log_partition")]
         a = check_param(a, "a", "SpectralSolution.log_partition")
-        return basis.log_partition(self, c, a, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1))
+        return basis.log_partition(self, c, a, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1,
+                                                                        within=(-1.0, 1.0)))
 
 
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,

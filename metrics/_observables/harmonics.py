@@ -58,7 +58,7 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
     (1.0, True, True)
     """
     caller = "harmonic_amplitudes"
-    x = check_points(x, "x", caller, atol=1e-8)
+    x = check_points(x, "x", caller, atol=1e-8, min_n=2)  # (one token: A_l = sqrt(k_l), a fact of no measure)
     n, d = x.shape
     out = np.empty(l_max + 1)
     if d == 2:
