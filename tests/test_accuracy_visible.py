@@ -41,6 +41,9 @@ def test_exact_runs_say_exact_and_other_fields_say_nothing():
     assert traj.summation == {"route": ["exact"], "bound_max": 0.0}
     field = particles.simulate(np.eye(3), lambda t, x: np.zeros_like(x), t1=0.1, dt=0.05)
     assert field.summation == {}
+    ens = particles.Ensemble(np.eye(3)[None], beta=np.array([0.5, 1.0]))
+    x0 = np.stack([particles.sample_uniform(4, d=3, rng=s) for s in range(2)])
+    assert particles.simulate(x0, ens, t1=0.1, dt=0.05).summation == {"route": ["exact"], "bound_max": 0.0}
 
 
 def test_cli_prints_the_bound(tmp_path, capsys):

@@ -11,7 +11,7 @@ import contextlib
 import contextvars
 import logging
 
-__all__ = ["SummationRecord", "recording", "note"]
+__all__ = ["SummationRecord", "recording", "note", "note_exact"]
 
 logger = logging.getLogger("headflow.summation")
 
@@ -46,6 +46,13 @@ def note(results, head: int | None = None) -> None:
         return
     for h, res in ([(head, results)] if head is not None else enumerate(results)):
         rec.add(h, res.method, res.bound)
+
+
+def note_exact(n_heads: int) -> None:
+    """Note exact sums (bound 0) for heads 0..n_heads-1 (an ensemble's batched passes)."""
+    rec = _OPEN.get()
+    for h in range(n_heads if rec is not None else 0):
+        rec.add(h, "exact", 0.0)
 
 
 @contextlib.contextmanager
