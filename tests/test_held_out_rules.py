@@ -69,3 +69,17 @@ def test_a_grid_value_given_twice_in_two_spellings_is_refused():
 def test_integral_floats_are_not_token_ids():
     with pytest.raises(InvalidParameterError, match=r"'ids' parameter of bert_embeddings.*integer dtype"):
         metrics.sentences.bert_embeddings({}, np.array([0.0, 1.0]))  # was taken as ids 0 and 1
+
+
+def test_scale_free_values_below_the_normal_range_are_refused():
+    """Weights or a density up to a constant, all subnormal: digits lost, products 0 (0/0: NaN)."""
+    pts, areas = mf.circle_grid(16)
+    with pytest.raises(InvalidParameterError, match=r"density_fn\(points\) of GridMeasure.from_density are all below"):
+        mf.GridMeasure.from_density(pts, areas, lambda x: 1e-320 * (1 + 0.5 * x[:, 0]))  # was masses off by 1e-4
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax")
+    x = particles.sample_uniform(5, d=3, rng=0)
+    with pytest.raises(InvalidParameterError, match="weights of MultiHead.sums are all below 2.2e-308"):
+        model.sums(x, sources=x, weights=np.full(5, 1e-320))
+    tiny = mf.GridMeasure.from_density(pts, areas, lambda x: 1e-300 * (1 + 0.5 * x[:, 0]))
+    assert np.allclose(tiny.mass, mf.GridMeasure.from_density(pts, areas, lambda x: 1 + 0.5 * x[:, 0]).mass,
+                       rtol=1e-14)

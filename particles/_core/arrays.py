@@ -13,7 +13,7 @@ from .numerics import rowdot
 from .validation import _fmt, _typename
 
 __all__ = ["check_finite", "check_real_array", "check_points", "check_weights", "check_source_weights",
-           "check_square_stack", "check_returned", "check_within", "check_integers", "check_varies"]
+           "check_square_stack", "check_returned", "check_within", "check_integers", "check_varies", "check_scale"]
 
 
 def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
@@ -66,9 +66,7 @@ def check_real_array(a, name: str, caller: str = "", *, ndim: int | tuple | None
             f"{where} must be real; got complex dtype {arr.dtype}. Pass the real part explicitly (np.real(...))."
         )
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise InvalidParameterError(
-            f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
-        )
+        raise InvalidParameterError(f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array.")
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if shape is not None:
         ok = arr.ndim == len(shape) and all(s is None or s == k for s, k in zip(shape, arr.shape))
@@ -181,14 +179,10 @@ def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> n
         )
     check_finite(w, name, caller)
     if np.any(w < 0):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}."
-        )
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}.")
     s = w.sum()
     if abs(s - 1.0) > 1e-8:
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum()."
-        )
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum().")
     return w / s
 
 
@@ -198,7 +192,17 @@ def check_source_weights(weights, n: int, caller: str = "") -> np.ndarray:
     if w.shape != (n,) or np.any(w < 0):
         raise InvalidParameterError(f"weights{_fmt(caller)} must be non-negative with shape ({n},) (one per "
                                     f"source); got shape {w.shape}, min {w.min():.3g}.")
-    return w
+    return check_scale(w, "weights", caller)
+
+
+def check_scale(arr: np.ndarray, name: str, caller: str = "") -> np.ndarray:
+    """The rule of values whose scale does not matter (weights, a density up to a constant): the largest must be
+    a normal float64 (>= 2.2e-308); subnormal values carry fewer digits and their products underflow (0/0: NaN)."""
+    if 0 < np.max(np.abs(arr), initial=0.0) < np.finfo(np.float64).tiny:
+        raise InvalidParameterError(f"{name}{_fmt(caller)} are all below 2.2e-308, where float64 loses digits (and "
+                                    "products underflow to 0); the result does not depend on their scale: multiply "
+                                    "them by a constant, e.g. 1e300.")
+    return arr
 
 
 def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> np.ndarray:

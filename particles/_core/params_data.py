@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_points, check_real_array, check_square_stack
+from .arrays import check_points, check_real_array, check_scale, check_square_stack
 from .declarations import Relation
 from .errors import InvalidParameterError
 from .params import Constraint, subject
@@ -135,7 +135,7 @@ def _weights(w, name, caller, probability=False):
                                     f"sum {w.sum():.3g}.")
     if probability and abs(w.sum() - 1.0) > 1e-8:
         raise InvalidParameterError(f"{name} must sum to 1; got sum {w.sum():.12g}. Use {name} / {name}.sum().")
-    return w / w.sum() if probability else w
+    return w / w.sum() if probability else check_scale(w, name, caller)
 
 
 def Weights(*, probability: bool = False, hint: str = "") -> Checked:
