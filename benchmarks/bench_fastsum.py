@@ -41,9 +41,9 @@ d, beta, state, n = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], int(sys.a
 tol, exact_max = float(sys.argv[5]), int(sys.argv[6])
 rng = np.random.default_rng(n + 7 * d)
 if state == "uniform":
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
 else:
-    c = sample_uniform(3, d, rng)
+    c = sample_uniform(3, d=d, rng=rng)
     x = c[rng.integers(0, 3, n)] + 1e-3 * rng.standard_normal((n, d))
     x /= np.linalg.norm(x, axis=1, keepdims=True)
 

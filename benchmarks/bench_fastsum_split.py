@@ -39,7 +39,7 @@ def hwm():  # peak resident memory of this program (VmHWM: ru_maxrss would keep 
 
 routes.NUFFT_LIBRARY[0] = sys.argv[1]
 n = int(sys.argv[2])
-x = sample_uniform(n, 3, np.random.default_rng(0))
+x = sample_uniform(n, d=3, rng=np.random.default_rng(0))
 base = hwm()
 MultiHead.scalar([1.0], d=3, beta=10.0, kind="softmax", summation="fast", tol=1e-8).velocity(x)
 print(json.dumps({"base": base, "peak": hwm()}))
@@ -114,7 +114,7 @@ def main():
     from particles.summation import exp_sums
 
     libraries = ["ducc0", "finufft"]
-    x = sample_uniform(args.n, 3, np.random.default_rng(0))
+    x = sample_uniform(args.n, d=3, rng=np.random.default_rng(0))
     model = MultiHead.scalar([1.0], d=3, beta=10.0, kind="softmax", summation="fast", tol=1e-8)
     rows = np.sort(np.random.default_rng(1).choice(args.n, 256, replace=False))
     (ref,) = exp_sums(10.0 * np.eye(3)[None], x[rows], x, None, summation="exact")

@@ -37,7 +37,7 @@ def one_thread():
 
 
 def _points(n, d, seed=0):
-    return sample_uniform(n, d, np.random.default_rng(seed))
+    return sample_uniform(n, d=d, rng=np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("n, d", [(1024, 3), (4096, 3), (1024, 64)])

@@ -63,12 +63,12 @@ def circle_rows(quick):
     Ls = [8, 16, 32] if quick else [8, 16, 32, 64]
     ref = mf.wasserstein_ascent(measure(512), model, t1=t1, n_saves=2, scheme="spectral", L=2 * Ls[-1],
                                 kappa=kappa, rtol=1e-13, tol=1e-6)
-    ref_atoms, _ = circle_spectral_quantiles(ref.info["solution"], 1, M_ATOMS)
+    ref_atoms, _ = circle_spectral_quantiles(ref.info["solution"], 1, M=M_ATOMS)
     rows = []
     for L in Ls:
         res, sec = timed(lambda L=L: mf.wasserstein_ascent(measure(4 * L), model, t1=t1, n_saves=2,
                                                            scheme="spectral", L=L, kappa=kappa, tol=1e-2))
-        atoms, _ = circle_spectral_quantiles(res.info["solution"], 1, M_ATOMS)
+        atoms, _ = circle_spectral_quantiles(res.info["solution"], 1, M=M_ATOMS)
         rows.append(("S^1", "spectral", f"L={L}", sec, circle_wasserstein(atoms, ref_atoms, p=1,
                                                                           method="circle")[0]))
     for m in ([64, 256] if quick else [64, 256, 1024]):
@@ -93,7 +93,7 @@ def sphere_rows(quick):
     fn = lambda x: np.exp(x[:, 2])  # noqa: E731
 
     def gl_measure(n):
-        pts, w = mf.sphere_quadrature(3, n)
+        pts, w = mf.sphere_quadrature(3, n=n)
         return mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
 
     Ls = [8, 16] if quick else [8, 16, 32]
@@ -144,7 +144,7 @@ def spectral_problems():
     """(name, model, measure) of the band-limit table (module docstring)."""
     pts, areas = mf.circle_grid(512)
     s1 = mf.GridMeasure.from_density(pts, areas, lambda x: np.exp(0.8 * x[:, 0] + 0.3 * x[:, 1] ** 2))
-    pts, w = mf.sphere_quadrature(3, 40)
+    pts, w = mf.sphere_quadrature(3, n=40)
     s2 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: 1 + 0.5 * x[:, 2] + 0.3 * x[:, 0])
     usa = lambda d: particles.MultiHead.scalar([1.0], d=d, beta=2.0, kind="usa")  # noqa: E731
     zonal = lambda d: mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=d)  # noqa: E731

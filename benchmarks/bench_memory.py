@@ -26,7 +26,7 @@ rng = np.random.default_rng(0)
 if name.endswith("collapsed"):
     x = particles.normalize(np.repeat(np.eye(3)[:2], n // 2, 0) + 1e-9 * rng.standard_normal((n // 2 * 2, 3)))
 else:
-    x = particles.sample_uniform(n, 3, rng)
+    x = particles.sample_uniform(n, d=3, rng=rng)
 model = particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
 calls = {
     "n_clusters(collapsed)": lambda: metrics.n_clusters(x, eps=1e-3),

@@ -77,7 +77,7 @@ def main(argv=None):
                     A = rng.standard_normal((H, d, d)) / np.sqrt(d)
                     M = (A + A.transpose(0, 2, 1)) / 2
                     model = particles.MultiHead(M, beta=1.0, kind=args.kind, log_time_scale="auto", summation="exact")
-                    x = particles.sample_uniform(n, d, rng)
+                    x = particles.sample_uniform(n, d=d, rng=rng)
                     ours = best_of(lambda model=model, x=x: model.velocity(x), args.repeat)
                     floor = best_of(floor_fn(model, x), args.repeat)
                     dense = (best_of(dense_fn(model, x), max(1, args.repeat // 2)) if args.kind == "softmax"

@@ -91,7 +91,7 @@ def timing_table(Ls, tables_max, threads, repeat):
 
 def zonal_table(max_L):
     model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
-    pts, w = mf.sphere_quadrature(3, 40)
+    pts, w = mf.sphere_quadrature(3, n=40)
     problems = [("zonal solver (Gegenbauer)", mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=3)),
                 ("S^2 solver (harmonics)", mf.GridMeasure.from_density(pts, 4 * np.pi * w,
                                                                        lambda x: 1 + 0.5 * x[:, -1]))]

@@ -38,8 +38,8 @@ def main(argv=None):
     rows = []
     with threadpool_limits(1):
         for n, m in sizes:
-            x = particles.sample_uniform(n, 3, rng)
-            y = particles.sample_uniform(m, 3, rng)
+            x = particles.sample_uniform(n, d=3, rng=rng)
+            y = particles.sample_uniform(m, d=3, rng=rng)
             for reg in (0.05, 0.2):
                 v1, _, t1 = _cross_term(x, y, reg, 1e-9, 1.0)
                 v2, _, t2 = _cross_term(x, y, reg, 1e-9, 1.8)

@@ -45,11 +45,11 @@ def rows(quick):
     rng = np.random.default_rng(0)
     out = []
     for n in ([100_000] if quick else [100_000, 1_000_000]):
-        x = sample_uniform(n, 3, rng)
+        x = sample_uniform(n, d=3, rng=rng)
         m = MultiHead.scalar([1.0], d=3, beta=10.0, kind="softmax", summation="fast", tol=1e-8)
         out.append((f"fast, {nufft_library()}, S^2, n = {n}", lambda m=m, x=x: m.velocity(x)))
     for n, d in ([(4096, 3)] if quick else [(4096, 3), (8192, 3), (4096, 64)]):
-        x = sample_uniform(n, d, rng)
+        x = sample_uniform(n, d=d, rng=rng)
         m = MultiHead.scalar([1.0], d=d, beta=4.0, kind="softmax", summation="exact")
         out.append((f"exact, d = {d}, n = {n}", lambda m=m, x=x: m.velocity(x)))
     L = 512 if quick else 1024

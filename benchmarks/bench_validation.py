@@ -27,7 +27,7 @@ from particles.validation import declaration
 
 def _case(n: int):
     model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind="softmax")
-    x0 = particles.sample_uniform(n, 3, np.random.default_rng(0))
+    x0 = particles.sample_uniform(n, d=3, rng=np.random.default_rng(0))
     return x0, model, dict(t1=1.0, dt=1e-3, method="rk4")
 
 

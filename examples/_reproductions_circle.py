@@ -90,7 +90,7 @@ def pry_basin(betas=(-1.0, -0.5), k=4, seeds=3, jitter=0.05, t1=200.0) -> list:
 def pry_sync(betas=(-0.16,), n=16, seeds=3, t1=150.0, tol=1e-3, k=4, control_beta=-1.0) -> list:
     """Fraction of runs whose circle diameter is below tol at t1, for every beta >= -0.16, from uniform
     starts and from the jittered 3-cluster state; control: the 3-cluster starts at control_beta < -2/3."""
-    starts = [("uniform", lambda s: sample_uniform(n, 2, np.random.default_rng(1000 + s))),
+    starts = [("uniform", lambda s: sample_uniform(n, d=2, rng=np.random.default_rng(1000 + s))),
               ("three_clusters", lambda s: three_clusters(k, 0.05, s))]
     synced = np.array([[[not _stays_apart(b, make(s), t1, tol) for s in range(seeds)] for _, make in starts]
                        for b in betas])
@@ -125,7 +125,7 @@ def kpr_causal(n=200, beta=64.0, seeds=2, ts=(0.0, 25.0, 50.0, 75.0, 100.0, 150.
     model = MultiHead(np.eye(2), beta=beta, kind="softmax", causal=True)
     counts = np.zeros((seeds, len(ts)), dtype=int)
     for s in range(seeds):
-        x0 = sample_uniform(n, 2, np.random.default_rng(s))
+        x0 = sample_uniform(n, d=2, rng=np.random.default_rng(s))
         run = simulate(x0, model, t1=ts[-1], method="dopri5", rtol=rtol, atol=1e-8, save=SaveAt(ts=np.array(ts)))
         counts[s] = [len(renyi_centres(x, delta)) for x in run.x]
     lost = counts[:, ts.index(75.0)] - counts[:, ts.index(150.0)]

@@ -91,8 +91,8 @@ def noise_threshold(beta=2.0, lam=1.0, cells=(64, 128)) -> list:
     """Mode-1 growth rate of the noisy uniform state on S^1 at kappa = 2 kappa* (finite volumes) against the
     closed form sigma_1(kappa) of meanfield.stability; control: the run at kappa*/2 (stable), which must not
     grow at the unstable rate. sigma: the change from the coarse to the fine grid."""
-    kstar = mf.critical_kappa(beta, lam, kind="softmax")
-    predicted = mf.uniform_growth_rate(beta, lam, kind="softmax", kappa=2 * kstar)
+    kstar = mf.critical_kappa(beta, lam=lam, kind="softmax")
+    predicted = mf.uniform_growth_rate(beta, lam=lam, kind="softmax", kappa=2 * kstar)
     rows = []
     for key, factor, of in (("noise_threshold", 2.0, ""), ("noise_threshold_control", 0.5, "noise_threshold")):
         coarse, fine = (_mode1_rate(m, factor * kstar, beta, lam) for m in cells)

@@ -68,7 +68,7 @@ def _decade_cost(kind, n, beta, rho0s, rho1, rtol):
 def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3), rho1=0.5) -> list:
     """ReLU particles: the extra time for one decade of rho0 against the exact integral of the equiangular
     ODE (its linearisation n ln 10 / (2 beta) is the alternative); control: softmax particles (O(1))."""
-    exact = th.hitting_time(rho0s[1], rho0s[0], [1.0], beta, n, kind="relu")
+    exact = th.hitting_time(rho0s[1], rho0s[0], lambdas=[1.0], beta=beta, n=n, kind="relu")
     linear = n * np.log(rho0s[0] / rho0s[1]) / (2 * beta)
     params = {"n": n, "beta": beta, "rho0": list(rho0s), "rho1": rho1}
     rows = []
@@ -92,7 +92,7 @@ def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5, boot=200) -
     betas = np.empty((len(ns), draws))
     for a, n in enumerate(ns):
         for r in range(draws):
-            keys = sample_uniform(n, d, rng)
+            keys = sample_uniform(n, d=d, rng=rng)
             betas[a, r] = np.exp(brentq(lambda lb, k=keys: top_weight(q, k, np.exp(lb)) - level, -5.0, 40.0,
                                         xtol=1e-10))
     logn = np.log(ns)
@@ -163,7 +163,8 @@ def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, s
     and the change of the crossing when every second beta of the grid is dropped (interpolation)."""
     from metrics import phase_diagram
 
-    target = brentq(lambda b: th.hitting_time(0.0, 0.999, [1.0], b, n, kind=kind) - t1, 0.1, 20.0, xtol=1e-12)
+    target = brentq(lambda b: th.hitting_time(0.0, 0.999, lambdas=[1.0], beta=b, n=n, kind=kind) - t1,
+                    0.1, 20.0, xtol=1e-12)
     rows = []
     for key, dim, of in ((f"glpr_{kind}", d, ""), (f"glpr_{kind}_control", control_d, f"glpr_{kind}")):
         ds = phase_diagram(np.array(betas), n=n, d=dim, kind=kind, t1=t1, n_systems=systems, chunk=64, n_saves=5,

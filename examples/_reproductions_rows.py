@@ -45,7 +45,7 @@ def _inverse_cos(n, alpha, beta, frame):
 
 def theorem19_cosine(n=20, alpha=0.8, frames=4) -> list:
     """1/cos angle(f_i, x_i) at beta*(H = 2) against the golden ratio 1/c*(2); control: at 1.1 beta*."""
-    bstar, golden = th.beta_star(2, n, alpha), (1 + np.sqrt(5)) / 2
+    bstar, golden = th.beta_star(2, n=n, alpha=alpha), (1 + np.sqrt(5)) / 2
     rows = []
     for key, beta, of in (("thm19_golden", bstar, ""), ("thm19_golden_control", 1.1 * bstar, "thm19_golden")):
         vals = np.concatenate([_inverse_cos(n, alpha, beta, f) for f in range(frames)])
@@ -67,13 +67,14 @@ def _margin_root(H, n, alpha, frame, bstar):
 
 def theorem19_beta_star(H=3, n=20, alpha=0.8, frames=(3, 4)) -> list:
     """The beta where the radial-dominance margin changes sign, against beta*(H); control: beta*(H - 1)."""
-    bstar = th.beta_star(H, n, alpha)
+    bstar = th.beta_star(H, n=n, alpha=alpha)
     roots = [_margin_root(H, n, alpha, f, bstar) for f in frames]
     how = f"spread of the sign change over {len(frames)} random orthogonal frames (bisection to 1e-13)"
     params = {"n": n, "alpha": alpha, "H": H, "frames": list(frames)}
     return [Row("thm19_beta_star", np.mean(roots), spread(roots, 1e-13 * bstar), how, bstar, params=params),
             Row("thm19_beta_star_control", np.mean(roots), spread(roots, 1e-13 * bstar), how,
-                th.beta_star(H - 1, n, alpha), control_of="thm19_beta_star", params={**params, "H_predicted": H - 1})]
+                th.beta_star(H - 1, n=n, alpha=alpha),
+                control_of="thm19_beta_star", params={**params, "H_predicted": H - 1})]
 
 
 # ------------------------------------------------------------------ Theorem 22 (early rate)
@@ -88,8 +89,8 @@ def theorem22_early_rate(lambdas=(0.5, 1.0, 3.0), beta=2.0, n=10, frame=5) -> li
     how = f"standard error over the {rates.size} token pairs of a random orthogonal frame (floor 16 ulp)"
     params = {"lambdas": list(lambdas), "beta": beta, "n": n, "frame": frame}
     H, lam = len(lambdas), float(np.sum(lambdas))
-    return [Row("thm22_early", rates.mean(), sigma, how, th.early_rate(list(lambdas), beta, n), params=params),
-            Row("thm22_early_control", rates.mean(), sigma, how, H * float(th.phi(lam / H, beta, n)),
+    return [Row("thm22_early", rates.mean(), sigma, how, th.early_rate(list(lambdas), beta=beta, n=n), params=params),
+            Row("thm22_early_control", rates.mean(), sigma, how, H * float(th.phi(lam / H, beta=beta, n=n)),
                 control_of="thm22_early", params=params)]
 
 
@@ -107,10 +108,11 @@ def theorem27_entropy(n=5, beta=3.0, lam=1.0, t1=3.0) -> list:
     run's own overlap; control: random tokens (not equiangular), where H is no function of the mean overlap."""
     rows = []
     for key, x0, of in (("thm27_entropy", th.equiangular_tokens(n, 0.0), ""),
-                        ("thm27_entropy_control", sample_uniform(n, n, np.random.default_rng(7)), "thm27_entropy")):
+                        ("thm27_entropy_control", sample_uniform(n, d=n, rng=np.random.default_rng(7)),
+                         "thm27_entropy")):
         ts, H, rho = _entropy_run(x0, beta, lam, t1, 1e-11)
         _, H8, _ = _entropy_run(x0, beta, lam, t1, 1e-8)
-        predicted = float(th.entropy_equiangular(rho[-1], n, beta, lam))
+        predicted = float(th.entropy_equiangular(rho[-1], n=n, beta=beta, lam=lam))
         rows.append(Row(key, H[-1], change(H[-1], H8[-1], 8 * EPS), "change of H(t1) from rtol 1e-8 to 1e-11",
                         predicted, control_of=of,
                         params={"n": n, "beta": beta, "lambda": lam, "T": t1, **({"seed": 7} if of else {})},
@@ -154,7 +156,7 @@ def sample_cap(n, d, radius, rng) -> np.ndarray:
     """n i.i.d. uniform points of the cap {x : angle(x, e_d) <= radius} of S^{d-1} (rejection)."""
     out = np.empty((0, d))
     while len(out) < n:
-        x = sample_uniform(4 * n, d, rng)
+        x = sample_uniform(4 * n, d=d, rng=rng)
         out = np.vstack([out, x[x[:, -1] >= np.cos(radius)]])
     return out[:n]
 

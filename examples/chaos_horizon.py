@@ -122,14 +122,14 @@ def main(argv=None):
     cfg = QUICK if args.quick else FULL
     pool = {} if args.quick else {"engine": "process", "max_workers": 2}
     common = {"n_boot": 200 if args.quick else 2000, "progress": not args.quick, **pool}
-    model = MultiHead.scalar([1.0], 2, beta=BETA_S1, kind="softmax")
+    model = MultiHead.scalar([1.0], d=2, beta=BETA_S1, kind="softmax")
     ds = metrics.chaos_horizon_study(model, l_max=4, store=out / "cells_unstable", **cfg["unstable"], **common)
     _save(ds, out / "chaos_horizon_s1.nc")
-    kstar = mf.critical_kappa(BETA_S1, 1.0, kind="softmax")
+    kstar = mf.critical_kappa(BETA_S1, lam=1.0, kind="softmax")
     stable = metrics.chaos_horizon_study(model, l_max=4, kappa=0.8 * kstar, store=out / "cells_stable",
                                          **cfg["stable"], **common)
     _save(stable, out / "chaos_horizon_stable.nc")
-    model2 = MultiHead.scalar([1.0, -1.0], 3, beta=4.0, kind="softmax")
+    model2 = MultiHead.scalar([1.0, -1.0], d=3, beta=4.0, kind="softmax")
     s2 = metrics.chaos_horizon_study(model2, l_max=4, n_projections=32 if args.quick else 128,
                                      store=out / "cells_s2", **cfg["s2"], **common)
     _save(s2, out / "chaos_horizon_s2.nc")

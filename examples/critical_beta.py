@@ -27,7 +27,7 @@ def run(n=24, alpha=1.0, Hs=(2, 3, 4)):
     x = th.orthogonal_tokens(n, rng=0)
     rows, curves = [], {}
     for H in Hs:
-        bstar = th.beta_star(H, n, alpha)
+        bstar = th.beta_star(H, n=n, alpha=alpha)
         betas = np.linspace(0.0, 2 * bstar, 41)
         diags = [diagnose(MultiHead.scalar([alpha] * H, d=n, beta=b), x, include=["rd_margin_min", "cos_angle"])
                  for b in betas]
@@ -53,7 +53,7 @@ def main(argv=None):
     plt = pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
     for H, (betas, cos, margin) in curves.items():
-        bstar = th.beta_star(H, n, 1.0)
+        bstar = th.beta_star(H, n=n, alpha=1.0)
         a.plot(betas / bstar, cos, label=f"H={H}")
         a.axhline(th.c_star(H), ls=":", c="gray")
         b.plot(betas / bstar, margin / np.abs(margin).max(), label=f"H={H}")

@@ -42,7 +42,7 @@ def entropy_rate_identity(model, x):
 def run(n=10, beta=3.0, lam=1.0, t1=10.0, seed=1):
     rng = np.random.default_rng(seed)
     generic = MultiHead(np.diag([1.0, 0.3, -0.5]), beta=2.0, kind="softmax")
-    x = sample_uniform(n, 3, rng)
+    x = sample_uniform(n, d=3, rng=rng)
     fd, pred = entropy_rate_identity(generic, x)
     ts = np.linspace(0, t1, 51)
     traj = simulate(x, generic, t1=t1, dt=0.01, save=SaveAt(ts=ts, fn=lambda t, y: {"H": generic.entropy(y)[0]}))
@@ -51,7 +51,7 @@ def run(n=10, beta=3.0, lam=1.0, t1=10.0, seed=1):
     traj_eq = simulate(th.equiangular_tokens(n, 0.0), eq, t1=t1, dt=0.01,
                        save=SaveAt(ts=ts, fn=lambda t, y: {"H": eq.entropy(y)[0]}))
     rho = np.array([th.mean_rho(y) for y in traj_eq.x])
-    H_closed = th.entropy_equiangular(rho, n, beta, lam)
+    H_closed = th.entropy_equiangular(rho, n=n, beta=beta, lam=lam)
     rows = [
         ("Theorem 27 identity, generic data", "max |FD - prediction|", float(np.abs(fd - pred).max())),
         ("generic data", "tokens whose entropy falls at some time", falls),

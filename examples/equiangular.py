@@ -33,7 +33,7 @@ def run(n=6, lambdas=(1.0, 0.5), beta=1.5, rho0=0.05, t1=4.0, dt=1e-3):
         model = MultiHead.scalar(list(lambdas), d=n, beta=beta, kind=kind)
         traj = simulate(x0, model, t1=t1, dt=dt, save=SaveAt(ts=ts))
         rho_p = np.array([th.mean_rho(x) for x in traj.x])
-        rho_o = th.solve_equiangular(rho0, ts, lambdas, beta, n, kind)
+        rho_o = th.solve_equiangular(rho0, ts, lambdas=lambdas, beta=beta, n=n, kind=kind)
         curves[kind] = (ts, rho_p, rho_o)
         rows.append((kind, beta, float(rho_p[-1]), float(np.abs(rho_p - rho_o).max())))
     Lam = float(sum(lambdas))
@@ -41,8 +41,8 @@ def run(n=6, lambdas=(1.0, 0.5), beta=1.5, rho0=0.05, t1=4.0, dt=1e-3):
     traj0 = simulate(th.orthogonal_tokens(n), model0, t1=t1, dt=dt, save=SaveAt(ts=ts))
     rho_p0 = np.array([th.mean_rho(x) for x in traj0.x])
     rows.append(("softmax, beta=0 closed form", 0.0, float(rho_p0[-1]),
-                 float(np.abs(rho_p0 - th.rho_beta0(ts, Lam, n)).max())))
-    curves["softmax beta=0"] = (ts, rho_p0, th.rho_beta0(ts, Lam, n))
+                 float(np.abs(rho_p0 - th.rho_beta0(ts, Lambda=Lam, n=n)).max())))
+    curves["softmax beta=0"] = (ts, rho_p0, th.rho_beta0(ts, Lambda=Lam, n=n))
     return rows, curves
 
 

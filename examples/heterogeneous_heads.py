@@ -46,14 +46,14 @@ def particle_hitting_time(lambdas, beta, n, rho1, dt=2e-3, t_max=200.0):
 
 
 def run(n=8, beta=1.0, rho1=0.5):
-    lc, lm = th.lambda_c(beta, n), th.lambda_max(beta, n)
+    lc, lm = th.lambda_c(beta, n=n), th.lambda_max(beta, n=n)
     Lam = 6.0 * lc
     rows = []
     for spread in (0.0, 0.5, 1.0, 2.0):
         lambdas = (Lam / 2 - spread, Lam / 2 + spread)
         rows.append(("early rate", f"lambdas={lambdas[0]:.3f},{lambdas[1]:.3f}",
-                     particle_rate0(lambdas, beta, n), th.early_rate(lambdas, beta, n),
-                     th.superadditivity_gain(lambdas, beta, n)))
+                     particle_rate0(lambdas, beta, n), th.early_rate(lambdas, beta=beta, n=n),
+                     th.superadditivity_gain(lambdas, beta=beta, n=n)))
     pairs = [(0.5, 2.0), (1.0, 1.0)]
     for lambdas in pairs:
         T_multi = particle_hitting_time(lambdas, beta, n, rho1)
@@ -79,7 +79,7 @@ def main(argv=None):
     plt = pyplot()
     lam = np.linspace(0, 4 * lc, 400)
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.plot(lam, th.phi(lam, beta, n))
+    ax.plot(lam, th.phi(lam, beta=beta, n=n))
     ax.axvline(lm, ls="--", c="C1", label="lambda_max (Lambert W)")
     ax.axvline(lc, ls=":", c="C2", label="lambda_c (inflection)")
     ax.set(xlabel="lambda", ylabel="phi(lambda)", title=f"Per-head early rate, n={n}, beta={beta}")

@@ -73,7 +73,7 @@ def main(argv=None):
 
     # (3) noise
     beta, lam = 2.0, 1.0
-    kstar = mf.critical_kappa(beta, lam, kind="softmax")
+    kstar = mf.critical_kappa(beta, lam=lam, kind="softmax")
     smodel = MultiHead.scalar([lam], d=2, beta=beta, kind="softmax")
     mu_u = circle_measure(64, lambda t: 1 + 1e-3 * np.cos(t))
     for factor in (0.5, 2.0):
@@ -81,7 +81,7 @@ def main(argv=None):
         res = mf.wasserstein_ascent(mu_u, smodel, t1=3.0, n_saves=7, scheme="fv_circle", kappa=kappa)
         amp = np.array([abs(np.fft.rfft(p)[1]) for p in res.mass])
         rate = float(np.polyfit(res.t[:3], np.log(amp[:3]), 1)[0])
-        sigma = mf.uniform_growth_rate(beta, lam, kind="softmax", kappa=kappa)
+        sigma = mf.uniform_growth_rate(beta, lam=lam, kind="softmax", kappa=kappa)
         rows.append((f"noisy S^1, kappa = {factor:g} kappa*", rate, sigma, int(rate > 0), float(amp[-1] / amp[0])))
         axes[2].semilogy(res.t, amp / amp[0], "o-", label=f"kappa={factor:g} kappa* (measured)")
         axes[2].semilogy(res.t, np.exp(sigma * res.t), "k:", lw=0.8)

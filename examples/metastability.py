@@ -38,7 +38,7 @@ def main(argv=None):
     beta, n, T = (6.0, 16, 3e3) if args.quick else (12.0, 32, 1e5)
     model = MultiHead.scalar([1.0], d=2, beta=beta, log_time_scale="auto")
     ts = np.concatenate([[0.0], np.logspace(-1, np.log10(T), 41 if args.quick else 81)])
-    traj = simulate(sample_uniform(n, 2, rng=1), model, t1=ts[-1], method="dopri5", rtol=1e-6, atol=1e-8,
+    traj = simulate(sample_uniform(n, d=2, rng=1), model, t1=ts[-1], method="dopri5", rtol=1e-6, atol=1e-8,
                     save=SaveAt(ts=ts))
     steps = staircase(model, traj)
     counts = np.array([n_clusters(x) for x in traj.x])

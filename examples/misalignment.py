@@ -46,7 +46,7 @@ def misalignment_rows(n, t1, n_saves, epsilons, rng):
     A = rng.standard_normal((H, d, d))
     M = 0.6 * (A + A.transpose(0, 2, 1)) / 2
     G = rng.standard_normal((H, d, d))
-    x0 = sample_uniform(n, d, rng)
+    x0 = sample_uniform(n, d=d, rng=rng)
     ts = np.linspace(0, t1, n_saves)
     rows, curves = [], {}
     for eps in epsilons:
@@ -60,7 +60,7 @@ def misalignment_rows(n, t1, n_saves, epsilons, rng):
 
 
 def orthogonality_rows(n, t1, n_saves, thetas, rng):
-    x0 = sample_uniform(n, 4, rng)
+    x0 = sample_uniform(n, d=4, rng=rng)
     ts = np.linspace(0, t1, n_saves)
     rows, curves = [], {}
     for theta in thetas:

@@ -39,12 +39,12 @@ def main(argv=None):
     Ts = (0.0, 0.3, 0.4) if args.quick else (0.0, 0.2, 0.3, 0.35, 0.4, 0.42, 0.45)
     n_saves, xtol = (11, 5e-3) if args.quick else (41, 1e-4)
     x0 = th.orthogonal_tokens(n)
-    bstar = th.beta_star(2, n, 1.0)
+    bstar = th.beta_star(2, n=n, alpha=1.0)
     rows = []
     for T in Ts:
         res = rd_threshold(lambda b: MultiHead.scalar([1.0, 1.0], d=n, beta=b, kind="softmax"), x0, t1=T,
                            bracket=(0.0, 1.5), n_grid=4, xtol=xtol, n_saves=n_saves, dt=max(T, 1e-3) / 40)
-        pred = rd_threshold_equiangular(T, n, n_saves=n_saves)
+        pred = rd_threshold_equiangular(T, n=n, n_saves=n_saves)
         rows.append((T, res.lower, res.upper, pred, bstar, res.n_runs))
     print(write_table(out / "radial_dominance.md",
                       ["horizon T", "largest beta (particles, lower)", "first failing beta", "equiangular ODE",
@@ -54,7 +54,7 @@ def main(argv=None):
     A = rng.standard_normal((2, 4, 4))
     model = MultiHead(0.8 * (A + A.transpose(0, 2, 1)) / 2, beta=1.0)
     t1 = 2.0 if args.quick else 6.0
-    traj = simulate(sample_uniform(16, 4, rng), model, t1=t1, dt=0.02, save=SaveAt(ts=np.linspace(0, t1, 31)))
+    traj = simulate(sample_uniform(16, d=4, rng=rng), model, t1=t1, dt=0.02, save=SaveAt(ts=np.linspace(0, t1, 31)))
     rep = radial_dominance(model, traj)
 
     plt = pyplot()

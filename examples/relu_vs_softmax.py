@@ -27,7 +27,7 @@ from particles import theory as th
 def time_to_reach(kind, n, rho0, rho1, lambdas=(1.0,), beta=1.0, dt=0.01):
     """First time the particles' ρ reaches rho1 (RK4, interpolated between saved steps)."""
     model = MultiHead.scalar(list(lambdas), d=n, beta=beta, kind=kind)
-    T_guess = 2.0 * th.hitting_time(rho0, rho1, lambdas, beta, n, kind)
+    T_guess = 2.0 * th.hitting_time(rho0, rho1, lambdas=lambdas, beta=beta, n=n, kind=kind)
     traj = simulate(th.equiangular_tokens(n, rho0), model, t1=T_guess, dt=dt, save=SaveAt(every=1),
                     method="rk4")
     G = np.einsum("tid,tjd->tij", traj.x[:, :1], traj.x[:, 1:2])[:, 0, 0]
@@ -40,8 +40,8 @@ def run(n=8, rho1=0.5, rho0s=(1e-1, 1e-2, 1e-3, 1e-4)):
     for rho0 in rho0s:
         T_relu = time_to_reach("relu", n, rho0, rho1)
         T_soft = time_to_reach("softmax", n, rho0, rho1)
-        rows.append((rho0, T_relu, th.relu_time_linear(rho0, [1.0], 1.0, n), T_soft,
-                     th.softmax_time_linear([1.0], 1.0, n)))
+        rows.append((rho0, T_relu, th.relu_time_linear(rho0, lambdas=[1.0], beta=1.0, n=n), T_soft,
+                     th.softmax_time_linear([1.0], beta=1.0, n=n)))
     return rows
 
 

@@ -29,11 +29,11 @@ P2 = lambda y: 1.5 * y[:, 2] ** 2 - 0.5  # noqa: E731
 
 def velocity_response(d, n_quad, kind, rng):
     """Measured G(2) from v[sigma + eps x_1 x_2] on a product quadrature, and the Funk-Hecke value."""
-    pts, w = mf.sphere_quadrature(d, n_quad)
+    pts, w = mf.sphere_quadrature(d, n=n_quad)
     model = MultiHead.scalar([1.5], d=d, beta=1.0, kind=kind)
     eps = 0.5 if kind == "usa" else 1e-5
     weights = w * (1 + eps * pts[:, 0] * pts[:, 1])
-    q = sample_uniform(5, d, rng)
+    q = sample_uniform(5, d=d, rng=rng)
     v = mf.measure_velocity(model, pts, weights / weights.sum(), at=q)
     e = np.eye(d)
     grad = q[:, 1:2] * e[0] + q[:, 0:1] * e[1] - 2 * (q[:, 0] * q[:, 1])[:, None] * q
@@ -47,7 +47,7 @@ def main(argv=None):
     m = 300 if args.quick else 1200
     rows, curves = [], []
     beta = 1.5
-    kstar = mf.critical_kappa(beta, 1.0, kind="softmax", d=3)
+    kstar = mf.critical_kappa(beta, lam=1.0, kind="softmax", d=3)
     runs = [("usa", np.inf, 1, P1), ("usa", np.inf, 2, P2), ("softmax", np.inf, 2, P2),
             ("softmax", 0.7 * kstar, 1, P1), ("softmax", 1.4 * kstar, 1, P1)]
     for kind, kappa, l, Y in runs:

@@ -29,7 +29,7 @@ def main(argv=None):
     n, d = (8, 3) if args.quick else (32, 3)
     A = rng.standard_normal((2, d, d))
     M = (A + A.transpose(0, 2, 1)) / 2
-    x0 = sample_uniform(n, d, rng)
+    x0 = sample_uniform(n, d=d, rng=rng)
     rows = []
 
     ts = np.linspace(0, 2, 21)

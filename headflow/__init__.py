@@ -14,7 +14,9 @@ True
 True
 
 The ``ds.attn`` Dataset accessor is registered by importing :mod:`metrics` (``headflow.metrics``),
-as cf_xarray registers ``ds.cf``.
+as cf_xarray registers ``ds.cf``; after ``import headflow`` it is there on any Dataset (a reopened
+file too): a stand-in registered when xarray is imported loads :mod:`metrics` on the first ``ds.attn``
+(``headflow/_accessor.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import importlib.abc
 import pathlib
 import sys
 from importlib.machinery import ModuleSpec
+
+from . import _accessor
 
 __all__ = ["particles", "meanfield", "metrics", "__version__"]
 
@@ -87,3 +91,5 @@ if not any(isinstance(f, _LayerAlias) for f in sys.meta_path):
     # first: the path finder would otherwise find headflow.particles.validation in the layer's
     # folder (the alias's __path__) and run a second copy of the module under the alias name
     sys.meta_path.insert(0, _LayerAlias())
+
+_accessor.install()

@@ -82,9 +82,10 @@ def time_steps(model, n: int, method: str, kappa: float, dt: float, save, out=pr
             flush=True)
     times = {}
     for m in sorted({n_small, n_big}):
-        x = particles.sample_uniform(m, model.d, rng=0)
+        x = particles.sample_uniform(m, d=model.d, rng=0)
         def run(k, x=x):
-            particles.simulate(x, model, t1=k * dt, dt=dt, method=method, kappa=kappa, rng=0, on_failure="return")
+            particles.simulate(x, model, t1=k * dt, dt=dt, method=method, kappa=kappa, rng=0, on_failure="return",
+                               progress=False)
 
         step = _timed(lambda run=run: run(1))
         if step < SHORT_STEP:  # a call's own cost (its checks, a first call's warm-up) would outweigh a short step:

@@ -119,7 +119,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     method, kappa = run["method"], float(run["kappa"])
     check_simulate_time(cfg, model)  # before the tokens are drawn: a run too long is refused, a long one says so
     streams = particles.seed_streams(run["seed"])  # the one seed rule, shared with the docs
-    x0 = particles.sample_uniform(int(run["n"]), model.d, rng=streams.x0)
+    x0 = particles.sample_uniform(int(run["n"]), d=model.d, rng=streams.x0)
     traj = particles.simulate(
         x0, model, t1=float(run["t1"]), dt=float(run["dt"]), method=method, kappa=kappa, rng=streams.noise,
         save=particles.SaveAt(ts=np.linspace(0.0, float(run["t1"]), int(run["n_saves"])), x=bool(run["positions"]),
@@ -132,6 +132,9 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
+    if "summation_bound_max" in ds.attrs:  # the accuracy of the sums, seen at the end of the run
+        print(f"summation: {ds.attrs.get('summation_route', 'exact')} per head; largest relative error bound of a "
+              f"partition function {ds.attrs['summation_bound_max']:.2g} (0: exact sums)")
     if ds.attrs.get("overflow"):  # a diagnostic past float64 is inf: say which, and where the finite one is
         print(f"headflow simulate: note: {ds.attrs['overflow']}", file=sys.stderr)
     if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too

@@ -73,7 +73,7 @@ def run(cfg):
     for n in cfg["n_values"]:
         cells = []
         for s, ss in enumerate(children):
-            x0 = particles.sample_uniform(n, cfg["d"], np.random.default_rng(ss.spawn(1)[0]))
+            x0 = particles.sample_uniform(n, d=cfg["d"], rng=np.random.default_rng(ss.spawn(1)[0]))
             store_x = n == cfg["n_values"][-1] and s == 0  # one space-time picture
             traj = particles.simulate(x0, model, t1=cfg["t1"], method=cfg["method"], rtol=cfg["rtol"],
                                       atol=cfg["atol"], save=particles.SaveAt(ts=ts, x=store_x, fn=save_fn))

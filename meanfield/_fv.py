@@ -106,7 +106,7 @@ def _route(mu0) -> str:
         return f"mu0 = {mu0!r}: use scheme='lagrangian' (weighted atoms)"
     d = mu0.points.shape[1]
     fits = {2: "scheme='fv_circle' (on circle_grid(m)), 'spectral' or 'jko'",
-            3: "scheme='fv_sphere', 'jko' or 'spectral' (on sphere_quadrature(3, n))"}.get(d, "scheme='jko'")
+            3: "scheme='fv_sphere', 'jko' or 'spectral' (on sphere_quadrature(3, n=n))"}.get(d, "scheme='jko'")
     return f"mu0 is a GridMeasure on S^{d - 1} (d = {d}): use {fits}"
 
 

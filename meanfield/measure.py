@@ -22,6 +22,7 @@ from particles.validation import (
     Weights,
     check_real_array,
     check_returned,
+    check_scale,
     declare,
     one_per,
     weights_or_uniform,
@@ -125,7 +126,7 @@ class GridMeasure:
         rho = check_returned(density_fn(points), "density_fn(points)", (len(points),), caller)
         if np.any(rho < 0) or not np.all(np.isfinite(rho)):
             raise InvalidParameterError(f"density_fn of {caller} must return finite non-negative values.")
-        top = rho.max()
+        top = check_scale(rho, "density_fn(points)", caller).max()
         if not top > 0:
             # normalising would divide by zero and give NaN masses
             raise InvalidParameterError(

@@ -17,20 +17,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from particles.validation import Integer, declare
+from particles.validation import Integer, declare, keyword_only
 
 __all__ = ["sphere_quadrature"]
 
 
+@keyword_only("n")
 @declare(d=Integer(2, 4, hint="Product rules exist for S^1, S^2, S^3; for larger d sample points with "
                               "particles.sample_uniform."),
          n=Integer(2, hint="Pass the number of Gauss nodes, e.g. n=32."))
-def sphere_quadrature(d: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+def sphere_quadrature(d: int, *, n: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Points and weights of the product rule of the module docstring (weights sum to 1).
 
     Examples
     --------
-    >>> pts, w = sphere_quadrature(3, 8)
+    >>> pts, w = sphere_quadrature(3, n=8)
     >>> bool(np.isclose(w @ pts[:, 2] ** 2, 1 / 3))  # ∫ z² dσ = 1/d
     True
     """

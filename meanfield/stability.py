@@ -49,7 +49,9 @@ from particles.validation import (
     Options,
     Relation,
     check_real_array,
+    check_varies,
     declare,
+    keyword_only,
 )
 
 from ._spectral.sphere import _Sphere
@@ -101,16 +103,17 @@ def _log_fh_scaled(a: float, l: int, nu: float) -> float:
     return gammaln(nu + 1) + nu * (np.log(2.0) - np.log(b)) + _log_ive(l + nu, b)
 
 
+@keyword_only("l", "d")
 @declare(a=Interval(), l=Integer(0), d=Integer(2))
-def funk_hecke_exp(a, l, d: int = 3) -> float:
+def funk_hecke_exp(a, *, l, d: int = 3) -> float:
     r"""Funk–Hecke coefficient :math:`\hat g_a(l)` of :math:`e^{a t}` on :math:`S^{d-1}` (module docstring).
 
     Examples
     --------
     >>> from scipy.special import iv
-    >>> bool(np.isclose(funk_hecke_exp(1.5, 2, d=2), iv(2, 1.5)))
+    >>> bool(np.isclose(funk_hecke_exp(1.5, l=2, d=2), iv(2, 1.5)))
     True
-    >>> bool(np.isclose(funk_hecke_exp(1.0, 0, d=3), np.sinh(1.0)))  # mean of e^{t} over S^2
+    >>> bool(np.isclose(funk_hecke_exp(1.0, l=0, d=3), np.sinh(1.0)))  # mean of e^{t} over S^2
     True
     """
     if a == 0:
@@ -136,14 +139,16 @@ def _heads(lam, mu):
     return lam, lam.copy() if mu is None else np.atleast_1d(mu)
 
 
-@declare(**_HEADS, kappa=KAPPA, k=Integer(0), relations=[_SAME_HEADS])
-def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=2) -> float:
+@keyword_only("lam", "mu")
+@declare(**_HEADS, kappa=KAPPA, relations=[_SAME_HEADS],
+         k=Integer(1, hint="Degree 0 is the constant: the flow conserves the mass, so it has no growth rate."))
+def uniform_growth_rate(beta, *, lam, mu=None, kind="usa", kappa=np.inf, k=1, d=2) -> float:
     r"""Growth rate :math:`\sigma_l` (``l = k``) of degree-k harmonics around the uniform measure on
     :math:`S^{d-1}` (module docstring). ``lam``, ``mu``: one strength per head (default ``mu = lam``).
 
     Examples
     --------
-    >>> bool(np.isclose(uniform_growth_rate(0.0, 1.0, d=3), 2 / 3))  # l(l+1) · 1/d at a -> 0
+    >>> bool(np.isclose(uniform_growth_rate(0.0, lam=1.0, d=3), 2 / 3))  # l(l+1) · 1/d at a -> 0
     True
     """
     lam, mu = _heads(lam, mu)
@@ -151,7 +156,9 @@ def uniform_growth_rate(beta, lam, mu=None, *, kind="usa", kappa=np.inf, k=1, d=
     return float(k * (k + d - 2) * (G - 1.0 / kappa))
 
 
-@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=KAPPA, relations=[_SCALAR_HEADS])
+@declare(model=_SCALAR_MODEL, l_max=Integer(0), kappa=KAPPA, relations=[_SCALAR_HEADS, Relation(
+    ("model",), lambda model: model.d >= 2, "must have d >= 2 (S^0 is two points: it has no harmonics to grow)",
+    breaks={"model": MultiHead.scalar([1.0], d=1, beta=1.0, kind="usa")})])
 def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarray:
     r""":math:`\sigma_l` for l = 0..l_max of a :class:`~particles.MultiHead` with scalar heads
     :math:`M_h = \lambda_h I`, :math:`W_h = \mu_h I` (kind ``"usa"`` or ``"softmax"``), shape (l_max + 1,)."""
@@ -164,8 +171,9 @@ def growth_rates(model: MultiHead, *, l_max: int = 8, kappa=np.inf) -> np.ndarra
     return l * (l + model.d - 2) * (scale * G - 1.0 / kappa)
 
 
+@keyword_only("lam", "mu")
 @declare(**_HEADS, relations=[_SAME_HEADS])
-def critical_kappa(beta, lam, mu=None, *, kind="usa", d=2) -> float:
+def critical_kappa(beta, *, lam, mu=None, kind="usa", d=2) -> float:
     r""":math:`\kappa^* = 1/\max_{1\le l\le 64}\sum_h\mu_h G_h(l)`: the uniform measure is linearly
     stable iff κ < κ* (``inf`` if no degree is ever unstable). For one head with a > 0 the maximum
     is at l = 1: :math:`\kappa^* = a Z_0/(\mu I_1(a))` on the circle."""
@@ -182,7 +190,7 @@ _M_CAP = 2 * (_Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solv
          n_saves=Integer(2, hint="A rate needs two times at least."), kappa=KAPPA,
          eps=Interval(0, None, closed="neither"), scheme=Options("spectral", "fv_sphere"),
          relations=[Relation(("model",), lambda model: model.d == 3, "must have d = 3 (harmonic_growth runs on S^2)",
-                             breaks={"model": MultiHead.scalar([1.0], 4, beta=1.0, kind="usa")}),
+                             breaks={"model": MultiHead.scalar([1.0], d=4, beta=1.0, kind="usa")}),
                     Relation(("m", "scheme"), lambda m, scheme: scheme != "spectral" or m <= _M_CAP,
                              f"asks for a band limit above the S^2 spectral solver's cap max_L={_Sphere.max_L} "
                              f"(refused at once: such grids take minutes and gigabytes): use m <= "
@@ -196,7 +204,7 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     drift of a discrete uniform state (not exactly stationary on a mesh) and the O(ε²) terms, and
     the least-squares slope of :math:`\log A` against t, to compare with :math:`\sigma_l` of
     :func:`growth_rates`. ``scheme="spectral"`` (default): spherical harmonics on the Gauss–Legendre
-    grid ``sphere_quadrature(3, n)`` with :math:`2n^2 \approx m` points, band limit n − 1, step
+    grid ``sphere_quadrature(3, n=n)`` with :math:`2n^2 \approx m` points, band limit n − 1, step
     tolerance 1e-12 (A is then exact quadrature of a band-limited density); ``"fv_sphere"``: finite
     volumes on the Voronoi cells of ``m`` Fibonacci points.
 
@@ -214,7 +222,7 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     caller = "harmonic_growth"
     if scheme == "spectral":
         n = max(4, int(np.ceil(np.sqrt(m / 2))))
-        pts, w = sphere_quadrature(3, n)
+        pts, w = sphere_quadrature(3, n=n)
         areas = 4 * np.pi * w
         options = {"L": n - 1, "rtol": 1e-12}
     else:
@@ -226,11 +234,9 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
         raise InvalidParameterError(
             f"harmonic_fn of {caller} must return finite values of shape ({len(pts)},) for points (m, 3)."
         )
+    check_varies(Y, "harmonic_fn(points)", caller, why="a constant is the degree-0 part, which the normalisation "
+                 "of the mass removes: nothing grows; pass a harmonic of degree >= 1, e.g. lambda y: y[:, 2]")
     scale = float(np.max(np.abs(Y)))
-    if scale == 0:
-        raise InvalidParameterError(
-            f"harmonic_fn of {caller} is zero at every grid point: pass a non-zero harmonic (e.g. lambda y: y[:, 2])."
-        )
     amps = []
     for sign in (1.0, -1.0):
         p0 = areas * (1 + sign * eps * Y / scale)

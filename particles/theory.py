@@ -2,6 +2,12 @@ r"""Closed forms of docs/theory.md §3–§5 and the special token configuration
 
 Which kinds each result covers is stated in each docstring ("USA", "softmax", ...).
 
+One order: the variable by position (ρ, t, r, λ, H or β; a span: ``rho0, rho1`` or ``rho0, ts``), then
+by keyword only the head strengths (``lambdas``, ``Lambda`` = Σ_h λ_h, ``lam`` or ``alpha``), ``beta``,
+``n`` and the options: ``beta_star(3, alpha=0.7, n=16)``, ``rho_beta0(t, Lambda=2, n=8)``. By position
+the numbers are easily swapped (``beta_star(16, 3, 0.7)`` exchanges n and H); a call in the order of
+earlier releases works, with a ``DeprecationWarning`` that writes it with keywords.
+
 - Configurations (from :mod:`particles._core.configurations`): :func:`equiangular_tokens`,
   :func:`orthogonal_tokens`, :func:`mean_rho`.
 - Theorem 19: :func:`c_star`, :func:`beta_star`, :func:`cos_angle_orthogonal`.
@@ -22,36 +28,16 @@ from scipy.special import expit, lambertw
 
 from ._core.configurations import equiangular_tokens, mean_rho, orthogonal_tokens
 from ._core.declarations import Relation, declare
+from ._core.keywords import keyword_only
 from ._core.params import Integer, Interval, Options
 from ._core.params_data import Array
-from ._core.validation import (
-    InvalidParameterError,
-    SolverError,
-)
+from ._core.validation import InvalidParameterError, SolverError
 
 __all__ = [
-    "equiangular_tokens",
-    "orthogonal_tokens",
-    "mean_rho",
-    "c_star",
-    "beta_star",
-    "cos_angle_orthogonal",
-    "cos_angle_equiangular",
-    "equiangular_rhs",
-    "solve_equiangular",
-    "rho_beta0",
-    "time_to_rho_beta0",
-    "hitting_time",
-    "phi",
-    "lambda_max",
-    "lambda_c",
-    "early_rate",
-    "late_rate",
-    "superadditivity_gain",
-    "relu_time_linear",
-    "softmax_time_linear",
-    "entropy_equiangular",
-    "EQUIANGULAR_KINDS",
+    "equiangular_tokens", "orthogonal_tokens", "mean_rho", "c_star", "beta_star", "cos_angle_orthogonal",
+    "cos_angle_equiangular", "equiangular_rhs", "solve_equiangular", "rho_beta0", "time_to_rho_beta0",
+    "hitting_time", "phi", "lambda_max", "lambda_c", "early_rate", "late_rate", "superadditivity_gain",
+    "relu_time_linear", "softmax_time_linear", "entropy_equiangular", "EQUIANGULAR_KINDS",
 ]
 
 def _p(rho, n):
@@ -117,8 +103,9 @@ def c_star(H) -> float:
     return (np.sqrt((H - 1) ** 2 + 4) - (H - 1)) / 2
 
 
+@keyword_only("n", "alpha")
 @declare(H=Interval(1), n=_N, alpha=_POS)
-def beta_star(H, n, alpha) -> float:
+def beta_star(H, *, alpha, n) -> float:
     r"""Theorem 19: critical inverse temperature for orthogonal tokens and H equal scalar
     heads of strength α (USA and softmax alike):
     :math:`\beta^* = \frac{1}{2\alpha}\ln\frac{c^{*2}(n-1)}{1-c^{*2}}`.
@@ -133,15 +120,17 @@ def beta_star(H, n, alpha) -> float:
     return float(np.log(c * c * (n - 1) / (1 - c * c)) / (2 * alpha))
 
 
+@keyword_only("n", "alpha")
 @declare(beta=_BETA, n=Integer(1), alpha=_NONNEG)
-def cos_angle_orthogonal(beta, n, alpha) -> float:
+def cos_angle_orthogonal(beta, *, alpha, n) -> float:
     r""":math:`\cos\angle(f_i, x_i) = e^{\beta\alpha}/\sqrt{e^{2\beta\alpha} + n - 1}` for orthogonal
     tokens and a scalar head α (USA or softmax), computed stably."""
     return float(1.0 / np.sqrt(1.0 + (n - 1) * np.exp(-2 * beta * alpha)))
 
 
+@keyword_only("beta", "n", "alpha")
 @declare(rho=Array(), beta=_BETA, n=_N, alpha=_NONNEG)
-def cos_angle_equiangular(rho, beta, n, alpha=1.0):
+def cos_angle_equiangular(rho, *, alpha=1.0, beta, n):
     r"""Softmax, equiangular tokens :math:`\langle x_i, x_j\rangle = \rho`, scalar head α:
     :math:`\cos\angle(f_i, x_i) = \frac{q + (1-q)\rho}{\sqrt{q^2 + 2q(1-q)\rho + (1-q)^2\frac{1+(n-2)\rho}{n-1}}}`
     with :math:`q = 1/(1 + (n-1)e^{-\beta\alpha(1-\rho)})` the token's weight on itself.
@@ -150,7 +139,7 @@ def cos_angle_equiangular(rho, beta, n, alpha=1.0):
 
     Examples
     --------
-    >>> bool(np.isclose(cos_angle_equiangular(0.0, 1.0, 5), cos_angle_orthogonal(1.0, 5, 1.0)))
+    >>> bool(np.isclose(cos_angle_equiangular(0.0, beta=1.0, n=5), cos_angle_orthogonal(1.0, alpha=1.0, n=5)))
     True
     """
     _check_rho_range(rho, n, "cos_angle_equiangular")
@@ -160,8 +149,9 @@ def cos_angle_equiangular(rho, beta, n, alpha=1.0):
 
 
 
+@keyword_only("lambdas", "beta", "n", "kind")
 @declare(rho=Array(), kind=_KIND, **_HEADS)
-def equiangular_rhs(rho, lambdas, beta, n, kind="softmax"):
+def equiangular_rhs(rho, *, lambdas, beta, n, kind="softmax"):
     r"""Right-hand side :math:`\dot\rho` of the equiangular reduction (docs/theory.md §4).
 
     With :math:`p(\rho) = (1-\rho)((n-1)\rho+1)` and scalar heads :math:`\lambda_h`:
@@ -181,9 +171,10 @@ def _equiangular_rhs(rho, lam, beta, n, kind):
     return _EQUIANGULAR[kind](rho, rho[..., None], lam, beta, n)
 
 
+@keyword_only("lambdas", "beta", "n", "kind", "rtol", "atol")
 @declare(rho0=_REAL, ts=Array(1, min_size=2, what="a 1-D array of at least 2 times"), kind=_KIND, rtol=_POS,
          atol=_POS, **_HEADS, relations=[_overlap("rho0")])
-def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, atol=1e-15):
+def solve_equiangular(rho0, ts, *, lambdas, beta, n, kind="softmax", rtol=1e-13, atol=1e-15):
     """Solve the equiangular ODE with scipy's DOP853; returns ρ at ``ts`` (ts[0] = start)."""
     caller = "solve_equiangular"
     lam = np.atleast_1d(lambdas)
@@ -198,8 +189,9 @@ def solve_equiangular(rho0, ts, lambdas, beta, n, kind="softmax", rtol=1e-13, at
     return sol.y[0]
 
 
+@keyword_only("Lambda", "n")
 @declare(t=Array(), Lambda=_REAL, n=Integer(1))
-def rho_beta0(t, Lambda, n):
+def rho_beta0(t, *, Lambda, n):
     r"""Softmax heads at β = 0 from :math:`\rho_0 = 0`:
     :math:`\rho(t) = (e^{2\Lambda t} - 1)/(e^{2\Lambda t} + n - 1)`, Λ = Σ_h λ_h."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -209,8 +201,9 @@ def rho_beta0(t, Lambda, n):
     return np.where(np.isinf(e), 1.0, out)
 
 
+@keyword_only("Lambda", "n")
 @declare(r=Array(), Lambda=_POS, n=Integer(1))
-def time_to_rho_beta0(r, Lambda, n):
+def time_to_rho_beta0(r, *, Lambda, n):
     r"""Time for softmax heads at β = 0 to go from ρ = 0 to ρ = r:
     :math:`\ln((1 + (n-1)r)/(1-r)) / (2\Lambda)`."""
     caller = "time_to_rho_beta0"
@@ -219,15 +212,16 @@ def time_to_rho_beta0(r, Lambda, n):
     return np.log((1 + (n - 1) * r) / (1 - r)) / (2 * Lambda)
 
 
+@keyword_only("lambdas", "beta", "n", "kind")
 @declare(rho0=_REAL, rho1=_REAL, kind=_KIND, **_HEADS, relations=[_overlap("rho0"), _overlap("rho1")])
-def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
+def hitting_time(rho0, rho1, *, lambdas, beta, n, kind="softmax") -> float:
     r"""Time to go from ρ0 to ρ1 along the equiangular ODE: :math:`\int_{\rho_0}^{\rho_1} d\rho/\dot\rho`."""
     lam = np.atleast_1d(lambdas)
     if not rho1 > rho0 or rho1 >= 1.0:
         raise InvalidParameterError(
             f"hitting_time needs rho0 < rho1 < 1 (ρ = 1 is reached only as t → inf); got rho0={rho0}, rho1={rho1}."
         )
-    probe = equiangular_rhs(np.linspace(rho0, rho1, 65), lam, beta, n, kind)
+    probe = equiangular_rhs(np.linspace(rho0, rho1, 65), lambdas=lam, beta=beta, n=n, kind=kind)
     if not np.all(probe > 0):
         raise InvalidParameterError(
             f"the equiangular flow ({kind}, lambdas={lam.tolist()}, beta={beta:g}) does not increase rho on "
@@ -238,8 +232,9 @@ def hitting_time(rho0, rho1, lambdas, beta, n, kind="softmax") -> float:
     return float(val)
 
 
+@keyword_only("beta", "n")
 @declare(lam=Array(), beta=_BETA, n=Integer(1))
-def phi(lam, beta, n):
+def phi(lam, *, beta, n):
     r"""Theorem 22 (softmax): per-head early rate :math:`\varphi(\lambda) = 2\lambda/(e^{\lambda\beta} + n - 1)`,
     so that :math:`\dot\rho(0) = \sum_h\varphi(\lambda_h)` from orthogonal tokens."""
     return _phi(lam, beta, n)
@@ -252,14 +247,16 @@ def _phi(lam, beta, n):
     return np.where(a > 0, 2 * lam * e / (1 + (n - 1) * e), 2 * lam / (e + n - 1))
 
 
+@keyword_only("n")
 @declare(beta=_POS, n=Integer(1))
-def lambda_max(beta, n) -> float:
+def lambda_max(beta, *, n) -> float:
     r"""Maximiser of φ: :math:`\lambda_{max} = (1 + W_0((n-1)/e))/\beta` (Lambert W)."""
     return float((1 + lambertw((n - 1) / np.e, 0).real) / beta)
 
 
+@keyword_only("n")
 @declare(beta=_POS, n=_N)
-def lambda_c(beta, n) -> float:
+def lambda_c(beta, *, n) -> float:
     r"""Inflection point of φ: φ is convex for λ > λ_c, where :math:`x = \lambda_c\beta` solves
     :math:`e^x(x-2) = (n-1)(x+2)` (the root x > 2)."""
     # in logs, x + log(x − 2) = log(n − 1) + log(x + 2): no overflow for any n
@@ -270,14 +267,16 @@ def lambda_c(beta, n) -> float:
     return float(brentq(g, 2.0 + 1e-12, hi, xtol=1e-15, rtol=1e-15) / beta)
 
 
+@keyword_only("beta", "n")
 @declare(**_HEADS)
-def early_rate(lambdas, beta, n) -> float:
+def early_rate(lambdas, *, beta, n) -> float:
     r"""Softmax :math:`\dot\rho(0) = \sum_h \varphi(\lambda_h)` from orthogonal tokens."""
     return float(np.sum(_phi(np.atleast_1d(lambdas), beta, n)))
 
 
+@keyword_only("beta", "n")
 @declare(**_HEADS)
-def superadditivity_gain(lambdas, beta, n) -> float:
+def superadditivity_gain(lambdas, *, beta, n) -> float:
     r"""Theorem 22: :math:`\sum_h\varphi(\lambda_h) - H\varphi(\Lambda/H)` (softmax, orthogonal start).
 
     Positive when the heads are spread inside the convex regime λ > λ_c (Jensen): the same
@@ -293,8 +292,9 @@ def late_rate(lambdas) -> float:
     return 2.0 * float(np.sum(lambdas))
 
 
+@keyword_only("lambdas", "beta", "n")
 @declare(rho0=Interval(0, 1, closed="neither"), **_HEADS)
-def relu_time_linear(rho0, lambdas, beta, n) -> float:
+def relu_time_linear(rho0, *, lambdas, beta, n) -> float:
     r"""Theorem 25, ReLU linearised at ρ ≈ 0: :math:`T \approx n\log(1/\rho_0)/(2\beta\sum_h\lambda_h^2)`
     (time for ρ to grow from ρ0 to O(1))."""
     caller = "relu_time_linear"
@@ -304,11 +304,12 @@ def relu_time_linear(rho0, lambdas, beta, n) -> float:
     return float(n * np.log(1.0 / rho0) / (2 * beta * np.sum(lam**2)))
 
 
+@keyword_only("beta", "n")
 @declare(**_HEADS)
-def softmax_time_linear(lambdas, beta, n) -> float:
+def softmax_time_linear(lambdas, *, beta, n) -> float:
     r"""Theorem 25, softmax linearised at ρ = 0: :math:`T \approx 1/\dot\rho(0) = 1/\sum_h\varphi(\lambda_h)`,
     O(n) (time scale for ρ to grow by O(1) from 0)."""
-    rate = early_rate(lambdas, beta, n)
+    rate = early_rate(lambdas, beta=beta, n=n)
     if not rate > 0:
         raise InvalidParameterError(
             f"softmax_time_linear needs a positive early rate sum_h phi(lambda_h); got {rate:g}. Use positive lambdas."
@@ -316,8 +317,9 @@ def softmax_time_linear(lambdas, beta, n) -> float:
     return 1.0 / rate
 
 
-@declare(rho=Array(), n=_N, beta=_BETA, lam=_REAL)
-def entropy_equiangular(rho, n, beta, lam):
+@keyword_only("n", "beta", "lam")
+@declare(rho=Array(), lam=_REAL, beta=_BETA, n=_N)
+def entropy_equiangular(rho, *, lam, beta, n):
     r"""Theorem 27, equiangular tokens, one scalar head λ (softmax weights):
     :math:`H(\rho) = -q\log q - (1-q)\log\frac{1-q}{n-1}`, :math:`q = 1/(1 + (n-1)e^{-\beta\lambda(1-\rho)})`.
     """

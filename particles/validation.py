@@ -11,9 +11,19 @@ code trusts what these functions return and never re-validates.
 
 from ._core import arrays as _a
 from ._core import validation as _v
-from ._core.arrays import check_finite, check_real_array, check_returned, check_square_stack
+from ._core.arrays import (
+    check_finite,
+    check_integers,
+    check_real_array,
+    check_returned,
+    check_scale,
+    check_square_stack,
+    check_varies,
+    check_within,
+)
 from ._core.declarations import Declaration, Relation, declaration, declare
 from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.keywords import keyword_only
 from ._core.params import (
     KAPPA,
     NONE,
@@ -58,6 +68,10 @@ __all__ = [
     "check_names",
     "check_weights",
     "check_square_stack",
+    "check_varies",
+    "check_integers",
+    "check_within",
+    "check_scale",
     "check_finite",
     "check_model",
     "check_states",
@@ -72,6 +86,7 @@ __all__ = [
     "declare",
     "Declaration",
     "declaration",
+    "keyword_only",
     "Constraint",
     "Interval",
     "KAPPA",

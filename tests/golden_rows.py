@@ -27,8 +27,8 @@ def flagship_energy() -> tuple[float, float]:
     uniform tokens of seed 0, RK4 at dt = 0.05; stated error: the step-halving estimate |E(dt) - E(dt/2)| 16/15."""
     from particles import MultiHead, SaveAt, sample_uniform, simulate
 
-    model = MultiHead.scalar([1.0, 0.5], 2, beta=16.0, kind="usa", log_time_scale="auto")
-    x0 = sample_uniform(64, 2, rng=0)
+    model = MultiHead.scalar([1.0, 0.5], d=2, beta=16.0, kind="usa", log_time_scale="auto")
+    x0 = sample_uniform(64, d=2, rng=0)
     energies = [float(model.energy(simulate(x0, model, t1=20.0, dt=dt, save=SaveAt(ts=[20.0])).x[-1]))
                 for dt in (0.05, 0.025)]
     return energies[0], abs(energies[0] - energies[1]) * 16 / 15
@@ -40,7 +40,7 @@ def spectral_reference_energy() -> tuple[float, float]:
     import meanfield as mf
     from particles import MultiHead
 
-    model = MultiHead.scalar([1.0], 3, beta=2.0, kind="usa")
+    model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
     mu0 = mf.ZonalMeasure(lambda x: 1 + 0.5 * x[:, -1], d=3)
     runs = [mf.wasserstein_ascent(mu0, model, t1=1.0, scheme="spectral", rtol=rtol) for rtol in (1e-10, 1e-12)]
     energy = float(np.asarray(runs[0].energy)[-1])
@@ -63,7 +63,7 @@ def chaos_horizon() -> tuple[float, float]:
     import metrics
     from particles import MultiHead
 
-    model = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
+    model = MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a seed that does not reach delta by t1 is NaN and says so
         ds = metrics.chaos_horizon_study(model, n_values=[200, 400], n_seeds=8, t1=9.0, n_saves=61, delta=(0.2,),

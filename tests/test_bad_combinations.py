@@ -23,9 +23,9 @@ from particles.validation import LIBRARY_ERRORS
 from tests.helpers import garbled
 from tests.test_bad_input import CASES
 
-X = particles.sample_uniform(5, 3, 0)
-X4 = particles.sample_uniform(4, 3, 1)
-Y2 = particles.sample_uniform(5, 2, 2)
+X = particles.sample_uniform(5, d=3, rng=0)
+X4 = particles.sample_uniform(4, d=3, rng=1)
+Y2 = particles.sample_uniform(5, d=2, rng=2)
 EYE2 = np.stack([np.eye(3)] * 2)
 EYE3 = np.stack([np.eye(3)] * 3)
 U4, U5 = np.full(4, 0.25), np.full(5, 0.2)
@@ -257,9 +257,10 @@ OTHER = {
         particles.MultiHead.scalar([1.0], d=2, kind="softmax"), lambda y: 1 + 0.5 * y[:, 0], n_values=(16, 32),
         t1=0.1, dt=0.5), ["dt"]),
     # an overlap rho of n equiangular unit vectors lies in [-1/(n-1), 1]
-    "equiangular_rhs-rho-vs-n": (lambda: th.equiangular_rhs(np.array([0.1, -0.5]), [1.0], 1.0, 4), ["rho"]),
-    "entropy_equiangular-rho-vs-n": (lambda: th.entropy_equiangular(1.5, 4, 1.0, 1.0), ["rho"]),
-    "cos_angle_equiangular-rho-vs-n": (lambda: th.cos_angle_equiangular(-0.5, 1.0, 4), ["rho"]),
+    "equiangular_rhs-rho-vs-n": (lambda: th.equiangular_rhs(np.array([0.1, -0.5]), lambdas=[1.0], beta=1.0, n=4),
+                                 ["rho"]),
+    "entropy_equiangular-rho-vs-n": (lambda: th.entropy_equiangular(1.5, n=4, beta=1.0, lam=1.0), ["rho"]),
+    "cos_angle_equiangular-rho-vs-n": (lambda: th.cos_angle_equiangular(-0.5, beta=1.0, n=4), ["rho"]),
     "wasserstein_ascent-mu0-vs-model-d": (lambda: mf.wasserstein_ascent(
         mf.GridMeasure(C_PTS, C_AREAS, np.full(16, 1 / 16)), SM, t1=0.05, scheme="fv_circle"), ["model", "mu0"]),
     "harmonic_growth-harmonic_fn-shape": (lambda: mf.harmonic_growth(SC, lambda p: p[:, :2], m=40, t1=0.02,
@@ -303,7 +304,7 @@ def test_ensemble_with_matching_heads_equals_the_multihead_per_system():
     rng = np.random.default_rng(0)
     M = rng.standard_normal((2, 3, 3))
     W = rng.standard_normal((2, 3, 3))
-    x = np.stack([particles.sample_uniform(6, 3, s) for s in range(2)])
+    x = np.stack([particles.sample_uniform(6, d=3, rng=s) for s in range(2)])
     ens = particles.Ensemble(M, W=W, beta=[0.5, 2.0])
     for s, b in enumerate([0.5, 2.0]):
         ref = particles.MultiHead(M, W, beta=b, kind="softmax").velocity(x[s])
@@ -330,7 +331,7 @@ def _model(kind, beta, symmetric):
 @pytest.mark.parametrize("kind", KINDS)
 def test_diagnostics_finite_or_documented_infinite(kind, beta, symmetric):
     model = _model(kind, beta, symmetric)
-    x = particles.sample_uniform(20, 3, 1)
+    x = particles.sample_uniform(20, d=3, rng=1)
     out = particles.diagnose(model, x)
     for name, value in out.items():
         value = np.asarray(value, dtype=float)
@@ -373,7 +374,7 @@ def test_usa_gradient_flow_rate_equals_kinetic_at_every_beta(beta):
     """Theorem 11 (USA, C3 + C4): dE_multi/dt = (1/n) Σ|ẋ_i|², in the rescaled units of
     log_time_scale; the log-domain sum keeps it to round-off where E itself overflows."""
     model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=beta, kind="usa", log_time_scale="auto")
-    out = particles.diagnose(model, particles.sample_uniform(20, 3, 1))
+    out = particles.diagnose(model, particles.sample_uniform(20, d=3, rng=1))
     assert out["energy_rate"] == pytest.approx(out["kinetic"], rel=1e-9)
 
 
@@ -381,7 +382,7 @@ def test_usa_gradient_flow_rate_equals_kinetic_at_every_beta(beta):
 def test_log_domain_rates_equal_the_gradient_rates_where_finite(kind):
     # at moderate beta the stable sum is the plain one: Σ_i <∇_i E_h, ẋ_i>
     model = _model(kind, 2.0, symmetric=False)
-    x = particles.sample_uniform(15, 3, 2)
+    x = particles.sample_uniform(15, d=3, rng=2)
     out = particles.diagnose(model, x)
     xdot = model.velocity(x)
     grads = model._head_gradients(x, model._exp_sums(x))
@@ -391,7 +392,7 @@ def test_log_domain_rates_equal_the_gradient_rates_where_finite(kind):
 # every numeric function of a state, at every kind and beta: finite, documented +-inf, or a library
 # error (a kind a function does not support, a USA head past float64 without log_time_scale); never
 # NaN, never a numpy warning (pytest turns warnings into errors) or exception
-XS = particles.sample_uniform(12, 3, 0)
+XS = particles.sample_uniform(12, d=3, rng=0)
 NUMERIC = {
     "MultiHead.velocity": lambda m: m.velocity(XS),
     "MultiHead.weights": lambda m: m.weights(XS),
@@ -463,7 +464,7 @@ def test_numeric_functions_finite_or_documented_at_every_beta(name, kind, scale,
 
 # ------------------------------------------------------------------ generated shape disagreements
 def _pts(n, d, seed=0):
-    return particles.sample_uniform(n, d, seed)
+    return particles.sample_uniform(n, d=d, rng=seed)
 
 
 def _w(m):

@@ -33,7 +33,7 @@ from particles import theory as th
 from particles.validation import LIBRARY_ERRORS, InvalidParameterError, declaration
 from tests.helpers import garbled
 
-X = particles.sample_uniform(5, 3, 0)
+X = particles.sample_uniform(5, d=3, rng=0)
 MODEL = particles.MultiHead(np.eye(3), beta=1.0, kind="softmax")
 USA = particles.MultiHead(np.eye(3), beta=1.0, kind="usa")
 TRAJ = particles.simulate(X, MODEL, t1=0.1, dt=0.05)
@@ -467,7 +467,7 @@ CASES.update({
     "metrics.sliced_w2_to_uniform_s2": (metrics.sliced_w2_to_uniform_s2, dict(x=X, directions=X),
                                         {"x": "points", "directions": "points"}),
     "metrics.chaos_horizon_study": (metrics.chaos_horizon_study,
-                                    dict(model=particles.MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax"),
+                                    dict(model=particles.MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax"),
                                          n_values=[10, 20], n_seeds=1, t1=8.0, n_saves=33, delta=0.4, dt=0.25,
                                          l_max=2, n_boot=10),
                                     {"model": "model", "n_seeds": "int", "t1": "pos", "n_saves": "int",
@@ -524,7 +524,7 @@ UNDECLARED = frozenset()
 EXTRA = {
     "metrics.mean_field_limit_study": (
         metrics.mean_field_limit_study,
-        dict(model=particles.MultiHead.scalar([1.0], 2, beta=1.0, kind="usa"), density_fn=lambda x: 1 + 0.5 * x[:, 0],
+        dict(model=particles.MultiHead.scalar([1.0], d=2, beta=1.0, kind="usa"), density_fn=lambda x: 1 + 0.5 * x[:, 0],
              n_values=(4, 8), n_seeds=1, t1=0.1, n_saves=2, m_grid=64, dt=0.05), {}),
 }
 ALL_CASES = {**CASES, **EXTRA}

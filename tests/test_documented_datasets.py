@@ -35,7 +35,7 @@ def _study(d):
 def _trajectory():
     model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax")
     save = particles.SaveAt(ts=[0.0, 0.1], fn=particles.diagnostics_fn(model, include=["energy_multi", "entropy"]))
-    traj = particles.simulate(particles.sample_uniform(5, 3, 0), model, t1=0.1, dt=0.05, save=save)
+    traj = particles.simulate(particles.sample_uniform(5, d=3, rng=0), model, t1=0.1, dt=0.05, save=save)
     return metrics.trajectory_to_dataset(traj, model)
 
 

@@ -50,7 +50,7 @@ def test_a_config_head_count_that_is_not_a_positive_whole_number_is_refused(rng,
 
 def test_sentence_flow_names_its_own_dt_when_it_is_longer_than_the_flow(rng):
     w = particles.load_attention(_bert(rng), 0, n_heads=2)
-    x0 = particles.sample_uniform(5, D, rng)
+    x0 = particles.sample_uniform(5, d=D, rng=rng)
     with pytest.raises(InvalidParameterError, match=r"dt = 5 of sentence_flow is longer than the whole flow"):
         metrics.sentence_flow(w, x0, t1=0.1, dt=5.0)
 
@@ -59,7 +59,7 @@ def test_animate_replaces_only_an_animation_it_wrote(tmp_path):
     """A user's own GIF at the output path is refused and kept (it was replaced: any GIF counted as an
     animation); an animation headflow wrote carries its mark in the GIF's comment and a rerun replaces it."""
     model = particles.MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")
-    traj = particles.simulate(particles.sample_uniform(6, 3, 0), model, t1=0.3, dt=0.1,
+    traj = particles.simulate(particles.sample_uniform(6, d=3, rng=0), model, t1=0.3, dt=0.1,
                               save=particles.SaveAt(ts=np.linspace(0, 0.3, 3)))
     ds = metrics.trajectory_to_dataset(traj, model)
     from PIL import Image
@@ -265,7 +265,7 @@ def test_fold_norm_without_the_norm_tensors_names_fold_norm(rng):
 def test_titles_are_checked_by_the_function_given_them(rng):
     w = particles.load_attention(_bert(rng), n_heads=2)
     with pytest.raises(InvalidParameterError, match="The 'title' parameter of sentence_flow must be a title"):
-        metrics.sentence_flow(w, particles.sample_uniform(4, D, rng), title=None)
+        metrics.sentence_flow(w, particles.sample_uniform(4, d=D, rng=rng), title=None)
     with pytest.raises(InvalidParameterError, match="The 'title' parameter of head_geometry must be a title"):
         metrics.head_geometry(w, title=5)
 
@@ -385,7 +385,7 @@ def test_the_timing_says_so_before_it_starts(tmp_path, capsys, monkeypatch):
 
 def test_a_dataset_without_positions_is_told_how_to_save_them():
     model = particles.MultiHead.scalar([1.0], d=3, kind="softmax")
-    traj = particles.simulate(particles.sample_uniform(5, 3, 0), model, t1=0.2, dt=0.1,
+    traj = particles.simulate(particles.sample_uniform(5, d=3, rng=0), model, t1=0.2, dt=0.1,
                               save=particles.SaveAt(ts=[0.0, 0.2], x=False, fn=lambda t, x: {"e": 1.0}))
     ds = metrics.trajectory_to_dataset(traj, model)
     for draw in (metrics.plot_sphere, lambda d: metrics.animate(d, "a.gif", progress=False)):

@@ -41,7 +41,7 @@ def _cli_run(tmp_path, extra=""):
 def _python_run(**options):
     """The same run written in Python: the CLI draws x0 by its seed rule, particles.seed_streams."""
     model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=3.0, kind="usa", **options)
-    x0 = particles.sample_uniform(12, 3, rng=particles.seed_streams(7).x0)
+    x0 = particles.sample_uniform(12, d=3, rng=particles.seed_streams(7).x0)
     traj = particles.simulate(x0, model, t1=2.0, dt=0.05, method="rk4",
                               save=particles.SaveAt(ts=np.linspace(0.0, 2.0, 5)))
     return metrics.trajectory_to_dataset(traj, model), model
@@ -73,7 +73,7 @@ def test_rescaled_time_is_explicit_in_both_and_recorded(tmp_path):
 def test_rescaled_time_is_the_physical_time_times_e_to_the_c():
     """dx/dt' = e^-c v: the rescaled run at t' = e^c t is the physical run at t (to the solvers' error)."""
     c = 1.5
-    x0 = particles.sample_uniform(10, 3, np.random.default_rng(0))
+    x0 = particles.sample_uniform(10, d=3, rng=np.random.default_rng(0))
     ts = np.array([0.0, 0.2, 0.4])
     model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa")
     fast = particles.simulate(x0, model, t1=0.4, dt=1e-3, save=particles.SaveAt(ts=ts))

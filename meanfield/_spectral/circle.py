@@ -147,7 +147,7 @@ def _circle_coefficients(mu0, L_max):
     if not np.allclose(np.exp(1j * th), np.exp(1j * grid), atol=1e-12):
         raise InvalidParameterError(
             "scheme 'spectral' on S^1 needs a GridMeasure on a uniform grid (meanfield.circle_grid(m) or "
-            "sphere_quadrature(2, m)): the density is read at the points."
+            "sphere_quadrature(2, n=m)): the density is read at the points."
         )
     rho = mu0.mass / mu0.areas
     rho = rho / (rho.mean())  # density w.r.t. σ

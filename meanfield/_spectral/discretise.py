@@ -37,7 +37,7 @@ def discretisation(mu0, model):
             "read on S^1 and S^2 only."
         )
     raise InvalidParameterError(
-        "scheme 'spectral' needs a GridMeasure (uniform S^1 grid or sphere_quadrature(3, n) on S^2) or a "
+        "scheme 'spectral' needs a GridMeasure (uniform S^1 grid or sphere_quadrature(3, n=n) on S^2) or a "
         f"ZonalMeasure; got {type(mu0).__name__}."
     )
 
@@ -92,9 +92,9 @@ def _sphere_discretisation(mu0, model):
     if model.d != 3:
         raise InvalidParameterError(f"the GridMeasure lives on S^2 but the model has d = {model.d}.")
     nlat = int(round(np.sqrt(len(mu0.points) / 2)))
-    if 2 * nlat * nlat != len(mu0.points) or not np.allclose(sphere_quadrature(3, nlat)[0], mu0.points, atol=1e-12):
+    if 2 * nlat * nlat != len(mu0.points) or not np.allclose(sphere_quadrature(3, n=nlat)[0], mu0.points, atol=1e-12):
         raise InvalidParameterError(
-            "scheme 'spectral' on S^2 needs a GridMeasure on the Gauss-Legendre grid sphere_quadrature(3, n) "
+            "scheme 'spectral' on S^2 needs a GridMeasure on the Gauss-Legendre grid sphere_quadrature(3, n=n) "
             "(areas 4*pi*weights): the density is read at its points."
         )
     rho = mu0.mass / mu0.areas * (4 * np.pi)  # density w.r.t. σ (areas sum to 4π)

@@ -16,6 +16,7 @@ from particles.validation import (
     InvalidParameterError,
     check_real_array,
     declare,
+    keyword_only,
 )
 
 # ------------------------------------------------------------------ Funk–Hecke coefficients at any d
@@ -28,9 +29,10 @@ def _degrees(l, name, caller):
     return l
 
 
+@keyword_only("l", "d")
 @declare(a=Interval(), l=Checked(_degrees, "non-negative integer degrees (a scalar or a 1-D array)",
                                  [-1, [0.5], [[1]], None, "l", [np.nan]]), d=Integer(2))
-def funk_hecke_log(a: float, l, d: int) -> tuple[np.ndarray, np.ndarray]:
+def funk_hecke_log(a: float, *, l, d: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Sign and log of the Funk–Hecke coefficients :math:`\hat g_a(l)` of :math:`e^{a t}` on
     :math:`S^{d-1}`, without overflow or underflow at any d.
 
@@ -43,7 +45,7 @@ def funk_hecke_log(a: float, l, d: int) -> tuple[np.ndarray, np.ndarray]:
 
     Examples
     --------
-    >>> s, g = funk_hecke_log(1.0, [0, 1], 3)
+    >>> s, g = funk_hecke_log(1.0, l=[0, 1], d=3)
     >>> bool(np.allclose(s * np.exp(g), [np.sinh(1.0), np.cosh(1.0) - np.sinh(1.0)]))
     True
     """

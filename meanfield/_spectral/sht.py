@@ -102,7 +102,7 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
     r"""Spherical-harmonic transforms to degree L on the Gauss–Legendre grid of ``nlat`` latitudes.
 
     Grid: Gauss–Legendre nodes :math:`z_j = \cos\theta_j` (``nlat``, ascending) × ``nlon = 2 nlat``
-    longitudes :math:`\varphi_k = \pi k/\text{nlat}` (the points of ``sphere_quadrature(3, nlat)``).
+    longitudes :math:`\varphi_k = \pi k/\text{nlat}` (the points of ``sphere_quadrature(3, n=nlat)``).
     Coefficients ``C[l, m]``, m ≥ 0, of :math:`f = \sum_l [C_{l0}\bar P_{l0} + 2\operatorname{Re}\sum_{m\ge1}
     C_{lm}\bar P_{lm}(z) e^{im\varphi}]` with :math:`\bar P_{lm}` normalised by
     :math:`\tfrac12\int_{-1}^1\bar P_{lm}^2dz = 1` (so :math:`\|f\|^2_{L^2(\sigma)} = \sum_l|C_{l0}|^2 +

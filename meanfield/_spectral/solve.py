@@ -15,6 +15,7 @@ from particles.validation import (
     InvalidParameterError,
     check_param,
     check_real_array,
+    keyword_only,
 )
 
 from .circle import _Circle
@@ -139,20 +140,22 @@ class SpectralSolution:
             raise InvalidParameterError("t of SpectralSolution.projected_cdf must increase from -1 to at most 1.")
         return basis.projected_cdf(self, self.coefficients[k], theta, x)
 
-    def log_partition(self, k: int, a: float, t) -> np.ndarray:
+    @keyword_only("a", "t")
+    def log_partition(self, k: int, *, a: float, t) -> np.ndarray:
         r"""Zonal: :math:`\log\int e^{a\langle x, y\rangle}\rho(y)\,d\sigma(y)` at points with
         :math:`\langle x, e\rangle = t`, by Funk–Hecke: :math:`\log\sum_l\hat g_a(l)c_lq_l(t)`.
 
         Examples
         --------
         >>> sol = SpectralSolution("zonal", 3, 1, [np.array([1.0, 0.0])], np.zeros(1), np.eye(3)[2])
-        >>> bool(np.isclose(sol.log_partition(0, 1.0, np.array([0.3]))[0], np.log(np.sinh(1.0))))
+        >>> bool(np.isclose(sol.log_partition(0, a=1.0, t=np.array([0.3]))[0], np.log(np.sinh(1.0))))
         True
         """
         basis = self._basis("log_partition")
         c = self.coefficients[self._index(k, "log_partition")]
         a = check_param(a, "a", "SpectralSolution.log_partition")
-        return basis.log_partition(self, c, a, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1))
+        return basis.log_partition(self, c, a, check_real_array(t, "t", "SpectralSolution.log_partition", ndim=1,
+                                                                        within=(-1.0, 1.0)))
 
 
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,

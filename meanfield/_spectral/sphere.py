@@ -16,7 +16,7 @@ from .stepping import _suggest_L
 from .zonal import _funk_hecke_energy, _potential_multipliers
 
 #: orders m >= 1 below this fraction of the largest order-0 coefficient are the analysis' round-off of an
-#: axially symmetric density (measured: 5e-18 of c_00 for a zonal start on sphere_quadrature(3, 40))
+#: axially symmetric density (measured: 5e-18 of c_00 for a zonal start on sphere_quadrature(3, n=40))
 AXIAL_ROUNDOFF = 1e-13
 
 
@@ -178,7 +178,7 @@ class _Sphere:
         """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
         from ..quadrature import sphere_quadrature
 
-        return sphere_quadrature(3, max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
+        return sphere_quadrature(3, n=max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
 
     @staticmethod
     def density(sol, c, x):
@@ -212,7 +212,7 @@ def _gradient_weights(n):
 
 def _sphere_density(C, x):
     """ρ at points x (m, 3) from the coefficients C: by ring synthesis when x is a product grid of
-    ``sphere_quadrature(3, n)`` (rings of equal z, longitudes πk/n), else one recurrence per order m."""
+    ``sphere_quadrature(3, n=n)`` (rings of equal z, longitudes πk/n), else one recurrence per order m."""
     L = C.shape[0] - 1
     nlat = int(round(np.sqrt(len(x) / 2)))
     if 2 * nlat * nlat == len(x) and nlat > L:

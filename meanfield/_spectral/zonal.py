@@ -341,5 +341,5 @@ class ZonalMeasure:
 
     def profile(self, t) -> np.ndarray:
         """The (unnormalised) density as a function of t = <x, e> ∈ [-1, 1]."""
-        t = check_real_array(t, "t", "ZonalMeasure.profile", ndim=1)
-        return self._eval(self._points(np.clip(t, -1, 1)))
+        t = check_real_array(t, "t", "ZonalMeasure.profile", ndim=1, within=(-1.0, 1.0))
+        return self._eval(self._points(t))

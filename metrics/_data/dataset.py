@@ -76,7 +76,7 @@ def _traj_d(traj):
          title=Instance(str), attrs=DICT_OR_NONE, config=DICT_OR_NONE, seeds=DICT_OR_NONE,
          relations=[Relation(("model", "traj"), lambda m, tr: m is None or _traj_d(tr) in (None, m.d),
                              "must be the model that was simulated (its d differs from the tokens' d)",
-                             breaks={"model": MultiHead.scalar([1.0], 7, beta=1.0, kind="usa")})])
+                             breaks={"model": MultiHead.scalar([1.0], d=7, beta=1.0, kind="usa")})])
 def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, title: str = "headflow trajectory",
                           attrs: dict | None = None, config: dict | None = None,
                           seeds: dict | None = None) -> xr.Dataset:
@@ -140,9 +140,14 @@ def trajectory_to_dataset(traj: Trajectory, model: MultiHead | None = None, *, t
         base.update(model_attrs(model))
     if getattr(traj, "noise_entropy", ""):  # the noise of an unseeded run, so that it can be repeated
         base["noise_entropy"] = traj.noise_entropy
+    summation = getattr(traj, "summation", {})
+    if summation:  # what the run's sums did: the route of each head, the largest bound met at any step
+        base["summation_route"] = ", ".join(summation["route"])
+        base["summation_bound_max"] = summation["bound_max"]
     if "summation_bound" in traj.saved:
         # the largest bound met along the run: every saved diagnostic is within it
-        base["summation_bound_max"] = float(np.max(traj.saved["summation_bound"]))
+        base["summation_bound_max"] = max(base.get("summation_bound_max", 0.0),
+                                          float(np.max(traj.saved["summation_bound"])))
         base["summation_fast_fraction"] = float(np.mean(traj.saved["summation_fast"]))
     if overflow:
         base["overflow"] = overflow

@@ -196,7 +196,7 @@ def _layer_scale_free(w: AttentionWeights, tol: float, n_tokens: int) -> dict:
     H = w.n_heads
     out["beta_star"], out["beta_star_reason"] = _beta_star(out, alpha, H, n_tokens, tol)
     mean_alpha = float(alpha.mean())
-    out["beta_star_isotropic"] = theory.beta_star(H, n_tokens, mean_alpha) if mean_alpha > 0 else np.nan
+    out["beta_star_isotropic"] = theory.beta_star(H, n=n_tokens, alpha=mean_alpha) if mean_alpha > 0 else np.nan
     return out
 
 
@@ -212,7 +212,8 @@ def _beta_star(out, alpha, H, n, tol):
         reasons.append(f"mean alpha = {alpha.mean():.3g} <= 0")
     if reasons:
         return np.nan, "Theorem 19 assumptions fail: " + "; ".join(reasons) + "."
-    return theory.beta_star(H, n, float(alpha.mean())), "assumptions of Theorem 19 hold (orthogonal tokens assumed)"
+    return (theory.beta_star(H, n=n, alpha=float(alpha.mean())),
+            "assumptions of Theorem 19 hold (orthogonal tokens assumed)")
 
 
 _VARS = {  # name: (dims after layer, long_name, units)

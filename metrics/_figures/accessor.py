@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 
 from particles import MultiHead
-from particles.validation import Instance, declare
+from particles.validation import Instance, declare, keyword_only
 
 from .._data.dataset import DATASET_KINDS, KIND_ATTR, time_index
 from .._observables.registry import METRICS, evaluate
@@ -50,6 +50,11 @@ def model_from_attrs(attrs: dict) -> MultiHead:
     return MultiHead.from_attrs(attrs)
 
 
+if getattr(vars(xr.Dataset).get("attn"), "_accessor", None) is not None and getattr(
+        xr.Dataset.attn, "__headflow_stand_in__", False):
+    del xr.Dataset.attn  # the stand-in of `import headflow` (headflow/_accessor.py) gives way to the accessor
+
+
 @xr.register_dataset_accessor("attn")
 class AttnAccessor:
     """``ds.attn``: metrics over the ``time`` dim of a trajectory, sweep or limit-study Dataset.
@@ -58,7 +63,7 @@ class AttnAccessor:
     --------
     >>> import numpy as np, particles, metrics
     >>> model = particles.MultiHead.scalar([1.0], d=3, beta=1.0)
-    >>> x0 = particles.sample_uniform(8, 3, np.random.default_rng(0))
+    >>> x0 = particles.sample_uniform(8, d=3, rng=np.random.default_rng(0))
     >>> traj = particles.simulate(x0, model, t1=0.2, dt=0.1, save=particles.SaveAt(ts=[0.0, 0.1, 0.2]))
     >>> ds = metrics.trajectory_to_dataset(traj, model)
     >>> ds.attn.kind, ds.attn.n_clusters().dims
@@ -167,7 +172,8 @@ class AttnAccessor:
         """The Dataset at the saved time ``t``, selected by value (``ds.isel(time=ds.attn.time_index(t))``)."""
         return self._ds.isel(time=self.time_index(t))
 
-    def wasserstein_between(self, t_a: float, t_b: float, p: float = 2.0) -> float:
+    @keyword_only("p")
+    def wasserstein_between(self, t_a: float, t_b: float, *, p: float = 2.0) -> float:
         r"""Exact :math:`W_p` (geodesic cost, :func:`metrics.wasserstein`) between the empirical
         measures at two saved times, selected by value (``t_b = -1`` is not "the last save": it is
         outside the saved range and raises; use ``float(ds.time[-1])``)."""

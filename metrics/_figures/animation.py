@@ -301,7 +301,7 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     --------
     >>> import numpy as np, particles, metrics, tempfile, pathlib
     >>> model = particles.MultiHead.scalar([1.0], d=3, beta=2.0, kind="softmax")
-    >>> x0 = particles.sample_uniform(20, 3, np.random.default_rng(0))
+    >>> x0 = particles.sample_uniform(20, d=3, rng=np.random.default_rng(0))
     >>> traj = particles.simulate(x0, model, t1=1.0, dt=0.1, save=particles.SaveAt(ts=np.linspace(0, 1, 4)))
     >>> ds = metrics.trajectory_to_dataset(traj, model)
     >>> out = metrics.animate(ds, pathlib.Path(tempfile.mkdtemp()) / "tokens.gif", dpi=40)

@@ -39,6 +39,7 @@ from particles.validation import (
     Seed,
     check_real_array,
     declare,
+    keyword_only,
 )
 
 __all__ = ["density_of_angle", "check_density_fn", "circle_density_quantile", "sample_circle_density",
@@ -224,9 +225,10 @@ def bound_grid(d: int, m: int) -> np.ndarray:
     return grid / np.linalg.norm(grid, axis=1, keepdims=True)
 
 
+@keyword_only("d", "rng", refuse=True)
 @declare(density_fn=_DENSITY_FN, n=Integer(1), d=Integer(2), rng=Seed(),
          bound=AnyOf(NONE, Interval(0, None, closed="neither")), m_grid=_M_GRID)
-def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float | None = None,
+def sample_sphere_density(density_fn, n: int, *, d: int, rng=None, bound: float | None = None,
                           m_grid: int = 4096) -> np.ndarray:
     r"""n i.i.d. points (n, d) on :math:`S^{d-1}` from ``density_fn(points)``.
 
@@ -247,7 +249,7 @@ def sample_sphere_density(density_fn, n: int, d: int, rng=None, *, bound: float 
     Examples
     --------
     >>> import numpy as np
-    >>> x = sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 1000, 3, rng=0)
+    >>> x = sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 1000, d=3, rng=0)
     >>> x.shape, bool(abs(x[:, 2].mean() - 0.5 / 3) < 0.05)  # E x_3 = a/3 for 1 + a x_3
     ((1000, 3), True)
     """

@@ -11,18 +11,19 @@ import numpy as np
 from scipy.special import sph_harm_y
 
 from particles import check_points
-from particles.validation import Integer, InvalidParameterError, Points, declare
+from particles.validation import Integer, InvalidParameterError, Points, declare, keyword_only
 
 __all__ = ["harmonic_multiplicity", "harmonic_amplitudes", "sliced_w2_to_uniform_s2"]
 
 
+@keyword_only("d")
 @declare(l=Integer(1), d=Integer(2, 3, hint="Harmonic amplitudes are implemented on S^1 and S^2."))
-def harmonic_multiplicity(l: int, d: int) -> int:
+def harmonic_multiplicity(l: int, *, d: int) -> int:
     r"""Number :math:`k_l` of real degree-l harmonics on :math:`S^{d-1}`, d = 2 or 3.
 
     Examples
     --------
-    >>> harmonic_multiplicity(1, 2), harmonic_multiplicity(2, 3)
+    >>> harmonic_multiplicity(1, d=2), harmonic_multiplicity(2, d=3)
     (2, 5)
     """
     return 2 if d == 2 else 2 * l + 1
@@ -57,7 +58,7 @@ def harmonic_amplitudes(x, l_max: int) -> np.ndarray:
     (1.0, True, True)
     """
     caller = "harmonic_amplitudes"
-    x = check_points(x, "x", caller, atol=1e-8)
+    x = check_points(x, "x", caller, atol=1e-8, min_n=2)  # (one token: A_l = sqrt(k_l), a fact of no measure)
     n, d = x.shape
     out = np.empty(l_max + 1)
     if d == 2:

@@ -109,7 +109,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
     rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
     model = check_cell_model(settings["model_fn"](params, rng_model), params)
-    x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
+    x0 = sample_uniform(int(params["n_particles"]), d=int(params["d"]), rng=rng_init)
     names = settings["metrics"]
 
     def save_fn(t, x):
@@ -121,7 +121,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     try:
         traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
                         save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
-                        kappa=settings["kappa"], rng=rng_noise, on_failure="return")
+                        kappa=settings["kappa"], rng=rng_noise, on_failure="return", progress=False)
         saved, success, message = traj.saved, traj.success, traj.message
     except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
         saved, success, message = {}, False, str(exc)

@@ -67,6 +67,7 @@ from particles.validation import (
     InvalidParameterError,
     check_real_array,
     declare,
+    keyword_only,
 )
 
 __all__ = ["breakdown_time", "predicted_breakdown_time", "breakdown_law_cdf", "breakdown_law_mean",
@@ -198,15 +199,16 @@ def predicted_breakdown_time(amplitude0, rate, delta):
     return out[0] if scalar else out
 
 
+@keyword_only("k")
 @declare(z=Array(what="finite real values of Z"), k=Integer(1))
-def breakdown_law_cdf(z, k: int = 2):
+def breakdown_law_cdf(z, *, k: int = 2):
     r"""CDF of the limit law of :math:`Z = \sigma^* t_\delta - \tfrac12\log n - \log\delta = -\log\chi_k`:
     :math:`P(Z \le z) = P(\chi_k \ge e^{-z})` (module docstring; k = 2 on S^1, 2l*+1 on S^2).
 
     Examples
     --------
     >>> z = 0.3   # on S^1: P(R^2/2 >= e^{-2z}/2) = exp(-e^{-2z}/2)
-    >>> bool(np.isclose(breakdown_law_cdf(z, 2), np.exp(-np.exp(-2 * z) / 2)))
+    >>> bool(np.isclose(breakdown_law_cdf(z, k=2), np.exp(-np.exp(-2 * z) / 2)))
     True
     """
     return stats.chi(k).sf(np.exp(-z))

@@ -8,6 +8,7 @@ seeds, independent per n or paired over whole seeds.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -194,12 +195,16 @@ def rate_variables(name: str, g: np.ndarray, n_values, counts, *, paired: bool, 
     one = (counts < 2).any()
     se_note = {"comment": "NaN where an n has one seed: a standard error needs at least 2"} if one else {}
     ci_note = {"comment": "NaN when an n has one seed: the interval needs the spread of 2 seeds or more"} if one else {}
+    if one:
+        warnings.warn(f"one seed at n = {n_values[counts < 2].tolist()}: the standard errors and the intervals of the "
+                      "fitted rates are NaN (they need the spread of 2 seeds or more; the variables' comment attrs "
+                      "say so); run n_seeds >= 2 for intervals", RuntimeWarning, stacklevel=3)
     return {f"{name}_stderr": (("n_particles", "time"), se, {"long_name": f"standard error of the seed mean of {name}",
                                                              "units": units, **se_note}),
             f"rate_{name}": (("time",), fits[:, 0], {"long_name": f"fitted exponent r in {name} ~ n^r", "units": "1"}),
             f"rate_{name}_ci": (("time", "bound"), fits[:, 1:3], {"long_name": f"95% {how}", "units": "1", **ci_note}),
             f"rate_{name}_stderr": (("time",), fits[:, 3], {"long_name": f"standard error of rate_{name}",
-                                                            "units": "1"})}
+                                                            "units": "1", **ci_note})}
 
 
 def rate_interval_note(interval: str, paired: bool) -> str:

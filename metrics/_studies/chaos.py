@@ -173,7 +173,7 @@ def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
 
     Examples
     --------
-    >>> m = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
+    >>> m = MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")
     >>> ds = chaos_horizon_study(m, n_values=[50, 100], n_seeds=2, t1=10.0, n_saves=41, delta=0.4,
     ...                          dt=0.1, n_boot=50)
     >>> ds.distance.dims, int(ds.l_star), bool(np.all(np.isfinite(ds.t_delta)))
@@ -229,13 +229,13 @@ def _assemble(sweep, s: ChaosSettings, t_start: float) -> xr.Dataset:
         "distance": (dims, dist, {"long_name": dlong, "units": dunits}),
         "amplitude": (dims + ("degree",), amp, {"long_name": "degree amplitude A_l(mu_n(t)) (L2(sigma) norm over m)",
                                                 "units": "1"}),
-        **kit.cluster_variables(sweep, s.max_clusters, s.eps_cluster, s.counts),
+        **kit.cluster_variables(sweep, max_clusters=s.max_clusters, eps=s.eps_cluster, counts=s.counts),
         **breakdown_variables(ts, amp, dist, s),
         "sup_scaled_distance": (dims[:-1], np.sqrt(np.asarray(s.n_values, float))[:, None] * np.max(dist, axis=-1),
                                 {"long_name": "sup_t sqrt(n) distance(t)", "units": dunits}),
     }
-    coords = kit.study_coords(s.n_values, s.counts, ts, s.model.log_time_scale, s.max_clusters,
-                              "bootstrap quantile of the interval bound")
+    coords = kit.study_coords(s.n_values, s.counts, ts, log_time_scale=s.model.log_time_scale,
+                              max_clusters=s.max_clusters, bound="bootstrap quantile of the interval bound")
     coords["degree"] = ("degree", np.arange(1, l_max + 1), {"long_name": "harmonic degree l", "units": "1"})
     coords["delta"] = ("delta", s.deltas, {"long_name": "breakdown threshold", "units": "1"})
     attrs = kit.study_attrs(CHAOS, s, title=f"headflow chaos horizon study on S^{d - 1}", sweep=sweep,

@@ -94,7 +94,7 @@ def breakdown(ts, amp, dist, s) -> dict:
     td, td_dist, pred, stable = _times(ts, a_star, dist, ok, s)
     above = _started_above((a_star if theory else dist)[..., 0], ok, deltas, n_values)
     pred[above] = np.nan
-    k = harmonic_multiplicity(l_star, s.model.d)
+    k = harmonic_multiplicity(l_star, d=s.model.d)
     idx = first_index(ts, np.where(np.isfinite(td), td, ts[-1]))
     at = np.take_along_axis(amp[None], idx[..., None, None], axis=3)[..., 0, :]  # (D, N, S, L)
     dominant = (np.argmax(at, axis=-1) + 1).astype(float)
@@ -109,7 +109,7 @@ def breakdown(ts, amp, dist, s) -> dict:
     fits = np.array([fit_horizon_slope(n_values, td[i], counts=counts, n_boot=int(s.n_boot),
                                        rng=s.seed)
                      if not np.any(np.isnan(td[i][ran])) else (np.nan,) * 3 for i in range(len(deltas))])
-    ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k)).pvalue
+    ks = np.array([stats.kstest(zi[np.isfinite(zi)], lambda q: breakdown_law_cdf(q, k=k)).pvalue
                    if (not stable and theory and np.sum(np.isfinite(zi)) >= 2) else np.nan for zi in z])
     return {"td": td, "td_dist": td_dist, "pred": pred, "dominant": dominant, "z": z, "fits": fits, "ks": ks,
             "k": k, "stable": stable, "above": above.astype(np.int8)}

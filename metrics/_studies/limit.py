@@ -172,8 +172,9 @@ def mean_field_limit_study(s: LimitSettings, **run) -> xr.Dataset:
     sweep = LIMIT.run(s, **run)
     d, paired, counts = s.model.d, s.sampling == "nested", np.asarray(s.counts)
     ds = xr.Dataset(_study_data(sweep, ref, s, counts),
-                    coords=kit.study_coords(s.n_values, counts, s.ts, s.model.log_time_scale, s.max_clusters,
-                                            "probability level of the interval bound"))
+                    coords=kit.study_coords(s.n_values, counts, s.ts, log_time_scale=s.model.log_time_scale,
+                                            max_clusters=s.max_clusters,
+                                            bound="probability level of the interval bound"))
     main_w = "w1" if d == 2 else "sw2"
     ds.attrs = kit.study_attrs(
         LIMIT, s, title=f"headflow mean-field limit study on S^{d - 1}", sweep=sweep, t_start=t_start,
@@ -200,7 +201,7 @@ def _study_data(sweep, ref, s: LimitSettings, counts) -> dict:
     dims = ("n_particles", "seed", "time")
     data = {v: (dims, sweep[v].values, {"long_name": long[v], "units": units.get(v, "1")})
             for v in long if v in sweep}
-    data.update(kit.cluster_variables(sweep, s.max_clusters, s.eps_cluster, counts))
+    data.update(kit.cluster_variables(sweep, max_clusters=s.max_clusters, eps=s.eps_cluster, counts=counts))
     if s.model.d >= 3:
         data["reference_error"] = (("time",), ref["error_t"], {"long_name": ref["error_t_long"], "units": "1"})
     data["energy_meanfield"] = (("time",), np.asarray(s.mean_field.energy),

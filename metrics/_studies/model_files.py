@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from particles.extend import read_tensors, require_extra
-from particles.validation import NONE, AnyOf, Checked, Instance, InvalidParameterError, declare
+from particles.validation import NONE, AnyOf, Checked, Instance, InvalidParameterError, check_integers, declare
 
 __all__ = ["packaged_model_zip", "read_model_zip", "tokenize", "bert_embeddings"]
 
@@ -139,15 +139,16 @@ def _tokenizer_text(value, name, caller):
 
 
 def _token_ids(value, name, caller):
-    """Token ids: a non-empty 1-D array of non-negative integers (integral floats are converted)."""
-    arr = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray)) else None
-    ok = arr is not None and arr.ndim == 1 and arr.size > 0 and arr.dtype != bool and (
-        np.issubdtype(arr.dtype, np.integer)
-        or (np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr))))
-    if not ok or np.any(arr < 0):
+    """Token ids: a non-empty 1-D array of non-negative integers, of an integer dtype (floats are refused,
+    integral or not: :func:`particles.validation.check_integers`)."""
+    try:
+        arr, why = check_integers(value, "ids", what="token ids"), ""
+    except InvalidParameterError as exc:
+        arr, why = None, f" ({exc})"
+    if arr is None or arr.ndim != 1 or arr.size == 0 or np.any(arr < 0):
         raise InvalidParameterError(
             f"The {name!r} parameter must be a non-empty 1-D array of non-negative integer ids (as "
-            f"tokenize returns); got {_shown(value)}. Use np.asarray({name}, dtype=np.int64).")
+            f"tokenize returns); got {_shown(value)}{why}. Use np.asarray({name}, dtype=np.int64).")
     return arr.astype(np.int64)
 
 

@@ -66,7 +66,7 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
             row[f"{name}_sum"], row[f"{name}_sumsq"] = v.sum(), np.square(v).sum()
         return row
 
-    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method,
+    traj = simulate(x, field_, t0=float(ts[0]), t1=float(ts[-1]), dt=s.dt, method=s.method, progress=False,
                     save=SaveAt(ts=ts, x=False, fn=save_fn), on_failure="return", rtol=s.rtol, atol=s.rtol * 1e-2)
     ds = saved_to_dataset(traj, ts)
     ds["count"] = ((), float(c))
@@ -222,7 +222,7 @@ def _summarise(sweep, s: PhaseSettings) -> xr.Dataset:
         data[f"{name}_se"] = (("beta", "time"), np.sqrt(var / total),
                               {"long_name": f"standard error of {name} over systems", "units": units})
     # the equiangular time from rho = 0 to rho_c per beta (one scalar head lambda = 1)
-    times = [theory.hitting_time(0.0, s.rho_c, [1.0], float(b), s.n, kind=s.kind) for b in betas]
+    times = [theory.hitting_time(0.0, s.rho_c, lambdas=[1.0], beta=float(b), n=s.n, kind=s.kind) for b in betas]
     data["theory_time"] = (("beta",), np.array(times),
                            {"long_name": f"equiangular time from rho = 0 to rho = {s.rho_c:g}",
                             "units": "1"})

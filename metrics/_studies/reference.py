@@ -47,13 +47,13 @@ def _grid_atoms(masses, k, M):
 def _spectral_atoms(solution, k, M):
     from .spectral_reference import circle_spectral_quantiles
 
-    return circle_spectral_quantiles(solution, k, M)[0]
+    return circle_spectral_quantiles(solution, k, M=M)[0]
 
 
 def _spectral_sample(solution, n, rng):
     from .spectral_reference import circle_spectral_sample
 
-    return circle_spectral_sample(solution, 0, n, rng)
+    return circle_spectral_sample(solution, 0, n=n, rng=rng)
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,7 +99,7 @@ class SphereReference:
     rated = ("sw2", "energy_gap", "entropy_gap")
 
     def sample(self, n: int, rng) -> np.ndarray:
-        return sample_sphere_density(self.density_fn, n, self.d, rng, bound=self.bound)
+        return sample_sphere_density(self.density_fn, n, d=self.d, rng=rng, bound=self.bound)
 
     def distances(self, n: int) -> Callable:
         return lambda x, k: dict(zip(("sw2", "sw2_mc_error"), self.sliced(x, k)))
@@ -303,7 +303,7 @@ def _sphere_reference(model, density_fn, key: dict, ts, bound, store, progress) 
                 tqdm_class().write(f"reference run {r + 1}/2: {n_ref} particles on S^{d - 1}, t in [0, {key['t1']:g}]")
             ss = np.random.SeedSequence(seed, spawn_key=(2**31, r))
             rng_init, rng_noise = (np.random.default_rng(s) for s in ss.spawn(2))
-            y0 = sample_sphere_density(density_fn, n_ref, d, rng_init, bound=bound)
+            y0 = sample_sphere_density(density_fn, n_ref, d=d, rng=rng_init, bound=bound)
             runs.append(np.asarray(simulate(y0, model, t1=key["t1"], dt=key["dt"], save=SaveAt(ts=ts),
                                             kappa=key["kappa"], rng=rng_noise, method=particle_method(key["kappa"]),
                                             progress=progress is True).x))

@@ -196,7 +196,7 @@ def sentence_flow(layers, x0, *, tokens=None, layer_time: float = 1.0, t1: float
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             traj = simulate(x0, field, t1=T, dt=step, method=method, save=SaveAt(ts=ts, fn=_counted(save_fn, bar)),
-                            max_steps=n_steps + 8)
+                            max_steps=n_steps + 8, progress=False)
     finally:
         if bar is not None:
             bar.close()

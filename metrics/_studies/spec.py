@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import Declaration, declare
+from particles.validation import Declaration, declare, keyword_only
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import model_attrs, netcdf_safe, provenance
@@ -250,7 +250,7 @@ def run_cell(x0, settings: StudySettings, save_fn, rng) -> xr.Dataset:
     finite ``kappa``; a run that stops is cut and NaN-padded)."""
     kappa = getattr(settings, "kappa", np.inf)
     traj = simulate(x0, settings.model, t1=settings.t1, dt=settings.dt, kappa=kappa, rng=rng, on_failure="return",
-                    save=SaveAt(ts=settings.ts, x=False, fn=save_fn), method=particle_method(kappa))
+                    save=SaveAt(ts=settings.ts, x=False, fn=save_fn), method=particle_method(kappa), progress=False)
     return saved_to_dataset(traj, settings.ts)
 
 
@@ -274,7 +274,8 @@ def seed_counts(n_seeds, n_values) -> list[int]:
     return list(n_seeds) if isinstance(n_seeds, (list, tuple)) else [int(n_seeds)] * len(n_values)
 
 
-def study_coords(n_values, counts, ts, log_time_scale: float, max_clusters: int, bound: str | None = None) -> dict:
+@keyword_only("log_time_scale", "max_clusters", "bound")
+def study_coords(n_values, counts, ts, *, log_time_scale: float, max_clusters: int, bound: str | None = None) -> dict:
     """The coordinates every (n, seed, time) study has: ``n_particles``, ``seed``, ``time`` (with its
     time convention), ``cluster_rank``, and the interval ``bound`` when the study fits intervals
     (``bound`` is then its long name)."""
@@ -290,7 +291,8 @@ def study_coords(n_values, counts, ts, log_time_scale: float, max_clusters: int,
     return coords
 
 
-def cluster_variables(sweep: xr.Dataset, max_clusters: int, eps: float, counts) -> dict:
+@keyword_only("max_clusters", "eps", "counts")
+def cluster_variables(sweep: xr.Dataset, *, max_clusters: int, eps: float, counts) -> dict:
     """The variables of the cells' cluster columns (:func:`metrics._observables.clustering.cluster_row`),
     whether each run reached t1, and the seeds each n ran."""
     dims = ("n_particles", "seed", "time")

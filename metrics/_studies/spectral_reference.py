@@ -70,8 +70,9 @@ _THETA = pv.Checked(_angles, "angles of shape (n,) or points on S^1 of shape (n,
                  [None, "abc", np.zeros(0), np.array([np.nan]), np.ones((3, 3)), 2.0 * np.eye(2), [1j]])
 
 
+@pv.keyword_only("M")
 @pv.declare(k=pv.Integer(), M=pv.Integer(1))
-def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.ndarray]:
+def circle_spectral_quantiles(solution, k: int, *, M: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Angles (radians, in [0, 2π)) of the M mid-quantile atoms :math:`F^{-1}((j + 1/2)/M)` of the
     spectral density at save index k, and the lengths (radians) of the M quantile cells.
 
@@ -81,7 +82,7 @@ def circle_spectral_quantiles(solution, k: int, M: int) -> tuple[np.ndarray, np.
     >>> pts, areas = mf.circle_grid(32)
     >>> mu0 = mf.GridMeasure.from_density(pts, areas, lambda x: 1 + 0 * x[:, 0])
     >>> res = mf.wasserstein_ascent(mu0, particles.MultiHead.scalar([1.0], d=2), t1=0.1, scheme="spectral", L=8)
-    >>> q, cells = circle_spectral_quantiles(res.info["solution"], 0, 4)
+    >>> q, cells = circle_spectral_quantiles(res.info["solution"], 0, M=4)
     >>> bool(np.allclose(q, np.pi / 4 * np.array([1, 3, 5, 7])))  # uniform: quantiles are equally spaced
     True
     """
@@ -113,7 +114,7 @@ def circle_spectral_wasserstein(theta, solution, k: int, *, p: int = 2, n_quanti
     True
     """
     M = max(16 * theta.size, 4096) if n_quantiles is None else n_quantiles
-    atoms, cells = circle_spectral_quantiles(solution, k, M)
+    atoms, cells = circle_spectral_quantiles(solution, k, M=M)
     value, _ = circle_wasserstein(theta, atoms, p=p, method="circle")
     return value, float(np.mean(cells ** p) ** (1 / p))
 
@@ -181,8 +182,9 @@ def _graded_levels(M: int, d: int, grade: float = 4.0) -> np.ndarray:
     return a / (a + b)
 
 
+@pv.keyword_only("n", "rng")
 @pv.declare(k=pv.Integer(), n=pv.Integer(1), rng=pv.Seed())
-def circle_spectral_sample(solution, k: int, n: int, rng) -> np.ndarray:
+def circle_spectral_sample(solution, k: int, *, n: int, rng) -> np.ndarray:
     """n i.i.d. points (n, 2) on S^1 from the spectral density at save k, by inverting its exact CDF."""
     sol = _solution(solution, ("circle",), "circle_spectral_sample")
     u, G, g = sol.circle_cdf(k)
@@ -249,7 +251,7 @@ class StudyReference:
             if d == 2:
                 pts, areas = mf.circle_grid(int(m_grid) * 4**level)
                 return mf.GridMeasure.from_density(pts, areas, density_fn)
-            pts, w = mf.sphere_quadrature(3, min(max(int(np.sqrt(m_grid / 2)), 16) * 2**level, max_L + 1))
+            pts, w = mf.sphere_quadrature(3, n=min(max(int(np.sqrt(m_grid / 2)), 16) * 2**level, max_L + 1))
             return mf.GridMeasure.from_density(pts, 4 * np.pi * w, density_fn)
 
         res = None
@@ -322,6 +324,6 @@ def _zonal_entropy(model, sol, k):
     for lam in model.M[:, 0, 0]:
         a = model.beta * lam
         h = 1e-4 * max(1.0, abs(a))
-        dlog = (sol.log_partition(k, a + h, t) - sol.log_partition(k, a - h, t)) / (2 * h)
-        out += w @ ((sol.log_partition(k, a, t) - a * dlog) * rho)
+        dlog = (sol.log_partition(k, a=a + h, t=t) - sol.log_partition(k, a=a - h, t=t)) / (2 * h)
+        out += w @ ((sol.log_partition(k, a=a, t=t) - a * dlog) * rho)
     return float(out / model.n_heads)

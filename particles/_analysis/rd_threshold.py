@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import theory as th
 from .._core.declarations import Relation, declare
+from .._core.keywords import keyword_only
 from .._core.params import NONE, AnyOf, Function, Integer, Interval, Options, SequenceOf
 from .._core.params_data import Points
 from .._core.validation import InvalidParameterError, check_choice, check_param
@@ -69,8 +70,8 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     Parameters
     ----------
     make_model : callable p -> MultiHead
-        E.g. ``lambda b: MultiHead.scalar([1, 1], d, beta=b)`` (search over β) or
-        ``lambda r: MultiHead.scalar([1, r], d, beta=2.0)`` (head-strength ratio).
+        E.g. ``lambda b: MultiHead.scalar([1, 1], d=d, beta=b)`` (search over β) or
+        ``lambda r: MultiHead.scalar([1, r], d=d, beta=2.0)`` (head-strength ratio).
     x0 : ndarray of shape (n, d), unit rows
     t1 : float >= 0
     bracket : (float, float)
@@ -92,7 +93,7 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     >>> x0 = theory.orthogonal_tokens(12)
     >>> res = rd_threshold(lambda b: MultiHead.scalar([1.0, 1.0], d=12, beta=b, kind="softmax"),
     ...                    x0, t1=0.0, bracket=(0.0, 3.0), xtol=1e-8)
-    >>> bool(abs(res.value - theory.beta_star(2, 12, 1.0)) < 1e-7)
+    >>> bool(abs(res.value - theory.beta_star(2, n=12, alpha=1.0)) < 1e-7)
     True
     """
     caller = "rd_threshold"
@@ -124,7 +125,7 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
             xs = x[None]
         else:
             step = t1 / 200 if dt is None else dt
-            xs = simulate(x, model, t1=t1, dt=step, method=method, save=SaveAt(ts=ts)).x
+            xs = simulate(x, model, t1=t1, dt=step, method=method, save=SaveAt(ts=ts), progress=False).x
         return _report(model, xs, ts[: len(xs)]).holds_throughout[candidate]
 
     grid = np.linspace(lo, hi, n_grid)
@@ -148,9 +149,10 @@ def rd_threshold(make_model, x0, *, t1: float, bracket, candidate: str = "pointw
     return RDThreshold(float(good), float(good), float(bad), runs[0], "bracketed")
 
 
+@keyword_only("n", "H", "alpha")
 @declare(t1=Interval(0, None), n=Integer(2), H=Integer(2), alpha=Interval(0, None, closed="neither"),
          n_saves=Integer(2), xtol=Interval(0, None, closed="neither"))
-def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, *, n_saves: int = 41,
+def rd_threshold_equiangular(t1: float, *, n: int, H: int = 2, alpha: float = 1.0, n_saves: int = 41,
                              xtol: float = 1e-9) -> float:
     r"""Prediction of :func:`rd_threshold` (candidate ``"pointwise"``, β search) without particles.
 
@@ -164,7 +166,7 @@ def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, 
     Examples
     --------
     >>> from particles import theory
-    >>> bool(rd_threshold_equiangular(0.0, 12) == theory.beta_star(2, 12, 1.0))
+    >>> bool(rd_threshold_equiangular(0.0, n=12) == theory.beta_star(2, n=12, alpha=1.0))
     True
     """
     caller = "rd_threshold_equiangular"
@@ -175,12 +177,13 @@ def rd_threshold_equiangular(t1: float, n: int, H: int = 2, alpha: float = 1.0, 
     n_saves = check_param(n_saves, "n_saves", caller, low=2, integer=True)
     xtol = check_param(xtol, "xtol", caller, low=0.0, low_open=True)
     cs = th.c_star(H)
-    hi = th.beta_star(H, n, alpha)
+    hi = th.beta_star(H, n=n, alpha=alpha)
     ts = np.linspace(0.0, t1, n_saves)
 
     def ok(b):
-        rho = np.zeros(1) if t1 == 0 else th.solve_equiangular(0.0, ts, [alpha] * H, b, n, "softmax")
-        return bool(np.all(th.cos_angle_equiangular(rho, b, n, alpha) <= cs + 1e-12))
+        rho = np.zeros(1) if t1 == 0 else th.solve_equiangular(0.0, ts, lambdas=[alpha] * H, beta=b, n=n,
+                                                                 kind="softmax")
+        return bool(np.all(th.cos_angle_equiangular(rho, beta=b, n=n, alpha=alpha) <= cs + 1e-12))
 
     if hi < 0 or not ok(0.0):
         return np.nan

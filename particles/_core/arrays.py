@@ -13,7 +13,7 @@ from .numerics import rowdot
 from .validation import _fmt, _typename
 
 __all__ = ["check_finite", "check_real_array", "check_points", "check_weights", "check_source_weights",
-           "check_square_stack", "check_returned"]
+           "check_square_stack", "check_returned", "check_within", "check_integers", "check_varies", "check_scale"]
 
 
 def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
@@ -38,23 +38,16 @@ def check_finite(a: np.ndarray, name: str, caller: str = "") -> None:
     )
 
 
-def check_real_array(
-    a,
-    name: str,
-    caller: str = "",
-    *,
-    ndim: int | tuple | None = None,
-    shape: tuple | None = None,
-    finite: bool = True,
-    min_size: int = 1,
-    expected: str = "",
-) -> np.ndarray:
+def check_real_array(a, name: str, caller: str = "", *, ndim: int | tuple | None = None, shape: tuple | None = None,
+                     finite: bool = True, min_size: int = 1, expected: str = "", within: tuple | None = None,
+                     ) -> np.ndarray:
     """Convert ``a`` to a C-contiguous float64 array, refusing what would be cast silently.
 
     Refused: ``None``, strings, ragged or object arrays, booleans, complex numbers (numpy
     would drop the imaginary part with only a warning), non-finite entries (unless
     ``finite=False``), fewer than ``min_size`` entries, and a wrong ``ndim`` or ``shape``
-    (``None`` entries of ``shape`` match any length).
+    (``None`` entries of ``shape`` match any length), and with ``within = (lo, hi)`` an entry outside
+    the domain [lo, hi] beyond round-off (:func:`check_within`).
     """
     what = expected or (f"a real array of shape {shape}" if shape is not None else "a real array")
     where = f"{name}{_fmt(caller)}"
@@ -73,9 +66,7 @@ def check_real_array(
             f"{where} must be real; got complex dtype {arr.dtype}. Pass the real part explicitly (np.real(...))."
         )
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number):
-        raise InvalidParameterError(
-            f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array."
-        )
+        raise InvalidParameterError(f"{where} must hold real numbers; got dtype {arr.dtype}. Pass a float array.")
     ndims = (ndim,) if isinstance(ndim, int) else ndim
     if shape is not None:
         ok = arr.ndim == len(shape) and all(s is None or s == k for s, k in zip(shape, arr.shape))
@@ -91,20 +82,41 @@ def check_real_array(
     arr = np.asarray(arr, dtype=np.float64, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
     if finite:
         check_finite(arr, name, caller)
-    return arr
+    return arr if within is None else check_within(arr, within, where)
 
 
-def check_points(
-    x,
-    name: str = "x",
-    caller: str = "",
-    *,
-    on_sphere: bool = True,
-    atol: float = 1e-10,
-    min_d: int = 2,
-    min_n: int = 1,
-    d: int | None = None,
-) -> np.ndarray:
+def check_integers(a, name: str, caller: str = "", *, what: str = "integers") -> np.ndarray:
+    """The rule of integer input (ids, indices): an integer dtype, returned as int64. Floats are refused even
+    when integral (``[1.0, 2.0]`` is more likely positions or weights than ids), and so are booleans."""
+    arr = np.asarray(a) if isinstance(a, (list, tuple, np.ndarray)) else None
+    if arr is None or arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must be {what} of an integer dtype; got "
+                                    f"{_typename(a) if arr is None else arr.dtype}. Floats are not taken as integers, "
+                                    f"even integral ones: if they are, pass np.asarray({name}, dtype=np.int64).")
+    return arr.astype(np.int64)
+
+
+def check_varies(arr: np.ndarray, name: str, caller: str = "", *, why: str) -> None:
+    """The rule of a degenerate input: entries all equal (to round-off) where the result needs them to differ
+    are refused, not turned into a NaN or a meaningless number; ``why`` says what they would make of it."""
+    if not (np.ptp(arr) if arr.size else 0.0) > 1e-12 * np.max(np.abs(arr), initial=0.0):
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must not be constant ({why}); got {arr.size} "
+                                    f"value(s) all equal to {float(arr.flat[0]) if arr.size else np.nan:.6g}.")
+
+
+def check_within(arr: np.ndarray, domain: tuple, where: str) -> np.ndarray:
+    """The rule of a bounded domain: an entry outside ``[lo, hi]`` by more than round-off (1e-12 of the
+    bound) is refused, never clipped without a word; one outside by round-off is put on the boundary."""
+    (lo, hi), slack = domain, 1e-12  # (NaN, where allowed, is neither in nor out)
+    out = ((arr < lo - slack * max(1.0, abs(lo))) | (arr > hi + slack * max(1.0, abs(hi))))
+    if np.any(out):
+        raise InvalidParameterError(f"{where} must lie in [{lo:g}, {hi:g}] (its domain; a value outside is not "
+                                    f"clipped); got {int(out.sum())} value(s) outside, e.g. {arr[out].flat[0]:.6g}.")
+    return np.clip(arr, lo, hi)
+
+
+def check_points(x, name: str = "x", caller: str = "", *, on_sphere: bool = True, atol: float = 1e-10, min_d: int = 2,
+                 min_n: int = 1, d: int | None = None) -> np.ndarray:
     """Validate a point cloud of shape ``(n, d)``.
 
     Parameters
@@ -167,14 +179,10 @@ def check_weights(weights, n: int, name: str = "weights", caller: str = "") -> n
         )
     check_finite(w, name, caller)
     if np.any(w < 0):
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}."
-        )
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must be non-negative; got min {w.min():.3g}.")
     s = w.sum()
     if abs(s - 1.0) > 1e-8:
-        raise InvalidParameterError(
-            f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum()."
-        )
+        raise InvalidParameterError(f"{name}{_fmt(caller)} must sum to 1; got sum {s:.12g}. Use {name} / {name}.sum().")
     return w / s
 
 
@@ -184,7 +192,17 @@ def check_source_weights(weights, n: int, caller: str = "") -> np.ndarray:
     if w.shape != (n,) or np.any(w < 0):
         raise InvalidParameterError(f"weights{_fmt(caller)} must be non-negative with shape ({n},) (one per "
                                     f"source); got shape {w.shape}, min {w.min():.3g}.")
-    return w
+    return check_scale(w, "weights", caller)
+
+
+def check_scale(arr: np.ndarray, name: str, caller: str = "") -> np.ndarray:
+    """The rule of values whose scale does not matter (weights, a density up to a constant): the largest must be
+    a normal float64 (>= 2.2e-308); subnormal values carry fewer digits and their products underflow (0/0: NaN)."""
+    if 0 < np.max(np.abs(arr), initial=0.0) < np.finfo(np.float64).tiny:
+        raise InvalidParameterError(f"{name}{_fmt(caller)} are all below 2.2e-308, where float64 loses digits (and "
+                                    "products underflow to 0); the result does not depend on their scale: multiply "
+                                    "them by a constant, e.g. 1e300.")
+    return arr
 
 
 def check_square_stack(a, name: str, d: int | None = None, caller: str = "") -> np.ndarray:

@@ -266,13 +266,14 @@ class MappingOf(Constraint):
                 return entry, f"must be a list of lists (one per grid point); got {_show(vals)}. Use [{vals!r}]"
             if not vals:
                 return entry, "is empty; give at least one value"
-            if len(set(map(repr, vals))) != len(vals):
-                return entry, f"repeats a value; got {vals}"
             for v in vals:
                 if not self.items[key].accepts(v, strict):
                     fix = self.items[key].fix(v, strict).rstrip(".")  # (check ends the message)
                     return entry, f"values must each be {self.items[key].describe()}; got {_show(v)}" + (
                         f".{fix}" if fix else "")
+            # distinct as the values the grid runs (1 and 1.0, or 1.0 and np.float64(1.0), are one value)
+            if len(set(repr(self.items[key].convert(v)) for v in vals)) != len(vals):
+                return entry, f"repeats a value; got {vals}"
         return None
 
     def accepts(self, value, strict: bool = False) -> bool:

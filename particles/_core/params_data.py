@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .arrays import check_points, check_real_array, check_square_stack
+from .arrays import check_points, check_real_array, check_scale, check_square_stack
 from .declarations import Relation
 from .errors import InvalidParameterError
 from .params import Constraint, subject
@@ -38,11 +38,13 @@ class CheckedBy(Constraint):
 class Array(CheckedBy):
     """A real array (:func:`~particles._core.arrays.check_real_array`: float64, no ragged,
     complex, boolean or object input) with ``ndim`` dimensions (an int or a tuple of them),
-    ``min_size`` entries at least and finite entries unless ``finite=False``."""
+    ``min_size`` entries at least, finite entries unless ``finite=False``, and entries in the domain
+    ``within = (lo, hi)`` when given (:func:`~particles._core.arrays.check_within`)."""
 
     def __init__(self, ndim=None, *, min_size: int = 1, finite: bool = True, what: str = "a real array",
-                 hint: str = ""):
+                 hint: str = "", within: tuple | None = None):
         self.ndim, self.min_size, self.finite, self.what, self.hint = ndim, min_size, finite, what, hint
+        self.within = within
 
     def describe(self) -> str:
         return self.what
@@ -50,7 +52,7 @@ class Array(CheckedBy):
     def check(self, value, name: str, caller: str):
         try:  # (the checker's messages open with their subject: give it the one of every refusal)
             return check_real_array(value, subject(name, caller), "", ndim=self.ndim, finite=self.finite,
-                                    min_size=self.min_size, expected=self.what)
+                                    min_size=self.min_size, expected=self.what, within=self.within)
         except InvalidParameterError as exc:
             fix = f" {self.hint}" if self.hint else ""
             raise InvalidParameterError(f"{exc}{fix}") from None
@@ -62,6 +64,8 @@ class Array(CheckedBy):
             bad += [np.array([np.nan]), np.array([1.0, np.inf])]
         if self.min_size >= 1:
             bad += [np.zeros(0)]
+        if self.within is not None:
+            bad += [np.array([self.within[1] + 1.0]), np.array([self.within[0] - 1.0])]
         return [v for v in bad if not self.accepts(v)]
 
 
@@ -131,7 +135,7 @@ def _weights(w, name, caller, probability=False):
                                     f"sum {w.sum():.3g}.")
     if probability and abs(w.sum() - 1.0) > 1e-8:
         raise InvalidParameterError(f"{name} must sum to 1; got sum {w.sum():.12g}. Use {name} / {name}.sum().")
-    return w / w.sum() if probability else w
+    return w / w.sum() if probability else check_scale(w, name, caller)
 
 
 def Weights(*, probability: bool = False, hint: str = "") -> Checked:

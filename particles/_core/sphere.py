@@ -6,7 +6,7 @@ A geometry is five functions with fixed signatures (jax-md's "pairs of functions
 2. ``retract(x, v)``: move from x along tangent v and land back on the manifold;
 3. ``exp_map(x, v)``: the exact geodesic step;
 4. ``geodesic_distance(x, y)``: row-wise geodesic distance;
-5. ``sample_uniform(n, d, rng)``: n i.i.d. points from the uniform (Haar) law.
+5. ``sample_uniform(n, d=d, rng=rng)``: n i.i.d. points from the uniform (Haar) law.
 
 ``d`` is always the *ambient* dimension: points are arrays of shape ``(..., d)``.
 ``SPHERE`` and ``FLAT`` bundle the functions; ``GEOMETRIES`` maps names to them.
@@ -23,6 +23,7 @@ import numpy as np
 from .arrays import check_real_array, unit_hint
 from .declarations import Relation, declare
 from .errors import InvalidParameterError
+from .keywords import keyword_only
 from .numerics import few_coords, rowdot
 from .params import Integer
 from .params_data import Checked, Seed
@@ -213,8 +214,9 @@ def geodesic_distance(x, y) -> np.ndarray:
     return _geodesic_distance(x, y)
 
 
+@keyword_only("d", "rng")
 @declare(n=Integer(1), d=Integer(2), rng=Seed())
-def sample_uniform(n: int, d: int, rng=None) -> np.ndarray:
+def sample_uniform(n: int, *, d: int, rng=None) -> np.ndarray:
     """n i.i.d. uniform points on S^{d-1}: normalised standard Gaussians.
 
     ``rng`` is a ``np.random.Generator``, a seed, or ``None``.
@@ -252,7 +254,7 @@ def seed_streams(seed: int) -> SeedStreams:
     The Python lines that give the run of ``headflow simulate`` with ``seed = 0``:
 
     >>> streams = seed_streams(0)
-    >>> x0 = sample_uniform(64, 3, rng=streams.x0)   # then simulate(..., rng=streams.noise)
+    >>> x0 = sample_uniform(64, d=3, rng=streams.x0)   # then simulate(..., rng=streams.noise)
     >>> x0.shape
     (64, 3)
     """

@@ -17,37 +17,16 @@ import numpy as np
 from .errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
 from .params import NONE, AnyOf, Boolean, Function, Instance, Interval, Options, SequenceOf
 
-__all__ = [
-    "InvalidParameterError",
-    "SolverError",
-    "ConvergenceWarning",
-    "LIBRARY_ERRORS",
-    "check_param",
-    "check_choice",
-    "check_names",
-    "check_bool",
-    "check_callable",
-    "check_instance",
-    "check_rng",
-]
+__all__ = ["InvalidParameterError", "SolverError", "ConvergenceWarning", "LIBRARY_ERRORS", "check_param",
+           "check_choice", "check_names", "check_bool", "check_callable", "check_instance", "check_rng"]
 
 
 def _fmt(caller: str) -> str:
     return f" of {caller}" if caller else ""
 
 
-def check_param(
-    value,
-    name: str,
-    caller: str = "",
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    high_open: bool = False,
-    integer: bool = False,
-    allow_inf: bool = False,
-):
+def check_param(value, name: str, caller: str = "", *, low: float | None = None, high: float | None = None,
+                low_open: bool = False, high_open: bool = False, integer: bool = False, allow_inf: bool = False):
     """Validate a real scalar parameter against an interval: :class:`~particles._core.params.Interval`
     (an integer one when ``integer=True``; ``allow_inf`` admits +inf). Returns ``float(value)`` (or
     ``int(value)``)."""

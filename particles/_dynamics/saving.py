@@ -100,6 +100,11 @@ class Trajectory:
     events : tuple of EventRecord
         The occurrences of each event of ``simulate(events=...)`` (name, terminal, direction, times
         ``t`` and states ``x``); ``t_events`` and ``x_events`` list them as solve_ivp does.
+    summation : dict
+        What the sums of a :class:`~particles.MultiHead` did along the run: ``route``, one str per
+        head (``"exact"``, a fast route of :mod:`particles.summation`, or several joined by ``+``
+        when the run changed route), and ``bound_max``, the largest a-posteriori bound on the
+        relative error of a partition function (0 for exact sums); ``{}`` for other fields.
     """
 
     t: np.ndarray
@@ -114,6 +119,7 @@ class Trajectory:
     fingerprint: str = ""
     noise_entropy: str = ""
     events: tuple = ()
+    summation: dict = field(default_factory=dict)
 
     def __post_init__(self):
         caller = "Trajectory"

@@ -17,9 +17,11 @@ from .._core.params import KAPPA, NONE, AnyOf, Boolean, Function, Instance, Inte
 from .._core.params_data import Checked, Seed
 from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
+from .._summation.record import recording
 from .controllers import ConstantStep, PIDController
 from .events import EventLocator, check_events
 from .field import CallableField, as_field, field_fingerprint
+from .progress import progress_bar
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
 
@@ -79,7 +81,8 @@ _SIMULATE_RELATIONS = [
          method=AnyOf(Options(*STEPPERS), Instance(Stepper)), save=AnyOf(NONE, Instance(SaveAt, hint="Use "
          "particles.SaveAt(ts=..., every=..., fn=...).")), kappa=KAPPA,
          rng=Seed(), rtol=_RTOL, atol=_POS, max_steps=Integer(1), check_every=Integer(1),
-         on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)), progress=Boolean(),
+         on_failure=Options("raise", "return"), geometry=AnyOf(NONE, Options(*GEOMETRIES)),
+         progress=AnyOf(NONE, Boolean()),
          controller=AnyOf(NONE, Instance(object, what="a step-size controller (first, propose, decide)", bad=(3, "pid"),
                                          test=lambda c: all(hasattr(c, f) for f in ("first", "propose", "decide")))),
          events=_EVENTS, relations=_SIMULATE_RELATIONS)
@@ -100,7 +103,7 @@ def simulate(
     check_every: int = 10,
     on_failure: str = "raise",
     geometry: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     controller=None,
     events=None,
 ) -> Trajectory:
@@ -144,8 +147,9 @@ def simulate(
     on_failure : {"raise", "return"}
         On a non-finite state, raise :class:`SolverError`, or return a Trajectory with
         ``status="failed"`` cut at the last finite save.
-    progress : bool
-        Show a tqdm progress bar (needs tqdm).
+    progress : bool or None
+        Show a tqdm progress bar (True), none (False), or (None, the default) one that opens once
+        the run, timed as it goes, is forecast to take more than a few seconds.
     controller : step-size controller, optional
         Default: constant steps ``dt`` for fixed-step methods, PID control of the error
         estimate for adaptive ones; e.g. a CFL controller for finite-volume states
@@ -182,29 +186,30 @@ def simulate(
         field.probe(t0, x)
     saver = Saver(save, t0, t1, x, caller)
     controller = _controller(controller, stepper, dt)
-    bar = _progress_bar(progress, t1 - t0, method)
+    bar = progress_bar(progress, t1 - t0, method, tqdm_class)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
     state.events = EventLocator.of(events, field, t0, x, caller)
     if callable(getattr(field, "after_step", None)):
         field.after_step(t0, x)
     status, message = "finished", "reached t1"
-    try:
-        for k, target in enumerate(saver.targets):
-            if _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts):
-                saver.stop(state.t, state.x)  # a terminal event: the run ends there
-                status, message = "terminated", f"a terminal event stopped the run at t={state.t:.12g}"
-                break
-            saver.at_target(k, state.t, state.x)
-    except SolverError as exc:
-        if on_failure == "raise":
-            raise
-        status, message = "failed", str(exc)
-    finally:
-        if bar is not None:
-            bar.close()
+    with recording("simulate") as sums:
+        try:
+            for k, target in enumerate(saver.targets):
+                if _advance(state, target, field, stepper, controller, saver, bar, rng=rng, sigma=sigma, **opts):
+                    saver.stop(state.t, state.x)  # a terminal event: the run ends there
+                    status, message = "terminated", f"a terminal event stopped the run at t={state.t:.12g}"
+                    break
+                saver.at_target(k, state.t, state.x)
+        except SolverError as exc:
+            if on_failure == "raise":
+                raise
+            status, message = "failed", str(exc)
+        finally:
+            if bar is not None:
+                bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
                             x_final=state.last_good if status == "failed" else state.x, method=method,
-                            fingerprint=fingerprint, noise_entropy=noise_entropy,
+                            fingerprint=fingerprint, noise_entropy=noise_entropy, summation=sums.summary(),
                             events=() if state.events is None else state.events.records())
 
 
@@ -339,12 +344,3 @@ def tqdm_class() -> type:
     else:
         from tqdm.auto import tqdm
     return tqdm
-
-
-def _progress_bar(progress: bool, total: float, method: str):
-    if not progress:
-        return None
-    tqdm = tqdm_class()
-    # time advances by float steps: show n and total rounded (not 9.299999999999999/10.0)
-    return tqdm(total=total, unit="time", desc=f"simulate[{method}]",
-                bar_format="{l_bar}{bar}| t = {n:.4g}/{total:.4g} [{elapsed}<{remaining}]")

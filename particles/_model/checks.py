@@ -79,4 +79,4 @@ def fits_model(name: str = "x", model: str = "model") -> Relation:
 
 #: the relation "the model's beta is positive" of the energies (E = (1/2 beta) sum e^{beta s} is +inf at beta = 0)
 POSITIVE_BETA = Relation(("model",), lambda m: m.beta > 0, "needs beta > 0 (the energy is +inf at beta = 0)",
-                         breaks={"model": MultiHead.scalar([1.0], 3, beta=0.0, kind="usa")})
+                         breaks={"model": MultiHead.scalar([1.0], d=3, beta=0.0, kind="usa")})

@@ -36,6 +36,7 @@ from .._core.params_data import Array, States
 from .._core.sphere import GEOMETRIES
 from .._core.validation import InvalidParameterError, check_param
 from .._summation.exact import batched_exp_sums, batched_relu_sums
+from .._summation.record import note_exact
 from .ensemble_kernels import WORK, check_overflow, scalar_head
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
 from .kinds import ATTENTION_KINDS, LogOverflow
@@ -217,6 +218,7 @@ class Ensemble(SettledMixin):
         return self._velocity(self.check_x(x))
 
     def __call__(self, t, x, out=None):
+        note_exact(self.M.shape[0])  # (a run's summation record: an ensemble's sums are exact)
         return self._velocity(x, out=out)
 
     def _velocity(self, x: np.ndarray, weights=None, n=None, out=None) -> np.ndarray:

@@ -45,6 +45,7 @@ from .._core.arrays import check_points
 from .._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from .._core.declarations import Relation, declare
 from .._core.errors import InvalidParameterError, SolverError
+from .._core.keywords import keyword_only
 from .._core.numerics import is_symmetric
 from .._core.params import NONE, AnyOf, Boolean, Instance, Integer
 from .._core.params_data import Array
@@ -157,8 +158,9 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
 
     # ---------------------------------------------------------------- constructors
     @classmethod
+    @keyword_only("d")
     @declare(lambdas=Array((0, 1), what="a non-empty 1-D sequence of head strengths"), d=Integer(1), **OPTION_FIELDS)
-    def scalar(cls, lambdas, d: int, **kwargs) -> MultiHead:
+    def scalar(cls, lambdas, *, d: int, **kwargs) -> MultiHead:
         r"""Scalar heads :math:`M_h = W_h = \\lambda_h I_d` (docs/theory.md §4)."""
         M = np.atleast_1d(lambdas)[:, None, None] * np.eye(d)[None]
         return cls(M, M.copy(), **kwargs)
@@ -199,8 +201,8 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
             turned = f" (it looks transposed: pass {name}.T)" if x.shape[0] == self.d else ""
             if turned and np.allclose(np.einsum("ij,ij->i", x, x), 1.0, atol=1e-8):  # unit rows: n and d swapped
                 turned = (f" (its {x.shape[0]} rows are unit vectors in R^{x.shape[1]}: were n and d swapped where it "
-                          f"was made, e.g. sample_uniform({x.shape[0]}, {x.shape[1]}) for "
-                          f"sample_uniform({x.shape[1]}, {x.shape[0]})?)")
+                          f"was made, e.g. sample_uniform({x.shape[0]}, d={x.shape[1]}) for "
+                          f"sample_uniform({x.shape[1]}, d={x.shape[0]})?)")
             raise InvalidParameterError(
                 f"{name} has d = {x.shape[1]} columns but the heads are {self.d} x {self.d}; "
                 f"pass points of shape (n, {self.d}){turned}."

@@ -17,6 +17,7 @@ from .._core.params_data import Array
 from .._core.threads import blas_single
 from .._summation.exact import HeadSums, relu_sums
 from .._summation.plan import exp_sums
+from .._summation.record import note
 from .fields import STATE
 from .kinds import ATTENTION_KINDS, KINDS
 
@@ -91,7 +92,9 @@ class PassesMixin:
         return blas_single(pairs if exp else 0, own=exp and self.summation == "fast")
 
     def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
-        return relu_sums(x @ (self._score_scale() * self.M[h]), x, self.block_elements)
+        res = relu_sums(x @ (self._score_scale() * self.M[h]), x, self.block_elements)
+        note(res, head=h)
+        return res
 
     def _score_scale(self) -> float:
         """The factor of the scores in a ReLU pass: β, or 1 for a kind whose weights do not depend on

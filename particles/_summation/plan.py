@@ -14,6 +14,7 @@ from .._core.errors import InvalidParameterError
 from .._core.numerics import LOG_OVERFLOW
 from .exact import HeadSums, constant_sums, exact_exp_sums
 from .groups import Group, build_groups, fine_grid, prior_gsum, run_group
+from .record import note
 from .routes import NUFFT_SAFETY, fast_available, fast_route, nufft_library
 
 __all__ = ["SUMMATIONS", "DEFAULT_TOL", "NUFFT_SAFETY", "MAX_EXACT_FRACTION", "exp_sums"]
@@ -92,6 +93,7 @@ def exp_sums(BM: np.ndarray, targets: np.ndarray, sources: np.ndarray, w: np.nda
             res = plan.exact(h)
             res = HeadSums(res.mean, res.logz, reason=plan.reasons.get(h, ""))
         results.append(res)
+    note(results)
     return results
 
 

@@ -24,7 +24,7 @@ def w1_circle(p, q):
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
 def test_measure_velocity_and_energy_equal_particles(rng, kind):
     model = MultiHead(random_symmetric(rng, 2, 3), beta=1.4, kind=kind)
-    x = sample_uniform(15, 3, rng)
+    x = sample_uniform(15, d=3, rng=rng)
     np.testing.assert_allclose(mf.measure_velocity(model, x), model.velocity(x), atol=1e-13)
     assert mf.measure_energy(model, x) == pytest.approx(model.energy(x), rel=1e-13)
 
@@ -32,7 +32,7 @@ def test_measure_velocity_and_energy_equal_particles(rng, kind):
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
 def test_lagrangian_scheme_is_the_particle_flow(rng, kind):
     model = MultiHead(random_symmetric(rng, 2, 3), beta=1.0, kind=kind)
-    x0 = sample_uniform(12, 3, rng)
+    x0 = sample_uniform(12, d=3, rng=rng)
     res = mf.wasserstein_ascent(mf.EmpiricalMeasure(x0), model, t1=1.0, n_saves=5, dt=0.01)
     traj = simulate(x0, model, t1=1.0, dt=0.01, save=SaveAt(ts=res.t))
     np.testing.assert_allclose(res.points, traj.x, atol=1e-12)
@@ -132,8 +132,8 @@ def test_jko_on_the_two_sphere():
 def test_noisy_uniform_state_growth_rate(kind, kappa_factor):
     """Mode-1 amplitude around the uniform state grows/decays at σ_1 = μI_1(a)/(aZ_0) − 1/κ."""
     beta, lam = 2.0, 1.0
-    kappa = kappa_factor * mf.critical_kappa(beta, lam, kind=kind)
-    sigma = mf.uniform_growth_rate(beta, lam, kind=kind, kappa=kappa)
+    kappa = kappa_factor * mf.critical_kappa(beta, lam=lam, kind=kind)
+    sigma = mf.uniform_growth_rate(beta, lam=lam, kind=kind, kappa=kappa)
     model = MultiHead.scalar([lam], d=2, beta=beta, kind=kind)
     mu0 = circle_density(64, lambda t: 1 + 1e-4 * np.cos(t))
     T = 1.5

@@ -14,7 +14,7 @@ def _model(d):
 
 
 def _sphere_grid():
-    pts, w = mf.sphere_quadrature(3, 9)
+    pts, w = mf.sphere_quadrature(3, n=9)
     return mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: 1 + 0.5 * x[:, 2])
 
 

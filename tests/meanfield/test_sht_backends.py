@@ -40,11 +40,11 @@ def test_ducc0_transforms_agree_with_the_legendre_tables(L):
 
 
 def test_ring_synthesis_is_the_density_on_a_product_grid():
-    """ρ on sphere_quadrature(3, n) by ring synthesis (ducc0), by the tables' rings and by the pointwise
+    """ρ on sphere_quadrature(3, n=n) by ring synthesis (ducc0), by the tables' rings and by the pointwise
     recurrence (the same points, shuffled so the grid is not recognised)."""
     L, n = 40, 48
     C = random_coefficients(L, 1)
-    pts, _ = mf.sphere_quadrature(3, n)
+    pts, _ = mf.sphere_quadrature(3, n=n)
     z = pts.reshape(n, 2 * n, 3)[:, 0, 2]
     fast = sphere_module._sphere_density(C, pts)
     tol = 1e-13 * np.abs(fast).max()  # measured 2e-14
@@ -72,7 +72,7 @@ def test_axially_symmetric_rhs_equals_the_full_transforms(kind):
 def test_a_zonal_start_runs_on_the_order_0_column_and_matches_the_full_solver(monkeypatch):
     """The S^2 solver on a density symmetric about the pole: same coefficients as the full transforms (the
     orders m >= 1 forced on by a threshold below their round-off), saved as square arrays."""
-    pts, w = mf.sphere_quadrature(3, 24)
+    pts, w = mf.sphere_quadrature(3, n=24)
     mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: np.exp(1.5 * x[:, 2]))
     model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
     run = lambda: mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=3, scheme="spectral", L=32,  # noqa: E731

@@ -38,7 +38,7 @@ def circle_measure(fn, m=64):
 
 
 def sphere_measure(fn, n=16):
-    pts, w = mf.sphere_quadrature(3, n)
+    pts, w = mf.sphere_quadrature(3, n=n)
     return mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
 
 
@@ -114,7 +114,7 @@ def test_sphere_growth_of_degrees_1_to_8(kind, kappa):
     model = multihead(3, kind)
     t1 = 0.15
     # normalise Re(x+iy)^l to unit sup so every degree starts at a comparable amplitude
-    scales = [np.abs(sectoral(l)(mf.sphere_quadrature(3, 40)[0])).max() for l in range(1, 9)]
+    scales = [np.abs(sectoral(l)(mf.sphere_quadrature(3, n=40)[0])).max() for l in range(1, 9)]
 
     def run(e):
         fn = lambda p: 1 + e * sum(sectoral(l)(p) / s for l, s in zip(range(1, 9), scales))  # noqa: E731
@@ -176,7 +176,7 @@ def test_zonal_d3_matches_the_sphere_solver():
     rs = mf.wasserstein_ascent(sphere_measure(fn, 40), model, t1=1.0, n_saves=3, scheme="spectral", L=32, kappa=10.0)
     rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=1.0, n_saves=3, scheme="spectral", L=32,
                                kappa=10.0)
-    x = particles.sample_uniform(200, 3, 0)
+    x = particles.sample_uniform(200, d=3, rng=0)
     for k in range(3):
         np.testing.assert_allclose(rs.info["solution"].density(k, x), rz.info["solution"].density(k, x), atol=1e-10)
     np.testing.assert_allclose(rs.energy, rz.energy, rtol=1e-12)
@@ -298,7 +298,7 @@ def test_zonal_d8_matches_lagrangian_particles():
     fn = lambda x: np.exp(2.0 * x[:, -1])  # noqa: E731
     zonal = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=d), model, t1=1.0, n_saves=2, scheme="spectral")
     rng = np.random.default_rng(0)
-    x = particles.sample_uniform(40 * n, d, rng)
+    x = particles.sample_uniform(40 * n, d=d, rng=rng)
     keep = rng.random(len(x)) < fn(x) / np.exp(2.0)  # rejection sampling from ρ0
     x = x[keep][:n]
     lag = mf.wasserstein_ascent(mf.EmpiricalMeasure(x), model, t1=1.0, n_saves=2, dt=0.05)
@@ -357,7 +357,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="is not zonal about the axis"):
         mf.ZonalMeasure(lambda x: 2 + x[:, 0] * x[:, 1], d=5)
     with pytest.raises(ValueError, match="needs zonal data: pass a meanfield.ZonalMeasure"):
-        pts, w = mf.sphere_quadrature(4, 4)
+        pts, w = mf.sphere_quadrature(4, n=4)
         mf.wasserstein_ascent(mf.GridMeasure(pts, w, w), MultiHead.scalar([1.0], d=4), t1=0.1, scheme="spectral")
     with pytest.raises(ValueError, match="needs heads that are scaled rotations"):
         mf.wasserstein_ascent(circle_measure(lambda th: 1 + 0 * th), MultiHead(np.diag([1.0, 2.0])), t1=0.1,

@@ -141,7 +141,7 @@ def _zonal_run(model, d, L):
 
 
 def _sphere_run(model, L):
-    pts, w = mf.sphere_quadrature(3, 40)
+    pts, w = mf.sphere_quadrature(3, n=40)
     mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: np.exp(0.8 * x[:, 2] + 0.4 * x[:, 0] * x[:, 1]))
     return final(mf.wasserstein_ascent(mu0, model, t1=0.8, n_saves=2, scheme="spectral", L=L, tol=0.5))
 
@@ -166,7 +166,7 @@ def test_zonal_error_never_grows_with_L(d, Ls):
 
 
 def _sphere_usa_run(fn, L):
-    pts, w = mf.sphere_quadrature(3, 40)
+    pts, w = mf.sphere_quadrature(3, n=40)
     mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
     model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
     return final(mf.wasserstein_ascent(mu0, model, t1=1.0, n_saves=2, scheme="spectral", L=L, tol=0.5))
@@ -256,7 +256,7 @@ def test_bad_input_of_the_spectral_api_names_the_argument():
     with pytest.raises(InvalidParameterError, match=r"points of SpectralSolution.density must have shape \(m, 3\)"):
         sol.density(0, np.eye(2))
     with pytest.raises(InvalidParameterError, match="k of SpectralSolution.log_partition"):
-        sol.log_partition(-3, 1.0, np.zeros(2))
+        sol.log_partition(-3, a=1.0, t=np.zeros(2))
     sht = mf.sphere_harmonic_transform(8, 10)
     with pytest.raises(InvalidParameterError, match=r"f of sphere_harmonic_transform.analysis must .* \(\.\.\., 10, "
                                                     r"20\)"):

@@ -18,7 +18,7 @@ def usa(d=3):
 
 
 def grid(fn, n=17):
-    pts, w = mf.sphere_quadrature(3, n)
+    pts, w = mf.sphere_quadrature(3, n=n)
     return mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
 
 

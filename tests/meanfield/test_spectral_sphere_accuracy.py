@@ -15,7 +15,7 @@ from particles import MultiHead
 
 
 def grid_measure(fn, n=40):
-    pts, w = mf.sphere_quadrature(3, n)
+    pts, w = mf.sphere_quadrature(3, n=n)
     return mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
 
 
@@ -131,7 +131,7 @@ def test_issue_example_reaches_t_1_5_within_the_cap():
     """The S^2 solver refines on the issue's example to t = 1.5, where the true density needs L ~ 172 for
     a tail below 1e-10 (the issue's independent computation; the computed spectrum: 171): within the
     cap and within 2x of the need (measured L = 232, 457 steps; the issue reported a false refusal at t = 1.185)."""
-    pts, w = mf.sphere_quadrature(3, 8)
+    pts, w = mf.sphere_quadrature(3, n=8)
     mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, lambda x: 1 + 0.5 * x[:, 2])
     res = mf.wasserstein_ascent(mu0, usa(), t1=1.5, n_saves=4, scheme="spectral")
     assert res.info["L"] <= 2 * 172 and np.all(res.info["tail"] <= 1e-10)

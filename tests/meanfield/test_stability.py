@@ -25,7 +25,7 @@ def funk_hecke_quad(a, l, d):
 @pytest.mark.parametrize("a", [-2.0, 0.4, 3.0])
 def test_funk_hecke_coefficient_against_quadrature(d, a):
     for l in range(5):
-        assert mf.funk_hecke_exp(a, l, d) == pytest.approx(funk_hecke_quad(a, l, d), rel=1e-9, abs=1e-13)
+        assert mf.funk_hecke_exp(a, l=l, d=d) == pytest.approx(funk_hecke_quad(a, l, d), rel=1e-9, abs=1e-13)
 
 
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
@@ -37,8 +37,9 @@ def test_circle_rates_match_bessel_formula(kind, kappa):
     Z0 = iv(0, a) if kind == "softmax" else 1.0
     for k in range(1, 5):
         expected = k * k * (mu * iv(k, a) / (a * Z0) - 1 / kappa)
-        assert mf.uniform_growth_rate(beta, lam, mu, kind=kind, kappa=kappa, k=k) == pytest.approx(expected, rel=1e-12)
-    assert mf.critical_kappa(beta, lam, mu, kind=kind) == pytest.approx(a * Z0 / (mu * iv(1, a)), rel=1e-12)
+        assert mf.uniform_growth_rate(beta, lam=lam, mu=mu, kind=kind, kappa=kappa, k=k) == \
+            pytest.approx(expected, rel=1e-12)
+    assert mf.critical_kappa(beta, lam=lam, mu=mu, kind=kind) == pytest.approx(a * Z0 / (mu * iv(1, a)), rel=1e-12)
 
 
 def harmonics(d):
@@ -58,7 +59,7 @@ def harmonics(d):
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
 def test_velocity_linear_response(rng, d, n_quad, kind):
     """v[σ + εY_l] = ε Σ_h μ_h G_h(l) ∇_S Y_l: exact for USA (v is linear in μ), O(ε²) for softmax."""
-    pts, w = mf.sphere_quadrature(d, n_quad)
+    pts, w = mf.sphere_quadrature(d, n=n_quad)
     q = rng.standard_normal((6, d))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
     model = MultiHead.scalar([1.3, -0.4], d=d, beta=1.5, kind=kind)
@@ -88,7 +89,7 @@ def test_fv_sphere_growth_of_one_harmonic(kind, kappa, l, rtol):
 def test_critical_kappa_on_the_two_sphere(factor):
     """Below κ* the degree-1 harmonic decays, above it grows (finite volumes on S^2)."""
     beta = 1.5
-    kstar = mf.critical_kappa(beta, 1.0, kind="softmax", d=3)
+    kstar = mf.critical_kappa(beta, lam=1.0, kind="softmax", d=3)
     model = MultiHead.scalar([1.0], d=3, beta=beta, kind="softmax")
     assert mf.growth_rates(model, l_max=1, kappa=kstar)[1] == pytest.approx(0.0, abs=1e-12)
     _, amp, _ = mf.harmonic_growth(model, lambda y: y[:, 2], m=200, t1=0.3, n_saves=2, kappa=factor * kstar)
@@ -98,14 +99,14 @@ def test_critical_kappa_on_the_two_sphere(factor):
 def test_small_coupling_limit_and_degree_order():
     # a → 0: G(1) → 1/d, so σ_1 = l(l + d − 2) G(1) → (d − 1)/d
     for d in (2, 3, 5):
-        assert mf.uniform_growth_rate(1e-9, 1.0, k=1, d=d) == pytest.approx((d - 1) / d, rel=1e-8)
+        assert mf.uniform_growth_rate(1e-9, lam=1.0, k=1, d=d) == pytest.approx((d - 1) / d, rel=1e-8)
     model = MultiHead.scalar([2.0], d=5, beta=1.0, kind="softmax")
     G = mf.growth_rates(model, l_max=6)[1:] / np.array([l * (l + 3) for l in range(1, 7)])
     assert np.all(np.diff(G) < 0)  # mode 1 destabilises first
-    assert mf.critical_kappa(1.0, 2.0, kind="softmax", d=5) == pytest.approx(1 / G[0], rel=1e-12)
+    assert mf.critical_kappa(1.0, lam=2.0, kind="softmax", d=5) == pytest.approx(1 / G[0], rel=1e-12)
     # λ = μ = −1: μ G(l) = (−1)^l ĝ_1(l), the even degrees destabilise, first l = 2
-    assert mf.critical_kappa(1.0, -1.0, d=3) == pytest.approx(1 / mf.funk_hecke_exp(1.0, 2, 3), rel=1e-12)
-    assert mf.critical_kappa(1.0, 1.0, -1.0, d=3) == np.inf  # repulsive values: never unstable
+    assert mf.critical_kappa(1.0, lam=-1.0, d=3) == pytest.approx(1 / mf.funk_hecke_exp(1.0, l=2, d=3), rel=1e-12)
+    assert mf.critical_kappa(1.0, lam=1.0, mu=-1.0, d=3) == np.inf  # repulsive values: never unstable
 
 
 def test_log_time_scale_rescales_the_drift_only():
@@ -121,11 +122,11 @@ def test_bad_input():
     with pytest.raises(ValueError, match="'model' parameter of growth_rates must have kind in"):
         mf.growth_rates(MultiHead.scalar([1.0], d=3, kind="relu"))
     with pytest.raises(ValueError, match="'mu' parameter of uniform_growth_rate: must have one strength per head"):
-        mf.uniform_growth_rate(1.0, [1.0, 2.0], [1.0], d=3)
+        mf.uniform_growth_rate(1.0, lam=[1.0, 2.0], mu=[1.0], d=3)
     with pytest.raises(ValueError, match="'d' parameter of uniform_growth_rate must be an integer"):
-        mf.uniform_growth_rate(1.0, 1.0, d=1)
+        mf.uniform_growth_rate(1.0, lam=1.0, d=1)
     with pytest.raises(ValueError, match=r"'d' parameter of sphere_quadrature must be an integer in \[2, 4\]"):
-        mf.sphere_quadrature(5, 4)
+        mf.sphere_quadrature(5, n=4)
     with pytest.raises(ValueError, match="must have d = 3 \\(harmonic_growth runs on S\\^2\\)"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=2), lambda y: y[:, 0], m=50, t1=0.1)
     with pytest.raises(ValueError, match="harmonic_fn of harmonic_growth must return finite values of shape"):
@@ -140,10 +141,10 @@ def test_small_beta_limit_without_warnings(beta, kind, d):
     for USA and softmax alike: κ* -> d, σ_1 -> (d-1)/d, σ_2 = 2d G(2), with no RuntimeWarning from the
     underflowing Bessel functions (pytest turns warnings into errors) down to the smallest subnormal."""
     rel = 1e-12 + 10 * beta**2
-    assert mf.critical_kappa(beta, 1.0, kind=kind, d=d) == pytest.approx(d, rel=rel)
-    assert mf.uniform_growth_rate(beta, 1.0, kind=kind, d=d) == pytest.approx((d - 1) / d, rel=rel)
+    assert mf.critical_kappa(beta, lam=1.0, kind=kind, d=d) == pytest.approx(d, rel=rel)
+    assert mf.uniform_growth_rate(beta, lam=1.0, kind=kind, d=d) == pytest.approx((d - 1) / d, rel=rel)
     sigma2 = 2 * d * beta / (d * (d + 2))
-    assert mf.uniform_growth_rate(beta, 1.0, kind=kind, d=d, k=2) == pytest.approx(sigma2, rel=rel, abs=1e-320)
+    assert mf.uniform_growth_rate(beta, lam=1.0, kind=kind, d=d, k=2) == pytest.approx(sigma2, rel=rel, abs=1e-320)
 
 
 def test_bessel_log_series_matches_ive_where_both_are_representable():

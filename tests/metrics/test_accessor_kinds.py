@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def trajectory():
     model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0)
-    traj = simulate(sample_uniform(10, 3, np.random.default_rng(0)), model, t1=1.0, dt=0.05,
+    traj = simulate(sample_uniform(10, d=3, rng=np.random.default_rng(0)), model, t1=1.0, dt=0.05,
                     save=SaveAt(ts=np.linspace(0, 1, 5)))
     return metrics.trajectory_to_dataset(traj, model)
 
@@ -95,12 +95,19 @@ def test_accessor_on_a_study():
         ds.attn.plot_limit_study("n_clusters")
 
 
-def test_importing_metrics_registers_attn_and_nothing_else_does():
-    # as cf_xarray: the accessor comes with the package that defines it, not with xarray or the umbrella
+def test_attn_comes_with_metrics_or_with_the_umbrella_and_nothing_else():
+    # as cf_xarray: importing metrics registers the accessor; after `import headflow` a stand-in registered
+    # through xarray's own mechanism (once xarray is imported; the one-shot hook then leaves sys.meta_path)
+    # imports metrics on the first ds.attn; xarray alone registers nothing
     code = ("import sys, json, headflow; import xarray as xr; before = hasattr(xr.Dataset, 'attn'); "
             "hooks = [type(f).__name__ for f in sys.meta_path if 'headflow' in type(f).__module__]; "
-            "import headflow.metrics; ds = xr.Dataset({'a': ('time', [1.0])}, coords={'time': [0.0]}); "
-            "print(json.dumps({'before': before, 'hooks': hooks, 'kind': ds.attn.kind}))")
+            "light = 'metrics' not in sys.modules; ds = xr.Dataset({'a': ('time', [1.0])}, coords={'time': [0.0]}); "
+            "print(json.dumps({'before': before, 'hooks': hooks, 'light': light, 'kind': ds.attn.kind, "
+            "'real': type(ds.attn).__module__}))")
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == {"before": False, "hooks": ["_LayerAlias"], "kind": "other"}
+    assert json.loads(out.stdout) == {"before": True, "hooks": ["_LayerAlias"], "light": True, "kind": "other",
+                                      "real": "metrics._figures.accessor"}
+    alone = subprocess.run([sys.executable, "-c", "import xarray as xr; print(hasattr(xr.Dataset, 'attn'))"],
+                           capture_output=True, text=True, cwd=ROOT, check=True)
+    assert alone.stdout.strip() == "False"

@@ -12,7 +12,7 @@ import particles
 from metrics import sliced_w2_to_uniform_s2
 from particles import InvalidParameterError, MultiHead
 
-SOFTMAX_S1 = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")  # sigma_1 = 0.485 ~ 2 sigma_2
+SOFTMAX_S1 = MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")  # sigma_1 = 0.485 ~ 2 sigma_2
 QUICK = dict(n_values=[200, 800], n_seeds=2, t1=9.0, n_saves=61, delta=(0.1, 0.2), dt=0.1, l_max=3, n_boot=50)
 
 
@@ -81,7 +81,7 @@ def test_resume_from_store(tmp_path, monkeypatch):
 
 
 def test_stable_regime_has_no_breakdown():
-    kstar = mf.critical_kappa(0.5, 1.0, kind="softmax")
+    kstar = mf.critical_kappa(0.5, lam=1.0, kind="softmax")
     # stationary fluctuations: sqrt(n) A_1 ~ chi_2 / sqrt(1 - kappa/kappa*), below 0.6 sqrt(n) for n >= 400
     ds = metrics.chaos_horizon_study(SOFTMAX_S1, n_values=[400, 1600], n_seeds=2, t1=4.0, n_saves=21, delta=0.6,
                                      kappa=0.8 * kstar, dt=0.02, l_max=2, n_boot=20)
@@ -91,7 +91,7 @@ def test_stable_regime_has_no_breakdown():
 
 
 def test_s2_quick():
-    model = MultiHead.scalar([1.0], 3, beta=4.0, kind="softmax")
+    model = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax")
     sigma = mf.growth_rates(model, l_max=4)
     ds = metrics.chaos_horizon_study(model, n_values=[100, 300], n_seeds=1, t1=3.0, n_saves=31, delta=0.5, dt=0.05,
                                      l_max=4, n_boot=20, n_projections=16)
@@ -116,7 +116,7 @@ def test_bad_input():
     with pytest.raises(InvalidParameterError, match="'n_values' parameter"):
         metrics.chaos_horizon_study(SOFTMAX_S1, **dict(QUICK, n_values=[100]))
     with pytest.raises(InvalidParameterError, match="must include the most unstable degree"):
-        metrics.chaos_horizon_study(MultiHead.scalar([1.0], 3, beta=12.0, kind="softmax"), **dict(QUICK, l_max=1))
+        metrics.chaos_horizon_study(MultiHead.scalar([1.0], d=3, beta=12.0, kind="softmax"), **dict(QUICK, l_max=1))
 
 
 def test_warns_when_the_horizon_is_too_short():
@@ -170,7 +170,7 @@ def test_spectral_reference_of_the_uniform_density_is_the_uniform_reference(rng)
         model=SOFTMAX_S1, density_fn=lambda x: 1 + 0 * x[:, 0], ts=ts, m_grid=1024, kappa=np.inf, dt=0.1, t1=1.0,
         n_saves=3, n_values=[500], n_reference=None, seed=0, n_projections=8, n_quantiles=1024, transport="auto",
         w2_max_n=0, reference="spectral"), store=None, progress=False)["reference"]
-    x = particles.sample_uniform(500, 2, rng)
+    x = particles.sample_uniform(500, d=2, rng=rng)
     uniform = UniformReference(2, None).distances(500)(x, 0)["w1"]
     for k in range(3):
         assert ref.distances(500)(x, k)["w1"] == pytest.approx(uniform, abs=2 * np.pi / 2000)

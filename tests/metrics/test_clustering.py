@@ -8,7 +8,7 @@ from particles import InvalidParameterError, MultiHead, normalize, sample_unifor
 
 
 def caps(rng, k, per, d=3, spread=1e-4):
-    centres = sample_uniform(k, d, rng)
+    centres = sample_uniform(k, d=d, rng=rng)
     pts = np.repeat(centres, per, axis=0) + spread * rng.standard_normal((k * per, d))
     return normalize(pts), np.repeat(np.arange(k), per)
 
@@ -47,7 +47,7 @@ def test_silhouette_known_and_errors(rng):
 def test_entropy_and_leaders(rng):
     n = 12
     model = MultiHead(np.eye(3), beta=0.0, kind="softmax")
-    x = sample_uniform(n, 3, rng)
+    x = sample_uniform(n, d=3, rng=rng)
     np.testing.assert_allclose(mean_entropy(x, model), np.log(n))  # β = 0: uniform attention
     hot = MultiHead(np.eye(3), beta=50.0, kind="softmax")
     y = x.copy()
@@ -65,7 +65,7 @@ def test_components_match_dbscan(rng):
     for _ in range(40):
         d = int(rng.integers(2, 6))
         x, _ = caps(rng, int(rng.integers(1, 6)), int(rng.integers(1, 20)), d=d, spread=10 ** rng.uniform(-5, -1.5))
-        x = np.concatenate([x, sample_uniform(int(rng.integers(1, 15)), d, rng)])
+        x = np.concatenate([x, sample_uniform(int(rng.integers(1, 15)), d=d, rng=rng)])
         eps = 10 ** rng.uniform(-3, -0.5)
         ref = _by_first_appearance(DBSCAN(eps=2 * np.sin(eps / 2), min_samples=1).fit(x).labels_)
         np.testing.assert_array_equal(cluster_labels(x, eps=eps), ref)
@@ -80,7 +80,7 @@ def test_blocked_silhouette_and_leaders_match_dense(rng, monkeypatch):
 
     clustering = importlib.import_module("metrics._observables.clustering")
 
-    x = normalize(np.repeat(sample_uniform(4, 3, rng), 15, 0) + 0.05 * rng.standard_normal((60, 3)))
+    x = normalize(np.repeat(sample_uniform(4, d=3, rng=rng), 15, 0) + 0.05 * rng.standard_normal((60, 3)))
     labels = rng.integers(0, 4, 60)
     labels[0] = 9  # a one-point cluster: s_0 = 0
     D = geodesic_distance(x[:, None, :], x[None, :, :])

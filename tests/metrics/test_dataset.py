@@ -12,7 +12,7 @@ from tests.helpers import random_symmetric
 @pytest.fixture
 def dataset(rng):
     model = MultiHead(random_symmetric(rng, 2, 3), beta=1.5, kind="usa")
-    traj = simulate(sample_uniform(12, 3, rng), model, t1=2.0, dt=0.002,
+    traj = simulate(sample_uniform(12, d=3, rng=rng), model, t1=2.0, dt=0.002,
                     save=SaveAt(ts=np.linspace(0, 2, 5), fn=diagnostics_fn(model)))
     return metrics.trajectory_to_dataset(traj, model), model
 

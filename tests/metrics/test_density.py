@@ -48,24 +48,24 @@ def test_circle_quantile_is_exact_for_piecewise_linear_densities():
 def test_sphere_sampler_moments_and_reproducibility():
     for d in (3, 4):
         n = 40_000
-        x = sample_sphere_density(lambda y: 1 + A * y[:, 0], n, d, rng=7)
+        x = sample_sphere_density(lambda y: 1 + A * y[:, 0], n, d=d, rng=7)
         assert np.max(np.abs(np.linalg.norm(x, axis=1) - 1)) < 1e-14
         # E x_1 = A E[x_1^2] = A/d under 1 + A x_1 (normalised by the uniform mean 1)
         assert abs(x[:, 0].mean() - A / d) < 4 * x[:, 0].std() / np.sqrt(n)
-        np.testing.assert_array_equal(x, sample_sphere_density(lambda y: 1 + A * y[:, 0], n, d, rng=7))
-    y = sample_sphere_density(_rho, 5000, 2, rng=1)  # d = 2 goes through the exact inverse CDF
+        np.testing.assert_array_equal(x, sample_sphere_density(lambda y: 1 + A * y[:, 0], n, d=d, rng=7))
+    y = sample_sphere_density(_rho, 5000, d=2, rng=1)  # d = 2 goes through the exact inverse CDF
     assert abs(y[:, 0].mean() - A / 2) < 4 * y[:, 0].std() / np.sqrt(5000)
 
 
 def test_sphere_sampler_refuses_a_violated_bound():
     with pytest.raises(InvalidParameterError, match="exceeds the rejection bound"):
-        sample_sphere_density(lambda y: 1 + A * y[:, 2], 100, 3, rng=0, bound=1.0)
+        sample_sphere_density(lambda y: 1 + A * y[:, 2], 100, d=3, rng=0, bound=1.0)
 
 
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(1, 50), d=st.integers(2, 5), seed=st.integers(0, 2**32 - 1))
 def test_samples_are_on_the_sphere(n, d, seed):
-    x = sample_sphere_density(lambda y: 1.5 + np.tanh(y[:, -1]), n, d, rng=seed)
+    x = sample_sphere_density(lambda y: 1.5 + np.tanh(y[:, -1]), n, d=d, rng=seed)
     assert x.shape == (n, d) and np.max(np.abs(np.linalg.norm(x, axis=1) - 1)) < 1e-14
 
 

@@ -18,7 +18,7 @@ SIZES = [(3.3, 2.6), (5.5, 4.0), (11.0, 7.0)]  # inches per panel: a paper's col
 
 def _trajectory(n, d, n_saves, t1=3.0, beta=4.0):
     model = particles.MultiHead.scalar([1.0], d=d, beta=beta, kind="softmax")
-    x0 = particles.sample_uniform(n, d, np.random.default_rng(1))
+    x0 = particles.sample_uniform(n, d=d, rng=np.random.default_rng(1))
     traj = particles.simulate(x0, model, t1=t1, dt=0.05, save=particles.SaveAt(ts=np.linspace(0, t1, n_saves)))
     return metrics.trajectory_to_dataset(traj, model)
 

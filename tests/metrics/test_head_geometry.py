@@ -75,7 +75,7 @@ def test_beta_star_where_theorem_19_applies():
     Wq = np.stack([s * np.eye(d)] * H)
     w = AttentionWeights(Wq, Wq, np.stack([np.eye(d)] * H), np.stack([alpha * np.eye(d)] * H))
     ds = head_geometry(w, n_tokens=n)
-    assert float(ds.beta_star[0]) == pytest.approx(theory.beta_star(H, n, alpha), rel=1e-12)
+    assert float(ds.beta_star[0]) == pytest.approx(theory.beta_star(H, n=n, alpha=alpha), rel=1e-12)
     assert "hold" in str(ds.beta_star_reason.values[0])
     w2 = AttentionWeights(Wq, Wq, np.stack([np.eye(d)] * H), np.stack([2 * alpha * np.eye(d)] * H))
     ds2 = head_geometry(w2, n_tokens=n)

@@ -87,7 +87,7 @@ def _linearised_runs(rng, n, n_runs, sigma, t):
 
 
 def test_linearised_flow_predicted_time_law_and_slope():
-    model = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
+    model = MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")
     sigma = float(mf.growth_rates(model, l_max=4)[1])
     rng = np.random.default_rng(3)
     t = np.linspace(0, 30, 1201)
@@ -102,8 +102,8 @@ def test_linearised_flow_predicted_time_law_and_slope():
     td = np.array(td)
     # closed-form law of Z = sigma t_delta - log(n)/2 - log(delta) over 450 runs
     Z = (sigma * td - 0.5 * np.log(n_values)[:, None] - np.log(delta)).ravel()
-    assert stats.kstest(Z, lambda z: breakdown_law_cdf(z, 2)).pvalue > 0.01
-    assert stats.kstest(Z + 0.5, lambda z: breakdown_law_cdf(z, 2)).pvalue < 0.01  # a shifted law is rejected
+    assert stats.kstest(Z, lambda z: breakdown_law_cdf(z, k=2)).pvalue > 0.01
+    assert stats.kstest(Z + 0.5, lambda z: breakdown_law_cdf(z, k=2)).pvalue < 0.01  # a shifted law is rejected
     assert abs(Z.mean() - breakdown_law_mean(2)) < 4 * (np.pi / np.sqrt(24)) / np.sqrt(Z.size)
     s, lo, hi = fit_horizon_slope(n_values, td, n_boot=500)
     assert lo < 1 / (2 * sigma) < hi and (hi - lo) < 0.3 / (2 * sigma)
@@ -113,14 +113,14 @@ def test_law_matches_chi_sampling():
     rng = np.random.default_rng(11)
     for k in (2, 5):
         Z = -np.log(stats.chi(k).rvs(size=4000, random_state=rng))
-        assert stats.kstest(Z, lambda z, k=k: breakdown_law_cdf(z, k)).pvalue > 0.01
+        assert stats.kstest(Z, lambda z, k=k: breakdown_law_cdf(z, k=k)).pvalue > 0.01
         assert abs(Z.mean() - breakdown_law_mean(k)) < 4 * Z.std() / np.sqrt(Z.size)
 
 
 def test_particle_flow_breaks_down_at_linearised_time():
     """Softmax on S^1 at beta = 0.5 (sigma_1 = 2 sigma_2): measured t_delta of A_1 within 2 % of the prediction
     from the run's own A_1(0) (n = 2000, delta = 0.1)."""
-    model = MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax")
+    model = MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax")
     sigma = float(mf.growth_rates(model, l_max=2)[1])
     rng = np.random.default_rng(1)
     x0 = _circle(rng.uniform(0, 2 * np.pi, 2000))

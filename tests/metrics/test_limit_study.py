@@ -312,8 +312,8 @@ def test_embedded_sliced_distance_matches_pot():
     """The study's SW_2 equals POT's sliced Wasserstein distance with the same directions (exact 1-d
     W_2 between clouds of different sizes); it is a metric (symmetric, zero on the diagonal)."""
     rng = np.random.default_rng(4)
-    x = metrics.sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 70, 3, rng)
-    y = metrics.sample_sphere_density(lambda y: np.ones(len(y)), 45, 3, rng)
+    x = metrics.sample_sphere_density(lambda y: 1 + 0.5 * y[:, 2], 70, d=3, rng=rng)
+    y = metrics.sample_sphere_density(lambda y: np.ones(len(y)), 45, d=3, rng=rng)
     ours, se = metrics.sliced_wasserstein_embedded(x, y, n_projections=64, seed=5)
     pot = ot.sliced_wasserstein_distance(x, y, n_projections=64, seed=5, p=2)
     assert ours == pytest.approx(pot, rel=1e-10) and 0 < se < ours
@@ -474,3 +474,13 @@ def test_the_rejection_bound_on_s3_holds_for_a_peaked_density():
     ds = mean_field_limit_study(model, FamilyDensity("von_mises", 4, concentration=2.0), n_values=(8, 16), n_seeds=2,
                                 t1=0.1, n_saves=2, m_grid=16, dt=0.05, progress=False)
     assert np.all(np.isfinite(ds.sw2.values))
+
+
+def test_one_seed_intervals_are_warned_and_commented():
+    """A one-seed study cannot fit intervals: a RuntimeWarning says so, and so do the variables' attrs
+    (the NaN is not silent)."""
+    with pytest.warns(RuntimeWarning, match=r"one seed at n = \[8, 16\].*intervals of the fitted rates are NaN"):
+        ds = mean_field_limit_study(MODEL, _density, n_values=(8, 16), n_seeds=1, t1=0.1, n_saves=2, m_grid=64,
+                                    dt=0.05)
+    assert np.isnan(ds.rate_w1_ci).all() and "one seed" in ds.rate_w1_ci.attrs["comment"]
+    assert "one seed" in ds.rate_w1_stderr.attrs["comment"] and "one seed" in ds.w1_stderr.attrs["comment"]

@@ -30,7 +30,7 @@ def test_plateaus_of_synthetic_staircase():
 
 def test_cluster_energy_is_exact_for_collapsed_clusters(rng):
     model = MultiHead(np.array([np.eye(3), np.diag([0.5, 1.0, -0.3])]), beta=3.0)
-    p = sample_uniform(3, 3, rng)
+    p = sample_uniform(3, d=3, rng=rng)
     counts = np.array([5, 2, 1])
     x = np.repeat(p, counts, axis=0)
     assert cluster_energy(model, p, counts / counts.sum()) == pytest.approx(model.energy(x), rel=1e-13)
@@ -55,7 +55,7 @@ def test_staircase_identity_on_synthetic_run(rng):
 def test_staircase_on_the_circle_at_large_beta():
     model = MultiHead.scalar([1.0], d=2, beta=6.0, log_time_scale="auto")
     ts = np.concatenate([[0.0], np.logspace(-1, np.log10(3e3), 41)])
-    traj = simulate(sample_uniform(16, 2, rng=1), model, t1=ts[-1], method="dopri5", rtol=1e-6, atol=1e-8,
+    traj = simulate(sample_uniform(16, d=2, rng=1), model, t1=ts[-1], method="dopri5", rtol=1e-6, atol=1e-8,
                     save=SaveAt(ts=ts))
     steps = staircase(model, traj)
     assert len(steps) >= 2

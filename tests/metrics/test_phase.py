@@ -45,14 +45,14 @@ def test_equiangular_tokens_cluster_exactly_at_the_theory_time(kind, betas, t1, 
     t = ds.time.values
     for b in betas:
         tstar = float(ds.theory_time.sel(beta=b))
-        assert tstar == pytest.approx(theory.hitting_time(0.0, 0.999, [1.0], b, n, kind=kind), rel=1e-12)
+        assert tstar == pytest.approx(theory.hitting_time(0.0, 0.999, lambdas=[1.0], beta=b, n=n, kind=kind), rel=1e-12)
         far = np.abs(t - tstar) > 0.05 * tstar
         frac = ds.clustered_pairs.sel(beta=b).values
         np.testing.assert_array_equal(frac[far], (t[far] > tstar).astype(float))
         np.testing.assert_array_equal(ds.n_clusters.sel(beta=b).values[far], np.where(t[far] > tstar, 1.0, n))
         assert np.all(ds.clustered_pairs_se.sel(beta=b).values[far] == 0)
     # beta = 0: the closed form ln((1 + (n-1) r)/(1 - r))/2 of §4
-    assert float(ds.theory_time.sel(beta=0.0)) == pytest.approx(float(theory.time_to_rho_beta0(0.999, 1.0, n)),
+    assert float(ds.theory_time.sel(beta=0.0)) == pytest.approx(float(theory.time_to_rho_beta0(0.999, Lambda=1.0, n=n)),
                                                                 rel=1e-10)
 
 

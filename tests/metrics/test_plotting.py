@@ -22,7 +22,7 @@ from PIL import Image  # noqa: E402
 
 def _trajectory(n, d, n_saves, t1=3.0):
     model = particles.MultiHead.scalar([1.0], d=d, beta=4.0, kind="softmax")
-    x0 = particles.sample_uniform(n, d, np.random.default_rng(1))
+    x0 = particles.sample_uniform(n, d=d, rng=np.random.default_rng(1))
     traj = particles.simulate(x0, model, t1=t1, dt=0.05, save=particles.SaveAt(ts=np.linspace(0, t1, n_saves)))
     return metrics.trajectory_to_dataset(traj, model)
 
@@ -274,7 +274,7 @@ def test_tokens_off_the_sphere_are_not_drawn_on_it(tmp_path):
     """A flat run's tokens are refused by plot_sphere and animate, naming the geometry (the message named
     cluster_labels' x), and ds.attn.plot() draws its curves."""
     model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="softmax", geometry="flat")
-    x0 = particles.sample_uniform(5, 3, np.random.default_rng(0))
+    x0 = particles.sample_uniform(5, d=3, rng=np.random.default_rng(0))
     traj = particles.simulate(x0, model, t1=2.0, dt=0.1, save=particles.SaveAt(ts=[0.0, 1.0, 2.0]))
     ds = metrics.trajectory_to_dataset(traj, model)
     for draw in (ds.attn.plot_sphere, lambda: ds.attn.animate(tmp_path / "flat.gif")):

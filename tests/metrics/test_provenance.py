@@ -18,7 +18,7 @@ from cf_xarray.units import units as cf_units  # noqa: E402  (needs pint, also i
 def datasets():
     rng = np.random.default_rng(7)
     model = MultiHead.scalar([1.0, 0.5], d=3, beta=1.0, kind="usa")
-    traj = simulate(sample_uniform(8, 3, rng), model, t1=0.4, dt=0.1,
+    traj = simulate(sample_uniform(8, d=3, rng=rng), model, t1=0.4, dt=0.1,
                     save=SaveAt(ts=np.linspace(0, 0.4, 3), fn=diagnostics_fn(model)))
     run = metrics.trajectory_to_dataset(traj, model, config={"n": 8, "kappa": np.inf}, seeds={"x0": 7})
     sweep = metrics.run_sweep({"n_particles": [4, 6]}, n_seeds=2, t1=0.2, dt=0.1, n_saves=2)
@@ -96,7 +96,7 @@ def test_zarr_round_trip(datasets, kind, tmp_path):
 
 def test_exact_summation_is_recorded_with_bound_zero():
     model = MultiHead.scalar([1.0], d=3, beta=1.0, summation="exact")
-    traj = simulate(sample_uniform(4, 3, 0), model, t1=0.1, dt=0.05)
+    traj = simulate(sample_uniform(4, d=3, rng=0), model, t1=0.1, dt=0.05)
     ds = metrics.trajectory_to_dataset(traj, model)
     assert ds.attrs["summation"] == "exact" and ds.attrs["summation_error_bound"] == 0.0
 

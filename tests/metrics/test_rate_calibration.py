@@ -82,7 +82,7 @@ def test_sphere_rate_intervals_are_calibrated():
     rng = np.random.default_rng(21)
     g = np.empty((B, len(NS), S))
     for a, n in enumerate(NS):
-        x = sample_sphere_density(lambda y: 1 + A * y[:, 2], B * S * n, 3, rng).reshape(B * S, n, 3)
+        x = sample_sphere_density(lambda y: 1 + A * y[:, 2], B * S * n, d=3, rng=rng).reshape(B * S, n, 3)
         g[:, a, :] = np.sqrt(ref.per_projection(x, 0).mean(-1)).reshape(B, S)
     cov, fits = _coverage(g)
     assert 0.93 <= cov <= 0.97, cov

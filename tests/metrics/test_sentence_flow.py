@@ -280,4 +280,6 @@ def test_a_tokenizer_path_is_read(tmp_path):
     (tmp_path / "tokenizer.json").write_text(tokenizer, encoding="utf-8")
     ids, toks = tokenize(tmp_path / "tokenizer.json", "Attention heads.")
     assert np.array_equal(ids, tokenize(tokenizer, "Attention heads.")[0])
-    assert np.array_equal(bert_embeddings(tensors, ids.astype(float)), bert_embeddings(tensors, ids))
+    assert bert_embeddings(tensors, ids).shape[0] == len(ids)
+    with pytest.raises(InvalidParameterError, match="integer dtype"):  # integral floats are not taken as ids
+        bert_embeddings(tensors, ids.astype(float))

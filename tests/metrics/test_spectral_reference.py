@@ -22,7 +22,7 @@ def uniform_solution(d, L=6):
         pts, areas = mf.circle_grid(32)
         mu0 = mf.GridMeasure(pts, areas, areas / areas.sum())
     elif d == 3:
-        pts, w = mf.sphere_quadrature(3, L + 1)
+        pts, w = mf.sphere_quadrature(3, n=L + 1)
         mu0 = mf.GridMeasure(pts, 4 * np.pi * w, w)
     else:
         mu0 = mf.ZonalMeasure(lambda x: 1 + 0 * x[:, 0], d=d)
@@ -44,7 +44,7 @@ def test_circle_exact_cdf_against_fine_quantile_atoms(rng):
     sol = mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=2, scheme="spectral", L=40,
                                 tol=1e-6).info["solution"]
     # the quantiles invert the closed-form CDF: F(Q(s)) = s by the trapezoid rule on a fine grid
-    q, cells = circle_spectral_quantiles(sol, 1, 64)
+    q, cells = circle_spectral_quantiles(sol, 1, M=64)
     m = 2**15
     fine = (np.arange(m) + 0.5) * 2 * np.pi / m
     rho = sol.density(1, np.stack([np.cos(fine), np.sin(fine)], 1))
@@ -75,7 +75,7 @@ def test_sliced_one_point_against_uniform(d):
 def test_zonal_d3_reference_matches_the_sphere_reference(rng):
     model = particles.MultiHead.scalar([1.0], d=3, beta=2.0, kind="softmax")
     fn = lambda x: np.exp(x[:, 2])  # noqa: E731
-    pts, w = mf.sphere_quadrature(3, 20)
+    pts, w = mf.sphere_quadrature(3, n=20)
     rs = mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn), model, t1=0.3, n_saves=2,
                                scheme="spectral", L=19, tol=1e-6)
     rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=0.3, n_saves=2, scheme="spectral", L=19,
@@ -83,14 +83,14 @@ def test_zonal_d3_reference_matches_the_sphere_reference(rng):
     a = SpectralSlicedReference(rs.info["solution"], n_projections=16, n_quantiles=2048)
     b = SpectralSlicedReference(rz.info["solution"], n_projections=16, n_quantiles=2048)
     np.testing.assert_allclose(a.atoms, b.atoms, atol=1e-9)
-    x = particles.sample_uniform(300, 3, rng)
+    x = particles.sample_uniform(300, d=3, rng=rng)
     assert a(x, 1)[0] == pytest.approx(b(x, 1)[0], rel=1e-9)
 
 
 def test_bad_input():
     sol = uniform_solution(3)
     with pytest.raises(ValueError, match="needs a spectral solution on circle"):
-        circle_spectral_quantiles(sol, 0, 10)
+        circle_spectral_quantiles(sol, 0, M=10)
     with pytest.raises(TypeError, match="solution"):
         SpectralSlicedReference(np.eye(3))
     with pytest.raises(ValueError, match="'theta' parameter of circle_spectral_wasserstein must be finite"):
@@ -100,7 +100,7 @@ def test_bad_input():
 def test_points_on_the_circle_are_their_angles_never_flattened(rng):
     """(n, 2) points are n tokens at their angles, not 2n numbers read as angles."""
     sol = uniform_solution(2)
-    x = particles.sample_uniform(7, 2, rng)
+    x = particles.sample_uniform(7, d=2, rng=rng)
     theta = np.arctan2(x[:, 1], x[:, 0])
     assert circle_spectral_wasserstein(x, sol, 0) == circle_spectral_wasserstein(theta, sol, 0)
     with pytest.raises(ValueError, match=r"'theta' parameter .* \(n, 2\); got shape \(7, 3\)"):
@@ -113,7 +113,7 @@ def test_a_string_seed_is_refused_naming_rng():
     from metrics.spectral_reference import circle_spectral_sample
 
     with pytest.raises(ValueError, match="'rng' parameter of circle_spectral_sample must be"):
-        circle_spectral_sample(uniform_solution(2), 0, 3, rng="seed")
+        circle_spectral_sample(uniform_solution(2), 0, n=3, rng="seed")
 
 
 def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
@@ -124,7 +124,7 @@ def test_zonal_attention_entropy_matches_quadrature_on_the_sphere():
 
     model = particles.MultiHead.scalar([1.0, -0.5], d=3, beta=2.0, kind="softmax", summation="exact")
     fn = lambda x: np.exp(x[:, 2])  # noqa: E731
-    pts, w = mf.sphere_quadrature(3, 20)
+    pts, w = mf.sphere_quadrature(3, n=20)
     rs = mf.wasserstein_ascent(mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn), model, t1=0.2, n_saves=2,
                                scheme="spectral", L=19, tol=1e-6)
     rz = mf.wasserstein_ascent(mf.ZonalMeasure(fn, d=3), model, t1=0.2, n_saves=2, scheme="spectral", L=19,
@@ -158,7 +158,7 @@ def test_linear_quantile_nodes_exact_w2(n, M, seed, graded):
     if np.any(np.diff(levels) <= 0):
         levels = np.arange(M + 1) / M
     theta = np.array([[0.0, 0.0, 1.0]])
-    x = particles.sample_uniform(n, 3, rng)
+    x = particles.sample_uniform(n, d=3, rng=rng)
     R = SlicedReference.from_quantile_nodes(theta, nodes[None, :, None], levels if graded else None)
     s = (np.arange(4000 * n * M) + 0.5) / (4000 * n * M)
     Q = np.interp(s, levels, nodes)
@@ -175,7 +175,7 @@ def test_interpolation_error_estimate_against_finer_nodes(d):
     model = particles.MultiHead.scalar([1.0], d=d, beta=2.0, kind="softmax")
     fn = lambda x: np.exp(2 * x[:, -1])  # noqa: E731
     if d == 3:
-        pts, w = mf.sphere_quadrature(3, 24)
+        pts, w = mf.sphere_quadrature(3, n=24)
         mu0 = mf.GridMeasure.from_density(pts, 4 * np.pi * w, fn)
     else:
         mu0 = mf.ZonalMeasure(fn, d=d)

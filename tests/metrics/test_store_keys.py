@@ -50,7 +50,7 @@ CASES = {
     "phase_merge": (lambda s: metrics.phase_diagram([1.0], n=4, d=3, t1=2.0, n_systems=4, n_saves=3, dt=0.5,
                                                     merge=1e-6, store=s, progress=False),
                     ["cell_8eaa0f6b952e11cc.nc"]),
-    "chaos": (lambda s: metrics.chaos_horizon_study(MultiHead.scalar([1.0], 2, beta=0.5, kind="softmax"),
+    "chaos": (lambda s: metrics.chaos_horizon_study(MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax"),
                                                     n_values=[50, 100], n_seeds=2, t1=10.0, n_saves=41, delta=0.4,
                                                     dt=0.1, n_boot=50, store=s, progress=False),
               ["cell_62e53c8afa496919.nc", "cell_a3e43f85a691388a.nc", "cell_a3fca8491f8c92ea.nc",
@@ -90,7 +90,7 @@ def _density(th):
 
 
 def _limit(store, model=None, density=_density):
-    model = model or MultiHead.scalar([1.0], 2, beta=1.0, kind="softmax")
+    model = model or MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
     return _quiet(metrics.mean_field_limit_study, model, metrics.density_of_angle(density), n_values=[8, 16],
                   n_seeds=1, t1=LIMIT_OPTS["t1"], dt=LIMIT_OPTS["dt"], n_saves=LIMIT_OPTS["n_saves"],
                   m_grid=LIMIT_OPTS["m_grid"], store=store, progress=False)
@@ -108,7 +108,7 @@ def test_a_format_1_store_is_migrated_once_not_recomputed(tmp_path, monkeypatch)
     a message, their values kept, and no cell runs again."""
     from metrics._studies import limit
 
-    model = MultiHead.scalar([1.0], 2, beta=1.0, kind="softmax")
+    model = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
     v1 = dataclasses.replace(limit.LIMIT, key=limit._limit_key_v1, key_version=1, legacy_key=None)
     monkeypatch.setattr(limit, "LIMIT", v1)
     first = _limit(tmp_path, model)
@@ -141,7 +141,7 @@ def test_names_do_not_move_when_a_derived_float_moves_by_one_ulp(tmp_path, monke
     energies, an 'auto' log-time scale) moved by one ulp, as another numpy build or CPU may: same names."""
     from metrics._studies import limit, reference
 
-    usa = MultiHead.scalar([1.0], 2, beta=2.0, kind="usa", log_time_scale="auto")
+    usa = MultiHead.scalar([1.0], d=2, beta=2.0, kind="usa", log_time_scale="auto")
     runs = {"phase": lambda s: CASES["phase"][0](s), "phase_merge": lambda s: CASES["phase_merge"][0](s),
             "limit": lambda s: _limit(s), "limit_usa": lambda s: _limit(s, usa)}
     before = {}
@@ -158,7 +158,7 @@ def test_names_do_not_move_when_a_derived_float_moves_by_one_ulp(tmp_path, monke
     monkeypatch.setattr(limit, "setup_reference", shifted_setup)
     real_arccos = np.arccos
     monkeypatch.setattr(np, "arccos", lambda x, *args, **kw: _ulp(real_arccos(x, *args, **kw)))
-    usa_shifted = MultiHead.scalar([1.0], 2, beta=2.0, kind="usa", log_time_scale=float(_ulp(usa.log_time_scale)))
+    usa_shifted = MultiHead.scalar([1.0], d=2, beta=2.0, kind="usa", log_time_scale=float(_ulp(usa.log_time_scale)))
     runs.update({"limit": lambda s: _limit(s, density=lambda th: _ulp(_density(th))),
                  "limit_usa": lambda s: _limit(s, usa_shifted, density=lambda th: _ulp(_density(th)))})
     for case, run in runs.items():

@@ -23,12 +23,12 @@ def _names(store) -> list[str]:
     return sorted(p.name for p in pathlib.Path(store).glob("cell_*.nc"))
 
 
-S1 = MultiHead.scalar([1.0], 2, beta=1.0, kind="softmax")
+S1 = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
 
 CASES = {
     "limit_s2_seeds_per_n": (
         lambda s: metrics.mean_field_limit_study(
-            MultiHead.scalar([1.0], 3, beta=1.0, kind="usa"), lambda x: 1 + 0.5 * x[:, 2], n_values=(8, 16),
+            MultiHead.scalar([1.0], d=3, beta=1.0, kind="usa"), lambda x: 1 + 0.5 * x[:, 2], n_values=(8, 16),
             n_seeds=(2, 1), t1=0.2, dt=0.1, n_saves=2, m_grid=64, n_projections=8, n_quantiles=256, store=s,
             progress=False),
         ["cell_49548e49a465428f.nc", "cell_c3a80c1f044dc3ae.nc", "cell_d6950ec6356fb628.nc"]),

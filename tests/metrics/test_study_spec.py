@@ -49,7 +49,7 @@ def _ascent_cell(params: dict, seed_index: int, s: AscentSettings, entropy) -> x
     def save_fn(t, x):
         return {"energy": metrics.energy(x, s.model), **cluster_row(x, eps=s.eps, max_clusters=2)}
 
-    traj = simulate(sample_uniform(n, s.model.d, rng), s.model, t1=s.t1, dt=s.dt,
+    traj = simulate(sample_uniform(n, d=s.model.d, rng=rng), s.model, t1=s.t1, dt=s.dt,
                     save=SaveAt(ts=s.ts, x=False, fn=save_fn), on_failure="return")
     return saved_to_dataset(traj, s.ts)
 
@@ -66,8 +66,8 @@ def energy_ascent_study(s: AscentSettings, **run) -> xr.Dataset:
     data = {"energy": (("n_particles", "seed", "time"), energy, {"long_name": "E_multi(mu_n(t))", "units": "1"}),
             "energy_gain": (("n_particles", "seed"), energy[..., -1] - energy[..., 0],
                             {"long_name": "E_multi(t1) - E_multi(0)", "units": "1"}),
-            **spec.cluster_variables(sweep, 2, s.eps, counts)}
-    coords = spec.study_coords(s.n_values, counts, s.ts, s.model.log_time_scale, 2)
+            **spec.cluster_variables(sweep, max_clusters=2, eps=s.eps, counts=counts)}
+    coords = spec.study_coords(s.n_values, counts, s.ts, log_time_scale=s.model.log_time_scale, max_clusters=2)
     attrs = spec.study_attrs(ASCENT, s, title="energy ascent", sweep=sweep, t_start=t_start,
                              spawn_key="(seed index, n)")
     return xr.Dataset(data, coords=coords, attrs=attrs)
@@ -75,7 +75,7 @@ def energy_ascent_study(s: AscentSettings, **run) -> xr.Dataset:
 # ------------------------------------------------------------------ its checks
 
 
-MODEL = MultiHead.scalar([1.0, 0.5], 3, beta=2.0, kind="softmax")
+MODEL = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind="softmax")
 
 
 def test_a_study_is_a_settings_table_a_cell_and_an_assembly():
@@ -135,7 +135,7 @@ def test_key_versions_after_the_first_enter_the_key():
 @pytest.mark.parametrize("kind", ["trajectory", "sweep"])
 def test_datasets_say_what_they_are(kind):
     if kind == "trajectory":
-        x0 = particles.sample_uniform(6, 3, 0)
+        x0 = particles.sample_uniform(6, d=3, rng=0)
         ds = metrics.trajectory_to_dataset(simulate(x0, MODEL, t1=0.1, dt=0.05, save=SaveAt(x=True)), MODEL)
     else:
         ds = metrics.run_sweep({"n_particles": [4]}, t1=0.1, dt=0.05, n_saves=2, progress=False)

@@ -26,8 +26,8 @@ def test_wasserstein_known_values():
 
 @pytest.mark.parametrize("fn", [wasserstein, sinkhorn_divergence, sliced_wasserstein_sphere])
 def test_metric_axioms_and_rotation_invariance(rng, fn):
-    x = sample_uniform(20, 3, rng)
-    y = sample_uniform(25, 3, rng)
+    x = sample_uniform(20, d=3, rng=rng)
+    y = sample_uniform(25, d=3, rng=rng)
     assert fn(x, x) == pytest.approx(0.0, abs=1e-9)
     dxy = fn(x, y)
     assert dxy > 1e-3
@@ -38,8 +38,8 @@ def test_metric_axioms_and_rotation_invariance(rng, fn):
 
 
 def test_weights_matter_and_uniform_default(rng):
-    x = sample_uniform(10, 3, rng)
-    y = sample_uniform(10, 3, rng)
+    x = sample_uniform(10, d=3, rng=rng)
+    y = sample_uniform(10, d=3, rng=rng)
     assert wasserstein(x, y) == pytest.approx(wasserstein(x, y, np.full(10, 0.1), np.full(10, 0.1)), rel=1e-12)
     a = np.zeros(10)
     a[0] = 1.0
@@ -47,8 +47,8 @@ def test_weights_matter_and_uniform_default(rng):
 
 
 def test_sinkhorn_bounds_exact(rng):
-    x = sample_uniform(20, 3, rng)
-    y = sample_uniform(20, 3, rng)
+    x = sample_uniform(20, d=3, rng=rng)
+    y = sample_uniform(20, d=3, rng=rng)
     w2sq = wasserstein(x, y, p=2) ** 2
     s_big = sinkhorn_divergence(x, y, reg=0.5)
     s_small = sinkhorn_divergence(x, y, reg=0.05, max_iter=50000, tol=1e-8)
@@ -57,18 +57,18 @@ def test_sinkhorn_bounds_exact(rng):
 
 
 def test_sliced_same_seed_same_value_and_uniform(rng):
-    x = sample_uniform(40, 3, rng)
-    y = sample_uniform(40, 3, rng)
+    x = sample_uniform(40, d=3, rng=rng)
+    y = sample_uniform(40, d=3, rng=rng)
     assert sliced_wasserstein_sphere(x, y, seed=3) == sliced_wasserstein_sphere(x, y, seed=3)
     far = distance_to_uniform(np.tile(np.eye(3)[:1], (40, 1)))
-    near = distance_to_uniform(sample_uniform(4000, 3, rng))
+    near = distance_to_uniform(sample_uniform(4000, d=3, rng=rng))
     assert near < 0.02 < far
 
 
 def test_transport_bad_input(rng):
-    x = sample_uniform(5, 3, rng)
+    x = sample_uniform(5, d=3, rng=rng)
     with pytest.raises(InvalidParameterError, match="same R\\^d"):
-        wasserstein(x, sample_uniform(5, 4, rng))
+        wasserstein(x, sample_uniform(5, d=4, rng=rng))
     with pytest.raises(InvalidParameterError, match="must lie on the unit sphere"):
         wasserstein(2 * x, x)
     with pytest.raises(InvalidParameterError, match=r"'a' parameter of wasserstein must sum to 1"):
@@ -81,7 +81,7 @@ def test_dense_distances_refuse_large_clouds(monkeypatch):
     from metrics._observables import transport
 
     monkeypatch.setattr(transport, "MAX_DENSE_PAIRS", 100)
-    x = sample_uniform(11, 3, 0)
+    x = sample_uniform(11, d=3, rng=0)
     for fn in (wasserstein, sinkhorn_divergence):
         with pytest.raises(InvalidParameterError,
                            match=r"121 pairs > MAX_DENSE_PAIRS = 100.*sliced_wasserstein_sphere"):
@@ -95,7 +95,7 @@ def test_sliced_chunks_equal_pot(monkeypatch):
     from metrics._observables import transport
 
     monkeypatch.setattr(transport, "_SLICED_CHUNK_ENTRIES", 50)  # one or two projections per chunk
-    x, y = sample_uniform(30, 3, 1), sample_uniform(20, 3, 2)
+    x, y = sample_uniform(30, d=3, rng=1), sample_uniform(20, d=3, rng=2)
     assert sliced_wasserstein_sphere(x, y, seed=4) == pytest.approx(
         ot.sliced_wasserstein_sphere(x, y, n_projections=200, seed=4), rel=1e-12)
     assert distance_to_uniform(x, seed=4) == pytest.approx(
@@ -108,7 +108,7 @@ def test_over_relaxed_sinkhorn_solves_the_same_problem():
     from metrics._observables import transport
 
     rng = np.random.default_rng(8)
-    x, y = sample_uniform(60, 3, rng), sample_uniform(90, 3, rng)
+    x, y = sample_uniform(60, d=3, rng=rng), sample_uniform(90, d=3, rng=rng)
     a, b = np.full(60, 1 / 60), np.full(90, 1 / 90)
     C = transport._cost(x, y, 2)
     fast, e1 = transport._entropic_dual(a, b, C, 0.05, 100_000, 1e-10)

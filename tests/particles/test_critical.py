@@ -18,7 +18,7 @@ from tests.helpers import random_symmetric
 
 
 def antipodal(n, k, d, rng):
-    p = sample_uniform(1, d, rng)[0]
+    p = sample_uniform(1, d=d, rng=rng)[0]
     return np.array([p] * k + [-p] * (n - k))
 
 
@@ -39,7 +39,7 @@ def test_hessian_matches_finite_differences_of_the_gradient(rng):
     """At a generic (non-critical) state, Hess E[ξ] = ∇_ξ grad E: central differences along retractions."""
     n, d = 5, 3
     model = MultiHead(random_symmetric(rng, 2, d), beta=0.8)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     hess, B = riemannian_hessian(model, x)
     assert np.allclose(hess, hess.T)
 
@@ -130,7 +130,7 @@ def test_newton_from_a_plateau_state_of_a_misaligned_model(rng):
 
 
 def test_tangent_basis_is_orthonormal(rng):
-    x = sample_uniform(6, 4, rng)
+    x = sample_uniform(6, d=4, rng=rng)
     B = tangent_basis(x)
     np.testing.assert_allclose(np.einsum("iad,ibd->iab", B, B), np.broadcast_to(np.eye(3), (6, 3, 3)), atol=1e-14)
     np.testing.assert_allclose(np.einsum("iad,id->ia", B, x), 0, atol=1e-14)

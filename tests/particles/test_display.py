@@ -36,7 +36,7 @@ def test_html_table_lists_every_field():
 def test_radial_dominance_report_displays_a_summary_not_its_arrays():
     # issue 37: a report over 41 saves of 40 tokens printed ~200 lines of boolean arrays
     model = particles.MultiHead.scalar([1.0, 1.0], d=4, beta=0.5, kind="softmax")
-    x0 = particles.sample_uniform(40, 4, 0)
+    x0 = particles.sample_uniform(40, d=4, rng=0)
     traj = particles.simulate(x0, model, t1=2.0, dt=0.1, save=particles.SaveAt(ts=np.linspace(0, 2, 41)))
     rep = particles.radial_dominance(model, traj)
     text = repr(rep)

@@ -71,7 +71,7 @@ def test_one_system_field_without_systems_is_dopri5(rng):
     """A MultiHead (no systems(idx)) is one system: the skew flow x(t) = expm(tW) x0 to tolerance."""
     A = rng.standard_normal((4, 4))
     W = A - A.T
-    x0 = sample_uniform(1, 4, rng)
+    x0 = sample_uniform(1, d=4, rng=rng)
     model = MultiHead(np.eye(4), W, beta=1.0, kind="softmax")
     traj = simulate(x0, model, t1=1.5, dt=1e-3, method="dopri5_systems", rtol=1e-11, atol=1e-13)
     np.testing.assert_allclose(traj.x[-1, 0], expm(1.5 * W) @ x0[0], atol=1e-9)
@@ -81,7 +81,7 @@ def test_time_dependent_field_gets_the_inner_times(rng):
     """x' = P_x(c(t) W x) with c(t) = cos t: x(T) = expm(sin(T) W) x0 needs the stage times."""
     A = rng.standard_normal((3, 3))
     W = A - A.T
-    x0 = sample_uniform(1, 3, rng)
+    x0 = sample_uniform(1, d=3, rng=rng)
 
     def field(t, x):
         return np.cos(t) * x @ W.T

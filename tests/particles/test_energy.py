@@ -25,7 +25,7 @@ def flow_derivative(model, x, fn, h=1e-4):
 def test_theorem11_finite_differences(rng, geometry):
     n, d, H = 8, 3, 3
     model = MultiHead(random_symmetric(rng, H, d, 0.7), beta=1.3, kind="usa", geometry=geometry)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     # the identity itself, to round-off
     assert diag["rate_residual"] == pytest.approx(0.0, abs=1e-13 * diag["kinetic"])
@@ -42,7 +42,7 @@ def test_theorem11_breaks_without_conditions(rng, broken):
         model = MultiHead(M, beta=1.0)
     else:
         model = MultiHead(M, M + 0.8 * rng.standard_normal((H, d, d)), beta=1.0)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     fd = flow_derivative(model, x, model.energy)
     assert fd == pytest.approx(diag["energy_rate"], rel=1e-7)  # the exact rate is still right
@@ -55,7 +55,7 @@ def test_theorem12_misalignment_formula(rng):
     M = random_symmetric(rng, H, d)
     Delta = 0.3 * rng.standard_normal((H, d, d))
     model = MultiHead(M, M + Delta, beta=0.9)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     xdot = model.velocity(x)
     w = np.exp(model.beta * model.scores(x))
@@ -72,7 +72,7 @@ def test_theorem12_misalignment_formula(rng):
 def test_theorems16_17_per_head_rates(rng, geometry):
     n, d, H = 7, 4, 3
     model = MultiHead(random_symmetric(rng, H, d, 0.5), beta=1.1, geometry=geometry)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     f = model.head_outputs(x)
     a = np.einsum("hid,id->hi", f, x)
@@ -105,7 +105,7 @@ def test_orthogonal_heads_flat_monotone_sphere_not(rng):
     assert np.abs(M[0] @ M[1]).max() < 1e-12
     flat_min, sphere_min = np.inf, np.inf
     for _ in range(200):
-        x = sample_uniform(n, d, rng)
+        x = sample_uniform(n, d=d, rng=rng)
         flat = diagnose(MultiHead(M, beta=1.5, geometry="flat"), x)["head_energy_rate"]
         sph = diagnose(MultiHead(M, beta=1.5, geometry="sphere"), x)["head_energy_rate"]
         flat_min, sphere_min = min(flat_min, flat.min()), min(sphere_min, sph.min())
@@ -120,7 +120,7 @@ def test_radial_dominance_implies_per_head_monotonicity(seed, beta):
     rng = np.random.default_rng(seed)
     d, H, n = 4, 2, 5
     model = MultiHead(orthogonal_heads(d, H, rng), beta=beta)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     f = model.head_outputs(x)
     a = diag["radial_shadow"]
@@ -135,7 +135,7 @@ def test_radial_dominance_implies_per_head_monotonicity(seed, beta):
 def test_one_softmax_head_rate(rng):
     n, d = 9, 3
     model = MultiHead(random_symmetric(rng, 1, d), beta=1.4, kind="softmax")
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     diag = diagnose(model, x)
     Z = np.exp(model.beta * model.scores(x)[0]).sum(1)
     xdot = model.velocity(x)
@@ -147,13 +147,14 @@ def test_two_softmax_heads_caution_counterexample(rng):
     """docs/theory.md §2: with ≥ 2 softmax heads E_multi can decrease (n=4, d=3, H=2, β=1)."""
     M = np.array([np.diag([-0.071, -0.901, 0.906]), np.diag([0.059, 0.740, -0.662])])
     model = MultiHead(M, beta=1.0, kind="softmax")
-    rates = [diagnose(model, sample_uniform(4, 3, rng), include=["energy_rate"])["energy_rate"] for _ in range(3000)]
+    rates = [diagnose(model, sample_uniform(4, d=3, rng=rng),
+                      include=["energy_rate"])["energy_rate"] for _ in range(3000)]
     assert min(rates) < 0
 
 
 def test_diagnostics_shapes_and_cos_angle(rng):
     model = MultiHead(random_symmetric(rng, 3, 4), beta=0.5)
-    x = sample_uniform(10, 4, rng)
+    x = sample_uniform(10, d=4, rng=rng)
     diag = diagnose(model, x)
     assert diag["energy"].shape == (3,) and diag["entropy"].shape == (3, 10)
     f = model.head_outputs(x)
@@ -165,7 +166,7 @@ def test_diagnostics_saved_along_trajectory(rng):
     from particles import diagnostics_fn
 
     model = MultiHead(random_symmetric(rng, 2, 3), beta=1.0)
-    x0 = sample_uniform(10, 3, rng)
+    x0 = sample_uniform(10, d=3, rng=rng)
     traj = simulate(x0, model, t1=2.0, dt=0.01, save=SaveAt(ts=np.linspace(0, 2, 5), x=False,
                                                             fn=diagnostics_fn(model, ["energy_multi", "kinetic"])))
     assert traj.x is None and traj.saved["energy_multi"].shape == (5,)

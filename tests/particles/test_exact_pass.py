@@ -14,7 +14,7 @@ def test_symmetric_tiles_match_the_row_pass(rng, beta, block):
     # several tiles and a partial last one; an anisotropic M at large beta makes the one global shift
     # overshoot most rows' maxima (those rows are redone with their own max: nothing under- or overflows)
     n, d = SYMMETRIC_SIDE * 2 + 77, 3
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     M = random_symmetric(rng, 1, d)[0]
     L = x @ (beta * M)
     tiles = exact_exp_sums(L, x, None, block, symmetric=True)
@@ -35,7 +35,7 @@ def test_chunks_sharing_one_pool_thread_keep_their_own_sums(rng, monkeypatch, sy
     from particles._core import threads
 
     n, d = 2500, 3
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     L = x @ (4.0 * random_symmetric(rng, 1, d)[0])
     particles.set_num_threads(1)
     try:

@@ -13,7 +13,7 @@ FIXED = [name for name, s in STEPPERS.items() if not s.adaptive and not s.stocha
 def skew_problem(rng, d=4, kind="softmax"):
     A = rng.standard_normal((d, d))
     W = A - A.T
-    x0 = sample_uniform(1, d, rng)
+    x0 = sample_uniform(1, d=d, rng=rng)
     # one particle: its softmax weight is 1 and P_x(Wx) = Wx, so x(t) = expm(tW) x0
     return MultiHead(np.eye(d), W, beta=1.0, kind=kind), x0, W
 
@@ -45,7 +45,7 @@ def test_convergence_order(rng, method):
 def test_rk4_order_on_interacting_system(rng):
     """n = 6 softmax tokens: against a dopri5 reference at tol 1e-13, halving dt divides by 16."""
     model = MultiHead(np.eye(3), beta=2.0, kind="softmax")
-    x0 = sample_uniform(6, 3, rng)
+    x0 = sample_uniform(6, d=3, rng=rng)
     ref = simulate(x0, model, t1=1.0, method="dopri5", rtol=1e-13, atol=1e-15).x[-1]
     errs = [np.abs(simulate(x0, model, t1=1.0, dt=dt).x[-1] - ref).max() for dt in (0.1, 0.05, 0.025)]
     ratios = np.array(errs[:-1]) / np.array(errs[1:])
@@ -64,7 +64,7 @@ def test_dopri5_error_tracks_tolerance(rng):
 @pytest.mark.parametrize("method", sorted(STEPPERS))
 def test_tokens_stay_on_sphere_every_step(rng, method):
     model = MultiHead(np.eye(3), beta=4.0, kind="softmax")
-    x0 = sample_uniform(20, 3, rng)
+    x0 = sample_uniform(20, d=3, rng=rng)
     kw = dict(kappa=5.0, rng=1) if STEPPERS[method].stochastic else {}
     # (dopri5_systems has no common step to save after: it lands on given times)
     save = SaveAt(ts=np.linspace(0.0, 2.0, 41)) if method == "dopri5_systems" else SaveAt(every=1)
@@ -90,7 +90,7 @@ def test_brownian_motion_on_sphere_correlation():
 
 def test_same_seed_same_path(rng):
     model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
-    x0 = sample_uniform(5, 3, rng)
+    x0 = sample_uniform(5, d=3, rng=rng)
     a = simulate(x0, model, t1=0.5, dt=0.01, method="euler_maruyama", kappa=1.0, rng=3).x[-1]
     b = simulate(x0, model, t1=0.5, dt=0.01, method="euler_maruyama", kappa=1.0, rng=3).x[-1]
     np.testing.assert_array_equal(a, b)
@@ -98,7 +98,7 @@ def test_same_seed_same_path(rng):
 
 def test_save_times_landed_exactly_and_fn(rng):
     model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
-    x0 = sample_uniform(5, 3, rng)
+    x0 = sample_uniform(5, d=3, rng=rng)
     ts = [0.0, 0.33, 0.5, 1.0]
     traj = simulate(x0, model, t1=1.0, dt=0.1, save=SaveAt(ts=ts, fn=lambda t, x: {"mean": x.mean(0)}))
     np.testing.assert_array_equal(traj.t, ts)
@@ -108,7 +108,7 @@ def test_save_times_landed_exactly_and_fn(rng):
 
 
 def test_nonfinite_state_raises_or_returns_failed(rng):
-    x0 = sample_uniform(4, 3, rng)
+    x0 = sample_uniform(4, d=3, rng=rng)
 
     def field(t, x):
         return np.full_like(x, np.nan) if t > 0.25 else np.zeros_like(x)
@@ -125,7 +125,7 @@ def test_nonfinite_state_raises_or_returns_failed(rng):
 def test_max_steps_message(rng):
     model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
     with pytest.raises(SolverError, match="Increase max_steps"):
-        simulate(sample_uniform(3, 3, rng), model, t1=1.0, dt=0.01, max_steps=5)
+        simulate(sample_uniform(3, d=3, rng=rng), model, t1=1.0, dt=0.01, max_steps=5)
 
 
 @pytest.mark.parametrize("d", [3, 6])
@@ -134,7 +134,7 @@ def test_a_step_that_jumps_a_token_is_refused(rng, d):
     token far beyond MAX_MOVE; the loop refuses it instead of retracting a non-solution."""
     from particles import SolverError, sample_uniform
 
-    x0 = sample_uniform(8, d, rng)
+    x0 = sample_uniform(8, d=d, rng=rng)
     with pytest.raises(SolverError, match="moved a token by"):
         simulate(x0, MultiHead(np.eye(d), beta=8.0, kind="usa"), t1=1.0, dt=0.1, method="euler")
     ok = simulate(x0, MultiHead(np.eye(d), beta=1.0, kind="usa"), t1=0.2, dt=0.1, method="euler")

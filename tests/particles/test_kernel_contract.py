@@ -19,7 +19,7 @@ def test_velocity_matches_dense_reference(rng, kind, geometry, symmetric, block)
     n, d, H = 13, 4, 3
     M = random_symmetric(rng, H, d) if symmetric else rng.standard_normal((H, d, d))
     W = rng.standard_normal((H, d, d))
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     if geometry == "flat":
         x = x * rng.uniform(0.5, 1.5, size=(n, 1))
     model = MultiHead(M, W, beta=1.7, kind=kind, geometry=geometry, block_elements=block)
@@ -32,7 +32,7 @@ def test_velocity_matches_dense_reference(rng, kind, geometry, symmetric, block)
 def test_permutation_equivariance(rng, kind):
     n, d = 11, 3
     model = MultiHead(random_symmetric(rng, 2, d), beta=2.0, kind=kind)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     perm = rng.permutation(n)
     np.testing.assert_allclose(model.velocity(x[perm]), model.velocity(x)[perm], atol=1e-13)
 
@@ -41,7 +41,7 @@ def test_permutation_equivariance(rng, kind):
 def test_rotation_equivariance_scalar_heads(rng, kind):
     n, d = 9, 4
     model = MultiHead.scalar([1.0, 0.4], d=d, beta=1.5, kind=kind)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     np.testing.assert_allclose(model.velocity(x @ q.T), model.velocity(x) @ q.T, atol=1e-13)
     np.testing.assert_allclose(model.energy(x @ q.T), model.energy(x), rtol=1e-13)
@@ -49,13 +49,13 @@ def test_rotation_equivariance_scalar_heads(rng, kind):
 
 def test_softmax_rows_sum_to_one(rng):
     model = MultiHead(rng.standard_normal((2, 3, 3)), beta=5.0, kind="softmax")
-    w = model.weights(sample_uniform(10, 3, rng))
+    w = model.weights(sample_uniform(10, d=3, rng=rng))
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-14)
 
 
 def test_rownorm_relu_rows_sum_to_one_or_zero(rng):
     model = MultiHead(-np.eye(3), beta=2.0, kind="relu_rownorm")
-    x = sample_uniform(10, 3, rng)
+    x = sample_uniform(10, d=3, rng=rng)
     sums = model.weights(x).sum(-1)
     assert np.all((np.abs(sums - 1) < 1e-14) | (sums == 0))
 
@@ -82,20 +82,20 @@ def test_usa_velocity_is_projected_gradient(rng):
     """Proof of Theorem 11: ∇_{x_i} E_multi = v_i / n under C3 + C4."""
     n, d = 10, 4
     model = MultiHead(random_symmetric(rng, 3, d), beta=1.2, kind="usa")
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     np.testing.assert_allclose(model.velocity(x), project_tangent(x, n * model.energy_gradient(x)), atol=1e-12)
 
 
 def test_energy_matches_dense_and_log_energy(rng):
     model = MultiHead(random_symmetric(rng, 2, 3), beta=3.0)
-    x = sample_uniform(12, 3, rng)
+    x = sample_uniform(12, d=3, rng=rng)
     np.testing.assert_allclose(model.head_energies(x), dense_energy(model, x), rtol=1e-13)
     np.testing.assert_allclose(model.log_head_energies(x), np.log(dense_energy(model, x)), rtol=1e-13)
 
 
 def test_beta_zero_energy_is_finite_part(rng):
     model0 = MultiHead(random_symmetric(rng, 1, 3), beta=0.0)
-    x = sample_uniform(8, 3, rng)
+    x = sample_uniform(8, d=3, rng=rng)
     eps = 1e-7
     small = MultiHead(model0.M, beta=eps)
     # E_h(β) − 1/(2β) → (1/(2n²)) Σ s_ij as β → 0
@@ -105,7 +105,7 @@ def test_beta_zero_energy_is_finite_part(rng):
 def test_large_beta_softmax_is_finite_and_exact(rng):
     n, d = 20, 3
     M = random_symmetric(rng, 2, d)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     model = MultiHead(M, beta=1e3, kind="softmax")
     v = model.velocity(x)
     assert np.all(np.isfinite(v))
@@ -133,7 +133,7 @@ def test_underflow_fallback_uses_exact_row_max(rng):
 
 
 def test_usa_overflow_raises_and_auto_time_scale_fixes_it(rng):
-    x = sample_uniform(10, 3, rng)
+    x = sample_uniform(10, d=3, rng=rng)
     model = MultiHead(np.eye(3), beta=1e3, kind="usa")
     with pytest.raises(SolverError, match="log_time_scale='auto'"):
         model.velocity(x)
@@ -160,7 +160,7 @@ def test_property_blocked_equals_dense_and_tangent(n, d, beta, seed, kind):
     rng = np.random.default_rng(seed)
     model = MultiHead(random_symmetric(rng, 2, d), beta=beta, kind=kind, block_elements=3 * n,
                       log_time_scale="auto")
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     v = model.velocity(x)
     ref = dense_velocity(model, x)
     np.testing.assert_allclose(v, ref, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(ref).max()))
@@ -172,7 +172,7 @@ def test_symmetric_tiled_pass_matches_dense(rng, kind):
     """n ≥ 512 and M = Mᵀ take the half-exp tiled pass; it must agree with the dense reference."""
     n, d = 530, 3
     model = MultiHead(random_symmetric(rng, 2, d), beta=2.5, kind=kind, block_elements=2**13)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     ref = dense_velocity(model, x)
     np.testing.assert_allclose(model.velocity(x), ref, atol=1e-13 * np.abs(ref).max())
     s = model.beta * model.scores(x)

@@ -42,7 +42,7 @@ def test_split_and_bounds_along_trajectory(rng, eps, geometry):
     model = misaligned_model(M, Delta, beta=1.1, geometry=geometry)
     centres = np.array([0.1, 0.9]) if geometry == "sphere" else np.array([0.02, 0.1])
     ts = np.unique(np.round((centres[:, None] + tau * np.arange(-2, 3)[None]) / tau).ravel()) * tau
-    traj = simulate(sample_uniform(n, d, rng), model, t1=float(ts[-1]), dt=tau,
+    traj = simulate(sample_uniform(n, d=d, rng=rng), model, t1=float(ts[-1]), dt=tau,
                     save=SaveAt(ts=ts, fn=misalignment_fn(model)))
     s = traj.saved
     # the split is an identity, and the exact rate is dE/dt of the simulated energy
@@ -67,7 +67,7 @@ def test_matches_dense_formula_and_diagnose(rng):
     M = random_symmetric(rng, H, d)
     Delta = 0.4 * rng.standard_normal((H, d, d))
     model = misaligned_model(M, Delta, beta=0.8)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     out = misalignment_rates(model, x)
     w = np.exp(model.beta * model.scores(x))
     D = np.einsum("hij,jd,hed->ie", w, x, Delta)
@@ -87,7 +87,7 @@ def test_misalignment_can_lower_the_energy_but_not_below_the_bound(rng):
     M = np.eye(d)[None]
     A = rng.standard_normal((d, d))
     model = misaligned_model(M, 3.0 * (A - A.T)[None], beta=1.0)
-    worst = min((misalignment_rates(model, sample_uniform(n, d, rng)) for _ in range(200)),
+    worst = min((misalignment_rates(model, sample_uniform(n, d=d, rng=rng)) for _ in range(200)),
                 key=lambda o: o["energy_rate"])
     assert worst["energy_rate"] < 0
     assert worst["energy_rate"] >= worst["local_bound"] >= worst["uniform_bound"]
@@ -97,7 +97,7 @@ def test_log_time_scale_units(rng):
     """Rescaled time: velocities, D and δ_V scale by e^{-c}, rates by e^{-2c}."""
     M = random_symmetric(rng, 2, 3)
     Delta = 0.2 * rng.standard_normal((2, 3, 3))
-    x = sample_uniform(5, 3, rng)
+    x = sample_uniform(5, d=3, rng=rng)
     plain = misalignment_rates(misaligned_model(M, Delta, beta=2.0), x)
     scaled_model = misaligned_model(M, Delta, beta=2.0, log_time_scale="auto")
     c = scaled_model.log_time_scale
@@ -111,7 +111,7 @@ def test_flat_delta_v_uses_radius(rng):
     M = random_symmetric(rng, 1, 3)
     Delta = 0.1 * rng.standard_normal((1, 3, 3))
     model = misaligned_model(M, Delta, beta=0.5, geometry="flat")
-    x = 2.0 * sample_uniform(4, 3, rng)
+    x = 2.0 * sample_uniform(4, d=3, rng=rng)
     expected = np.linalg.norm(Delta[0], 2) * 2.0 * np.exp(0.5 * np.linalg.norm(M[0], 2) * 4.0)
     assert delta_v(model, x) == pytest.approx(expected, rel=1e-13)
     with pytest.raises(ValueError, match="needs the state x"):
@@ -128,7 +128,7 @@ def test_bad_input(rng):
     with pytest.raises(ValueError, match=r"M of misaligned_model must be symmetric \(Condition 3"):
         misaligned_model(M + np.triu(np.ones((3, 3)), 1), np.zeros((2, 3, 3)), beta=1.0)
     with pytest.raises(ValueError, match="must have kind in \\['usa'\\]"):
-        misalignment_rates(MultiHead(M, beta=1.0, kind="softmax"), sample_uniform(4, 3, rng))
+        misalignment_rates(MultiHead(M, beta=1.0, kind="softmax"), sample_uniform(4, d=3, rng=rng))
     with pytest.raises(ValueError, match="'model' parameter of misalignment_fn must be a particles.MultiHead"):
         misalignment_fn(lambda t, x: x)
     with pytest.raises(ValueError, match="x has d = 2 columns"):

@@ -35,7 +35,7 @@ from particles import Ensemble, MultiHead, sample_uniform, simulate
 
 assert "softmax1" in particles.KINDS and "softmax1" not in particles.extend.MEAN_FIELD_KINDS
 rng = np.random.default_rng(1)
-x = sample_uniform(7, 3, rng)
+x = sample_uniform(7, d=3, rng=rng)
 model = MultiHead(rng.standard_normal((2, 3, 3)), beta=1.3, kind="softmax1")
 w = model.weights(x)
 assert np.all(w.sum(-1) < 1.0)  # the sink takes the rest of each row
@@ -95,7 +95,7 @@ new, ref = (MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind=k) for k in ("mean_
 for scheme, options in (("fv_circle", {}), ("spectral", {"L": 32})):
     a, b = (mf.wasserstein_ascent(mu0, m, t1=0.5, n_saves=3, scheme=scheme, **options) for m in (new, ref))
     np.testing.assert_allclose(a.mass, b.mass, rtol=0, atol=1e-13)
-x = particles.sample_uniform(9, 2, 0)
+x = particles.sample_uniform(9, d=2, rng=0)
 np.testing.assert_allclose(mf.measure_velocity(new, x), new.velocity(x), rtol=1e-12, atol=1e-14)
 np.testing.assert_allclose(mf.growth_rates(new), mf.growth_rates(ref), rtol=1e-14)
 print("ok")

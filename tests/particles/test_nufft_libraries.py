@@ -19,7 +19,7 @@ def library(request, monkeypatch):
 
 
 def clustered(rng, n, d, k=3, spread=0.01):
-    c = sample_uniform(k, d, rng)
+    c = sample_uniform(k, d=d, rng=rng)
     x = c[rng.integers(0, k, n)] + spread * rng.standard_normal((n, d))
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
@@ -28,7 +28,7 @@ def clustered(rng, n, d, k=3, spread=0.01):
                                              (5, "gauss", None)])
 @pytest.mark.parametrize("tol", [1e-6, 1e-10])
 def test_each_library_meets_its_bound(rng, library, d, route, heads, tol):
-    x = clustered(rng, 1500, d) if d != 5 else sample_uniform(1500, d, rng)
+    x = clustered(rng, 1500, d) if d != 5 else sample_uniform(1500, d=d, rng=rng)
     if heads is None:
         Q, K = rng.standard_normal((2, d)) / np.sqrt(d), rng.standard_normal((2, d)) / np.sqrt(d)
         BM = 3.0 * (Q.T @ K)[None]
@@ -47,7 +47,7 @@ def test_one_ducc0_plan_per_tolerance_and_point_set(rng, monkeypatch):
     """Targets that are the sources: both transforms at one tolerance share one plan (one sort of the
     points); the looser type-2 tolerance of the fast path or other targets take their own."""
     monkeypatch.setattr(routes, "NUFFT_LIBRARY", ["ducc0"])
-    x, y = sample_uniform(800, 3, rng), sample_uniform(900, 3, rng)
+    x, y = sample_uniform(800, d=3, rng=rng), sample_uniform(900, d=3, rng=rng)
     strengths = np.ones((1, 800), complex)
     tr = routes.Transforms(x, x, (9, 9, 9), 1e-9, same=True)
     tr.type2(tr.type1(strengths))
@@ -89,7 +89,7 @@ def test_packed_columns_are_computed_as_if_alone(rng, library):
     """The a-posteriori bound does not pay for the complex packing: with Hermitian coefficients on the
     symmetric grid the computed operator is real, so Re of (c + i c y) through type 1, coefficients and
     type 2 is the output of c alone, and the output of c alone is real."""
-    x = sample_uniform(3000, 3, rng)
+    x = sample_uniform(3000, d=3, rng=rng)
     c = rng.random(3000)
     k = np.arange(-10, 11)
     g1 = np.exp(-0.5 * (0.4 * k) ** 2) * np.exp(-0.3j * k)  # Hermitian: g(-k) = conj g(k)
@@ -114,7 +114,7 @@ def test_scalar_heads_on_the_sphere_transform_the_weights_alone(rng, library, mo
         return original(self, data)
 
     monkeypatch.setattr(routes.Transforms, "type1", counting)
-    x = sample_uniform(2000, 3, rng)
+    x = sample_uniform(2000, d=3, rng=rng)
     BM = 6.0 * np.stack([np.eye(3), -0.5 * np.eye(3)])
     exact = exp_sums(BM, x, x, None, summation="exact")
     fast = exp_sums(BM, x, x, None, summation="fast", tol=1e-6, same_points=True)
@@ -141,7 +141,7 @@ def test_tolerances_stay_where_the_constant_was_measured(rng, library, monkeypat
 
     monkeypatch.setattr(routes.Transforms, "__init__", recording)
     monkeypatch.setattr(routes.Transforms, "type2", recording2)
-    x = sample_uniform(1500, 3, rng)
+    x = sample_uniform(1500, d=3, rng=rng)
     (fast,) = exp_sums(3.0 * np.eye(3)[None], x, x, None, summation="fast", tol=0.1, same_points=True)
     (exact,) = exp_sums(3.0 * np.eye(3)[None], x, x, None, summation="exact")
     assert asked and max(asked) <= 1e-5

@@ -38,7 +38,7 @@ def test_defect_closed_form(theta):
 def test_bounds_along_trajectory(rng, theta, geometry):
     model = MultiHead(rotated_heads(theta), beta=0.8, geometry=geometry)
     t1 = 2.0 if geometry == "sphere" else 0.1
-    traj = simulate(sample_uniform(6, 4, rng), model, t1=t1, dt=t1 / 200,
+    traj = simulate(sample_uniform(6, d=4, rng=rng), model, t1=t1, dt=t1 / 200,
                     save=SaveAt(ts=np.linspace(0, t1, 9), fn=head_rate_bounds_fn(model)))
     s = traj.saved
     tol = 1e-12 * np.abs(s["rate"]).max()
@@ -58,7 +58,7 @@ def test_bounds_along_trajectory(rng, theta, geometry):
 
 def test_bound_is_continuous_in_delta(rng):
     """bound(θ) → rate(0) as θ → 0: the gap closes linearly with δ."""
-    x = sample_uniform(6, 4, rng)
+    x = sample_uniform(6, d=4, rng=rng)
     rate0 = head_rate_bounds(MultiHead(rotated_heads(0.0), beta=1.0), x)["rate"]
     gaps = []
     for theta in (1e-1, 1e-2, 1e-3):
@@ -72,7 +72,7 @@ def test_certification_with_nonzero_defect(rng):
     model = MultiHead(rotated_heads(0.05, scale=0.5), beta=0.3)
     found = 0
     for _ in range(300):
-        x = sample_uniform(5, 4, rng)
+        x = sample_uniform(5, d=4, rng=rng)
         out = head_rate_bounds(model, x)
         assert np.all(out["rate"] >= out["bound"] - 1e-14)
         found += int(out["certified"].sum())
@@ -83,7 +83,7 @@ def test_certification_with_nonzero_defect(rng):
 def test_rate_matches_dense_theorem16(rng):
     M = random_symmetric(rng, 3, 4, 0.5)
     model = MultiHead(M, beta=1.2)
-    x = sample_uniform(7, 4, rng)
+    x = sample_uniform(7, d=4, rng=rng)
     out = head_rate_bounds(model, x)
     w = np.exp(model.beta * model.scores(x))
     f = np.einsum("hij,jd,hed->hie", w, x, M)

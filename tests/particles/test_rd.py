@@ -25,13 +25,13 @@ def test_cos_angle_equiangular_closed_form(rho):
     n, beta = 9, 1.3
     x = th.equiangular_tokens(n, rho)
     cos = diagnose(MultiHead.scalar([0.8, 0.8], d=n, beta=beta, kind="softmax"), x)["cos_angle"]
-    np.testing.assert_allclose(cos, th.cos_angle_equiangular(rho, beta, n, 0.8), rtol=1e-12)
+    np.testing.assert_allclose(cos, th.cos_angle_equiangular(rho, beta=beta, n=n, alpha=0.8), rtol=1e-12)
 
 
 def test_margins_match_diagnose_and_rates(rng):
     n = 7
     model = MultiHead(random_symmetric(rng, 3, 4, 0.6), beta=1.1)
-    x = sample_uniform(n, 4, rng)
+    x = sample_uniform(n, d=4, rng=rng)
     m = rd_margins(model, x)
     diag = diagnose(model, x)
     np.testing.assert_allclose(m["pointwise"], diag["rd_margin"], rtol=1e-12, atol=1e-14)
@@ -42,7 +42,7 @@ def test_margins_match_diagnose_and_rates(rng):
 
 def test_report_hierarchy_along_run_with_orthogonal_heads(rng):
     model = MultiHead(rotated_heads(0.0), beta=1.2)
-    traj = simulate(sample_uniform(6, 4, rng), model, t1=2.0, dt=0.02, save=SaveAt(ts=np.linspace(0, 2, 11)))
+    traj = simulate(sample_uniform(6, d=4, rng=rng), model, t1=2.0, dt=0.02, save=SaveAt(ts=np.linspace(0, 2, 11)))
     rep = radial_dominance(model, traj)
     assert set(rep.holds) == set(RD_CANDIDATES) and rep.holds["exact"].shape == (11, 2, 6)
     # pointwise ⇒ orthogonal ⇒ exact (the last because M_1 M_2 = 0)
@@ -63,7 +63,7 @@ def test_threshold_at_t0_is_beta_star():
     for H in (2, 3):
         res = rd_threshold(lambda b, H=H: MultiHead.scalar([1.0] * H, d=n, beta=b, kind="softmax"),
                            x0, t1=0.0, bracket=(0.0, 2.0), xtol=1e-9)
-        assert res.status == "bracketed" and res.value == pytest.approx(th.beta_star(H, n, 1.0), abs=2e-9)
+        assert res.status == "bracketed" and res.value == pytest.approx(th.beta_star(H, n=n, alpha=1.0), abs=2e-9)
 
 
 def test_threshold_along_run_matches_equiangular_ode():
@@ -72,9 +72,9 @@ def test_threshold_along_run_matches_equiangular_ode():
     x0 = th.orthogonal_tokens(n)
     make = lambda b: MultiHead.scalar([1.0, 1.0], d=n, beta=b, kind="softmax")  # noqa: E731
     res = rd_threshold(make, x0, t1=T, bracket=(0.0, 1.5), n_grid=4, xtol=2e-3, n_saves=n_saves, dt=T / 80)
-    expected = rd_threshold_equiangular(T, n, n_saves=n_saves)
+    expected = rd_threshold_equiangular(T, n=n, n_saves=n_saves)
     assert res.lower <= expected + 1e-9 <= res.upper + 2e-9
-    assert 0.5 < expected < th.beta_star(2, n, 1.0) - 0.1  # strictly below beta*: the run matters
+    assert 0.5 < expected < th.beta_star(2, n=n, alpha=1.0) - 0.1  # strictly below beta*: the run matters
 
 
 def test_threshold_statuses_and_ratio_search():
@@ -88,7 +88,7 @@ def test_threshold_statuses_and_ratio_search():
     res = rd_threshold(lambda r: MultiHead.scalar([1.0, r], d=n, beta=beta, kind="softmax"), x0, t1=0.0,
                        bracket=(0.8, 3.0), xtol=1e-9)
     q = lambda b: np.exp(b) / (np.exp(b) + n - 1)  # noqa: E731
-    c1 = th.cos_angle_orthogonal(beta, n, 1.0)
+    c1 = th.cos_angle_orthogonal(beta, n=n, alpha=1.0)
     expected = brentq(lambda r: q(beta) / c1 * (1 - c1**2) - r * q(beta * r), 0.8, 3.0, xtol=1e-14)
     assert res.status == "bracketed" and res.value == pytest.approx(expected, abs=2e-9)
     one = rd_threshold(lambda b: MultiHead.scalar([1.0], d=n, beta=b), x0, t1=0.0, bracket=(0.0, 1.0))

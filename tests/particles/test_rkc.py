@@ -61,7 +61,7 @@ def test_global_order_two_on_skew_flow(rng):
 
     A = rng.standard_normal((4, 4))
     W = A - A.T
-    model, x0 = MultiHead(np.eye(4), W, beta=1.0, kind="softmax"), sample_uniform(1, 4, rng)
+    model, x0 = MultiHead(np.eye(4), W, beta=1.0, kind="softmax"), sample_uniform(1, d=4, rng=rng)
     geom, exact = GEOMETRIES["sphere"], expm(W) @ x0[0]
     errs = []
     for k in (20, 40, 80):
@@ -118,7 +118,7 @@ def test_stiff_usa_system_fewer_evaluations_than_dopri5_same_answer(rng):
     """One n = 32 USA system at beta = 9 in d = 8 over T = 1 (clusters contract at ~e^9 m/n):
     at the same tolerance rkc needs fewer than 0.7x the evaluations of dopri5, and both agree with
     a tight dopri5 reference to the tolerance's scale."""
-    x0 = sample_uniform(32, 8, rng)[None]
+    x0 = sample_uniform(32, d=8, rng=rng)[None]
     ts = np.linspace(0.0, 1.0, 11)
     runs = {}
     for method, rtol in (("dopri5", 1e-10), ("dopri5", 1e-5), ("rkc", 1e-5)):

@@ -14,7 +14,7 @@ from particles.summation import DEFAULT_TOL, exp_sums
 
 def clustered(rng, n, d, k=4, spread=0.02):
     """n unit vectors in k tight caps (the normal late state of these flows)."""
-    c = sample_uniform(k, d, rng)
+    c = sample_uniform(k, d=d, rng=rng)
     x = c[rng.integers(0, k, n)] + spread * rng.standard_normal((n, d))
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
@@ -43,7 +43,7 @@ def assert_within_bound(BM, x, y=None, w=None, tol=DEFAULT_TOL, on_sphere=True, 
 def test_circle_route_heads_mixed(rng, beta, state):
     # scalar heads of both signs and a scaled rotation: all conformal, one shared type-1 transform
     n = 1500
-    x = sample_uniform(n, 2, rng) if state == "uniform" else clustered(rng, n, 2)
+    x = sample_uniform(n, d=2, rng=rng) if state == "uniform" else clustered(rng, n, 2)
     heads = [np.eye(2), 0.7 * np.eye(2)]
     if state == "uniform":
         # a negative head attends to the antipode and a rotated one to a direction 0.9 rad
@@ -70,7 +70,7 @@ def test_dynamic_range_refused_by_fast_and_exact_under_auto(rng):
 @pytest.mark.parametrize("state", ["uniform", "clustered"])
 def test_sphere_scalar_route(rng, beta, state):
     n = 1200
-    x = sample_uniform(n, 3, rng) if state == "uniform" else clustered(rng, n, 3)
+    x = sample_uniform(n, d=3, rng=rng) if state == "uniform" else clustered(rng, n, 3)
     # two heads within 4x share one plan, the third is batched on its own; a negative head
     # (reflected modes) only on the uniform state, see the dynamic-range test
     heads = [np.eye(3), 0.5 * np.eye(3), 0.05 * np.eye(3)] + ([-0.3 * np.eye(3)] if state == "uniform" else [])
@@ -81,7 +81,7 @@ def test_sphere_scalar_route(rng, beta, state):
 def test_low_rank_route_any_dimension(rng, r, d):
     # M = Q^T K of rank r <= 3 acting on S^{d-1}, d > 3: the r-dimensional Gauss transform
     n = 1000
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     Q, K = rng.standard_normal((r, d)) / np.sqrt(d), rng.standard_normal((r, d)) / np.sqrt(d)
     for beta in (0.5, 4.0):
         assert_within_bound(beta * (Q.T @ K)[None], x, route="gauss")
@@ -89,10 +89,10 @@ def test_low_rank_route_any_dimension(rng, r, d):
 
 def test_weighted_measure_at_other_points(rng):
     # mean-field use: sources with weights (some empty cells), targets elsewhere
-    y = sample_uniform(1500, 3, rng)
+    y = sample_uniform(1500, d=3, rng=rng)
     w = rng.random(1500) * (rng.random(1500) > 0.2)
     w /= w.sum()
-    q = sample_uniform(1800, 3, rng)
+    q = sample_uniform(1800, d=3, rng=rng)
     assert_within_bound(5.0 * np.eye(3)[None], q, y, w)
 
 
@@ -108,7 +108,7 @@ def test_flat_geometry_uses_the_general_route(rng):
        tol=st.sampled_from([1e-6, 1e-8, 1e-10]))
 def test_bound_is_honest_on_random_inputs(seed, n, d, beta, spread, lam, tol):
     rng = np.random.default_rng(seed)
-    x = sample_uniform(n, d, rng) if spread == 0.0 else clustered(rng, n, d, k=3, spread=spread)
+    x = sample_uniform(n, d=d, rng=rng) if spread == 0.0 else clustered(rng, n, d, k=3, spread=spread)
     BM = beta * np.stack([v * np.eye(d) for v in lam])
     try:
         assert_within_bound(BM, x, tol=tol)
@@ -127,7 +127,7 @@ def test_fast_velocity_meets_the_requested_tolerance(seed, n, beta, state, tol):
     # Z_i within its bound <= tol, the velocity within the bound it implies, on S^2 at several beta
     rng = np.random.default_rng(seed)
     if state == "uniform":
-        x = sample_uniform(n, 3, rng)
+        x = sample_uniform(n, d=3, rng=rng)
     else:
         x = clustered(rng, n, 3, k=1 if state == "clustered" else 2, spread=0.05)
     lam = np.array([1.0, 0.6])
@@ -174,7 +174,7 @@ def test_energy_identity_along_a_fast_trajectory(rng):
     # energy equals (1/n) sum |x_i'|^2 to the bound, not only algebraically at one state
     n, d, h = 400, 3, 4e-3
     model = MultiHead.scalar([1.0, 0.5], d=d, beta=3.0, kind="usa", summation="fast", tol=1e-11)
-    x0 = sample_uniform(n, d, rng)
+    x0 = sample_uniform(n, d=d, rng=rng)
     traj = simulate(x0, model, t1=10 * h, dt=h, method="rk4", save=SaveAt(ts=np.arange(11) * h))
     E = np.array([model.energy(x) for x in traj.x])
     kin = np.array([diagnose(model, x, include=["kinetic"])["kinetic"] for x in traj.x])
@@ -198,11 +198,11 @@ def test_fast_is_refused_where_it_cannot_hold(rng):
     # a tolerance that FINUFFT's double precision cannot reach at this dynamic range
     model = MultiHead.scalar([1.0], d=3, beta=50.0, kind="softmax", summation="fast", tol=1e-14)
     with pytest.raises(InvalidParameterError, match="cannot meet tol.*'auto'"):
-        model.velocity(sample_uniform(500, 3, rng))
+        model.velocity(sample_uniform(500, d=3, rng=rng))
 
 
 def test_non_finite_tokens_are_refused(rng):
-    x = sample_uniform(100, 3, rng)
+    x = sample_uniform(100, d=3, rng=rng)
     x[3, 0] = np.nan
     with pytest.raises(InvalidParameterError, match="finite"):
         MultiHead.scalar([1.0], d=3, summation="fast").velocity(x)
@@ -211,12 +211,12 @@ def test_non_finite_tokens_are_refused(rng):
 def test_auto_falls_back_and_says_why(rng, caplog):
     caplog.set_level(logging.INFO, logger="headflow.summation")
     small = MultiHead.scalar([1.0], d=3, kind="softmax")
-    x = sample_uniform(64, 3, rng)
+    x = sample_uniform(64, d=3, rng=rng)
     (p,) = small.sums(x)
     assert p.method == "exact" and "pairs" in p.reason
     # d = 5 scalar heads have rank 5: no route, exact, logged
     big = MultiHead.scalar([1.0], d=5, kind="softmax")
-    x5 = sample_uniform(2100, 5, rng)
+    x5 = sample_uniform(2100, d=5, rng=rng)
     (p,) = big.sums(x5)
     assert p.method == "exact" and "rank 5" in p.reason
     assert any("rank 5" in r.getMessage() for r in caplog.records)
@@ -229,16 +229,16 @@ def test_auto_falls_back_and_says_why(rng, caplog):
     assert p.method == "exact" and p.reason
     np.testing.assert_array_equal(p.logz, e.logz)
     # at beta = 40 and n = 2100 the 3-D mode grid costs more than the n^2 exps: exact
-    x3 = sample_uniform(2100, 3, rng)
+    x3 = sample_uniform(2100, d=3, rng=rng)
     (p,) = model.sums(x3)
     assert p.method == "exact" and "cheaper" in p.reason
     # at moderate beta and above the size threshold on a benign state, auto takes the fast route
-    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax").sums(sample_uniform(6000, 3, rng))
+    (p,) = MultiHead.scalar([1.0], d=3, beta=4.0, kind="softmax").sums(sample_uniform(6000, d=3, rng=rng))
     assert p.method == "scalar" and p.bound <= DEFAULT_TOL
 
 
 def test_beta_zero_is_a_plain_mean(rng):
-    x = sample_uniform(3000, 3, rng)
+    x = sample_uniform(3000, d=3, rng=rng)
     model = MultiHead.scalar([1.0], d=3, beta=0.0, kind="softmax", summation="fast")
     (p,) = model.sums(x)
     np.testing.assert_allclose(p.mean, np.broadcast_to(x.mean(axis=0), x.shape), atol=1e-15)

@@ -25,7 +25,7 @@ def test_equiangular_ode_matches_particles(kind):
     traj = simulate(x0, model, t1=2.0, dt=1e-3, method="rk4", save=SaveAt(ts=ts))
     rho_particles = np.array([rho_of(x) for x in traj.x])
     assert np.ptp(rho_particles, axis=1).max() < 1e-12  # stays equiangular
-    rho_ode = th.solve_equiangular(rho0, ts, lambdas, beta, n, kind)
+    rho_ode = th.solve_equiangular(rho0, ts, lambdas=lambdas, beta=beta, n=n, kind=kind)
     np.testing.assert_allclose(rho_particles[:, 0], rho_ode, atol=1e-9)
     assert rho_ode[-1] > rho0
 
@@ -36,19 +36,19 @@ def test_beta0_closed_form_and_hitting_time():
     x0 = th.orthogonal_tokens(n)
     model = MultiHead.scalar(lambdas, d=n, beta=0.0, kind="softmax")
     r = 0.8
-    T = float(th.time_to_rho_beta0(r, Lam, n))
+    T = float(th.time_to_rho_beta0(r, Lambda=Lam, n=n))
     ts = np.linspace(0, T, 6)
     traj = simulate(x0, model, t1=T, dt=1e-3, save=SaveAt(ts=ts))
-    np.testing.assert_allclose([rho_of(x).mean() for x in traj.x], th.rho_beta0(ts, Lam, n), atol=1e-10)
+    np.testing.assert_allclose([rho_of(x).mean() for x in traj.x], th.rho_beta0(ts, Lambda=Lam, n=n), atol=1e-10)
     assert rho_of(traj.x[-1]).mean() == pytest.approx(r, abs=1e-10)
-    assert th.hitting_time(0.0, r, lambdas, 0.0, n) == pytest.approx(T, rel=1e-9)
+    assert th.hitting_time(0.0, r, lambdas=lambdas, beta=0.0, n=n) == pytest.approx(T, rel=1e-9)
 
 
 @pytest.mark.parametrize("H", [2, 3, 5])
 @pytest.mark.parametrize("kind", ["usa", "softmax"])
 def test_critical_beta_cosine_and_radial_dominance(H, kind):
     n, alpha = 20, 0.8  # β* > 0 needs (n − 1)c*² > 1 − c*², i.e. n ≥ 19 at H = 5
-    bstar = th.beta_star(H, n, alpha)
+    bstar = th.beta_star(H, n=n, alpha=alpha)
     assert bstar > 0
     x = th.orthogonal_tokens(n, rng=3)
     cos_at, margins = None, {}
@@ -73,7 +73,7 @@ def test_entropy_identity_by_finite_differences(rng):
     n, d = 7, 3
     M = random_symmetric(rng, 1, d)
     model = MultiHead(M, rng.standard_normal((1, d, d)), beta=1.3, kind="usa")  # no C3/C4 needed
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     xdot = model.velocity(x)
     s = x @ M[0] @ x.T
     sdot = xdot @ M[0] @ x.T + x @ M[0] @ xdot.T
@@ -97,17 +97,18 @@ def test_equiangular_entropy_closed_form_rises_to_log_n():
     traj = simulate(x0, model, t1=12, dt=5e-3, save=SaveAt(ts=ts, fn=lambda t, x: {"H": model.entropy(x)[0]}))
     H = traj.saved["H"]
     rho = np.array([rho_of(x).mean() for x in traj.x])
-    np.testing.assert_allclose(H, th.entropy_equiangular(rho, n, beta, lam)[:, None] * np.ones(n), atol=1e-10)
+    np.testing.assert_allclose(H, th.entropy_equiangular(rho, n=n, beta=beta, lam=lam)[:, None] * np.ones(n),
+                               atol=1e-10)
     assert np.all(np.diff(H[:, 0]) > 0)  # monotone in the equiangular case only
     assert H[-1, 0] == pytest.approx(np.log(n), abs=1e-6)
 
 
 def test_phi_maximiser_and_inflection():
     beta, n = 2.0, 10
-    lm, lc = th.lambda_max(beta, n), th.lambda_c(beta, n)
+    lm, lc = th.lambda_max(beta, n=n), th.lambda_c(beta, n=n)
     grid = np.linspace(0.01, 5, 200001)
-    assert grid[np.argmax(th.phi(grid, beta, n))] == pytest.approx(lm, abs=1e-4)
-    second = np.gradient(np.gradient(th.phi(grid, beta, n), grid), grid)
+    assert grid[np.argmax(th.phi(grid, beta=beta, n=n))] == pytest.approx(lm, abs=1e-4)
+    second = np.gradient(np.gradient(th.phi(grid, beta=beta, n=n), grid), grid)
     sign_change = grid[np.flatnonzero(np.diff(np.sign(second[100:-100])))[0] + 100]
     assert sign_change == pytest.approx(lc, abs=1e-3)
     assert lc > lm
@@ -115,10 +116,10 @@ def test_phi_maximiser_and_inflection():
 
 def test_superadditivity_in_convex_regime():
     beta, n = 1.0, 10
-    lc = th.lambda_c(beta, n)
+    lc = th.lambda_c(beta, n=n)
     Lam, H = 4 * lc, 2
-    even = H * th.phi(Lam / H, beta, n)
-    spread = th.phi(Lam / H - 0.5, beta, n) + th.phi(Lam / H + 0.5, beta, n)
+    even = H * th.phi(Lam / H, beta=beta, n=n)
+    spread = th.phi(Lam / H - 0.5, beta=beta, n=n) + th.phi(Lam / H + 0.5, beta=beta, n=n)
     assert spread > even
 
 
@@ -126,8 +127,8 @@ def test_hitting_times_superadditive():
     """1/T_multi ≥ Σ_h 1/T_h (strict for unequal heads), softmax, equiangular."""
     n, beta = 8, 1.0
     lambdas = [0.5, 2.0]
-    T_multi = th.hitting_time(0.0, 0.5, lambdas, beta, n)
-    T_each = [th.hitting_time(0.0, 0.5, [lam], beta, n) for lam in lambdas]
+    T_multi = th.hitting_time(0.0, 0.5, lambdas=lambdas, beta=beta, n=n)
+    T_each = [th.hitting_time(0.0, 0.5, lambdas=[lam], beta=beta, n=n) for lam in lambdas]
     assert 1 / T_multi > sum(1 / T for T in T_each)
 
 
@@ -135,7 +136,7 @@ def test_relu_time_grows_with_log_inverse_rho0_softmax_bounded():
     n, beta, lambdas = 6, 1.0, [1.0]
     rho1 = 0.5
     for kind in ("relu", "softmax"):
-        T = [th.hitting_time(r0, rho1, lambdas, beta, n, kind) for r0 in (1e-4, 1e-6, 1e-8)]
+        T = [th.hitting_time(r0, rho1, lambdas=lambdas, beta=beta, n=n, kind=kind) for r0 in (1e-4, 1e-6, 1e-8)]
         increments = np.diff(T)
         if kind == "relu":
             # T_ReLU ≈ n log(1/ρ0)/(2βΣλ²) + O(1): each factor 100 adds n ln(100)/(2βΣλ²)
@@ -143,12 +144,12 @@ def test_relu_time_grows_with_log_inverse_rho0_softmax_bounded():
             np.testing.assert_allclose(increments, expected, rtol=1e-3)
         else:
             # ρ̇(0) > 0: starting 10⁴ times closer to 0 costs only ~ρ0/ρ̇(0)
-            assert np.all(increments < 1e-3) and T[-1] < 2 * th.softmax_time_linear(lambdas, beta, n)
+            assert np.all(increments < 1e-3) and T[-1] < 2 * th.softmax_time_linear(lambdas, beta=beta, n=n)
 
 
 def test_late_rate():
     n, lambdas, beta = 4, [0.6, 0.4], 1.0
     ts = np.array([0, 8.0, 10.0])
-    rho = th.solve_equiangular(0.0, ts, lambdas, beta, n)
+    rho = th.solve_equiangular(0.0, ts, lambdas=lambdas, beta=beta, n=n)
     rate = -np.log((1 - rho[2]) / (1 - rho[1])) / 2.0
     assert rate == pytest.approx(th.late_rate(lambdas), rel=1e-3)

@@ -38,7 +38,7 @@ def test_one_setting_capped_by_threadpoolctl():
 
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_exact_pass_on_two_threads_gives_the_one_thread_result(rng, symmetric, two_threads, monkeypatch):
-    x = sample_uniform(1500, 3, rng)
+    x = sample_uniform(1500, d=3, rng=rng)
     BM = 6.0 * np.eye(3)[None]
     monkeypatch.setattr(threads, "MIN_PARALLEL_PAIRS", 1)  # pool every pass
     calls = []
@@ -100,7 +100,7 @@ def test_passes_with_threads_of_their_own_run_blas_on_one_thread(kind, two_threa
     monkeypatch.setattr("particles._model.passes.exp_sums", spy("exp"))
     monkeypatch.setattr("particles._model.passes.relu_sums", spy("relu"))
     model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind=kind)
-    x = sample_uniform(1500, 3, np.random.default_rng(0))  # 1500^2 pairs: above MIN_PARALLEL_PAIRS
+    x = sample_uniform(1500, d=3, rng=np.random.default_rng(0))  # 1500^2 pairs: above MIN_PARALLEL_PAIRS
     assert _blas_limits() == {2}
     model.energy_sums(x)
     model.velocity(x)

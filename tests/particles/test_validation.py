@@ -85,13 +85,13 @@ def test_bad_matrices(M, match):
 )
 def test_bad_simulate_arguments(model, kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):
-        simulate(sample_uniform(3, 3, 0), model, t1=1.0, **kwargs)
+        simulate(sample_uniform(3, d=3, rng=0), model, t1=1.0, **kwargs)
 
 
 def test_bad_field():
     with pytest.raises(InvalidParameterError, match="'field' parameter of simulate must be a vector field: a "
                                                     "MultiHead, an Ensemble or a callable"):
-        simulate(sample_uniform(3, 3, 0), 3.0, t1=1.0, dt=0.1)
+        simulate(sample_uniform(3, d=3, rng=0), 3.0, t1=1.0, dt=0.1)
 
 
 def test_bad_theory_arguments():

@@ -22,7 +22,7 @@ def test_causal_weights_and_dense_reference(rng):
     M = random_symmetric(rng, 2, 3)
     W = rng.standard_normal((2, 3, 3))
     model = MultiHead(M, W, beta=1.3, kind="softmax", causal=True)
-    x = sample_uniform(6, 3, rng)
+    x = sample_uniform(6, d=3, rng=rng)
     w = model.weights(x)
     assert np.all(np.triu(w, 1) == 0) and np.allclose(w.sum(-1), 1.0)
     s = 1.3 * np.einsum("id,hde,je->hij", x, M, x)
@@ -37,9 +37,9 @@ def test_causal_weights_and_dense_reference(rng):
 def test_causal_prefix_property(rng, kind):
     """Token k depends only on tokens j <= k: perturbing the last token leaves the others' paths unchanged."""
     model = MultiHead(random_symmetric(rng, 2, 3), rng.standard_normal((2, 3, 3)), beta=1.0, kind=kind, causal=True)
-    x0 = sample_uniform(7, 3, rng)
+    x0 = sample_uniform(7, d=3, rng=rng)
     y0 = x0.copy()
-    y0[-1] = sample_uniform(1, 3, rng)[0]
+    y0[-1] = sample_uniform(1, d=3, rng=rng)[0]
     a = simulate(x0, model, t1=1.0, dt=0.01).x[-1]
     b = simulate(y0, model, t1=1.0, dt=0.01).x[-1]
     np.testing.assert_array_equal(a[:-1], b[:-1])
@@ -49,7 +49,7 @@ def test_causal_prefix_property(rng, kind):
 def test_causal_first_token_alone_and_fixed(rng):
     model = MultiHead(random_symmetric(rng, 1, 3), rng.standard_normal((1, 3, 3)), beta=0.7, kind="softmax",
                       causal=True)
-    x0 = sample_uniform(5, 3, rng)
+    x0 = sample_uniform(5, d=3, rng=rng)
     many = simulate(x0, model, t1=1.0, dt=0.01).x[-1]
     alone = simulate(x0[:1], model, t1=1.0, dt=0.01).x[-1]
     np.testing.assert_allclose(many[0], alone[0], atol=1e-14)  # it only sees itself
@@ -59,7 +59,7 @@ def test_causal_first_token_alone_and_fixed(rng):
 
 def test_causal_loses_the_gradient_flow(rng):
     M = random_symmetric(rng, 2, 3)
-    x = sample_uniform(8, 3, rng)
+    x = sample_uniform(8, d=3, rng=rng)
     full = diagnose(MultiHead(M, beta=1.0), x)
     masked_model = MultiHead(M, beta=1.0, causal=True)
     masked = diagnose(masked_model, x)
@@ -74,7 +74,7 @@ def test_causal_loses_the_gradient_flow(rng):
 def test_pre_ln_reads_directions_only(rng):
     M = random_symmetric(rng, 2, 4)
     model = MultiHead(M, beta=1.0, kind="softmax", geometry="flat", update="pre_ln")
-    x = sample_uniform(6, 4, rng)
+    x = sample_uniform(6, d=4, rng=rng)
     scaled = x * rng.uniform(0.5, 3.0, size=(6, 1))
     np.testing.assert_allclose(model.velocity(scaled), model.velocity(x), rtol=1e-12)
     np.testing.assert_allclose(model.velocity(x), MultiHead(M, beta=1.0, kind="softmax", geometry="flat").velocity(x),
@@ -87,7 +87,7 @@ def test_post_ln_euler_is_the_layer_and_converges_to_the_sphere_flow(rng):
     M = random_symmetric(rng, 2, 3)
     post = MultiHead(M, beta=1.0, kind="softmax", update="post_ln")
     sphere = MultiHead(M, beta=1.0, kind="softmax")
-    x0 = sample_uniform(6, 3, rng)
+    x0 = sample_uniform(6, d=3, rng=rng)
     v = np.einsum("hij,jd,hed->ie", post.weights(x0), x0, post.W)
     one = simulate(x0, post, t1=0.1, dt=0.1, method="euler").x[-1]
     np.testing.assert_allclose(one, normalize(x0 + 0.1 * v), atol=1e-15)  # x ← LN(x + dt Attn(x))
@@ -101,7 +101,7 @@ def test_ngpt_normalised_update(rng):
     W = rng.standard_normal((2, 3, 3))
     ngpt = MultiHead(M, W, beta=1.0, kind="softmax", update="ngpt")
     std = MultiHead(M, W, beta=1.0, kind="softmax")
-    x = sample_uniform(7, 3, rng)
+    x = sample_uniform(7, d=3, rng=rng)
     v = np.einsum("hij,jd,hed->ie", std.weights(x), x, W)
     vn = np.linalg.norm(v, axis=1)
     cos = np.einsum("id,id->i", v, x) / vn
@@ -117,7 +117,7 @@ def test_time_dependent_weights_are_a_time_change(rng):
     M = random_symmetric(rng, 2, 3)
     template = MultiHead(M, beta=1.0, kind="softmax")
     field = TimeDependent(lambda t: (M, (1.0 + t) * M), template)
-    x0 = sample_uniform(6, 3, rng)
+    x0 = sample_uniform(6, d=3, rng=rng)
     varying = simulate(x0, field, t1=1.0, dt=1e-2, geometry=field.geometry).x[-1]
     constant = simulate(x0, template, t1=1.5, dt=1e-2).x[-1]
     np.testing.assert_allclose(varying, constant, atol=1e-8)  # RK4 at dt = 0.01 on both
@@ -125,7 +125,7 @@ def test_time_dependent_weights_are_a_time_change(rng):
 
 def test_stack_of_identical_layers_is_one_run(rng):
     model = MultiHead(random_symmetric(rng, 2, 3), beta=1.0, kind="softmax")
-    x0 = sample_uniform(6, 3, rng)
+    x0 = sample_uniform(6, d=3, rng=rng)
     stack = simulate_layers(x0, [model] * 3, layer_time=0.5, dt=0.05, n_saves_per_layer=2)
     assert stack.x.shape == (7, 6, 3) and np.allclose(stack.t, np.linspace(0, 1.5, 7))
     one = simulate(x0, model, t1=1.5, dt=0.05, save=SaveAt(ts=np.linspace(0, 1.5, 7)))

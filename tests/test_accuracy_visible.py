@@ -1,0 +1,83 @@
+"""Accuracy you can see: a run says which summation route each head took and the largest error bound
+(trajectory, dataset, INFO log, command line); long runs show a bar by default; ``ds.attn`` is there
+on any reopened Dataset after ``import headflow``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import metrics
+import particles
+from headflow import cli
+from particles._dynamics import progress
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def _fast_run():
+    model = particles.MultiHead.scalar([1.0, 0.5], d=2, beta=1.0, kind="softmax", summation="fast")
+    return model, particles.simulate(particles.sample_uniform(300, d=2, rng=0), model, t1=0.2, dt=0.1)
+
+
+def test_trajectory_and_dataset_carry_route_and_bound(caplog):
+    with caplog.at_level(logging.INFO, logger="headflow.summation"):
+        model, traj = _fast_run()
+    assert traj.summation["route"] == ["circle", "circle"] and 0 < traj.summation["bound_max"] < model.tol
+    assert "simulate: summation route per head ['circle', 'circle'], largest error bound" in caplog.text
+    ds = metrics.trajectory_to_dataset(traj, model)
+    assert ds.attrs["summation_route"] == "circle, circle"
+    assert ds.attrs["summation_bound_max"] == traj.summation["bound_max"]
+
+
+def test_exact_runs_say_exact_and_other_fields_say_nothing():
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind="relu")
+    traj = particles.simulate(particles.sample_uniform(6, d=3, rng=0), model, t1=0.1, dt=0.05)
+    assert traj.summation == {"route": ["exact"], "bound_max": 0.0}
+    field = particles.simulate(np.eye(3), lambda t, x: np.zeros_like(x), t1=0.1, dt=0.05)
+    assert field.summation == {}
+    ens = particles.Ensemble(np.eye(3)[None], beta=np.array([0.5, 1.0]))
+    x0 = np.stack([particles.sample_uniform(4, d=3, rng=s) for s in range(2)])
+    assert particles.simulate(x0, ens, t1=0.1, dt=0.05).summation == {"route": ["exact"], "bound_max": 0.0}
+
+
+def test_cli_prints_the_bound(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[model]\nkind = "softmax"\nd = 3\nbeta = 1.0\nlambdas = [1.0]\n'
+                   "[run]\nn = 6\nt1 = 0.1\ndt = 0.05\nn_saves = 2\nseed = 1\n")
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 0
+    assert "summation: exact per head; largest relative error bound of a partition function 0" in \
+        capsys.readouterr().out
+
+
+def test_progress_bar_opens_by_default_when_the_run_is_forecast_long(monkeypatch, capsys):
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0)
+    x0 = particles.sample_uniform(8, d=3, rng=0)
+    particles.simulate(x0, model, t1=0.2, dt=0.05)
+    assert "simulate[rk4]" not in capsys.readouterr().err  # a short run: no bar
+    monkeypatch.setattr(progress, "AUTO_SECONDS", 0.0)
+    monkeypatch.setattr(progress, "_WAIT_SECONDS", 0.0)
+    particles.simulate(x0, model, t1=0.2, dt=0.05)
+    assert "simulate[rk4]" in capsys.readouterr().err
+    particles.simulate(x0, model, t1=0.2, dt=0.05, progress=False)
+    assert "simulate[rk4]" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("order", ["headflow first", "xarray first"])
+def test_attn_on_a_reopened_dataset_after_import_headflow(tmp_path, order):
+    path = tmp_path / "run.nc"
+    model = particles.MultiHead.scalar([1.0], d=3, beta=1.0)
+    traj = particles.simulate(particles.sample_uniform(5, d=3, rng=0), model, t1=0.2, dt=0.1)
+    metrics.trajectory_to_dataset(traj, model).to_netcdf(path)
+    imports = "import headflow, xarray as xr" if order == "headflow first" else "import xarray as xr, headflow"
+    code = (f"import sys, json; {imports}; light = 'metrics' in sys.modules; "
+            f"ds = xr.open_dataset({str(path)!r}); n = int(ds.attn.n_clusters().size); "
+            "print(json.dumps({'light': light, 'n': n}))")
+    out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert json.loads(out.stdout) == {"light": False, "n": 2}
