@@ -33,6 +33,7 @@ ALLOWED = {
     "metrics.RateFit": "a record metrics.fit_rate returns",
     "metrics.Plateau": "a record metrics.plateaus returns",
     "metrics.StaircaseStep": "a record metrics.energy_staircase returns",
+    "particles.events.EventRecord": "a record simulate(events=...) returns in Trajectory.events",
     # a swap breaks a declared rule, so it is refused
     "particles.equiangular_tokens": "n an integer >= 1, rho in [-1/(n-1), 1], d >= n: a swap breaks a rule",
     "particles.theory.solve_equiangular": "rho0 a number, ts an increasing array of >= 2 times",

@@ -119,7 +119,7 @@ def test_an_event_zero_at_t0_is_handled_as_solve_ivp():
 
 def test_ensemble_event_times_are_the_single_system_ones():
     betas = np.array([0.5, 1.0, 2.0, 4.0])
-    x0 = particles.sample_uniform(5, 3, 2)
+    x0 = particles.sample_uniform(5, d=3, rng=2)
     ens = Ensemble(np.eye(3), beta=betas)
     stack = np.stack([x0] * betas.size)
     for method, kw, tol in (("rk4", dict(dt=0.05), 1e-13), ("dopri5", dict(rtol=1e-10, atol=1e-12), 1e-9)):
@@ -153,7 +153,7 @@ def test_ensemble_records_each_systems_crossings_nan_padded():
 
 def test_energy_reaches_locates_the_level():
     model = MultiHead(np.eye(3), beta=1.0, kind="softmax")
-    x0 = particles.sample_uniform(6, 3, 0)
+    x0 = particles.sample_uniform(6, d=3, rng=0)
     level = model.energy(x0) + 0.01
     traj = simulate(x0, model, t1=5.0, method="dopri5", rtol=1e-11, atol=1e-13,
                     events=energy_reaches(model, level, terminal=True, direction=1))
@@ -162,11 +162,11 @@ def test_energy_reaches_locates_the_level():
 
 
 def test_smallest_distance_blocks_and_agrees_with_the_dense_matrix():
-    x = particles.sample_uniform(300, 4, 3)
+    x = particles.sample_uniform(300, d=4, rng=3)
     gram = np.clip(x @ x.T, -1, 1)
     dense = np.arccos(gram[np.triu_indices(300, 1)]).min()
     assert abs(smallest_distance(x) - dense) < 1e-7
-    stack = np.stack([x, x[::-1], particles.sample_uniform(300, 4, 4)])
+    stack = np.stack([x, x[::-1], particles.sample_uniform(300, d=4, rng=4)])
     got = smallest_distance(stack, metric="chordal")
     assert got.shape == (3,) and got[0] == got[1]
     # close pairs are measured from the difference of the rows (arccos of the Gram entry loses them)
