@@ -1,14 +1,18 @@
-"""Hostile model files are refused with their numbers and the bound, in bounded memory: zip bombs,
-JSON nested thousands deep, crafted safetensors headers."""
+"""Hostile model files and configs are refused with their numbers and the bound, in bounded memory:
+zip bombs, JSON and TOML nested thousands deep, crafted safetensors headers, /dev/zero and endless
+pipes as configs, a million heads, output names the file system or netCDF cannot hold."""
 
 import json
 import os
 import struct
+import threading
 import zipfile
 
 import numpy as np
 import pytest
 
+from headflow import cli
+from headflow._config import ConfigError, load_config
 from metrics import sentences
 from particles.extend import MAX_NESTING, read_tensors
 from particles.validation import InvalidParameterError
@@ -125,3 +129,131 @@ def test_a_safetensors_header_nested_deep_is_named():
     header = b"[" * DEEP + b"]" * DEEP
     with pytest.raises(InvalidParameterError, match=r"its header nests arrays or objects 100,000 levels deep"):
         read_tensors(struct.pack("<Q", len(header)) + header)
+
+
+# ---------------------------------------------------------------- configs
+
+
+def test_dev_zero_as_a_config_stops_at_the_bound():
+    """It was read until a MemoryError at 3 GiB."""
+    with pytest.raises(ConfigError, match=r"config file '/dev/zero' gives more than the 4,194,304 bytes headflow "
+                                          r"reads from such a file \(it was read no further"):
+        load_config("simulate", __import__("pathlib").Path("/dev/zero"))
+
+
+def test_an_endless_pipe_as_a_config_stops_at_the_bound(tmp_path):
+    fifo = tmp_path / "config.fifo"
+    os.mkfifo(fifo)
+    stop = threading.Event()
+
+    def write():
+        try:
+            with open(fifo, "wb") as fh:
+                while not stop.is_set():
+                    fh.write(b"# endless\n" * 10_000)
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(ConfigError, match="gives more than the 4,194,304 bytes"):
+            load_config("simulate", fifo)
+    finally:
+        stop.set()
+        writer.join(5)
+
+
+def test_a_large_config_file_is_refused_with_its_size(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text("[run]\nn = 8\n" + "# padding\n" * 500_000)
+    with pytest.raises(ConfigError, match=r"config file '.*big.toml' holds 5,000,012 bytes, beyond the 4,194,304"):
+        load_config("simulate", path)
+
+
+@pytest.mark.parametrize("body", [
+    "[model]\nlambdas = " + "[" * 5000 + "]" * 5000,
+    "[model]\nM = " + "{a = " * 5000 + "1" + "}" * 5000,
+    "[output." + ".".join(["a"] * 5000) + "]\nx = 1",
+])
+def test_toml_nested_thousands_deep_is_refused_by_name(tmp_path, body):
+    """It ended in a RecursionError traceback (arrays, inline tables); dotted tables nest without recursion."""
+    path = tmp_path / "deep.toml"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=rf"nests tables or arrays more than {MAX_NESTING} levels deep"):
+        load_config("simulate", path)
+
+
+def test_the_deepest_valid_config_is_read():
+    cfg = load_config("simulate", "[model]\nd = 2\nM = [[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.0], [0.0, 0.5]]]")
+    assert len(cfg["model"]["M"]) == 2
+
+
+@pytest.mark.parametrize("command, body, key", [
+    ("simulate", "[model]\nlambdas = [" + ", ".join(["1.0"] * 2000) + "]", r"\[model\] lambdas gives 2,000 heads"),
+    ("simulate", "[model]\nd = 1\nM = [" + ", ".join(["[[1.0]]"] * 1500) + "]", r"\[model\] M gives 1,500 heads"),
+    ("sweep", "[sweep]\ngrid = { n_heads = [1, 1000000] }", r"\[sweep\] grid.n_heads gives 1,000,000 heads"),
+    ("sweep", "[sweep]\ngrid = { lambdas = [[1.0], [" + ", ".join(["1.0"] * 1100) + "]] }",
+     r"\[sweep\] grid.lambdas gives 1,100 heads"),
+])
+def test_a_million_heads_is_refused_from_the_config_alone(tmp_path, capsys, monkeypatch, command, body, key):
+    """It printed nothing for 40 s (a step was timed before any refusal): now refused before a model is built."""
+    from headflow import _work
+
+    monkeypatch.setattr(_work, "time_steps", lambda *a, **k: pytest.fail("a step was timed"))
+    path = tmp_path / "heads.toml"
+    path.write_text(body + f'\n[output]\npath = "{tmp_path / "out.nc"}"\n')
+    assert cli.main([command, str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "beyond the 1,024 headflow runs from a config" in err and "Traceback" not in err
+    assert __import__("re").search(key, err)
+
+
+# ---------------------------------------------------------------- output names
+
+
+def _run(tmp_path, capsys, out) -> str:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("[run]\nn = 4\nt1 = 0.1\ndt = 0.05\nn_saves = 2\n")
+    assert cli.main(["simulate", str(cfg), "--out", out, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "wrote" not in err
+    return err
+
+
+def test_an_output_name_with_a_byte_that_is_not_utf8_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """It failed with a UnicodeEncodeError after the whole run."""
+    monkeypatch.setattr("particles.simulate", lambda *a, **k: pytest.fail("the run started"))
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/run\xff.nc")  # (as sys.argv holds such a name)
+    err = _run(tmp_path, capsys, out)
+    assert r"holds the byte(s) b'\xff', which are not UTF-8 text" in err
+    assert not list(tmp_path.glob("run*.nc*"))
+
+
+def test_an_output_name_too_long_for_the_file_system_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("particles.simulate", lambda *a, **k: pytest.fail("the run started"))
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    err = _run(tmp_path, capsys, str(tmp_path / ("r" * (limit - 3) + ".nc")))
+    assert f"beyond the {limit} bytes a name may hold on this file system (PC_NAME_MAX" in err
+    assert "'.part" in err  # (the name it is written under first is the one that does not fit)
+    err = _run(tmp_path, capsys, str(tmp_path / ("d" * (limit + 1)) / "run.nc"))
+    assert f"the folder '{'d' * (limit + 1)}' it would create is {limit + 1} bytes long" in err
+
+
+def test_a_missing_parent_is_made_and_a_read_only_folder_refused_before_the_run(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("[run]\nn = 4\nt1 = 0.1\ndt = 0.05\nn_saves = 2\n")
+    assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "new" / "deeper" / "run.nc"),
+                     "--no-progress"]) == 0
+    assert (tmp_path / "new" / "deeper" / "run.nc").is_file()
+    capsys.readouterr()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):  # (root writes anywhere)
+            pytest.skip("this user may write into a read-only folder")
+        err = _run(tmp_path, capsys, str(locked / "sub" / "run.nc"))
+        assert "is not writable" in err
+    finally:
+        locked.chmod(0o700)
