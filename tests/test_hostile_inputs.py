@@ -2,6 +2,7 @@
 zip bombs, JSON and TOML nested thousands deep, crafted safetensors headers, /dev/zero and endless
 pipes as configs, a million heads, output names the file system or netCDF cannot hold."""
 
+import errno
 import json
 import os
 import struct
@@ -125,6 +126,13 @@ def test_crafted_safetensors_shapes_are_refused_before_any_allocation(shape, sai
         read_tensors(blob)
 
 
+@pytest.mark.parametrize("dtype", [["F32"], {"F32": 1}])
+def test_a_dtype_that_is_not_a_name_is_refused_by_name(dtype):
+    """An unhashable dtype ended in a bare TypeError."""
+    with pytest.raises(InvalidParameterError, match=r"tensor 'a' has dtype .*, which headflow does not read"):
+        read_tensors(_safetensors({"a": {"dtype": dtype, "shape": [1], "data_offsets": [0, 4]}}, bytes(4)))
+
+
 def test_a_safetensors_header_nested_deep_is_named():
     header = b"[" * DEEP + b"]" * DEEP
     with pytest.raises(InvalidParameterError, match=r"its header nests arrays or objects 100,000 levels deep"):
@@ -240,20 +248,25 @@ def test_an_output_name_too_long_for_the_file_system_is_refused_before_the_run(t
     assert f"the folder '{'d' * (limit + 1)}' it would create is {limit + 1} bytes long" in err
 
 
-def test_a_missing_parent_is_made_and_a_read_only_folder_refused_before_the_run(tmp_path, capsys):
+def test_a_missing_parent_is_made_and_a_read_only_folder_refused_before_the_run(tmp_path, capsys, monkeypatch):
     cfg = tmp_path / "run.toml"
     cfg.write_text("[run]\nn = 4\nt1 = 0.1\ndt = 0.05\nn_saves = 2\n")
     assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "new" / "deeper" / "run.nc"),
                      "--no-progress"]) == 0
     assert (tmp_path / "new" / "deeper" / "run.nc").is_file()
     capsys.readouterr()
+    import particles.extend
+
     locked = tmp_path / "locked"
     locked.mkdir()
+    if os.geteuid() == 0:  # (root writes into any folder: the folder answers as a read-only mount would)
+        real = particles.extend.unwritable
+        monkeypatch.setattr(particles.extend, "unwritable", lambda folder: OSError(errno.EROFS, os.strerror(
+            errno.EROFS)) if os.path.samefile(folder, locked) else real(folder))
     locked.chmod(0o500)
+    monkeypatch.setattr("particles.simulate", lambda *a, **k: pytest.fail("the run started"))
     try:
-        if os.access(locked, os.W_OK):  # (root writes anywhere)
-            pytest.skip("this user may write into a read-only folder")
         err = _run(tmp_path, capsys, str(locked / "sub" / "run.nc"))
-        assert "is not writable" in err
+        assert f"the folder '{locked}' is not writable" in err and "the run was not started" in err
     finally:
         locked.chmod(0o700)

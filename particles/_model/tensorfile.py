@@ -106,7 +106,7 @@ def _entry(name: str, spec, where: str, data_len: int) -> tuple[str, tuple, int,
     if not isinstance(spec, dict) or not {"dtype", "shape", "data_offsets"} <= set(spec):
         raise _bad(where, f"tensor {name!r} has no dtype, shape and data_offsets in the header")
     dtype, shape, offsets = spec["dtype"], spec["shape"], spec["data_offsets"]
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise _bad(where, f"tensor {name!r} has dtype {dtype!r}, which headflow does not read (it reads "
                           f"{', '.join(DTYPES)}); {_CONVERT}")
     _check_shape(name, shape, where)
