@@ -1,13 +1,14 @@
 """Where the commands write, checked before any work, and replaced only when headflow made it.
 
-The rules (each one tested in ``tests/test_cli_outputs.py``):
+The rules (each one tested in ``tests/test_cli_outputs.py``, the names in ``tests/test_hostile_inputs.py``):
 
 1. **Checked before the run.** The output name must be UTF-8 without a NUL byte (netCDF, zarr and
    the messages name files in UTF-8), each name to be created (the folders that do not exist yet,
    which the write makes, and the output's name with the longest suffix headflow gives its
    neighbours: ``.part<pid>``, ``.old<pid>``, ``.cells``) must fit the file system's
-   ``PC_NAME_MAX`` bytes, the path must not pass through a regular file, its nearest
-   existing folder must accept a new file (a probe file is created and removed), and an existing
+   ``PC_NAME_MAX`` bytes and the whole path its ``PC_PATH_MAX``, the path must not pass through a
+   regular file, its nearest existing folder must accept a new file (a probe file is created and
+   removed), and an existing
    output must be of the kind the format writes (a file for netCDF, a folder for zarr). A run
    that could not save its result never starts. A netCDF path ending in a slash (a folder's
    name) and a sweep's or study's ``store`` equal to the output path are refused.
@@ -94,18 +95,21 @@ def _check_name(path: pathlib.Path) -> None:
                           "and the run was not started. Choose a name of UTF-8 characters.") from None
     anchor = _nearest_existing(path.parent)
     try:
-        limit = os.pathconf(anchor, "PC_NAME_MAX")
+        limit, path_limit = os.pathconf(anchor, "PC_NAME_MAX"), os.pathconf(anchor, "PC_PATH_MAX")
     except (OSError, ValueError):
         return  # (not a folder, which _check_parent refuses, or no limit the system states)
     suffix = max((f".part{os.getpid()}", f".old{os.getpid()}", ".cells"), key=len)
-    for name in (*path.parent.relative_to(anchor).parts, path.name + suffix):
-        size = len(os.fsencode(name))
-        if size > limit:
-            part = (f"the output's name with {suffix!r} (the name it is written under, then renamed)"
-                    if name.endswith(suffix) else f"the folder {name!r} it would create")
-            raise ConfigError(f"--out {shown}: {part} is {size} bytes long, beyond the {limit} bytes a name may hold "
-                              f"on this file system (PC_NAME_MAX of {str(anchor)!r}); the result could not be saved, "
-                              "so the run was not started. Choose a shorter name.")
+    named = f"the output's name with {suffix!r} (the name it is written under, then renamed)"
+    sizes = [(f"the folder {name!r} it would create", len(os.fsencode(name)), limit, "PC_NAME_MAX")
+             for name in path.parent.relative_to(anchor).parts]
+    sizes += [(named, len(os.fsencode(path.name + suffix)), limit, "PC_NAME_MAX"),
+              (f"the whole path with {suffix!r}", len(os.fsencode(text + suffix)) + 1, path_limit, "PC_PATH_MAX")]
+    for part, size, bound, what in sizes:
+        if size > bound:
+            raise ConfigError(f"--out {shown}: {part} is {size} bytes long, beyond the {bound} bytes a "
+                              f"{'path' if what == 'PC_PATH_MAX' else 'name'} may hold on this file system ({what} of "
+                              f"{str(anchor)!r}); the result could not be saved, so the run was not started. Choose a "
+                              "shorter name.")
 
 
 def output_path(text, fmt: str) -> pathlib.Path:

@@ -246,6 +246,10 @@ def test_an_output_name_too_long_for_the_file_system_is_refused_before_the_run(t
     assert "'.part" in err  # (the name it is written under first is the one that does not fit)
     err = _run(tmp_path, capsys, str(tmp_path / ("d" * (limit + 1)) / "run.nc"))
     assert f"the folder '{'d' * (limit + 1)}' it would create is {limit + 1} bytes long" in err
+    path_limit = os.pathconf(tmp_path, "PC_PATH_MAX")
+    folders = "/".join(["f" * 200] * (path_limit // 200 + 1))
+    err = _run(tmp_path, capsys, str(tmp_path / folders / "run.nc"))
+    assert f"bytes long, beyond the {path_limit} bytes a path may hold on this file system (PC_PATH_MAX" in err
 
 
 def test_a_missing_parent_is_made_and_a_read_only_folder_refused_before_the_run(tmp_path, capsys, monkeypatch):
