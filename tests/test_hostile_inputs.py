@@ -88,6 +88,28 @@ def test_a_member_that_inflates_past_its_declared_size_is_stopped_while_streamed
     assert "inflates to" in calls
 
 
+@pytest.mark.parametrize("zip64", [False, True])
+def test_a_zip_of_too_many_entries_is_refused_before_its_directory_is_read(tmp_path, zip64):
+    """zipfile holds a zip's whole directory in memory (about 500 bytes an entry, from 46 bytes in the file)."""
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, content in _export().items():
+            z.writestr(name, content)
+        for i in range(10_001):
+            z.writestr(f"pad/{i}", b"")
+    if zip64:  # (the count of the classic end record is then 0xFFFF, and the zip64 record holds it)
+        data = bytearray(path.read_bytes())
+        end = data.rfind(b"PK\x05\x06")
+        record = struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 45, 45, 0, 0, 10_004, 10_004,
+                             *struct.unpack_from("<II", data, end + 12))
+        locator = struct.pack("<4sIQI", b"PK\x06\x07", 0, end, 1)
+        data[end + 8:end + 12] = struct.pack("<HH", 0xFFFF, 0xFFFF)
+        data[end:end] = record + locator
+        path.write_bytes(bytes(data))
+    with pytest.raises(InvalidParameterError, match=r"holds 10,004 entries, beyond the 10,000 headflow reads"):
+        sentences.read_model_zip(path)
+
+
 @pytest.mark.parametrize("member", ["config.json", "tokenizer.json"])
 def test_json_nested_a_hundred_thousand_deep_is_refused_by_name(tmp_path, member):
     """It ended in a bare RecursionError."""

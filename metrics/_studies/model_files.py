@@ -5,11 +5,12 @@ Every input is declared (:func:`particles.validation.declare`): a damaged zip me
 that is not JSON (or a path where the JSON text was expected, which is read), float or negative
 ids are refused with an error naming the parameter or the member, never a bare library error.
 
-Hostile files are bounded before they are read whole. A zip member is inflated in chunks, and
-refused (with its name and numbers) when it declares or inflates to more than
-:data:`MAX_TENSOR_BYTES` (``model.safetensors``) or :data:`MAX_JSON_BYTES` (``tokenizer.json``,
-``config.json``), or, past :data:`RATIO_FROM` bytes, to more than :data:`MAX_RATIO` times its
-compressed bytes (a zip bomb); a tokenizer.json or config.json nested deeper than
+Hostile files are bounded before they are read whole. A zip of more than :data:`MAX_ENTRIES`
+entries is refused before its directory is read (zipfile holds it whole). A zip member is
+inflated in chunks, and refused (with its name and numbers) when it declares or inflates to more
+than :data:`MAX_TENSOR_BYTES` (``model.safetensors``) or :data:`MAX_JSON_BYTES`
+(``tokenizer.json``, ``config.json``), or, past :data:`RATIO_FROM` bytes, to more than
+:data:`MAX_RATIO` times its compressed bytes (a zip bomb); a tokenizer.json or config.json nested deeper than
 :data:`particles.extend.MAX_NESTING` levels is refused before it is parsed. Reading a zip thus
 holds at most twice its members' bounded sizes and the tensors; an unzipped export's
 ``model.safetensors`` is memory-mapped (:func:`particles.extend.read_tensors`), so a model larger
@@ -22,6 +23,7 @@ import importlib.metadata
 import json
 import os
 import pathlib
+import struct
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -64,6 +66,9 @@ MAX_JSON_BYTES = 2**26
 #: deflate reaches about 1000 on repeated bytes: a zip bomb), checked on members of more than RATIO_FROM bytes
 MAX_RATIO = 100
 RATIO_FROM = 2**20
+#: the most entries of a model zip's directory, which zipfile holds in memory whole (about 500 bytes each; an
+#: export has tens of files)
+MAX_ENTRIES = 10_000
 _CHUNK = 2**20
 
 
@@ -102,6 +107,7 @@ def read_model_zip(path) -> tuple[dict, str, dict]:
             members[name] = read_bounded(folder / name, MAX_JSON_BYTES, f"{where}: its {name}", _JSON_FIX)
         return _read_members(members, where)
     try:
+        _check_entries(path, where)
         with zipfile.ZipFile(path) as z:
             folder = _export_folder(z.namelist(), path)
             members = {name: _inflate(z, z.getinfo(folder + name), where) for name in _EXPORT}
@@ -111,6 +117,29 @@ def read_model_zip(path) -> tuple[dict, str, dict]:
 
 
 _JSON_FIX = "a damaged or hostile file, not a model's own: export or download the model again"
+
+
+def _check_entries(path, where: str) -> None:
+    """Refuse a zip whose end record (zip64's when it has one) counts more than :data:`MAX_ENTRIES` entries,
+    before zipfile reads its directory; a zip without an end record is left to zipfile (which names it)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        tail_at = max(fh.tell() - (22 + 65535), 0)  # (the end record, then a comment of at most 65535 bytes)
+        fh.seek(tail_at)
+        tail = fh.read()
+        end = tail.rfind(b"PK\x05\x06")
+        if end < 0 or len(tail) < end + 22:
+            return
+        entries = struct.unpack_from("<H", tail, end + 10)[0]
+        if entries == 0xFFFF and end >= 20 and tail[end - 20:end - 16] == b"PK\x06\x07":  # zip64: its own record
+            fh.seek(struct.unpack_from("<Q", tail, end - 12)[0])
+            record = fh.read(56)
+            if len(record) == 56 and record[:4] == b"PK\x06\x06":
+                entries = struct.unpack_from("<Q", record, 32)[0]
+    if entries > MAX_ENTRIES:
+        raise InvalidParameterError(f"{where} holds {entries:,} entries, beyond the {MAX_ENTRIES:,} headflow reads "
+                                    "from a model zip (its directory is held in memory whole); a model export holds "
+                                    "tens of files: zip its model.safetensors, tokenizer.json and config.json alone.")
 
 
 def _inflate(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
