@@ -137,9 +137,9 @@ def test_a_tokenizer_nested_deep_is_refused_by_tokenize_too():
 
 @pytest.mark.parametrize("shape, said", [
     ([1] * 100, "a shape of 100 dimensions, beyond the 32 headflow reads"),
-    ([True, 1], r"the shape \[True, 1\], not a list of non-negative whole numbers"),
+    ([True, 1], r"the shape \[True, 1\], not a list of non-negative integers"),
     ([0, 2**62], r"4.61e\+18 elements \(zero dimensions counted as one\), beyond the 2.81e\+14"),
-    ([2.0, 2], "not a list of non-negative whole numbers"),
+    ([2.0, 2], "not a list of non-negative integers"),
 ])
 def test_crafted_safetensors_shapes_are_refused_before_any_allocation(shape, said):
     """They ended in bare numpy errors (too many dimensions, an array too big)."""

@@ -90,7 +90,7 @@ def _check_shape(name: str, shape, where: str) -> None:
     :data:`MAX_ELEMENTS` elements (zero dimensions counted as one)."""
     if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
                                               for s in shape):
-        raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative whole numbers (a "
+        raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative integers (a "
                           "damaged header)")
     if len(shape) > MAX_DIMS:
         raise _bad(where, f"tensor {name!r} has a shape of {len(shape)} dimensions, beyond the {MAX_DIMS} headflow "
