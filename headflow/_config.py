@@ -287,12 +287,17 @@ def load_config(command: str, source) -> dict:
     """Read a TOML config (a path, or the TOML text as a str) for ``command``; check every value
     against :data:`TYPES` (a :class:`ConfigError` names the key) and fill in the defaults.
 
+    A hostile file is refused within the bounds of :mod:`headflow._bounds` (its bytes, its nesting and its
+    heads), each a :class:`ConfigError` naming the number found and the bound.
+
     Examples
     --------
     >>> cfg = load_config("simulate", '[run]\\nn = 8')
     >>> cfg["run"]["n"], cfg["run"]["method"], cfg["model"]["kind"]
     (8, 'rk4', 'usa')
     """
+    from ._bounds import check_depth, check_heads, read_config
+
     schema = SCHEMAS[command]
     if isinstance(source, os.PathLike):  # a path; a str is the TOML text itself
         path = pathlib.Path(source)
@@ -302,7 +307,7 @@ def load_config(command: str, source) -> dict:
         if not path.exists():  # (a pipe or <(...) is no regular file, yet exists and reads as one)
             raise ConfigError(f"config file {str(path)!r} does not exist; `headflow {command} --example` prints one.")
         try:
-            text = path.read_bytes().decode("utf-8")  # TOML is UTF-8 by definition
+            text = read_config(path, command, ConfigError).decode("utf-8")  # TOML is UTF-8 by definition
         except UnicodeDecodeError as exc:
             raise ConfigError(f"config file {str(path)!r} is not UTF-8 text (byte {exc.start}: "
                               f"{exc.object[exc.start:exc.start + 1]!r}); TOML files must be UTF-8. Save it as "
@@ -318,6 +323,10 @@ def load_config(command: str, source) -> dict:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"the config is not valid TOML: {exc}.") from None
+    except RecursionError:  # (tomllib recurses once per level of arrays and inline tables)
+        raw = None
+    check_depth(raw, command, ConfigError)
+    check_heads(raw, ConfigError)  # (before the values are checked one by one: a million heads take seconds)
     unknown = set(raw) - set(schema)
     if unknown:
         raise ConfigError(f"unknown section(s) {sorted(unknown)} in a {command} config; valid: {sorted(schema)}.")

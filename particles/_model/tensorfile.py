@@ -9,6 +9,13 @@ shift. fp16 and fp32 are numpy types; 8-bit floats are refused with the conversi
 Every way a file can be damaged (empty, truncated, a header that is not JSON, offsets outside
 the data, a size that disagrees with the shape) is an :class:`InvalidParameterError` naming
 the file and, where one is at fault, the tensor.
+
+A hostile header is refused before anything is allocated: a header longer than the format's
+100,000,000 bytes, JSON nested deeper than :data:`particles.extend.MAX_NESTING` levels, a
+shape of more than :data:`MAX_DIMS` dimensions, a dimension that is not a whole number (``true``
+included), or more than :data:`MAX_ELEMENTS` elements (its zero dimensions counted as one: numpy
+cannot make a (0, 2**62) array either). Every entry is checked before the first tensor is copied
+out, so reading a file holds at most the file (memory-mapped) and its tensors.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import os
 import numpy as np
 
 from .._core.errors import InvalidParameterError
+from .._core.files import MAX_NESTING, nesting
 
 __all__ = ["parse_safetensors", "DTYPES"]
 
@@ -27,6 +35,11 @@ __all__ = ["parse_safetensors", "DTYPES"]
 DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8", "I32": "<i4", "I16": "<i2",
           "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1", "BOOL": "?"}
 _MAX_HEADER = 100_000_000  # the format's own limit on the JSON header
+#: the most dimensions of a tensor's shape (numpy 1's own limit; checkpoints' tensors have at most 5)
+MAX_DIMS = 32
+#: the most elements of one tensor, its zero dimensions counted as one (2**48: 256 T elements, far beyond any
+#: checkpoint's tensor, and far below the 2**63 bytes numpy can address)
+MAX_ELEMENTS = 2**48
 _CONVERT = ("convert it to float16, bfloat16 or float32 first (in torch: "
             "`safetensors.torch.save_file({k: v.float() for k, v in tensors.items()}, path)`)")
 
@@ -58,16 +71,34 @@ def _header(buf, where: str) -> tuple[dict, int]:
         raise _bad(where, kind or f"the header claims {n} bytes but the file holds {len(buf) - 8} after the length "
                                   "(truncated, or not a safetensors file)")
     try:
-        header = json.loads(bytes(buf[8:8 + n]).decode("utf-8"))
+        text = bytes(buf[8:8 + n]).decode("utf-8")
+        depth = nesting(text)  # (a header is one flat object: deep arrays are damage, refused before json recurses)
+        if depth > MAX_NESTING:
+            raise _bad(where, kind or f"its header nests arrays or objects {depth:,} levels deep, beyond the "
+                                      f"{MAX_NESTING} headflow parses (a damaged header; download or save the file "
+                                      "again)")
+        header = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _bad(where, kind or f"its header is not JSON ({exc})") from None
-    except RecursionError:
-        # a safetensors header is one flat object; arrays nested too deep for the JSON parser mean damage
-        raise _bad(where, kind or "its header nests JSON arrays or objects too deep to parse (a damaged header; "
-                              "download or save the file again)") from None
     if not isinstance(header, dict):
         raise _bad(where, f"its header is a JSON {type(header).__name__}, not an object of tensors")
     return header, 8 + n
+
+
+def _check_shape(name: str, shape, where: str) -> None:
+    """A shape numpy can make: a list of at most :data:`MAX_DIMS` whole numbers >= 0 (no bool), with at most
+    :data:`MAX_ELEMENTS` elements (zero dimensions counted as one)."""
+    if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
+                                              for s in shape):
+        raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative integers (a "
+                          "damaged header)")
+    if len(shape) > MAX_DIMS:
+        raise _bad(where, f"tensor {name!r} has a shape of {len(shape)} dimensions, beyond the {MAX_DIMS} headflow "
+                          "reads (a damaged header)")
+    elements = math.prod(max(s, 1) for s in shape)
+    if elements > MAX_ELEMENTS:
+        raise _bad(where, f"tensor {name!r} has the shape {shape!r}: {elements:.3g} elements (zero dimensions "
+                          f"counted as one), beyond the {MAX_ELEMENTS:.3g} headflow reads (a damaged header)")
 
 
 def _entry(name: str, spec, where: str, data_len: int) -> tuple[str, tuple, int, int]:
@@ -75,11 +106,10 @@ def _entry(name: str, spec, where: str, data_len: int) -> tuple[str, tuple, int,
     if not isinstance(spec, dict) or not {"dtype", "shape", "data_offsets"} <= set(spec):
         raise _bad(where, f"tensor {name!r} has no dtype, shape and data_offsets in the header")
     dtype, shape, offsets = spec["dtype"], spec["shape"], spec["data_offsets"]
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise _bad(where, f"tensor {name!r} has dtype {dtype!r}, which headflow does not read (it reads "
                           f"{', '.join(DTYPES)}); {_CONVERT}")
-    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
-        raise _bad(where, f"tensor {name!r} has the shape {shape!r}, not a list of non-negative integers")
+    _check_shape(name, shape, where)
     if not (isinstance(offsets, list) and len(offsets) == 2
             and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)):
         raise _bad(where, f"tensor {name!r} has data_offsets {offsets!r}, not a pair [begin, end] of whole byte "
@@ -102,21 +132,18 @@ def parse_safetensors(buf, where: str) -> dict:
     (bf16 as float32, the rest in their own dtype); ``where`` names the source in errors."""
     header, start = _header(buf, where)
     data = memoryview(buf)[start:]
-    out, spans = {}, []
-    for name, spec in header.items():
-        if name == "__metadata__":
-            continue
-        dtype, shape, begin, end = _entry(name, spec, where, len(data))
-        spans.append((begin, end, name))
+    entries = {name: _entry(name, spec, where, len(data)) for name, spec in header.items() if name != "__metadata__"}
+    spans = sorted((begin, end, name) for name, (_, _, begin, end) in entries.items())
+    for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
+        if begin < end:  # two tensors would read the same bytes: the header is damaged
+            raise _bad(where, f"tensors {first!r} and {second!r} have overlapping data_offsets (a damaged header)")
+    out = {}  # (every entry is checked before the first tensor is copied out)
+    for name, (dtype, shape, begin, end) in entries.items():
         arr = np.frombuffer(data[begin:end], dtype=DTYPES[dtype]).reshape(shape)
         if dtype == "BF16":  # the 16 bits are the top half of a float32: shift them back into place
             arr = (arr.astype(np.uint32) << 16).view(np.float32)
         # own, writable arrays (as the safetensors package returns): no view keeps the buffer or the file open
         out[name] = arr if dtype == "BF16" else arr.copy()
-    spans.sort()
-    for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
-        if begin < end:  # two tensors would read the same bytes: the header is damaged
-            raise _bad(where, f"tensors {first!r} and {second!r} have overlapping data_offsets (a damaged header)")
     return out
 
 
