@@ -44,7 +44,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     toml_words,
 )
 from ._models import build_density, build_model, build_sweep_model, check_run
-from ._output import check_output, output_path, write_output
+from ._output import VERIFY_HELP, check_output, output_path, verify, write_output
 from ._resume import cells_done, computed_cells, resume_note
 from ._work import check_simulate_time, check_study_time, check_sweep_time
 
@@ -271,7 +271,7 @@ _RUNNERS = {"simulate": run_simulate, "sweep": run_sweep_config, "study": run_st
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="headflow", description="Multi-head attention dynamics on the sphere.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info,verify}")
     helps = {"simulate": "one particle run", "sweep": "a resumable grid x seeds sweep",
              "study": "particles against the mean-field reference on S^{d-1} (resumable)"}
     for name, text in helps.items():
@@ -284,6 +284,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--example", action="store_true", help="print a complete example config and exit")
     p = sub.add_parser("info", help="versions, threads and summation paths")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("verify", help=VERIFY_HELP, description=f"headflow verify: {VERIFY_HELP}.")
+    p.add_argument("path", help="output file or folder, or store folder")
     return parser
 
 
@@ -311,6 +313,8 @@ def main(argv=None) -> int:
         data = info()
         print(json.dumps(data, indent=2)) if args.json else _print_info(data)
         return 0
+    if args.command == "verify":
+        return verify(args.path)
     if args.example:
         print(EXAMPLES[args.command], end="")
         return 0

@@ -56,6 +56,7 @@ from particles.validation import (
 
 from .._data.provenance import model_attrs, provenance
 from .._observables.registry import METRICS
+from . import models as M
 from . import params as P
 from .assemble import assemble as _assemble
 from .cells import columns_dataset
@@ -106,8 +107,7 @@ def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
 def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, key: str = "") -> xr.Dataset:
     """Simulate one cell and return its Dataset (dims: time); write it to ``path`` if given
     (with its ``cell_key`` and ``content_sha256`` attrs)."""
-    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
-    rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
+    rng_init, rng_model, rng_noise = M.cell_streams(settings, seed_index)
     model = check_cell_model(settings["model_fn"](params, rng_model), params)
     x0 = sample_uniform(int(params["n_particles"]), int(params["d"]), rng_init)
     names = settings["metrics"]
@@ -240,8 +240,8 @@ def run_sweep(
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else load_finished(store, caller, cells, keys, paths,
-                                                     _legacy(cells, key_settings, cell_settings, store))
+    results = {} if store is None else load_finished(store, caller, cells, keys, paths, _legacy(
+        cells, key_settings, cell_settings, store), current=None if cell_fn else M.model_now(cells, settings, model_fn))
     todo = [idx for idx in range(len(cells)) if idx not in results]
     bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
                        desc=settings.get("progress_label", "sweep"))
