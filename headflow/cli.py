@@ -45,7 +45,7 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
 )
 from ._models import build_density, build_model, build_sweep_model, check_run
 from ._output import VERIFY_HELP, check_output, output_path, verify, write_output
-from ._resume import cells_done, computed_cells, resume_note
+from ._resume import Interrupted, computed_cells, keeping, resume_note
 from ._work import check_simulate_time, check_study_time, check_sweep_time
 
 
@@ -158,28 +158,21 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     check_sweep_time(cfg)  # before any cell: a sweep too long is refused, a long one says so
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     before = resume_note(store)
-    try:
+    with keeping(store):
         ds = metrics.run_sweep(
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
             n_saves=int(sw["n_saves"]), method=sw["method"], kappa=float(sw["kappa"]), metrics=tuple(sw["metrics"]),
             engine=sw["engine"], max_workers=sw["max_workers"], store=store, progress=progress,
             model_fn=model_fn, fixed=fixed or None,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
-                          "the same command to resume.") from None
-    ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
-    ds.attrs["config"] = to_json(config)
-    ds.attrs["title"] = "headflow sweep"
-    write_output(ds, path, fmt)
+        ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
+        ds.attrs["config"] = to_json(config)
+        ds.attrs["title"] = "headflow sweep"
+        write_output(ds, path, fmt)
     computed = computed_cells(store, before)
     print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1; {ds.success.size - computed} "
           f"reused, {computed} computed); cells kept in {store}")
     return ds
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a run; the message says what was kept and how to resume."""
 
 
 def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
@@ -206,21 +199,18 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     check_study_time(cfg, model)
     store = st["store"] or str(path) + ".cells"
     before = resume_note(store)
-    try:
+    with keeping(store):
         ds = metrics.mean_field_limit_study(
             model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
             m_grid=st["m_grid"], dt=st["dt"], seed=st["seed"], kappa=st["kappa"], n_reference=st["n_reference"],
             n_projections=st["n_projections"], sampling=st["sampling"], engine=st["engine"],
             max_workers=st["max_workers"], store=store, progress=progress,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
-                          "the same command to resume.") from None
-    ds.attrs["study_config"] = ds.attrs["config"]
-    ds.attrs["config"] = to_json(config)
-    ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
-    ds.attrs["density"] = repr(rho)
-    write_output(ds, path, fmt)
+        ds.attrs["study_config"] = ds.attrs["config"]
+        ds.attrs["config"] = to_json(config)
+        ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
+        ds.attrs["density"] = repr(rho)
+        write_output(ds, path, fmt)
     print(f"wrote {path} ({computed_cells(store, before)} cell(s) computed); cells kept in {store}")
     print(metrics.limit_study_table(ds))
     return ds
@@ -322,6 +312,8 @@ def main(argv=None) -> int:
         print(f"headflow {args.command}: error: give a config file (`headflow {args.command} --example` prints one).",
               file=sys.stderr)
         return 2
+    from metrics.io import DiskFullError
+
     try:
         cfg = load_config(args.command, pathlib.Path(args.config))
         with _plain_warnings(args.command):
@@ -336,6 +328,9 @@ def main(argv=None) -> int:
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130
+    except DiskFullError as exc:  # a full disk, a quota or a size limit: the path, and what was kept
+        print(f"headflow {args.command}: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # the reader of the output went away (`| head`, `| grep -q`): stop without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (and none at the exit's flush)
         return 141

@@ -8,6 +8,7 @@ library (Fletcher-32 in netCDF, CRC32C in zarr) and every output the digest of i
 from ._data.provenance import to_json
 from ._runs.integrity import (
     DIGEST_ATTR,
+    DiskFullError,
     atomic_write,
     checksum_encoding,
     dataset_sha256,
@@ -18,6 +19,6 @@ from ._runs.integrity import (
 from ._runs.store import atomic_to_netcdf, set_aside, stored_cells
 from ._runs.verify import VerifyReport, open_whole, verify, verify_dataset
 
-__all__ = ["atomic_to_netcdf", "to_json", "stored_cells", "DIGEST_ATTR", "atomic_write", "checksum_encoding",
-           "dataset_sha256", "disk_full_message", "fsync_tree", "symlink_problem", "set_aside", "VerifyReport",
-           "open_whole", "verify", "verify_dataset"]
+__all__ = ["atomic_to_netcdf", "to_json", "stored_cells", "DIGEST_ATTR", "DiskFullError", "atomic_write",
+           "checksum_encoding", "dataset_sha256", "disk_full_message", "fsync_tree", "symlink_problem", "set_aside",
+           "VerifyReport", "open_whole", "verify", "verify_dataset"]

@@ -11,6 +11,8 @@ headflow verifies itself, durable atomic writes and the store's index.
   command's output records its own in its ``headflow_sha256`` attr; a store records the digest of each
   cell and cached reference in its index (:class:`StoreIndex`), out of reach of a tool that edits a
   file's attrs.
+- **Full disks named.** A write that fails on a full disk, a quota or a file-size limit raises
+  :class:`DiskFullError` naming the path (the netCDF library's ``HDF error`` is traced back to its cause).
 - **Durable atomic writes.** :func:`atomic_write` writes to ``<name>.part<pid>`` (before the suffix
   when the writer reads the format from it) in the target's folder, flushes it to disk (fsync), renames
   it over the target and flushes the folder; a symbolic link at the target is refused
@@ -29,8 +31,8 @@ import re
 
 import numpy as np
 
-__all__ = ["DamagedFileWarning", "checksum_encoding", "dataset_sha256", "atomic_write", "symlink_problem",
-           "fsync_tree", "StoreIndex", "DIGEST_ATTR", "disk_full_message"]
+__all__ = ["DiskFullError", "DamagedFileWarning", "checksum_encoding", "dataset_sha256", "atomic_write",
+           "symlink_problem", "fsync_tree", "StoreIndex", "DIGEST_ATTR", "disk_full_message"]
 
 #: the attr of a command's output that holds :func:`dataset_sha256` of the rest of it
 DIGEST_ATTR = "headflow_sha256"
@@ -144,15 +146,48 @@ def part_path(path: pathlib.Path, keep_suffix: bool = False) -> pathlib.Path:
     return path.with_name(f"{path.name}.part{os.getpid()}")
 
 
-def disk_full_message(exc: OSError, path, kept: str = "") -> str | None:
-    """One sentence for a write of ``path`` that failed on a full disk, a quota or a size limit; None for
-    another error."""
-    if getattr(exc, "errno", None) not in DISK_FULL:
-        return None
+class DiskFullError(OSError):
+    """A write failed on a full disk, an exhausted quota or a file-size limit (``errno`` ENOSPC, EDQUOT or
+    EFBIG); its message names the path. Nothing is left under the path's name (the write was atomic)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def disk_full_message(code: int, path) -> str:
+    """One sentence for a write of ``path`` that failed on a full disk, a quota or a size limit."""
     why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exhausted",
-           errno.EFBIG: "the file is larger than the size limit allows"}[exc.errno]
-    return (f"could not write {str(path)!r}: {why} ({os.strerror(exc.errno)}); nothing was left under that name"
-            + (f". {kept}" if kept else "") + ". Free space (or raise the limit) and rerun.")
+           errno.EFBIG: "the file would exceed the file-size limit"}[code]
+    return (f"could not write {str(path)!r}: {why} ({os.strerror(code)}); the write was abandoned and nothing was "
+            "left under that name. Free space (or raise the limit) and rerun.")
+
+
+def _size(path: pathlib.Path) -> int:
+    if path.is_dir():
+        return max((_size(p) for p in path.iterdir()), default=0)
+    return path.stat().st_size if path.exists() else 0
+
+
+def _disk_full(exc: BaseException, tmp: pathlib.Path) -> int | None:
+    """ENOSPC, EDQUOT or EFBIG when ``exc`` (raised while writing ``tmp``) came from one, else None. The netCDF
+    and HDF5 libraries report them as ``NetCDF: HDF error`` and lose ``errno``: the size limit and the free
+    space of the folder then say it."""
+    code = getattr(exc, "errno", None)
+    if code in DISK_FULL:
+        return code
+    if not isinstance(exc, Exception):
+        return None
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if soft != resource.RLIM_INFINITY and _size(tmp) + 2**16 >= soft:
+            return errno.EFBIG
+    with contextlib.suppress(OSError):
+        st = os.statvfs(tmp.parent)
+        if st.f_bavail * st.f_frsize < 2**20:
+            return errno.ENOSPC
+    return None
 
 
 def atomic_write(path, write, *, keep_suffix: bool = False, before_rename=None, keep_on=()) -> pathlib.Path:
@@ -172,8 +207,11 @@ def atomic_write(path, write, *, keep_suffix: bool = False, before_rename=None, 
         if before_rename is not None:
             before_rename(tmp)
     except BaseException as exc:
+        code = None if isinstance(exc, DiskFullError) else _disk_full(exc, tmp)
         if not isinstance(exc, keep_on):
             _remove(tmp)
+        if code is not None:
+            raise DiskFullError(code, disk_full_message(code, path)) from exc
         raise
     os.replace(tmp, path)
     _fsync_dir(path.parent)
@@ -248,6 +286,10 @@ class StoreIndex:
             try:
                 os.write(fd, self._line({"name": name, "sha256": digest, "part": part}).encode())
                 os.fsync(fd)
+            except OSError as exc:
+                if exc.errno in DISK_FULL:
+                    raise DiskFullError(exc.errno, disk_full_message(exc.errno, self.path)) from exc
+                raise
             finally:
                 os.close(fd)
 

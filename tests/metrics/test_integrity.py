@@ -225,3 +225,33 @@ def test_index_survives_a_torn_line_and_digests_survive_the_round_trip(tmp_path)
         ds.to_netcdf(path) if fmt == "netcdf" else ds.to_zarr(path, consolidated=False)
         assert dataset_sha256(open_whole(path)) == dataset_sha256(ds)
     assert os.path.exists(tmp_path / "d.zarr")
+
+
+_LIMITED = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+from headflow import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("limit, what", [(40_000, "output"), (10_000, "cell")])
+def test_a_size_limit_is_named_and_finished_cells_are_kept(tmp_path, limit, what):
+    """Cells of this sweep take about 21 kB and its output 63 kB: a 40 kB limit stops the output's write, a
+    10 kB limit the first cell's; either way one message names the file, and a rerun resumes."""
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SWEEP)
+    out, store = tmp_path / "s.nc", tmp_path / "s.nc.cells"
+    argv = ["sweep", str(cfg), "--out", str(out), "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", _LIMITED.format(limit=limit), *argv], capture_output=True,
+                         text=True, env=env, cwd=pathlib.Path(__file__).parents[2], timeout=300)
+    assert run.returncode == 1, run.stderr
+    name = str(out) if what == "output" else str(store / "cell_")
+    assert f"headflow sweep: could not write '{name}" in run.stderr
+    assert "exceed the file-size limit" in run.stderr and "Traceback" not in run.stderr
+    n_kept = 8 if what == "output" else 0
+    assert f"{n_kept} finished cell file(s) are kept in {store}: rerun the same command to resume." in run.stderr
+    assert not out.exists() and not list(tmp_path.rglob("*.part*"))
+    assert len(list(store.glob("cell_*.nc"))) == n_kept and metrics.verify(store).ok
