@@ -2,9 +2,12 @@
 
 A cell's file name comes from the SHA-256 of everything that determines it (its
 ``cell_key``); the file carries that key, the SHA-256 of its content and the headflow
-version that wrote it, and is written atomically (to ``<name>.part<pid>``, then renamed), so a
-killed run never leaves a file that looks complete. :func:`atomic_to_netcdf` is the one atomic
-write of the package (datasets of the CLI and the studies use it too).
+version that wrote it, and is written atomically (to ``<name>.part<pid>``, flushed, then renamed), so
+a killed run never leaves a file that looks complete. The store's index
+(:class:`metrics._runs.integrity.StoreIndex`) records the digest of each cell's and cached reference's
+attrs and values, and the part files headflow writes through (only those are ever removed).
+:func:`atomic_to_netcdf` is the one atomic netCDF write of the package (with Fletcher-32 on every
+variable); :func:`metrics._runs.integrity.atomic_write` the one atomic write of any file.
 """
 
 from __future__ import annotations

@@ -11,16 +11,15 @@ Contract:
    seed index gives the same draw whatever the other parameters; ``entropy`` is stored in
    the attrs.
 2. **Incremental and resumable.** With ``store=DIR`` each finished cell is written to its
-   own netCDF file (written to ``<name>.part<pid>``, then renamed, so a killed run never
-   leaves a file that looks complete); a rerun loads the finished cells and computes only
-   the rest. Part files left by dead writers are removed when a sweep starts.
-3. **Verified.** Every cell file carries in its attrs the hash of its parameters
-   (``cell_key``: parameters, seed index and settings) and the SHA-256 of its content
-   (``content_sha256``: names, dims, dtypes and bytes of every variable). Resume checks
-   both, and the ``headflow_version`` that wrote it; a file that fails (unreadable, another
-   cell's file, values edited, another version) is recomputed, with a :class:`CellWarning`
-   naming it. The folder is checked before any work (not a file, creatable, writable); other
-   files in it are never read or touched.
+   own netCDF file (to ``<name>.part<pid>``, flushed, then renamed, so a killed run never leaves
+   a file that looks complete); a rerun loads the finished cells and computes only the rest. The
+   parts of dead writers that the store's index records are removed (no other file is).
+3. **Verified.** A cell file carries the hash of its parameters (``cell_key``) and the SHA-256 of
+   its values (``content_sha256``), every variable HDF5's Fletcher-32 checksum, and the store's
+   index the digest of its attrs and values. Resume checks them, the ``headflow_version`` that
+   wrote it and that its ``model`` is what ``model_fn`` builds today; a file that fails is
+   recomputed, with a :class:`CellWarning` naming it (a damaged one kept as ``.unreadable``). The
+   folder is checked before any work (not a file, creatable, writable); other files are left alone.
 4. **Failures are data.** A cell whose simulation fails (:class:`particles.SolverError`,
    e.g. an overflowing USA head) is recorded with ``success = 0``, NaN rows after the last
    finite save and its message in ``failure_message``; it does not abort the sweep.
