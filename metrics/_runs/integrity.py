@@ -306,8 +306,9 @@ class StoreIndex:
             if not entries:
                 return removed
             latest, parts = {}, []
-            for e in entries:
-                latest[e.get("name")] = e
+            for e in entries:  # (a claimed rewrite's empty digest does not hide the last recorded one)
+                if e.get("sha256") or e.get("name") not in latest:
+                    latest[e.get("name")] = e
                 m = re.fullmatch(r".*\.part(\d+)(\.\w+)?", str(e.get("part", "")))
                 part = self.folder / str(e.get("part", ""))
                 if m and os.path.basename(part) == e["part"] and (part.exists() or part.is_symlink()):

@@ -255,3 +255,16 @@ def test_a_size_limit_is_named_and_finished_cells_are_kept(tmp_path, limit, what
     assert f"{n_kept} finished cell file(s) are kept in {store}: rerun the same command to resume." in run.stderr
     assert not out.exists() and not list(tmp_path.rglob("*.part*"))
     assert len(list(store.glob("cell_*.nc"))) == n_kept and metrics.verify(store).ok
+
+
+def test_compacting_the_index_keeps_recorded_digests_and_live_parts(tmp_path):
+    index = StoreIndex(tmp_path)
+    (tmp_path / "cell_a.nc").write_bytes(b"a")
+    live = tmp_path / f"cell_a.nc.part{os.getpid()}"
+    live.write_bytes(b"being rewritten")
+    index.record("cell_a.nc", "d" * 64, "cell_a.nc.part1")
+    index.record("cell_a.nc", "", live.name)  # a rewrite claimed by a live writer
+    index.record("cell_gone.nc", "e" * 64, "cell_gone.nc.part1")
+    assert index.compact(lambda pid: pid == os.getpid()) == []
+    assert index.digests() == {"cell_a.nc": "d" * 64} and live.exists()
+    assert len((tmp_path / INDEX_NAME).read_text().splitlines()) == 2
