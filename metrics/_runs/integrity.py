@@ -175,7 +175,7 @@ def _disk_full(exc: BaseException, tmp: pathlib.Path) -> int | None:
     code = getattr(exc, "errno", None)
     if code in DISK_FULL:
         return code
-    if not isinstance(exc, Exception):
+    if not isinstance(exc, (OSError, RuntimeError)):  # (netCDF4 raises RuntimeError for the library's errors)
         return None
     with contextlib.suppress(ImportError, OSError, ValueError):
         import resource
