@@ -112,7 +112,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    check_simulate_memory(cfg)
+    check_simulate_memory(cfg, out=path)
     model = build_model(cfg["model"])
     run, include = cfg["run"], check_run(cfg["run"])
     method, kappa = run["method"], float(run["kappa"])
@@ -154,7 +154,7 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
-    check_sweep_memory(cfg)
+    check_sweep_memory(cfg, out=path)
     check_sweep_time(cfg)  # before any cell: a sweep too long is refused, a long one says so
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     before = resume_note(store)
@@ -190,7 +190,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
-    check_study_memory(cfg)
+    check_study_memory(cfg, out=path)
     model = build_model(cfg["model"], study=True)
     st = cfg["study"]
     if st["dt"] > st["t1"]:

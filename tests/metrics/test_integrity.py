@@ -268,3 +268,16 @@ def test_compacting_the_index_keeps_recorded_digests_and_live_parts(tmp_path):
     assert index.compact(lambda pid: pid == os.getpid()) == []
     assert index.digests() == {"cell_a.nc": "d" * 64} and live.exists()
     assert len((tmp_path / INDEX_NAME).read_text().splitlines()) == 2
+
+
+def test_a_run_larger_than_the_free_disk_is_refused_before_it_starts(tmp_path, capsys, monkeypatch):
+    from headflow import _budget
+
+    monkeypatch.setattr(_budget, "free_space", lambda path: 1000)
+    out = tmp_path / "s.nc"
+    assert _sweep_cli(tmp_path, out) == 2
+    err = capsys.readouterr().err
+    assert f"--out '{out}': the run writes at least" in err and "1 kB free" in err and "Nothing was run" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.toml"]
+    monkeypatch.setattr(_budget, "free_space", lambda path: 10**9)
+    assert _sweep_cli(tmp_path, out) == 0
