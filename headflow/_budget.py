@@ -15,16 +15,21 @@ the key to lower (``[sweep] n_seeds``, ``[sweep] grid``, ``[study] n_seeds``, ``
 A study's reference adds its grid (``[study] m_grid`` cells, with their saves), its directions
 (``[study] n_projections``, each with the projected reference's quantiles at every save) and its
 Lagrangian particles (``[study] n_reference``); these are counted with the rest.
+
+The disk is checked too: a run whose saved numbers alone (each float64 once, a lower bound of the
+files it writes: the output, and a sweep's or study's cells) exceed the free space of the file system
+that will hold the output is refused before it starts (:func:`check_disk`).
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 
 from ._config import SCHEMAS, ConfigError
 
 __all__ = ["available_memory", "check_simulate_memory", "check_study_memory", "check_sweep_memory", "check_cells",
-           "STATE_COPIES", "MAX_CELLS", "CELL_BYTES"]
+           "STATE_COPIES", "MAX_CELLS", "CELL_BYTES", "free_space", "check_disk"]
 
 #: n x d arrays alive during a step: the state, RK4's four stages and its temporaries (upper bound)
 STATE_COPIES = 12
@@ -50,6 +55,28 @@ def available_memory() -> int | None:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def free_space(path) -> int | None:
+    """Bytes free for this user on the file system that will hold ``path`` (its nearest existing folder),
+    or None when unknown (then nothing is refused)."""
+    path = pathlib.Path(path).absolute()
+    anchor = next((p for p in (path, *path.parents) if p.exists()), None)
+    try:
+        st = os.statvfs(anchor)
+    except (OSError, AttributeError, TypeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def check_disk(out, n_bytes: float, what: str, free: int | None = None) -> None:
+    """Refuse (:class:`ConfigError`) a run that writes at least ``n_bytes`` (``what``) where ``out`` goes when
+    the file system there has less free (``free``, default :func:`free_space`); nothing when ``out`` is None."""
+    free = free_space(out) if free is None and out is not None else free
+    if free is not None and n_bytes > free:
+        raise ConfigError(f"--out {str(out)!r}: the run writes at least {_size(n_bytes)} ({what}), and the file system "
+                          f"there has {_size(free)} free. Free space, or choose an --out on another disk, or lower the "
+                          "run's size. Nothing was run.")
 
 
 def _size(n_bytes: float) -> str:
@@ -99,10 +126,10 @@ def check_cells(counts: dict, what: str) -> int:
     return cells
 
 
-def check_simulate_memory(cfg: dict, available: int | None = None) -> int:
+def check_simulate_memory(cfg: dict, available: int | None = None, out=None, free: int | None = None) -> int:
     """The bytes a simulate config needs (module docstring); raises :class:`ConfigError` naming the
     key to lower (of ``[run] n``, ``[run] n_saves`` and ``[model] d``) when it exceeds ``available``
-    (default :func:`available_memory`)."""
+    (default :func:`available_memory`), or when its saves exceed the disk space ``free`` where ``out`` goes."""
     run, default = cfg["run"], SCHEMAS["simulate"]
     n_heads, d = _heads_and_width(cfg["model"])
     n, n_saves = int(run["n"]), int(run["n_saves"])
@@ -114,7 +141,9 @@ def check_simulate_memory(cfg: dict, available: int | None = None) -> int:
     }
     grown = {"[run] n": n / default["run"]["n"], "[run] n_saves": n_saves / default["run"]["n_saves"],
              "[model] d": d / default["model"]["d"]}
-    return _refuse_beyond(parts, grown, available)
+    total = _refuse_beyond(parts, grown, available)
+    check_disk(out, parts["[run] n_saves"][0], "its saves", free)
+    return total
 
 
 def _reference_parts(st: dict, d: int, n: int) -> tuple[dict, dict]:
@@ -137,7 +166,7 @@ def _reference_parts(st: dict, d: int, n: int) -> tuple[dict, dict]:
     return parts, grown
 
 
-def check_study_memory(cfg: dict, available: int | None = None) -> int:
+def check_study_memory(cfg: dict, available: int | None = None, out=None, free: int | None = None) -> int:
     """:func:`check_simulate_memory` for a study: its largest cell (``[study] n_values``, ``[study]
     n_saves``, ``[model] d``: its states, its saved positions, on which the distances to the reference
     are measured, and its heads), its cell records (``[study] n_seeds``; :func:`check_cells` first)
@@ -157,10 +186,13 @@ def check_study_memory(cfg: dict, available: int | None = None) -> int:
              "[study] n_saves": n_saves / default["study"]["n_saves"], "[model] d": d / default["model"]["d"],
              "[study] n_seeds": seeds / default["study"]["n_seeds"]}
     ref_parts, ref_grown = _reference_parts(st, d, n)
-    return _refuse_beyond({**parts, **ref_parts}, {**grown, **ref_grown}, available)
+    total = _refuse_beyond({**parts, **ref_parts}, {**grown, **ref_grown}, available)
+    check_disk(out, 2 * 8.0 * cells * n_saves * 4, f"4 numbers per save of each of {cells} cells, in the store "
+               "and in the output", free)
+    return total
 
 
-def check_sweep_memory(cfg: dict, available: int | None = None) -> int:
+def check_sweep_memory(cfg: dict, available: int | None = None, out=None, free: int | None = None) -> int:
     """:func:`check_simulate_memory` for a sweep's largest cell (``[sweep] grid.n_particles``,
     ``[sweep] n_saves``, ``[model] d`` or ``[sweep] grid.d``; the sweep's defaults where neither
     sets a value: 32 tokens, d = 3, one head) and its cell records (``[sweep] n_seeds``;
@@ -189,4 +221,8 @@ def check_sweep_memory(cfg: dict, available: int | None = None) -> int:
     default = SCHEMAS["sweep"]["sweep"]
     grown = {"[sweep] grid.n_particles": n / 32, "[sweep] n_saves": n_saves / default["n_saves"], d_key: d / 3,
              "[sweep] n_seeds": int(sw["n_seeds"]) / default["n_seeds"]}
-    return _refuse_beyond(parts, grown, available)
+    total = _refuse_beyond(parts, grown, available)
+    per_cell = len(sw["metrics"]) + 2  # (with kinetic and rate_residual)
+    check_disk(out, 2 * 8.0 * cells * n_saves * per_cell, f"{per_cell} numbers per save of each of {cells} cells, in "
+               "the store and in the output", free)
+    return total

@@ -21,8 +21,16 @@ The rules (each one tested in ``tests/test_cli_outputs.py``, the names in ``test
    of the user's files, an unrelated netCDF file, an unreadable file, an output of a headflow
    older than the stamp) is refused, ``--force`` or not, and left byte for byte as it was; for a
    zarr folder holding other files, the message names the first of them.
-3. **Atomic.** The dataset is written to ``<path>.part<pid>`` beside the target and renamed
-   over it: a reader sees the old output or the whole new one.
+3. **Atomic, checksummed, verified.** The dataset is written to ``<path>.part<pid>`` beside the target
+   with the storage library's checksum on every variable (Fletcher-32, CRC32C) and the digest of its
+   attrs and values in its ``headflow_sha256`` attr, flushed to disk, read back whole and verified,
+   and renamed over the target: a reader sees the old output or the whole new one.
+4. **Up to date only when verified.** An output of the same config is said up to date only after
+   every byte of it was read and verified (:func:`metrics.io.verify_dataset`); a damaged one is kept as
+   ``<path>.unreadable`` (a :class:`metrics.DamagedFileWarning` names it) and rebuilt, a sweep's or
+   study's from the verified cells of its store.
+5. **One link rule.** A symbolic link at the output path is refused, as the library refuses it
+   (:func:`metrics.io.symlink_problem`): headflow never writes through a link.
 """
 
 from __future__ import annotations
@@ -36,7 +44,10 @@ import warnings
 
 from ._config import ConfigError
 
-__all__ = ["check_output", "write_output", "output_stamp", "output_path"]
+__all__ = ["check_output", "write_output", "output_stamp", "output_path", "verify", "VERIFY_HELP"]
+
+VERIFY_HELP = ("read every byte of an output (netCDF or zarr), a cell or reference file, or a store folder, check it "
+               "against its checksums and say what is damaged (exit status 0 when nothing is, 1 otherwise)")
 
 #: attrs that :func:`metrics.provenance` writes into every dataset of the commands
 MARKER_ATTRS = ("headflow_version", "config")
@@ -182,9 +193,13 @@ def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool, cf
                           "store holds only zarr entries); headflow never replaces a folder with files it did not "
                           f"write, even with --force, and left it as it is. Move {name!r} out of the folder, or "
                           "choose another --out.")
-    if path.exists() or path.is_symlink():
-        if path.is_symlink() or (path.is_dir() != (fmt == "zarr")):
-            what = "a symbolic link" if path.is_symlink() else ("a folder" if path.is_dir() else "a regular file")
+    if path.is_symlink():
+        from metrics.io import symlink_problem
+
+        raise ConfigError(f"--out {symlink_problem(path)}; nothing was run.")
+    if path.exists():
+        if path.is_dir() != (fmt == "zarr"):
+            what = "a folder" if path.is_dir() else "a regular file"
             hint = f"e.g. {str(path / 'run.nc')!r}" if path.is_dir() and fmt == "netcdf" else "another path"
             raise ConfigError(
                 f"--out {str(path)!r} is {what}, but the {fmt} output is a {kind}; headflow never replaces what it "
@@ -198,40 +213,88 @@ def check_output(path: pathlib.Path, fmt: str, config_json: str, force: bool, cf
                 "that stamp has none either); headflow never replaces what it did not write, even with --force. "
                 "Choose another --out or move the file away.")
         if existing == config_json:
-            return True
-        if not force:
+            if _verified(path):
+                return True
+        elif not force:
             raise ConfigError(f"{str(path)!r} exists and was made from another config; pass --force to overwrite "
                               "it or choose another --out.")
     _check_parent(path)
     return False
 
 
+def _verified(path: pathlib.Path) -> bool:
+    """True when the output at ``path`` reads whole and matches its digest; else it is kept as
+    ``<path>.unreadable``, a warning names it, and False (the run rebuilds it)."""
+    from metrics import DamagedFileWarning
+    from metrics.io import set_aside, verify_dataset
+
+    why = verify_dataset(path)
+    if not why:
+        return True
+    kept = set_aside(path)
+    warnings.warn(f"{str(path)!r} has this config but {why}; it is rebuilt (from the verified cells of its store for a "
+                  f"sweep or a study), and the damaged output was kept as {kept.name!r}.", DamagedFileWarning,
+                  stacklevel=3)
+    return False
+
+
 def write_output(ds, path: pathlib.Path, fmt: str) -> None:
-    """Write ``ds`` atomically: to ``<path>.part<pid>``, then renamed over ``path``.
+    """Write ``ds`` atomically (:func:`metrics.io.atomic_write`): to ``<path>.part<pid>`` with a checksum on
+    every variable and its digest in its ``headflow_sha256`` attr, flushed, read back and verified, then
+    renamed over ``path``.
 
     ``path`` was cleared by :func:`check_output` before the run; it is checked again here, since
     the run may have taken hours: if something that is not headflow's appeared there meanwhile,
     the result stays in the part file and a :class:`ConfigError` says where.
     """
+    from metrics.io import DIGEST_ATTR, atomic_write, checksum_encoding, dataset_sha256, verify_dataset
+
     path.parent.mkdir(parents=True, exist_ok=True)
     ds.attrs[STAMP_ATTR] = output_stamp(ds.attrs["config"], ds.attrs["headflow_version"])
-    tmp = path.with_name(path.name + f".part{os.getpid()}")
-    if fmt == "zarr":
-        with warnings.catch_warnings():
-            # consolidated metadata is an extension of zarr's format 3 (zarr 3 warns so), but a store without it
-            # makes xr.open_zarr(path) print a long RuntimeWarning before it falls back
-            warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
-            ds.to_zarr(tmp, mode="w", consolidated=True)
-    else:
-        ds.to_netcdf(tmp)
-    exists = path.exists() or path.is_symlink()
-    if exists and (path.is_symlink() or path.is_dir() != (fmt == "zarr") or _headflow_config(path, fmt) is None):
-        raise ConfigError(f"{str(path)!r} appeared during the run and is not a headflow output; it was left as it "
-                          f"is and the result was saved as {str(tmp)!r}.")
-    if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside, then drop it
-        old = path.with_name(path.name + f".old{os.getpid()}")
-        os.replace(path, old)
-        os.replace(tmp, path)
-        shutil.rmtree(old)
-        return
-    os.replace(tmp, path)
+    ds.attrs[DIGEST_ATTR] = dataset_sha256(ds)
+    encoding = checksum_encoding(ds, fmt)
+
+    def write(tmp):
+        if fmt == "zarr":
+            with warnings.catch_warnings():
+                # consolidated metadata is an extension of zarr's format 3 (zarr 3 warns so), but a store without
+                # it makes xr.open_zarr(path) print a long RuntimeWarning before it falls back
+                warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+                ds.to_zarr(tmp, mode="w", consolidated=True, encoding=encoding)
+        else:
+            ds.to_netcdf(tmp, encoding=encoding)
+
+    def check(tmp):
+        why = verify_dataset(tmp)
+        if why:
+            raise OSError(f"the output written to {str(tmp)!r} {why} when read back; the storage did not keep what "
+                          f"was written, so {str(path)!r} was left as it was.")
+        exists = path.exists() or path.is_symlink()
+        if exists and (path.is_symlink() or path.is_dir() != (fmt == "zarr") or _headflow_config(path, fmt) is None):
+            raise _Appeared(f"{str(path)!r} appeared during the run and is not a headflow output; it was left as it "
+                            f"is and the result was saved as {str(tmp)!r}.")
+        if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside, then drop it
+            old = path.with_name(path.name + f".old{os.getpid()}")
+            os.replace(path, old)
+            shutil.rmtree(old)
+
+    atomic_write(path, write, before_rename=check, keep_on=(_Appeared,))
+
+
+class _Appeared(ConfigError):
+    """Something that is not headflow's appeared at the output path during the run (the part file is kept)."""
+
+
+def verify(path) -> int:
+    """``headflow verify PATH``: print :func:`metrics.verify`'s report; 0 when nothing is damaged, 1 when
+    something is, 2 when ``path`` does not exist."""
+    import sys
+
+    import metrics
+
+    if not os.path.exists(path):
+        print(f"headflow verify: error: {str(path)!r} does not exist.", file=sys.stderr)
+        return 2
+    report = metrics.verify(path)
+    print(report)
+    return 0 if report.ok else 1

@@ -1,8 +1,10 @@
 """What a resumable command says about its store folder: the finished cells it holds before a
-run, and how many cells the run computed (the others were read back)."""
+run, how many cells the run computed (the others were read back), and what was kept when Ctrl-C or a
+full disk stops it."""
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 
 
@@ -35,3 +37,25 @@ def _cell_stamps(store) -> dict:
 def computed_cells(store, before: dict) -> int:
     """The cell files a run wrote (new, or rewritten since ``before``)."""
     return sum(before.get(name) != stamp for name, stamp in _cell_stamps(store).items())
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a run; the message says what was kept and how to resume."""
+
+
+@contextlib.contextmanager
+def keeping(store):
+    """Ctrl-C or a full disk during a resumable run (or its output's write): say that the finished cells are
+    kept in ``store`` and how to resume."""
+    from metrics.io import DiskFullError
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; {kept(store)}") from None
+    except DiskFullError as exc:
+        raise DiskFullError(exc.errno, f"{exc} {kept(store)[0].upper()}{kept(store)[1:]}") from None
+
+
+def kept(store) -> str:
+    return f"{cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun the same command to resume."

@@ -1,4 +1,4 @@
-"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study``, ``info`` and ``flagship`` (the main job).
+"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study``, ``info``, ``verify`` and ``flagship`` (the main job).
 
 Each run command reads a TOML config (``headflow <command> --example`` prints a complete one),
 shows a tqdm progress bar and writes one dataset (netCDF, or zarr with ``--format zarr``)
@@ -45,9 +45,10 @@ from ._config import (  # noqa: F401  (the config API is part of this module's n
     load_config,
     toml_words,
 )
+from ._info import _print_info, info  # noqa: F401  (cli.info is public)
 from ._models import build_density, build_model, build_sweep_model, check_run
-from ._output import check_output, output_path, write_output
-from ._resume import cells_done, computed_cells, resume_note
+from ._output import VERIFY_HELP, check_output, output_path, verify, write_output
+from ._resume import Interrupted, computed_cells, keeping, resume_note
 from ._work import check_simulate_time, check_study_time, check_sweep_time
 from .scripts import add_arguments
 
@@ -115,7 +116,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
     path, fmt, config = _start(cfg, out, fmt, force)
     if path is None:
         return None
-    check_simulate_memory(cfg)
+    check_simulate_memory(cfg, out=path)
     model = build_model(cfg["model"])
     run, include = cfg["run"], check_run(cfg["run"])
     method, kappa = run["method"], float(run["kappa"])
@@ -160,32 +161,25 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
         raise ConfigError("[sweep] grid must be a non-empty table of parameter = [values].")
     if sw["engine"] not in ("serial", "process"):
         raise ConfigError(f"[sweep] engine must be 'serial' or 'process'; got {sw['engine']!r}.")
-    check_sweep_memory(cfg)
+    check_sweep_memory(cfg, out=path)
     check_sweep_time(cfg)  # before any cell: a sweep too long is refused, a long one says so
     model_fn, fixed = build_sweep_model(cfg["model"], sw["grid"])
     before = resume_note(store)
-    try:
+    with keeping(store):
         ds = metrics.run_sweep(
             sw["grid"], n_seeds=int(sw["n_seeds"]), seed=sw["seed"], t1=float(sw["t1"]), dt=float(sw["dt"]),
             n_saves=int(sw["n_saves"]), method=sw["method"], kappa=float(sw["kappa"]), metrics=tuple(sw["metrics"]),
             engine=sw["engine"], max_workers=sw["max_workers"], store=store, progress=progress,
             model_fn=model_fn, fixed=fixed or None,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
-                          "the same command to resume.") from None
-    ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
-    ds.attrs["config"] = to_json(config)
-    ds.attrs["title"] = "headflow sweep"
-    write_output(ds, path, fmt)
+        ds.attrs["sweep_config"] = ds.attrs["config"]  # run_sweep's own record of its arguments
+        ds.attrs["config"] = to_json(config)
+        ds.attrs["title"] = "headflow sweep"
+        write_output(ds, path, fmt)
     computed = computed_cells(store, before)
     print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1; {ds.success.size - computed} "
           f"reused, {computed} computed); cells kept in {store}")
     return ds
-
-
-class Interrupted(Exception):
-    """Ctrl-C during a run; the message says what was kept and how to resume."""
 
 
 def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):
@@ -203,7 +197,7 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
         kinds = " or ".join(f'"{k}"' for k in MEAN_FIELD_KINDS)
         raise ConfigError(f"[model] kind = {cfg['model']['kind']!r}: the study needs {kinds} (the kinds the mean-field "
                           "solvers accept).")
-    check_study_memory(cfg)
+    check_study_memory(cfg, out=path)
     model = build_model(cfg["model"], study=True)
     st = cfg["study"]
     if st["dt"] > st["t1"]:
@@ -212,62 +206,21 @@ def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bo
     check_study_time(cfg, model)
     store = st["store"] or str(path) + ".cells"
     before = resume_note(store)
-    try:
+    with keeping(store):
         ds = metrics.mean_field_limit_study(
             model, rho, n_values=tuple(st["n_values"]), n_seeds=st["n_seeds"], t1=st["t1"], n_saves=st["n_saves"],
             m_grid=st["m_grid"], dt=st["dt"], seed=st["seed"], kappa=st["kappa"], n_reference=st["n_reference"],
             n_projections=st["n_projections"], sampling=st["sampling"], engine=st["engine"],
             max_workers=st["max_workers"], store=store, progress=progress,
         )
-    except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; {cells_done(store)[0]} finished cell file(s) are kept in {store}: rerun "
-                          "the same command to resume.") from None
-    ds.attrs["study_config"] = ds.attrs["config"]
-    ds.attrs["config"] = to_json(config)
-    ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
-    ds.attrs["density"] = repr(rho)
-    write_output(ds, path, fmt)
+        ds.attrs["study_config"] = ds.attrs["config"]
+        ds.attrs["config"] = to_json(config)
+        ds.attrs["title"] = f"headflow study: particles against the mean-field reference on S^{model.d - 1}"
+        ds.attrs["density"] = repr(rho)
+        write_output(ds, path, fmt)
     print(f"wrote {path} ({computed_cells(store, before)} cell(s) computed); cells kept in {store}")
     print(metrics.limit_study_table(ds))
     return ds
-
-
-def info() -> dict:
-    """``headflow info``: versions, thread counts and the available summation paths."""
-    from metrics import dependency_versions, summation_paths
-    from particles import num_threads
-
-    threads = {"cpu_count": os.cpu_count(), "headflow_threads": num_threads()}
-    for var in ("HEADFLOW_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        threads[var] = os.environ.get(var, "unset")
-    try:
-        from threadpoolctl import threadpool_info
-
-        threads["pools"] = [f"{p.get('internal_api')} ({p.get('user_api')}): {p.get('num_threads')}"
-                            for p in threadpool_info()]
-    except ImportError:
-        threads["pools"] = ["threadpoolctl not installed"]
-    return {"versions": dependency_versions(), "threads": threads, "summation": summation_paths(check_import=True)}
-
-
-def _print_info(data: dict) -> None:
-    print("headflow", data["versions"]["headflow"])
-    print("\nversions")
-    for k, v in data["versions"].items():
-        print(f"  {k:20s} {v}")
-    print("\nthreads")
-    for k, v in data["threads"].items():
-        if k == "pools":
-            for pool in v:
-                print(f"  {'pool':20s} {pool}")
-        else:
-            print(f"  {k:20s} {v}")
-    print("\nsummation paths")
-    notes = {"exact": 'blocked exact pass, O(n^2) work, error bound 0 (summation="exact")',
-             "finufft": 'NUFFT routes of summation="fast"/"auto", error bound tol (needs the finufft package)',
-             "ducc0": 'faster NUFFT for those routes and the S^2 transforms (pip install "headflow[sht]")'}
-    for k, ok in data["summation"].items():
-        print(f"  {k:20s} {'available' if ok else 'NOT available'}   {notes.get(k, '')}")
 
 
 # ---------------------------------------------------------------- entry point
@@ -277,7 +230,8 @@ _RUNNERS = {"simulate": run_simulate, "sweep": run_sweep_config, "study": run_st
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="headflow", description="Multi-head attention dynamics on the sphere.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{simulate,sweep,study,info,flagship}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{simulate,sweep,study,info,verify,flagship}")
     helps = {"simulate": "one particle run", "sweep": "a resumable grid x seeds sweep",
              "study": "particles against the mean-field reference on S^{d-1} (resumable)"}
     for name, text in helps.items():
@@ -290,6 +244,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--example", action="store_true", help="print a complete example config and exit")
     p = sub.add_parser("info", help="versions, threads and summation paths")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("verify", help=VERIFY_HELP, description=f"headflow verify: {VERIFY_HELP}.")
+    p.add_argument("path", help="output file or folder, or store folder")
     text = "the flagship study (datasets and figures; the README's main job, no repository needed)"
     add_arguments(sub.add_parser("flagship", help=text, description=f"headflow flagship: {text}."))
     return parser
@@ -319,6 +275,8 @@ def main(argv=None) -> int:
         data = info()
         print(json.dumps(data, indent=2)) if args.json else _print_info(data)
         return 0
+    if args.command == "verify":
+        return verify(args.path)
     if args.command == "flagship":
         from .flagship import main as flagship
         flagship(["--out", args.out] + (["--quick"] if args.quick else []))
@@ -330,6 +288,8 @@ def main(argv=None) -> int:
         print(f"headflow {args.command}: error: give a config file (`headflow {args.command} --example` prints one).",
               file=sys.stderr)
         return 2
+    from metrics.io import DiskFullError
+
     try:
         cfg = load_config(args.command, pathlib.Path(args.config))
         with _plain_warnings(args.command):
@@ -344,6 +304,9 @@ def main(argv=None) -> int:
     except Interrupted as exc:
         print(f"\nheadflow {args.command}: {exc}", file=sys.stderr)
         return 130
+    except DiskFullError as exc:  # a full disk, a quota or a size limit: the path, and what was kept
+        print(f"headflow {args.command}: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # the reader of the output went away (`| head`, `| grep -q`): stop without a traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (and none at the exit's flush)
         return 141

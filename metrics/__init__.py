@@ -54,9 +54,11 @@ from ._observables.transport import (
     wasserstein,
 )
 from ._runs.failures import FailedCellWarning
+from ._runs.integrity import DamagedFileWarning
 from ._runs.models import SweepModel
 from ._runs.store import StoreMigrationWarning
 from ._runs.sweep import SWEEP_PARAMS, CellWarning, default_model, run_sweep
+from ._runs.verify import VerifyReport, verify
 from ._statistics.horizon import (
     ResolutionWarning,
     breakdown_law_cdf,
@@ -152,6 +154,9 @@ __all__ = [
     "CellWarning",
     "FailedCellWarning",
     "StoreMigrationWarning",
+    "verify",
+    "VerifyReport",
+    "DamagedFileWarning",
     "AttnAccessor",
     "VARIABLES",
     "CURVES",

@@ -136,7 +136,8 @@ def test_force_replaces_headflows_own_output(tmp_path, capsys, fmt):
 
 
 def test_store_of_user_files_is_used_and_left_alone(tmp_path, capsys):
-    """A store folder that already holds the user's files: the cells go beside them."""
+    """A store folder that already holds the user's files: the cells (and the store's index and its lock)
+    go beside them."""
     store = _user_files(tmp_path / "cells")
     before = _snapshot(store)
     cfg = tmp_path / "sweep.toml"
@@ -144,7 +145,9 @@ def test_store_of_user_files_is_used_and_left_alone(tmp_path, capsys):
     assert cli.main(["sweep", str(cfg), "--out", str(tmp_path / "s.nc"), "--no-progress", "--force"]) == 0
     after = _snapshot(store)
     assert {k: v for k, v in after.items() if k in before} == before
-    assert all(pathlib.Path(k).name.startswith("cell_") for k in set(after) - set(before))
+    index = {"headflow_index.jsonl", "headflow_index.lock"}
+    assert all(pathlib.Path(k).name.startswith("cell_") or pathlib.Path(k).name in index
+               for k in set(after) - set(before))
 
 
 def test_out_under_a_regular_file_is_refused_before_work(tmp_path, capsys):

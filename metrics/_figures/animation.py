@@ -31,6 +31,7 @@ from particles.validation import (
 )
 
 from .._data.dataset import time_index
+from .._runs.integrity import atomic_write, symlink_problem
 from .._runs.progress import progress_bar
 from .plotting import AX, label_axes
 from .sphere_view import (  # noqa: F401  (MARKER_EPS, _AREA_MAX, _view, _screen: the drawing, tested here)
@@ -215,10 +216,8 @@ def _output_problem(path: pathlib.Path) -> str:
     """Why an animation cannot be written at ``path`` (checked before any frame is drawn), or ''."""
     from particles.extend import unwritable
 
-    if path.is_symlink() and not path.exists():  # writing goes to the link's target: check that instead
-        target = pathlib.Path(os.path.realpath(path))
-        why = "it links back to itself" if target.is_symlink() else _output_problem(target)
-        return why and f"{str(path)!r} is a symbolic link to {str(target)!r}, and {why}"
+    if path.is_symlink():  # the library's and the command line's one link rule
+        return symlink_problem(path)
     if path.is_dir():
         return f"{str(path)!r} is a folder; pass a file path in it, e.g. {str(path / ('tokens' + path.suffix))!r}"
     if path.is_file() and MARK not in path.read_bytes():  # (a GIF's comment extension, an MP4's metadata box)
@@ -317,11 +316,15 @@ def animate(ds: xr.Dataset, path, *, fps: int = 12, stride: int = 1, dpi: int = 
     writer = _writer(path, fps)
     fig, frames = sphere_frames(ds, size=size, stride=stride, elev=elev, azim=azim, title=title, marker=marker)
     bar = progress_bar(progress, total=n_frames, desc="animation", unit="frame")
-    try:
-        with writer.saving(fig, str(path), dpi):
+
+    def write(tmp):  # (to a part file beside it, flushed and renamed: a full disk never leaves half an animation)
+        with writer.saving(fig, str(tmp), dpi):
             for _ in frames:
                 bar is None or bar.update(1)
                 writer.grab_frame()
+
+    try:
+        atomic_write(path, write, keep_suffix=True)
     finally:
         bar is None or bar.close()
         _pyplot().close(fig)

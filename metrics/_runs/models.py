@@ -13,7 +13,10 @@ from particles import MultiHead
 from particles.extend import MODEL_FIELDS, OPTION_FIELDS
 from particles.validation import NONE, AnyOf, InvalidParameterError, check_instance, declare
 
-__all__ = ["SweepModel", "random_heads", "scalar_heads", "check_cell_model", "describe_model_fn"]
+from .._data.provenance import model_attrs
+
+__all__ = ["SweepModel", "random_heads", "scalar_heads", "check_cell_model", "describe_model_fn", "cell_streams",
+           "model_now"]
 
 #: the MultiHead options a SweepModel fixes (beta and kind are each cell's parameters)
 SWEEP_OPTIONS = {k: v for k, v in OPTION_FIELDS.items() if k not in ("beta", "kind")}
@@ -143,3 +146,36 @@ def describe_model_fn(model_fn) -> str:
     name = getattr(model_fn, "__qualname__", None) or repr(model_fn)
     module = getattr(model_fn, "__module__", "?")
     return f"{KEY_MODULES.get(module, module)}.{name}"
+
+
+def cell_streams(settings: dict, seed_index: int) -> list:
+    """The random streams of a cell: its tokens, its model and its noise."""
+    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
+    return [np.random.default_rng(s) for s in ss.spawn(3)]
+
+
+def _same(a, b) -> bool:
+    """Two models' attrs (as JSON reads them) agree: the same fields, numbers within 1e-9 (relative)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return bool(np.isclose(a, b, rtol=1e-9, atol=0.0, equal_nan=True))
+    return a == b
+
+
+def model_now(cells, settings: dict, model_fn):
+    """``current`` of :func:`metrics._runs.store.load_finished` for :func:`metrics.run_sweep`: a stored cell
+    whose ``model`` attr is not the model ``model_fn`` builds for its parameters today (its body or its data
+    changed) is stale."""
+    def current(idx, ds) -> str:
+        _, s, params = cells[idx]
+        if "model" not in ds.attrs:
+            return ""
+        now = json.loads(json.dumps(model_attrs(model_fn(params, cell_streams(settings, s)[1]))))
+        if _same(json.loads(ds.attrs["model"]), now):
+            return ""
+        return ("holds a model other than the one model_fn builds for its parameters today (model_fn or its data "
+                "changed)")
+    return current

@@ -2,9 +2,12 @@
 
 A cell's file name comes from the SHA-256 of everything that determines it (its
 ``cell_key``); the file carries that key, the SHA-256 of its content and the headflow
-version that wrote it, and is written atomically (to ``<name>.part<pid>``, then renamed), so a
-killed run never leaves a file that looks complete. :func:`atomic_to_netcdf` is the one atomic
-write of the package (datasets of the CLI and the studies use it too).
+version that wrote it, and is written atomically (to ``<name>.part<pid>``, flushed, then renamed), so
+a killed run never leaves a file that looks complete. The store's index
+(:class:`metrics._runs.integrity.StoreIndex`) records the digest of each cell's and cached reference's
+attrs and values, and the part files headflow writes through (only those are ever removed).
+:func:`atomic_to_netcdf` is the one atomic netCDF write of the package (with Fletcher-32 on every
+variable); :func:`metrics._runs.integrity.atomic_write` the one atomic write of any file.
 """
 
 from __future__ import annotations
@@ -23,25 +26,38 @@ from particles import __version__
 from particles.extend import unwritable
 from particles.validation import InvalidParameterError
 
+from .integrity import StoreIndex, atomic_write, checksum_encoding, dataset_sha256, part_path
+
 __all__ = ["atomic_to_netcdf", "stamp_cell", "open_store", "load_finished", "stored_cells", "CellWarning",
-           "StoreMigrationWarning", "reference_path", "migrate_reference"]
+           "StoreMigrationWarning", "reference_path", "migrate_reference", "read_reference"]
 
 
 class CellWarning(UserWarning):
-    """A stored sweep cell failed verification (or could not be read) and is recomputed."""
+    """A stored sweep cell or cached reference failed verification (or could not be read, or no longer
+    holds what its parameters give) and is recomputed."""
 
 
 class StoreMigrationWarning(UserWarning):
     """Cells of an earlier key format were found in a store and renamed to today's names (once)."""
 
 
-def atomic_to_netcdf(ds: xr.Dataset, path) -> None:
-    """Write ``ds`` to ``path`` through ``<path>.part<pid>`` and an atomic rename: a reader sees
-    the old file or the whole new one, and a killed writer leaves only a part file."""
+def atomic_to_netcdf(ds: xr.Dataset, path, index: bool = False) -> None:
+    """Write ``ds`` to ``path`` through ``<path>.part<pid>``, flushed to disk, and an atomic rename: a
+    reader sees the old file or the whole new one, and a killed writer leaves only a part file. Every
+    variable carries HDF5's Fletcher-32 checksum. ``index``: ``path`` is a file of a store, whose index
+    records the part file before it is written and the digest of the file read back before the rename."""
     path = pathlib.Path(path)
-    tmp = path.with_name(path.name + f".part{os.getpid()}")
-    ds.to_netcdf(tmp, engine="netcdf4")
-    os.replace(tmp, path)
+    book = StoreIndex(path.parent) if index else None
+    if book is not None:
+        book.record(path.name, "", part_path(path).name)
+
+    def read_back(tmp):
+        if book is not None:
+            with xr.open_dataset(tmp, engine="netcdf4") as back:
+                book.record(path.name, dataset_sha256(back.load()), tmp.name)
+
+    atomic_write(path, lambda tmp: ds.to_netcdf(tmp, engine="netcdf4", encoding=checksum_encoding(ds, "netcdf")),
+                 before_rename=read_back)
 
 
 def stamp_cell(ds: xr.Dataset, key: str, path=None) -> xr.Dataset:
@@ -52,7 +68,7 @@ def stamp_cell(ds: xr.Dataset, key: str, path=None) -> xr.Dataset:
     ds.attrs.setdefault("failure_message", "")
     ds.attrs["content_sha256"] = _content_sha256(ds)
     if path is not None:
-        atomic_to_netcdf(ds, path)
+        atomic_to_netcdf(ds, path, index=True)
     return ds
 
 
@@ -73,20 +89,25 @@ def _content_sha256(ds: xr.Dataset) -> str:
     return h.hexdigest()
 
 
-def _verified_cell(path: pathlib.Path, key: str):
+def _verified_cell(path: pathlib.Path, key: str, digests: dict):
     """The stored cell at ``path`` if it is this cell's and intact, else (None, reason, ours).
 
-    ``ours`` is False when the file does not open as a netCDF dataset carrying a ``cell_key``
-    attr: headflow did not write it (or it was damaged beyond recognition), so it must be set
-    aside, never removed.
+    ``ours`` is False when the file is not a cell headflow wrote as it was written (it does not open,
+    carries no ``cell_key`` attr, or fails the digest recorded in the store's index ``digests``): its
+    bytes must be set aside, never removed. A cell of this version that the index does not know
+    (written before the index) is checked by its own ``content_sha256`` and recorded.
     """
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
             ds = ds.load()
-    except Exception as exc:  # unreadable or truncated: whatever the netCDF library says
+    except Exception as exc:  # unreadable, truncated or failing its Fletcher-32 checksum
         return None, f"cannot be read ({type(exc).__name__}: {exc})", False
     if "cell_key" not in ds.attrs:
         return None, "is not a cell headflow wrote (no cell_key attr)", False
+    recorded = digests.get(path.name)
+    if recorded and recorded != dataset_sha256(ds):
+        return None, ("fails its checksum recorded in the store's index (its values or attrs were changed, or the "
+                      "file is damaged)"), False
     if ds.attrs.get("cell_key") != key:
         return None, f"belongs to another cell (cell_key {str(ds.attrs.get('cell_key'))[:16]}...)", True
     written_by = ds.attrs.get("headflow_version", "an unknown version")
@@ -94,7 +115,9 @@ def _verified_cell(path: pathlib.Path, key: str):
         # its checksum may hold, but another version's numerics or schema must not mix into this dataset
         return None, f"was written by headflow {written_by} (this is {__version__})", True
     if ds.attrs.get("content_sha256") != _content_sha256(ds):
-        return None, "fails its content checksum (values were changed or the file is corrupted)", True
+        return None, "fails its content checksum (values were changed or the file is corrupted)", False
+    if not recorded:
+        StoreIndex(path.parent).record(path.name, dataset_sha256(ds), "")
     return ds, "", True
 
 
@@ -123,14 +146,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _clean_stale_parts(store: pathlib.Path) -> list:
-    """Remove ``cell_*.nc.part<pid>`` files whose writer process is dead; return their names."""
-    removed = []
-    for part in store.glob("cell_*.nc.part*"):
-        m = re.fullmatch(r".*\.part(\d+)", part.name)
-        if m and not _pid_alive(int(m.group(1))):
-            part.unlink(missing_ok=True)
-            removed.append(part.name)
-    return removed
+    """Remove the part files the store's index records whose writer process is dead (never a file
+    merely named like one); return their names."""
+    return StoreIndex(store).compact(_pid_alive)
 
 
 def open_store(store, caller: str) -> pathlib.Path:
@@ -190,20 +208,26 @@ def stored_cells(store) -> tuple[int, list]:
     return ours, foreign
 
 
-def load_finished(store, caller, cells, keys, paths, legacy=None) -> dict:
-    """The cells already in the store that pass verification; the others are removed (a warning
-    names each) and recomputed. ``legacy``: (keys, paths) of the same cells under an earlier key
-    format; such a cell is migrated (restamped with today's key, written under today's name, the old
-    file removed) and a :class:`StoreMigrationWarning` says how many were."""
+def load_finished(store, caller, cells, keys, paths, legacy=None, current=None) -> dict:
+    """The cells already in the store that pass verification; the others are recomputed, with a
+    warning naming each: a damaged one (unreadable, failing a checksum) or a file headflow did not
+    write is kept as ``<name>.unreadable``, headflow's own stale cell is removed. ``current(idx, ds)``:
+    why a verified cell no longer holds what its parameters give today (e.g. its model), or ''.
+    ``legacy``: (keys, paths) of the same cells under an earlier key format; such a cell is migrated
+    (restamped with today's key, written under today's name, the old file removed) and a
+    :class:`StoreMigrationWarning` says how many were."""
     folder = open_store(store, caller)
     _clean_stale_parts(folder)
+    digests = StoreIndex(folder).digests()
     results, migrated = {}, 0
     for idx, path in enumerate(paths):
         if not os.path.exists(path) and legacy is not None and os.path.exists(legacy[1][idx]):
-            migrated += _migrate(pathlib.Path(legacy[1][idx]), legacy[0][idx], keys[idx], path)
+            migrated += _migrate(pathlib.Path(legacy[1][idx]), legacy[0][idx], keys[idx], path, digests)
         if not os.path.exists(path):
             continue
-        ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx])
+        ds, reason, ours = _verified_cell(pathlib.Path(path), keys[idx], digests)
+        if ds is not None and current is not None and (reason := current(idx, ds)):
+            ds, ours = None, True
         if ds is None:
             # headflow's own stale cell is replaced; anything else keeps its bytes under another name
             kept = "" if ours else f" (the file was kept as {set_aside(pathlib.Path(path)).name})"
@@ -220,15 +244,36 @@ def load_finished(store, caller, cells, keys, paths, legacy=None) -> dict:
     return results
 
 
-def _migrate(old: pathlib.Path, old_key: str, key: str, path) -> int:
+def _migrate(old: pathlib.Path, old_key: str, key: str, path, digests: dict) -> int:
     """Restamp a verified cell of the earlier key format with ``key`` and move it to ``path`` (1), or
     leave an unverified one alone (0: today's cell is computed, the old file stays for the user)."""
-    ds, _, _ = _verified_cell(old, old_key)
+    ds, _, _ = _verified_cell(old, old_key, digests)
     if ds is None:
         return 0
     stamp_cell(ds, key, path)
     old.unlink()
     return 1
+
+
+def read_reference(path: pathlib.Path, text: str):
+    """The cached reference at ``path`` when it is intact (readable, its digest the one the store's index
+    records) and of the key ``text``, else None; a damaged one is kept as ``<name>.unreadable`` and a
+    :class:`CellWarning` names it."""
+    if not path.exists():
+        return None
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            ds = ds.load()
+        recorded = StoreIndex(path.parent).digests().get(path.name)
+        reason = "" if recorded in (None, dataset_sha256(ds)) else "fails its checksum recorded in the store's index"
+    except Exception as exc:  # unreadable, truncated or failing its Fletcher-32 checksum
+        ds, reason = None, f"cannot be read ({type(exc).__name__}: {exc})"
+    if reason:
+        kept = set_aside(path).name
+        warnings.warn(f"the cached reference {path.name} in {str(path.parent)!r} {reason}; recomputing it (the "
+                      f"damaged file was kept as {kept}).", CellWarning, stacklevel=4)
+        return None
+    return ds if ds.attrs.get("reference_key") == text else None
 
 
 def reference_path(store, text: str) -> pathlib.Path:
@@ -250,7 +295,7 @@ def migrate_reference(key: dict, rho_grid, store) -> dict:
             ds = ds.load()
         if ds.attrs.get("reference_key") == legacy:
             ds.attrs["reference_key"] = text
-            atomic_to_netcdf(ds, new)
+            atomic_to_netcdf(ds, new, index=True)
             old.unlink()
             warnings.warn(f"the cached reference {old.name} in {str(store)!r} had a name of the earlier key format "
                           f"(the density's raw bytes); it was renamed to {new.name}, once, and is used as it is.",

@@ -11,16 +11,15 @@ Contract:
    seed index gives the same draw whatever the other parameters; ``entropy`` is stored in
    the attrs.
 2. **Incremental and resumable.** With ``store=DIR`` each finished cell is written to its
-   own netCDF file (written to ``<name>.part<pid>``, then renamed, so a killed run never
-   leaves a file that looks complete); a rerun loads the finished cells and computes only
-   the rest. Part files left by dead writers are removed when a sweep starts.
-3. **Verified.** Every cell file carries in its attrs the hash of its parameters
-   (``cell_key``: parameters, seed index and settings) and the SHA-256 of its content
-   (``content_sha256``: names, dims, dtypes and bytes of every variable). Resume checks
-   both, and the ``headflow_version`` that wrote it; a file that fails (unreadable, another
-   cell's file, values edited, another version) is recomputed, with a :class:`CellWarning`
-   naming it. The folder is checked before any work (not a file, creatable, writable); other
-   files in it are never read or touched.
+   own netCDF file (to ``<name>.part<pid>``, flushed, then renamed, so a killed run never leaves
+   a file that looks complete); a rerun loads the finished cells and computes only the rest. The
+   parts of dead writers that the store's index records are removed (no other file is).
+3. **Verified.** A cell file carries the hash of its parameters (``cell_key``) and the SHA-256 of
+   its values (``content_sha256``), every variable HDF5's Fletcher-32 checksum, and the store's
+   index the digest of its attrs and values. Resume checks them, the ``headflow_version`` that
+   wrote it and that its ``model`` is what ``model_fn`` builds today; a file that fails is
+   recomputed, with a :class:`CellWarning` naming it (a damaged one kept as ``.unreadable``). The
+   folder is checked before any work (not a file, creatable, writable); other files are left alone.
 4. **Failures are data.** A cell whose simulation fails (:class:`particles.SolverError`,
    e.g. an overflowing USA head) is recorded with ``success = 0``, NaN rows after the last
    finite save and its message in ``failure_message``; it does not abort the sweep.
@@ -56,6 +55,7 @@ from particles.validation import (
 
 from .._data.provenance import model_attrs, provenance
 from .._observables.registry import METRICS
+from . import models as M
 from . import params as P
 from .assemble import assemble as _assemble
 from .cells import columns_dataset
@@ -106,8 +106,7 @@ def default_model(params: dict, rng: np.random.Generator) -> MultiHead:
 def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, key: str = "") -> xr.Dataset:
     """Simulate one cell and return its Dataset (dims: time); write it to ``path`` if given
     (with its ``cell_key`` and ``content_sha256`` attrs)."""
-    ss = np.random.SeedSequence(settings["entropy"], spawn_key=(seed_index,))
-    rng_init, rng_model, rng_noise = (np.random.default_rng(s) for s in ss.spawn(3))
+    rng_init, rng_model, rng_noise = M.cell_streams(settings, seed_index)
     model = check_cell_model(settings["model_fn"](params, rng_model), params)
     x0 = sample_uniform(int(params["n_particles"]), d=int(params["d"]), rng=rng_init)
     names = settings["metrics"]
@@ -240,8 +239,8 @@ def run_sweep(
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else load_finished(store, caller, cells, keys, paths,
-                                                     _legacy(cells, key_settings, cell_settings, store))
+    results = {} if store is None else load_finished(store, caller, cells, keys, paths, _legacy(
+        cells, key_settings, cell_settings, store), current=None if cell_fn else M.model_now(cells, settings, model_fn))
     todo = [idx for idx in range(len(cells)) if idx not in results]
     bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
                        desc=settings.get("progress_label", "sweep"))

@@ -24,7 +24,7 @@ from .._observables.harmonics import sliced_w2_to_uniform_s2
 from .._observables.reference_transport import SlicedReference, circle_quantile_atoms, circle_wasserstein
 from .._runs.keys import density_key
 from .._runs.progress import progress_step
-from .._runs.store import atomic_to_netcdf, migrate_reference, reference_path
+from .._runs.store import atomic_to_netcdf, migrate_reference, read_reference, reference_path
 from .spec import particle_method
 
 __all__ = ["setup_reference", "measure_entropy", "sample_grid_measure", "CircleReference", "SphereReference",
@@ -268,12 +268,10 @@ def _cached_reference(key: dict, ts, store, build, dims: dict, log_time_scale: f
     path = None
     if store is not None:
         path = reference_path(store, text)
-        if path.exists():
-            with xr.open_dataset(path) as ds:
-                ds = ds.load()
-            if ds.attrs.get("reference_key") == text:
-                out = {v: ds[v].values for v in ds.data_vars}
-                return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
+        ds = read_reference(path, text)
+        if ds is not None:
+            out = {v: ds[v].values for v in ds.data_vars}
+            return dict(out, seconds=float(ds.attrs["build_seconds"]), cached=True, file=str(path))
     t0 = _time.perf_counter()
     out = build()
     seconds = _time.perf_counter() - t0
@@ -287,7 +285,7 @@ def _cached_reference(key: dict, ts, store, build, dims: dict, log_time_scale: f
         ds = xr.Dataset(data, coords={"time": time_coord(ts, log_time_scale)},
                         attrs={"title": "headflow mean-field limit study: cached reference",
                                "reference_key": text, "build_seconds": float(seconds)})
-        atomic_to_netcdf(ds, path)
+        atomic_to_netcdf(ds, path, index=True)
     return dict(out, seconds=seconds, cached=False, file="" if path is None else str(path))
 
 

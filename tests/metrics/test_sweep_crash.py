@@ -20,6 +20,7 @@ import pytest
 import xarray as xr
 
 from metrics import CellWarning, run_sweep
+from metrics._runs.integrity import StoreIndex
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
 
@@ -119,16 +120,19 @@ def test_sigkill_parent_then_corrupt_and_resume(tmp_path, reference):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     stale = store / f"{cells[4].name}.part{int(dead.stdout)}"
     stale.write_bytes(b"half a cell")
+    StoreIndex(store).record(cells[4].name, "", stale.name)  # (only a part the index records is headflow's)
     with pytest.warns(CellWarning) as record:
         again = run_sweep(GRID, store=store, **KW)
     messages = " ".join(str(w.message) for w in record)
-    assert "checksum" in messages and "another cell" in messages and "cannot be read" in messages
+    # (the copied cell fails the digest the store's index records for its name before its key is read)
+    assert messages.count("checksum") == 2 and "cannot be read" in messages
     for cell in (cells[0], cells[1], cells[3]):
         assert cell.name in messages
     assert len(record) == 3  # the three broken cells, no false alarm
     assert not stale.exists()
     # the unreadable file was not headflow's to delete: its bytes are kept beside the recomputed cell
     assert (store / f"{cells[3].name}.unreadable").read_bytes() == truncated
+    assert (store / f"{cells[0].name}.unreadable").exists() and (store / f"{cells[1].name}.unreadable").exists()
     xr.testing.assert_identical(again, reference)
     # and the recomputed files verify: a third run warns about nothing
     with warnings.catch_warnings():
