@@ -1,4 +1,4 @@
-"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study``, ``info``, ``verify`` and ``flagship`` (the main job).
+"""The ``headflow`` command line: ``simulate``, ``sweep``, ``study``, ``info``, ``verify``, ``flagship`` (the main job).
 
 Each run command reads a TOML config (``headflow <command> --example`` prints a complete one),
 shows a tqdm progress bar and writes one dataset (netCDF, or zarr with ``--format zarr``)
