@@ -166,7 +166,7 @@ def test_animate_refuses_a_symlink_and_writes_atomically(tmp_path, monkeypatch):
     model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="softmax")
     import particles
 
-    x0 = particles.sample_uniform(6, 3, np.random.default_rng(0))
+    x0 = particles.sample_uniform(6, d=3, rng=np.random.default_rng(0))
     traj = particles.simulate(x0, model, t1=0.2, dt=0.1, save=particles.SaveAt(ts=np.linspace(0, 0.2, 3)))
     ds = metrics.trajectory_to_dataset(traj, model)
     other = metrics.animate(ds, tmp_path / "other.gif", dpi=20)
