@@ -53,6 +53,7 @@ from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
 from ._dynamics.solve import simulate, tqdm_class
 from ._dynamics.steppers import STEPPERS
+from ._kinds import Sigmoid
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
 from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers
@@ -85,6 +86,7 @@ __all__ = [
     "equiangular_tokens",
     "orthogonal_tokens",
     "KINDS",
+    "Sigmoid",
     "UPDATES",
     "TimeDependent",
     "simulate_layers",

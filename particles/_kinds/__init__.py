@@ -1,0 +1,7 @@
+"""Attention kinds added through the public extension point (:mod:`particles.extend`): each module
+defines one :class:`~particles.extend.Kind` and registers it once (docs/architecture.md, "Where to
+add")."""
+
+from .sigmoid import Sigmoid
+
+__all__ = ["Sigmoid"]
