@@ -71,6 +71,8 @@ def test_mean_field_is_the_lagrangian_scheme(rng):
     x = sample_uniform(n, d, rng)
     # n atoms of mass 1/n: the particle velocity (the pass weighs atom j by n w_j)
     np.testing.assert_allclose(mf.measure_velocity(model, x), model.velocity(x), rtol=1e-12, atol=1e-14)
+    biased = model.replace(kind=Sigmoid(bias=-1.0))  # a kind with parameters is asked by its name
+    np.testing.assert_allclose(mf.measure_velocity(biased, x), biased.velocity(x), rtol=1e-12, atol=1e-14)
     res = mf.wasserstein_ascent(mf.EmpiricalMeasure(x), model, t1=0.5, n_saves=3, dt=0.05)
     traj = simulate(x, model, t1=0.5, dt=0.05, save=SaveAt(ts=[0.0, 0.25, 0.5]))
     np.testing.assert_allclose(res.points, traj.x, rtol=0, atol=1e-12)
