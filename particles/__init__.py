@@ -53,7 +53,7 @@ from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
 from ._dynamics.solve import simulate, tqdm_class
 from ._dynamics.steppers import STEPPERS
-from ._kinds import Sigmoid
+from ._kinds import Sigmoid, Sinkhorn
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
 from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers
@@ -87,6 +87,7 @@ __all__ = [
     "orthogonal_tokens",
     "KINDS",
     "Sigmoid",
+    "Sinkhorn",
     "UPDATES",
     "TimeDependent",
     "simulate_layers",

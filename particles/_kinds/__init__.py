@@ -3,5 +3,6 @@ defines one :class:`~particles.extend.Kind` and registers it once (docs/architec
 add")."""
 
 from .sigmoid import Sigmoid
+from .sinkhorn import Sinkhorn
 
-__all__ = ["Sigmoid"]
+__all__ = ["Sigmoid", "Sinkhorn"]
