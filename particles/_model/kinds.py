@@ -101,6 +101,11 @@ class Kind:
         return not isinstance(self.fast, Refusal)
 
     @property
+    def has_energy(self) -> bool:
+        """It states an energy (its ``energy`` is no :class:`Refusal`)."""
+        return not isinstance(self.energy, Refusal)
+
+    @property
     def shares_energy_sums(self) -> bool:
         """Its attention sums are the exponential sums that define the energies (E_h, entropies)."""
         return False

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 import meanfield as mf
 from particles import Ensemble, MultiHead, SaveAt, Sinkhorn, SolverError, sample_uniform, simulate
-from particles._kinds.sinkhorn import sinkhorn_plan
 from particles.validation import InvalidParameterError
 from tests.helpers import random_symmetric
 from tests.particles.test_energy import flow_derivative
@@ -33,10 +32,10 @@ def test_plan_rows_and_columns(n, beta, k, seed):
     rng = np.random.default_rng(seed)
     x = sample_uniform(n, 3, rng)
     logits = beta * x @ random_symmetric(rng, 1, 3)[0] @ x.T
-    A = sinkhorn_plan(logits, k)
+    A = Sinkhorn(iterations=k).plan(logits)
     assert np.all(np.isfinite(A)) and np.all(A >= 0)
     np.testing.assert_allclose(A.sum(axis=1 if k % 2 else 0), 1.0, atol=1e-12)
-    tight = sinkhorn_plan(np.clip(logits, -3, 3), 10_000, tol=1e-10)
+    tight = Sinkhorn(iterations=10_000, tol=1e-10).plan(np.clip(logits, -3, 3))
     np.testing.assert_allclose(tight.sum(axis=1), 1.0, atol=1e-12)
     np.testing.assert_allclose(tight.sum(axis=0), 1.0, atol=1e-10)
 
