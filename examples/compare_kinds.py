@@ -1,6 +1,7 @@
 """Five attention kinds on the same tokens: softmax, USA, ReLU, sigmoid and Sinkhorn.
 
-One head M = W = I on S^2, n tokens drawn once, every kind run with the same stepper and save times:
+One head M = W = I on S^2, n tokens drawn once, every kind run with the same adaptive stepper (dopri5)
+and save times:
 the number of clusters (ε-components, eps = 1e-2) and each kind's own energy against time, where it has
 one (USA: E_multi; sigmoid: the softplus energy; Sinkhorn, converged: -OT/(2 beta); softmax and ReLU: the
 exponential energy E_multi, which they need not raise), and one row of a phase diagram: the clusters
@@ -38,11 +39,12 @@ def run(n=32, beta=2.0, t1=8.0, n_saves=17, betas=(0.5, 1.0, 2.0, 4.0), seed=0, 
     curves, rows = {}, []
     for label, kind in KINDS.items():
         model = MultiHead(np.eye(3), beta=beta, kind=kind)
-        traj = simulate(x0, model, t1=t1, dt=dt, save=SaveAt(ts=ts))
+        traj = simulate(x0, model, t1=t1, dt=dt, method="dopri5", save=SaveAt(ts=ts))
         clusters = [n_clusters(x, eps=1e-2) for x in traj.x]
         energy = [_energy(model, x) for x in traj.x]
         curves[label] = (ts, clusters, energy)
-        finals = [n_clusters(simulate(x0, model.replace(beta=b), t1=t1, dt=dt).x[-1], eps=1e-2) for b in betas]
+        finals = [n_clusters(simulate(x0, model.replace(beta=b), t1=t1, dt=dt, method="dopri5").x[-1], eps=1e-2)
+                  for b in betas]
         rows.append((label, clusters[0], clusters[-1], energy[0], energy[-1], *finals))
     return rows, curves, betas
 
