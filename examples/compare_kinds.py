@@ -65,6 +65,8 @@ def main(argv=None):
     axes[0].set(xlabel="t", ylabel="clusters (eps = 1e-2)", title="clusters against time")
     axes[1].set(xlabel="t", ylabel="energy / energy at t = 0", title="each kind's energy")
     axes[2].set(xscale="log", xlabel="beta", ylabel="clusters at t1", title="one phase-diagram row")
+    axes[2].set_xticks(betas, [f"{b:g}" for b in betas])
+    axes[2].minorticks_off()
     axes[0].legend(fontsize=8)
     save_figure(fig, out / "compare_kinds.png")
     return rows
