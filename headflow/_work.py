@@ -37,11 +37,10 @@ NOTE_TOTAL_SECONDS = 60.0
 
 def summation_growth(model) -> tuple[int, str]:
     """(p, why): a step of ``model`` costs about a + b n^p, p = 1 on the fast routes, 2 on the exact pass."""
-    from particles.extend import ATTENTION_KINDS
     from particles.summation import fast_available, fast_route
 
-    if ATTENTION_KINDS[model.kind].sums != "exp":
-        return 2, f"the {model.kind} kind's pass over all pairs, O(n^2)"
+    if not model.attention.has_fast:
+        return 2, f"the {model.attention.name} kind's pass over all pairs, O(n^2)"
     if model.summation == "exact":
         return 2, 'summation = "exact", O(n^2)'
     if not fast_available():

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from particles import MultiHead
-from particles.extend import MEAN_FIELD_KINDS
+from particles.extend import LAGRANGIAN_KINDS, MEAN_FIELD_KINDS
 from particles.validation import (
     NONE,
     POSITIVE_BETA,
@@ -43,7 +43,8 @@ _MEASURE = dict(model=Model(kinds=MEAN_FIELD_KINDS), points=Points(on_sphere=Fal
 _RELATIONS = [fits_model("points"), one_per("weights")]
 
 
-@declare(**_MEASURE, at=AnyOf(NONE, Points(on_sphere=False, min_d=1)), relations=[*_RELATIONS, fits_model("at")])
+@declare(**_MEASURE | {"model": Model(kinds=LAGRANGIAN_KINDS)}, at=AnyOf(NONE, Points(on_sphere=False, min_d=1)),
+         relations=[*_RELATIONS, fits_model("at")])
 def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndarray:
     r""":math:`v[\mu](x)` at the query points ``at`` (default: the atoms), shape (m, d).
 

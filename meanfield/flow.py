@@ -41,7 +41,7 @@ import inspect
 import numpy as np
 
 from particles import STEPPERS, SaveAt, simulate
-from particles.extend import MEAN_FIELD_KINDS
+from particles.extend import LAGRANGIAN_KINDS
 from particles.validation import (
     KAPPA,
     NONE,
@@ -82,7 +82,8 @@ def _lagrangian(mu0, model, ts, *, dt=None, method="rk4", kappa=np.inf, **run):
 
     traj = simulate(mu0.points, fieldfn, t0=ts[0], t1=ts[-1], dt=dt, method=method, save=SaveAt(ts=ts),
                     geometry=model.geometry, **run)
-    energy = np.array([measure_energy(model, x, w) for x in traj.x])
+    # the energy E_multi of the exponential kinds (NaN for a kind of other weights)
+    energy = np.array([measure_energy(model, x, w) if model.attention.exp_rule else np.nan for x in traj.x])
     return MeanFieldResult(traj.t, traj.x, np.tile(w, (len(traj.t), 1)), energy, "lagrangian", traj.n_steps,
                            status=traj.status, message=traj.message)
 
@@ -138,7 +139,7 @@ _ASCENT_RELATIONS = [
 
 @declare(mu0=Instance((EmpiricalMeasure, GridMeasure, ZonalMeasure),
                      what="an EmpiricalMeasure, GridMeasure or ZonalMeasure"),
-         model=Model(kinds=MEAN_FIELD_KINDS), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
+         model=Model(kinds=LAGRANGIAN_KINDS), t1=Interval(), n_saves=Integer(2), scheme=Options(*SCHEMES),
          t0=Interval(), **_ANY_SCHEME_OPTION, relations=_ASCENT_RELATIONS)
 def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str = "lagrangian", t0: float = 0.0,
                        **options) -> MeanFieldResult:
@@ -176,6 +177,8 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     """
     ts = np.linspace(t0, t1, n_saves)
     _check_options(scheme, options)
+    if scheme != "lagrangian" and model.attention.exp_rule is None:
+        model.attention.mean_field()  # the kind's refusal, naming its route
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)

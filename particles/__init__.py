@@ -53,6 +53,7 @@ from ._dynamics.layers import simulate_layers
 from ._dynamics.saving import SaveAt, Trajectory
 from ._dynamics.solve import simulate, tqdm_class
 from ._dynamics.steppers import STEPPERS
+from ._kinds import Sigmoid, Sinkhorn
 from ._model import ensemble as _ensemble
 from ._model import multihead as _multihead
 from ._model.architectures import ARCHITECTURES, load_attention, load_attention_layers
@@ -86,6 +87,8 @@ __all__ = [
     "equiangular_tokens",
     "orthogonal_tokens",
     "KINDS",
+    "Sigmoid",
+    "Sinkhorn",
     "UPDATES",
     "TimeDependent",
     "simulate_layers",

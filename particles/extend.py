@@ -20,9 +20,14 @@ Float64 facts and head structure
     :data:`ROUNDOFF_RTOL` and the tests built on it: :func:`scalar_of`, :func:`scalar_heads`,
     :func:`scaled_rotation_of`, :func:`is_symmetric`.
 Attention kinds
-    :class:`Kind` and :data:`ATTENTION_KINDS`, the registry every layer reads (a new kind is one
-    entry there), and :data:`MEAN_FIELD_KINDS`, the kinds the mean-field solvers, the closed forms
-    and the studies implement (USA and softmax: those with an ``exp_rule``).
+    :class:`Kind` (a kind is one object carrying its passes, docs/architecture.md), its base
+    :class:`ExponentialKind` for kinds of the exponential weights, :class:`Refusal` (a piece a kind
+    does not have, with the route to take), :func:`register_kind` (enters a kind once, refusing one
+    that lacks a piece of :data:`REQUIRED`), :class:`HeadSums` (what a pass returns) and
+    :data:`ATTENTION_KINDS`, the registry every layer reads; :data:`MEAN_FIELD_KINDS`, the kinds the
+    grid mean-field solvers, the closed forms and the studies implement (USA and softmax: those with
+    a mean-field rule), and :data:`LAGRANGIAN_KINDS`, those whose pass takes weighted atoms (the
+    Lagrangian scheme).
 Model fields
     :data:`MODEL_FIELDS` and :data:`OPTION_FIELDS`, the declared rules of the constructor fields
     of :class:`~particles.MultiHead` (to declare a function taking the same options).
@@ -66,8 +71,18 @@ from ._dynamics.steppers import Stepper
 from ._dynamics.tableaux import DORMAND_PRINCE, ButcherTableau
 from ._model.architectures import read_tensors, require_extra
 from ._model.fields import MODEL_FIELDS, OPTION_FIELDS
-from ._model.kinds import ATTENTION_KINDS, MEAN_FIELD_KINDS, Kind
+from ._model.kind_families import ExponentialKind
+from ._model.kinds import (
+    ATTENTION_KINDS,
+    LAGRANGIAN_KINDS,
+    MEAN_FIELD_KINDS,
+    REQUIRED,
+    Kind,
+    Refusal,
+    register_kind,
+)
 from ._model.pretrained import BIAS_MODES
+from ._summation.exact import HeadSums
 
 __all__ = [
     "field_fingerprint",
@@ -90,8 +105,14 @@ __all__ = [
     "scaled_rotation_of",
     "is_symmetric",
     "Kind",
+    "ExponentialKind",
+    "Refusal",
+    "register_kind",
+    "REQUIRED",
+    "HeadSums",
     "ATTENTION_KINDS",
     "MEAN_FIELD_KINDS",
+    "LAGRANGIAN_KINDS",
     "MODEL_FIELDS",
     "OPTION_FIELDS",
     "unchecked_geodesic_distance",

@@ -29,7 +29,7 @@ def dense_velocity(model, x):
     """Reference velocity from the dense weight matrices (docs/theory.md §1, written out)."""
     n = x.shape[0]
     w = model.weights(x)
-    scale = 1.0 / n if model.kind == "usa" else 1.0
+    scale = model.velocity_scale(n)
     v = scale * np.einsum("hij,jd,hed->ie", w, x, model.W)
     return project_tangent(x, v) if model.geometry == "sphere" else v
 

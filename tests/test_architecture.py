@@ -25,7 +25,7 @@ PACKAGES = ("particles", "meanfield", "metrics", "headflow")
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 350
 #: particles' private layers, lowest first; a module may import its own layer and lower ones
-PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dynamics": 3, "_analysis": 4,
+PARTICLES_LAYERS = {"_core": 0, "_summation": 1, "theory": 1, "_model": 2, "_dynamics": 3, "_analysis": 4, "_kinds": 6,
                     "summation": 5, "validation": 5, "extend": 5, "events": 5, "__init__": 6}
 #: over a limit when the limits were set: (kind, place) -> size then
 DEBT: dict = {}

@@ -94,6 +94,16 @@ def test_relu_vs_softmax_example(tmp_path):
     assert Ts2 - Ts1 < 0.1 * (Tr2 - Tr1)  # softmax: bounded
 
 
+def test_compare_kinds_example(tmp_path):
+    from examples import compare_kinds
+
+    rows = {row[0]: row for row in compare_kinds.main(["--out", str(tmp_path), "--quick"])}
+    assert sorted(rows) == ["relu", "sigmoid", "sinkhorn", "softmax", "usa"]
+    for kind in ("usa", "sigmoid", "sinkhorn"):  # each raises its own energy (symmetric M = W)
+        assert rows[kind][4] > rows[kind][3]
+    assert rows["usa"][-1] < rows["usa"][-2]  # larger beta, fewer clusters left
+
+
 def test_entropy_example(tmp_path):
     from examples import entropy
 

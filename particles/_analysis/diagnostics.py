@@ -42,7 +42,6 @@ from .._core.validation import check_instance, check_names
 from .._model.checks import Model, fits_model
 from .._model.energies import _signed_logsumexp
 from .._model.fields import STATE
-from .._model.kinds import KINDS
 from .._model.kinds import safe_exp as _safe_exp
 from .._model.multihead import MultiHead
 from .shadows import radial_parts
@@ -98,7 +97,7 @@ def diagnose(model: MultiHead, x, *, include=None) -> dict:
         f = model.outputs(x, check=False)
         xdot = model(0.0, x)
     else:
-        f = model.outputs(x, exp_passes if KINDS[model.kind] == "exp" else None, check=False)
+        f = model.outputs(x, exp_passes if model.attention.shares_energy_sums else None, check=False)
         v = f.sum(axis=0) * model.velocity_scale(n)
         xdot = model.geom.project_tangent(x, v)
     out: dict = {}

@@ -25,7 +25,7 @@ def check_model(model, caller: str, *, kinds=None, symmetric: bool = False, geom
         raise InvalidParameterError(
             f"The {name!r} parameter{_fmt(caller)} must be a particles.MultiHead; got {type(model).__name__}."
         )
-    if kinds is not None and model.kind not in kinds:
+    if kinds is not None and model.attention.name not in kinds:  # (a kind with parameters: its name)
         raise InvalidParameterError(
             f"The {name!r} parameter{_fmt(caller)} must have kind in {sorted(kinds)}; got kind={model.kind!r}."
         )

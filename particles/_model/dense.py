@@ -12,7 +12,7 @@ from .._core.declarations import declare
 from .._core.errors import SolverError
 from .._core.numerics import LOG_OVERFLOW
 from .fields import STATE
-from .kinds import ATTENTION_KINDS, usa_overflow_message
+from .kinds import usa_overflow_message
 
 __all__ = ["DenseMixin"]
 
@@ -42,10 +42,10 @@ class DenseMixin:
         if self.causal:
             n = x.shape[0]
             s = np.where(np.tril(np.ones((n, n), dtype=bool))[None], s, -np.inf)
-        if ATTENTION_KINDS[self.kind].exp_rule == "partition":
+        if self.attention.partition:
             s = s - self.log_time_scale
             top = float(s.max())
             if top > LOG_OVERFLOW:  # the same refusal as the velocity: no inf weights
                 raise SolverError(usa_overflow_message(int(np.argmax(s.reshape(len(s), -1).max(axis=1))), top,
                                                        self.beta, x))
-        return ATTENTION_KINDS[self.kind].dense(s)
+        return self.attention.dense(s)

@@ -35,11 +35,10 @@ from .._core.params import Instance, Integer
 from .._core.params_data import Array, States
 from .._core.sphere import GEOMETRIES
 from .._core.validation import InvalidParameterError, check_param
-from .._summation.exact import batched_exp_sums, batched_relu_sums
 from .._summation.record import note_exact
 from .ensemble_kernels import WORK, check_overflow, scalar_head
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
-from .kinds import ATTENTION_KINDS, LogOverflow
+from .kinds import Kind, LogOverflow, canonical_kind, resolve_kind
 from .settled import SettledMixin
 
 __all__ = ["Ensemble"]
@@ -61,8 +60,9 @@ class Ensemble(SettledMixin):
         Shared score and value matrices (``W=None`` means W = M).
     beta : array_like of shape (S,)
         One inverse temperature per system.
-    kind : str
-        An attention kind of :data:`particles.KINDS` (its output rule, :mod:`~particles._model.kinds`).
+    kind : str or Kind
+        An attention kind of :data:`particles.KINDS`, or a kind object with its parameters (its batched
+        pass and output rule, :mod:`~particles._model.kinds`).
     geometry : {"sphere", "flat"}
     chunk : int
         Systems per evaluation chunk.
@@ -86,7 +86,7 @@ class Ensemble(SettledMixin):
     M: np.ndarray
     W: np.ndarray | None = None
     beta: np.ndarray = None
-    kind: str = "softmax"
+    kind: str | Kind = "softmax"
     geometry: str = "sphere"
     chunk: int = 2048
     #: the velocity keeps no reference to its input (steppers may reuse their stage buffers)
@@ -103,11 +103,17 @@ class Ensemble(SettledMixin):
         object.__setattr__(self, "M", M)
         object.__setattr__(self, "W", W)
         object.__setattr__(self, "beta", beta)
+        object.__setattr__(self, "kind", canonical_kind(self.kind))
         # scalar heads (M_h = m_h I, W_h = w_h I) of a kind with a fused pass take it (ensemble_kernels)
         heads = [(scalar_of(m), scalar_of(w)) for m, w in zip(M, W)]
-        fused = ATTENTION_KINDS[self.kind].exp_rule is not None and all(
+        fused = self.attention.exp_rule is not None and all(
             m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
+
+    @property
+    def attention(self) -> Kind:
+        """This ensemble's kind object: its batched pass and rules."""
+        return resolve_kind(self.kind)
 
     @property
     def geom(self):
@@ -169,7 +175,7 @@ class Ensemble(SettledMixin):
     def exps_per_evaluation(self, n: int) -> int:
         """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
-        return self.M.shape[0] * n * n if ATTENTION_KINDS[self.kind].sums == "exp" else 0
+        return self.M.shape[0] * n * n * self.attention.exps_per_pair
 
     def spectral_radius(self, t, x) -> float | None:
         r"""A bound on the spectral radius of the Jacobian of the (ambient) velocity at x, the
@@ -199,7 +205,7 @@ class Ensemble(SettledMixin):
         G = np.clip(x @ x.transpose(0, 2, 1), -1.0, 1.0)
         sin = np.sqrt(1.0 - G * G)
         rate = np.zeros(x.shape[:2])
-        usa, n = ATTENTION_KINDS[self.kind].exp_rule == "partition", x.shape[1]
+        usa, n = self.attention.partition, x.shape[1]
         for m, w in self._scalar_heads:
             b = (self.beta * m)[:, None, None]
             with np.errstate(over="ignore"):
@@ -225,7 +231,7 @@ class Ensemble(SettledMixin):
         """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
         the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
         out = np.empty_like(x) if out is None else out
-        radial_free = ATTENTION_KINDS[self.kind].exp_rule == "partition" and self.geom.on_sphere
+        radial_free = self.attention.partition and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
             sl = slice(s0, min(x.shape[0], s0 + self.chunk))
             xs = x[sl]
@@ -241,16 +247,16 @@ class Ensemble(SettledMixin):
 
     def _chunk_velocity(self, xs: np.ndarray, s0: int) -> np.ndarray:
         """The generic pass: each head's batched sums (exact, shifted for exp kinds) and the
-        kind's own output rule and velocity scale (:data:`~particles._model.kinds.ATTENTION_KINDS`)."""
+        kind's own batched pass, output rule and velocity scale (:class:`~particles._model.kinds.Kind`)."""
         n = xs.shape[1]
-        kind = ATTENTION_KINDS[self.kind]
+        kind = self.attention
         b = self.beta[s0:s0 + xs.shape[0]][:, None, None]
         v = np.zeros_like(xs)
         for h in range(self.M.shape[0]):
             m = scalar_of(self.M[h])
             # s_ij = (x_i^T M) x_j; a scalar head M = λI skips its GEMM
             left = (xs @ self.M[h]) * b if m is None else xs * (b * m)
-            sums = batched_exp_sums(left, xs) if kind.sums == "exp" else batched_relu_sums(left, xs)
+            sums = kind.ensemble(left, xs)
             try:
                 v += kind.output(sums, self.W[h].T, n, 0.0)
             except LogOverflow:  # name the system
@@ -263,7 +269,7 @@ class Ensemble(SettledMixin):
         """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
         head writes into dest, the others from a workspace buffer)."""
         n = xs.shape[1] if n is None else n
-        usa_n = n if ATTENTION_KINDS[self.kind].exp_rule == "partition" else None
+        usa_n = n if self.attention.partition else None
         for k, (m, w) in enumerate(self._scalar_heads):
             f = scalar_head(xs, beta * m, WORK, usa_n=usa_n, tangent=self.geom.on_sphere, weights=weights,
                             unit=unit, s0=s0, out=dest if k == 0 else None)

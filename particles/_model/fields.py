@@ -11,7 +11,7 @@ from .._core.params import NONE, AnyOf, Boolean, Integer, Interval, Options
 from .._core.params_data import Points, SquareStack
 from .._core.sphere import GEOMETRIES
 from .._summation.plan import SUMMATIONS
-from .kinds import KINDS, UPDATES
+from .kinds import UPDATES, KindOption
 
 __all__ = ["MODEL_FIELDS", "MODEL_RELATIONS", "OPTION_FIELDS", "STATE"]
 
@@ -23,7 +23,7 @@ MODEL_FIELDS = dict(
     M=SquareStack(hint="Score matrices M_h = Q_h^T K_h, one (d, d) or a stack (H, d, d)."),
     W=AnyOf(NONE, SquareStack(), hint="Value matrices like M, or None for W = M (value alignment)."),
     beta=Interval(0, None, hint="beta is the inverse temperature, >= 0."),
-    kind=Options(*KINDS),
+    kind=KindOption(),
     geometry=Options(*GEOMETRIES),
     log_time_scale=AnyOf(Interval(), Options("auto"), hint="'auto' rescales USA time by exp(beta max ||M_h||)."),
     block_elements=Integer(1),

@@ -57,13 +57,16 @@ from .display import model_html, model_repr
 from .energies import EnergiesMixin
 from .fields import MODEL_FIELDS, MODEL_RELATIONS, OPTION_FIELDS, STATE
 from .kinds import (
-    ATTENTION_KINDS,
     KINDS,
     UPDATES,
     Kind,
     LogOverflow,
     apply_update,
+    canonical_kind,
     check_fast,
+    kind_from_attrs,
+    kind_to_attrs,
+    resolve_kind,
     usa_overflow_message,
 )
 from .parameters import build_from_attrs, fields_to_attrs
@@ -87,8 +90,9 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
         Value matrices; default ``W = M`` (value alignment, Condition 4).
     beta : float in [0, inf)
         Inverse temperature.
-    kind : {"usa", "softmax", "relu", "relu_rownorm"}
-        Attention kind (module docstring).
+    kind : str or Kind
+        Attention kind: a name of :data:`particles.KINDS` ("usa", "softmax", "relu", "relu_rownorm",
+        ...; module docstring), or a kind object with its parameters (e.g. a bias).
     geometry : {"sphere", "flat"}
         Projected dynamics on S^{d-1} or free dynamics in R^d.
     log_time_scale : float or "auto"
@@ -125,7 +129,7 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     M: np.ndarray
     W: np.ndarray | None = None
     beta: float = 1.0
-    kind: str = "usa"
+    kind: str | Kind = "usa"
     geometry: str = "sphere"
     log_time_scale: float | str = 0.0
     block_elements: int = DEFAULT_BLOCK_ELEMENTS
@@ -139,10 +143,10 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     def __post_init__(self):  # the fields arrive checked and converted (fields.py)
         M, beta = self.M, self.beta
         W = M.copy() if self.W is None else self.W
+        object.__setattr__(self, "kind", canonical_kind(self.kind))  # a kind of default parameters: its name
         c = self.log_time_scale
         if c == "auto":
-            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) \
-                if ATTENTION_KINDS[self.kind].exp_rule == "partition" else 0.0
+            c = float(beta * max(np.linalg.norm(m, 2) for m in M)) if self.attention.partition else 0.0
         if self.summation == "fast":
             check_fast(M, beta, self.kind, GEOMETRIES[self.geometry].on_sphere)
         sym = is_symmetric(M)
@@ -229,6 +233,7 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
         plus derived facts; :meth:`from_attrs` inverts it, so no field can be dropped.
         """
         out = fields_to_attrs(self)
+        out.update(kind_to_attrs(self.kind))
         out.update(matrix_shape=np.asarray(self.M.shape, dtype=np.int64), n_heads=self.n_heads, d=self.d,
                    score_symmetric=int(self.symmetric), value_aligned=int(self.aligned))
         return out
@@ -242,7 +247,7 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
         >>> MultiHead.from_attrs(m.to_attrs()).causal
         True
         """
-        return build_from_attrs(cls, attrs, arrays=("M", "W"), caller="MultiHead.from_attrs")
+        return build_from_attrs(cls, kind_from_attrs(attrs), arrays=("M", "W"), caller="MultiHead.from_attrs")
 
     @declare(x=STATE, sums=_SUMS, n_sources=AnyOf(NONE, Integer(1)), check=Boolean())
     def outputs(self, x, sums: list[HeadSums] | None = None, *, n_sources: int | None = None,
@@ -278,13 +283,14 @@ class MultiHead(PassesMixin, EnergiesMixin, DenseMixin):
     @property
     def gradient_flow(self) -> bool:
         """True when the field is n · grad E_multi (Theorem 11): USA heads, C3, C4, no mask, standard update."""
-        partition = self.attention.exp_rule == "partition"  # (USA's rule)
-        return partition and self.symmetric and self.aligned and not self.causal and self.update == "standard"
+        standard = not self.causal and self.update == "standard"
+        return self.attention.partition and self.symmetric and self.aligned and standard
 
     @property
     def attention(self) -> Kind:
-        """The registry entry of this model's kind (:data:`particles.extend.ATTENTION_KINDS`): its rules."""
-        return ATTENTION_KINDS[self.kind]
+        """This model's kind object (:data:`particles.extend.ATTENTION_KINDS`, or the kind with its
+        parameters): its passes and rules."""
+        return resolve_kind(self.kind)
 
     @property
     def variant(self) -> bool:

@@ -1,8 +1,9 @@
 r"""The summation passes of a :class:`~particles.MultiHead`'s heads: the sums every quantity of
 a model is computed from (velocity, energies, entropies, diagnostics).
 
-Exp kinds take the summation layer's :math:`\log Z_i` and softmax mean (:mod:`particles.summation`,
-exact or fast), ReLU kinds the blocked ReLU row sums; the energies are exp sums for every kind.
+Each kind runs its own pass (``Kind.exact``): the exponential kinds the summation layer's
+:math:`\log Z_i` and softmax mean (:mod:`particles.summation`, exact or fast), the ReLU kinds the
+blocked ReLU row sums; the energies are exp sums for every kind.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ import numpy as np
 
 from .._core.arrays import check_source_weights
 from .._core.declarations import declare
-from .._core.errors import InvalidParameterError
 from .._core.params import NONE, AnyOf, Boolean
 from .._core.params_data import Array
 from .._core.threads import blas_single
-from .._summation.exact import HeadSums, relu_sums
+from .._summation.exact import HeadSums
 from .._summation.plan import exp_sums
 from .._summation.record import note
 from .fields import STATE
-from .kinds import ATTENTION_KINDS, KINDS
 
 __all__ = ["PassesMixin"]
 
@@ -36,9 +35,9 @@ class PassesMixin:
         r"""The sums of every head at the targets ``x`` over ``sources`` (default: x) with
         non-negative ``weights`` w_j (default: all 1).
 
-        Exp kinds: :math:`\log Z_i` and the softmax mean :math:`S_i/Z_i` of
-        :math:`Z_i = \sum_j w_j e^{\beta\langle x_i, M_h y_j\rangle}` (``transpose``: of
-        :math:`M_h^\top`), through the summation layer; ReLU kinds: the ReLU row sums.
+        The kind's own pass (``Kind.exact``). Exp kinds: :math:`\log Z_i` and the softmax mean
+        :math:`S_i/Z_i` of :math:`Z_i = \sum_j w_j e^{\beta\langle x_i, M_h y_j\rangle}` (``transpose``:
+        of :math:`M_h^\top`), through the summation layer; ReLU kinds: the ReLU row sums.
         ``check=False`` skips validation (for states the caller validated, e.g. Runge–Kutta stages).
 
         >>> from particles import MultiHead
@@ -51,12 +50,9 @@ class PassesMixin:
             sources = None if sources is None else self.check_x(sources, "sources")
             n_sources = len(x if sources is None else sources)
             weights = None if weights is None else check_source_weights(weights, n_sources, "MultiHead.sums")
-        if KINDS[self.kind] == "exp":
-            return self._exp_sums(x, sources=sources, weights=weights, transpose=transpose)
-        if sources is not None or weights is not None or transpose:
-            raise InvalidParameterError(f"kind={self.kind!r} (ReLU) sums run over the tokens themselves only: "
-                                        "omit sources, weights and transpose.")
-        return [self._relu_sums(x, h) for h in range(self.n_heads)]
+        res = self.attention.exact(self, x, sources, weights, transpose)
+        note(res)  # (a run's summation record: the route and bound of each head)
+        return res
 
     def energy_sums(self, x, *, transpose: bool = False, check: bool = True) -> list[HeadSums]:
         r"""The exponential sums that define the energies, for every kind: per head
@@ -88,15 +84,10 @@ class PassesMixin:
         """One BLAS thread around an exp pass (``exp``, or this model's attention pass if of an exp
         kind) that runs threads of its own (:func:`blas_single`); a ReLU pass's parallelism is the BLAS
         threads themselves."""
-        exp = exp or KINDS[self.kind] == "exp"
+        exp = exp or self.attention.shares_energy_sums
         return blas_single(pairs if exp else 0, own=exp and self.summation == "fast")
-
-    def _relu_sums(self, x: np.ndarray, h: int) -> HeadSums:
-        res = relu_sums(x @ (self._score_scale() * self.M[h]), x, self.block_elements)
-        note(res, head=h)
-        return res
 
     def _score_scale(self) -> float:
         """The factor of the scores in a ReLU pass: β, or 1 for a kind whose weights do not depend on
         β > 0 (``Kind.beta_free``: ReLU(βs) = β ReLU(s) cancels in a row normalisation)."""
-        return 1.0 if (ATTENTION_KINDS[self.kind].beta_free and self.beta > 0) else self.beta
+        return 1.0 if (self.attention.beta_free and self.beta > 0) else self.beta

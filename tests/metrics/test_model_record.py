@@ -131,3 +131,21 @@ def test_public_sums_outputs_and_entropy_match_the_dense_weights(rng):
     np.testing.assert_allclose(sums[1].mean, (Aw[1] / Aw[1].sum(-1, keepdims=True)) @ x, atol=1e-13)
     with pytest.raises(ValueError, match="weights of MultiHead.sums must be non-negative with shape"):
         model.sums(x, weights=-w)
+
+
+def test_kind_parameters_enter_records_and_keys_only_off_their_defaults(tmp_path, rng):
+    from metrics._runs.keys import model_key
+    from particles import Sigmoid, Sinkhorn
+
+    M = rng.standard_normal((2, 3, 3))
+    assert model_key(MultiHead(M, kind=Sigmoid())) == model_key(MultiHead(M, kind="sigmoid"))
+    assert not any(k.startswith("kind_") for k in model_key(MultiHead(M, kind=Sinkhorn())))
+    biased = MultiHead(M, beta=1.5, kind=Sigmoid(bias=-2.0))
+    assert model_key(biased)["kind_bias"] == -2.0 and model_key(biased) != model_key(MultiHead(M, beta=1.5,
+                                                                                               kind="sigmoid"))
+    x0 = rng.standard_normal((5, 3))
+    x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
+    ds = metrics.trajectory_to_dataset(simulate(x0, biased, t1=0.2, dt=0.05), biased)
+    ds.to_netcdf(tmp_path / "run.nc")
+    with xr.open_dataset(tmp_path / "run.nc") as back:
+        assert MultiHead.from_attrs(back.attrs).kind == Sigmoid(bias=-2.0)

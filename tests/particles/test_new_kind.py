@@ -1,19 +1,18 @@
-"""A new attention kind is one entry of the kind registry (issue 34): proved by adding one.
+"""A new attention kind is one object registered once (issues 34 and 55): proved by adding one.
 
-The test copies ``particles`` into a temporary folder, edits one file of the copy,
-``_model/kinds.py``, by adding "softmax1" (the off-by-one softmax, weights
-:math:`e^{s_{ij}}/(1 + \\sum_k e^{s_{ik}})`: softmax with an attention sink), and then, against the
-copy, runs the kernel contract of ``tests/particles/test_kernel_contract.py`` (parametrised over
-``particles.KINDS``, so it covers the new kind unchanged) and checks that ``MultiHead``,
-``Ensemble`` and ``simulate`` take it. Files touched to add a kind: ``kinds.py`` (its entry); the
-tests that cover it are already there. A kind whose output is one of the two rules the mean field
-knows (``exp_rule``) reaches the mean-field solvers with no other edit: the second test adds one under
-a new name and runs the finite-volume and spectral schemes and the growth rates on it.
+The off-by-one softmax ("softmax1", weights :math:`e^{s_{ij}}/(1 + \\sum_k e^{s_{ik}})`: softmax with an
+attention sink) is written as a subclass of ``particles.extend.ExponentialKind`` (its passes are the
+exponential family's; it states its output, scale, dense weights and a refusal of the grid mean field)
+and registered with ``particles.extend.register_kind`` in a fresh interpreter. Against it the kernel
+contract of ``tests/particles/test_kernel_contract.py`` (parametrised over ``particles.KINDS``, so it
+covers the new kind unchanged) runs, and ``MultiHead``, ``Ensemble`` and ``simulate`` take it. A kind whose
+mean-field rule is one of the two the mean field knows reaches the mean-field solvers with no other edit:
+the second test registers one under a new name and runs the finite-volume and spectral schemes and the
+growth rates on it.
 """
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -21,19 +20,42 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-#: the whole edit: one registry entry (output rule from the exp pass, velocity scale, dense weights)
-ENTRY = '''
-    "softmax1": Kind("softmax1", "exp",
-                     lambda p, Wt, n, c: (np.exp(-np.logaddexp(0.0, -p.logz))[..., None] * p.mean) @ Wt,
-                     lambda n: 1.0,
-                     lambda s: np.exp(s - np.logaddexp(0.0, logsumexp(s, axis=-1, keepdims=True)))),'''
+#: the whole addition: one kind object, registered once
+KIND = '''
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from particles.extend import ExponentialKind, Refusal, register_kind
+
+
+@dataclass(frozen=True)
+class Softmax1(ExponentialKind):
+    name: str = "softmax1"
+    mean_field = Refusal("softmax1 has no grid mean field: use scheme='lagrangian'")
+
+    def output(self, p, Wt, n, c):
+        return (np.exp(-np.logaddexp(0.0, -p.logz))[..., None] * p.mean) @ Wt
+
+    def scale(self, n):
+        return 1.0
+
+    def dense(self, s):
+        return np.exp(s - np.logaddexp(0.0, logsumexp(s, axis=-1, keepdims=True)))
+
+
+register_kind(Softmax1())
+'''
 
 CHECK = """
 import numpy as np
+import softmax1_kind  # noqa: F401  (registers the kind)
 import particles
 from particles import Ensemble, MultiHead, sample_uniform, simulate
 
 assert "softmax1" in particles.KINDS and "softmax1" not in particles.extend.MEAN_FIELD_KINDS
+assert "softmax1" in particles.extend.LAGRANGIAN_KINDS
 rng = np.random.default_rng(1)
 x = sample_uniform(7, d=3, rng=rng)
 model = MultiHead(rng.standard_normal((2, 3, 3)), beta=1.3, kind="softmax1")
@@ -50,45 +72,40 @@ print("ok")
 """
 
 
-@pytest.mark.slow
-def test_a_new_kind_is_one_registry_entry(tmp_path):
-    shutil.copytree(ROOT / "particles", tmp_path / "particles", ignore=shutil.ignore_patterns("__pycache__"))
-    for rel in ("tests/__init__.py", "tests/conftest.py", "tests/helpers.py", "tests/particles/__init__.py",
-                "tests/particles/test_kernel_contract.py"):
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / rel, tmp_path / rel)
-    kinds = tmp_path / "particles" / "_model" / "kinds.py"
-    text = kinds.read_text()
-    assert text.count("ATTENTION_KINDS = {") == 1
-    kinds.write_text(text.replace("ATTENTION_KINDS = {", "ATTENTION_KINDS = {" + ENTRY))
+def _env(tmp_path):
+    (tmp_path / "softmax1_kind.py").write_text(KIND)
+    path = os.pathsep.join([str(tmp_path), str(ROOT)])
+    return dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
 
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, cwd=tmp_path, env=env)
+
+@pytest.mark.slow
+def test_a_new_kind_is_one_registered_object(tmp_path):
+    env = _env(tmp_path)
+    out = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     contract = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "softmax1",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "softmax1_kind", "-k", "softmax1",
          "-W", "ignore::DeprecationWarning", "tests/particles/test_kernel_contract.py"],
-        capture_output=True, text=True, cwd=tmp_path, env=env)
+        capture_output=True, text=True, cwd=ROOT, env=env)
     assert contract.returncode == 0, contract.stdout[-3000:] + contract.stderr[-2000:]
     passed = int(contract.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1])
     assert passed >= 10  # the contract's kind-parametrised tests all ran on the new kind
 
 
 #: a kind with the attention-mean rule under a name the mean field has never seen
-MEAN_ENTRY = '''
-    "mean_rule": Kind("mean_rule", "exp", lambda p, Wt, n, c: p.mean @ Wt, lambda n: 1.0,
-                      lambda s: np.exp(s - logsumexp(s, axis=-1, keepdims=True)), exp_rule="mean"),'''
-
 MEAN_CHECK = """
-import pathlib
+import dataclasses
 
 import numpy as np
+
 import meanfield as mf
 import particles
 from particles import MultiHead
+from particles.extend import ATTENTION_KINDS, register_kind
 
+# the softmax object under a new name: the mean field asks its rule, never its name
+register_kind(dataclasses.replace(ATTENTION_KINDS['softmax'], name='mean_rule'))
 assert "mean_rule" in particles.extend.MEAN_FIELD_KINDS
-assert pathlib.Path(mf.__file__).parents[1] == pathlib.Path(particles.__file__).parents[1]  # (the copies)
 pts, areas = mf.circle_grid(64)
 mu0 = mf.GridMeasure.from_density(pts, areas, lambda y: 1 + 0.5 * y[:, 0])
 new, ref = (MultiHead.scalar([1.0, 0.5], d=2, beta=2.0, kind=k) for k in ("mean_rule", "softmax"))
@@ -104,10 +121,6 @@ print("ok")
 
 @pytest.mark.slow
 def test_a_new_kind_of_a_known_rule_reaches_the_mean_field(tmp_path):
-    for package in ("particles", "meanfield"):
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
-    kinds = tmp_path / "particles" / "_model" / "kinds.py"
-    kinds.write_text(kinds.read_text().replace("ATTENTION_KINDS = {", "ATTENTION_KINDS = {" + MEAN_ENTRY))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", MEAN_CHECK], capture_output=True, text=True, cwd=tmp_path, env=env)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", MEAN_CHECK], capture_output=True, text=True, cwd=ROOT, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

@@ -98,7 +98,7 @@ def test_passes_with_threads_of_their_own_run_blas_on_one_thread(kind, two_threa
         return record
 
     monkeypatch.setattr("particles._model.passes.exp_sums", spy("exp"))
-    monkeypatch.setattr("particles._model.passes.relu_sums", spy("relu"))
+    monkeypatch.setattr("particles._model.kind_families.relu_sums", spy("relu"))  # (the ReLU family's pass)
     model = particles.MultiHead.scalar([1.0], d=3, beta=1.0, kind=kind)
     x = sample_uniform(1500, d=3, rng=np.random.default_rng(0))  # 1500^2 pairs: above MIN_PARALLEL_PAIRS
     assert _blas_limits() == {2}
