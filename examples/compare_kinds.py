@@ -34,7 +34,7 @@ def _energy(model, x):
 
 
 def run(n=32, beta=2.0, t1=8.0, n_saves=17, betas=(0.5, 1.0, 2.0, 4.0), seed=0, dt=0.05):
-    x0 = sample_uniform(n, 3, seed)
+    x0 = sample_uniform(n, d=3, rng=seed)
     ts = np.linspace(0.0, t1, n_saves)
     curves, rows = {}, []
     for label, kind in KINDS.items():

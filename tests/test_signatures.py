@@ -25,7 +25,7 @@ ALLOWED = {
     "particles.Trajectory": "a record a run returns (its fields are read, not passed)",
     "particles.HessianSpectrum": "a record particles.hessian_spectrum returns",
     "particles.RDThreshold": "a record particles.rd_threshold returns",
-    "particles.summation.HeadSums": "a record the summation layer returns",
+    "particles.extend.HeadSums": "the same record, which a kind's own pass returns",
     "particles.summation.Route": "a record of how a head factors, made by the summation layer",
     "particles.summation.FastPlan": "built by exp_sums from a model's checked fields",
     "particles.extend.ButcherTableau": "a constant table (DORMAND_PRINCE), not a call a user writes",

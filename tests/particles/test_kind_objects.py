@@ -74,7 +74,7 @@ def test_registration_refuses_a_kind_lacking_a_pass_naming_it():
 
 
 def test_a_new_kind_runs_its_own_pass_not_a_tagged_one(constant_kind, rng):
-    x = sample_uniform(6, 3, rng)
+    x = sample_uniform(6, d=3, rng=rng)
     W = rng.standard_normal((2, 3, 3))
     M = np.stack([np.eye(3)] * 2)
     model = MultiHead(M, W, beta=1.0, kind="constant_test")

@@ -15,7 +15,7 @@ from tests.particles.test_energy import flow_derivative
 def test_weights_are_the_sigmoid_of_the_shifted_scores(rng):
     n, d = 7, 3
     model = MultiHead(rng.standard_normal((2, d, d)), beta=1.4, kind="sigmoid")
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     s = 1.4 * model.scores(x)
     np.testing.assert_allclose(model.weights(x), expit(s - np.log(n)), rtol=1e-14)
     biased = model.replace(kind=Sigmoid(bias=0.5))
@@ -28,12 +28,12 @@ def test_qkw_heads_causal_mask_and_large_beta(rng):
     n, d = 6, 4
     Q, K = rng.standard_normal((2, 2, d)), rng.standard_normal((2, 2, d))
     model = MultiHead.from_qk(Q, K, rng.standard_normal((2, d, d)), beta=0.8, kind="sigmoid", causal=True)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     w = model.weights(x)
     assert np.all(w[:, np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]] == 0)
     v = model.velocity(x)
     moved = x.copy()
-    moved[-1] = sample_uniform(1, d, rng)[0]  # the last token: no earlier one attends to it
+    moved[-1] = sample_uniform(1, d=d, rng=rng)[0]  # the last token: no earlier one attends to it
     np.testing.assert_allclose(model.velocity(moved)[:-1], v[:-1], rtol=1e-13, atol=1e-15)
     hot = MultiHead(np.eye(d), beta=1e4, kind="sigmoid")  # expit saturates: no overflow
     assert np.all(np.isfinite(hot.velocity(x)))
@@ -42,7 +42,7 @@ def test_qkw_heads_causal_mask_and_large_beta(rng):
 def test_ensemble_is_the_model_system_by_system(rng):
     n, d = 8, 3
     M, W = random_symmetric(rng, 2, d), rng.standard_normal((2, d, d))
-    x = np.stack([sample_uniform(n, d, rng) for _ in range(2)])
+    x = np.stack([sample_uniform(n, d=d, rng=rng) for _ in range(2)])
     ens = Ensemble(M, W, beta=[0.5, 3.0], kind=Sigmoid(bias=-1.0))
     v = ens.velocity(x)
     for s, beta in enumerate([0.5, 3.0]):
@@ -56,7 +56,7 @@ def test_gradient_flow_of_the_softplus_energy(rng, geometry):
     """dE/dt = (2/n²) Σ_i |ẋ_i|² for symmetric M_h = W_h (docs/theory.md), as Theorem 11 is tested."""
     n, d = 7, 3
     model = MultiHead(random_symmetric(rng, 2, d, 0.7), beta=1.3, kind="sigmoid", geometry=geometry)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     energy = model.attention.energy
     dissipation = 2.0 / n**2 * np.sum(model.velocity(x) ** 2)
     assert flow_derivative(model, x, lambda y: energy(model, y)) == pytest.approx(dissipation, rel=1e-8)
@@ -68,7 +68,7 @@ def test_gradient_flow_of_the_softplus_energy(rng, geometry):
 def test_mean_field_is_the_lagrangian_scheme(rng):
     n, d = 9, 3
     model = MultiHead(random_symmetric(rng, 2, d), beta=1.5, kind="sigmoid")
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     # n atoms of mass 1/n: the particle velocity (the pass weighs atom j by n w_j)
     np.testing.assert_allclose(mf.measure_velocity(model, x), model.velocity(x), rtol=1e-12, atol=1e-14)
     biased = model.replace(kind=Sigmoid(bias=-1.0))  # a kind with parameters is asked by its name

@@ -16,7 +16,7 @@ from tests.particles.test_energy import flow_derivative
 
 def test_one_normalisation_is_softmax_bit_for_bit(rng):
     M, W = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 3, 3))
-    x = sample_uniform(9, 3, rng)
+    x = sample_uniform(9, d=3, rng=rng)
     one = MultiHead(M, W, beta=2.5, kind=Sinkhorn(iterations=1))
     soft = MultiHead(M, W, beta=2.5, kind="softmax")
     assert np.array_equal(one.weights(x), soft.weights(x))
@@ -30,7 +30,7 @@ def test_one_normalisation_is_softmax_bit_for_bit(rng):
 def test_plan_rows_and_columns(n, beta, k, seed):
     """After a row step the rows sum to 1, after a column step the columns; with tol both (the columns within it)."""
     rng = np.random.default_rng(seed)
-    x = sample_uniform(n, 3, rng)
+    x = sample_uniform(n, d=3, rng=rng)
     logits = beta * x @ random_symmetric(rng, 1, 3)[0] @ x.T
     A = Sinkhorn(iterations=k).plan(logits)
     assert np.all(np.isfinite(A)) and np.all(A >= 0)
@@ -41,7 +41,7 @@ def test_plan_rows_and_columns(n, beta, k, seed):
 
 
 def test_large_beta_stays_finite_and_tol_cap_is_named(rng):
-    x = sample_uniform(8, 3, rng)
+    x = sample_uniform(8, d=3, rng=rng)
     model = MultiHead(np.eye(3), beta=5e3, kind=Sinkhorn(iterations=5))  # e^{5000}: no overflow in the log domain
     assert np.all(np.isfinite(model.velocity(x)))
     with pytest.raises(SolverError, match="iterations"):
@@ -51,7 +51,7 @@ def test_large_beta_stays_finite_and_tol_cap_is_named(rng):
 def test_ensemble_and_weighted_atoms_are_the_model(rng):
     n, d = 7, 3
     M, W = rng.standard_normal((2, d, d)), rng.standard_normal((2, d, d))
-    x = np.stack([sample_uniform(n, d, rng) for _ in range(2)])
+    x = np.stack([sample_uniform(n, d=d, rng=rng) for _ in range(2)])
     kind = Sinkhorn(iterations=4)
     v = Ensemble(M, W, beta=[0.7, 2.0], kind=kind).velocity(x)
     for s, beta in enumerate([0.7, 2.0]):
@@ -74,7 +74,7 @@ def test_consistency_check_of_the_gradient_flow_for_symmetric_kernels(rng, geome
     n, d = 6, 3
     kind = Sinkhorn(iterations=100_000, tol=1e-13)
     model = MultiHead(random_symmetric(rng, 2, d, 0.6), beta=1.2, kind=kind, geometry=geometry)
-    x = sample_uniform(n, d, rng)
+    x = sample_uniform(n, d=d, rng=rng)
     F = model.attention.energy
     assert flow_derivative(model, x, lambda y: F(model, y)) == pytest.approx(
         np.sum(model.velocity(x) ** 2) / n, rel=1e-7)

@@ -43,7 +43,7 @@ def test_error_is_value_and_type_error():
         (dict(beta=np.nan), r"'beta' parameter"),
         (dict(beta="1"), r"'beta' parameter"),
         (dict(kind="gelu"), r"The 'kind' parameter of MultiHead must be one of 'usa', 'softmax', 'relu', "
-                            r"'relu_rownorm'; got 'gelu'"),
+                            r"'relu_rownorm', 'sigmoid', 'sinkhorn'; got 'gelu'"),
         (dict(geometry="torus"), r"'geometry' parameter of MultiHead must be one of 'sphere', 'flat'"),
         (dict(log_time_scale="big"), r"'log_time_scale' parameter of MultiHead must be a real number in \(-inf, "
                                      r"inf\) or one of 'auto'"),
