@@ -75,7 +75,9 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
 
 
 class _PhaseModel:
-    """model_fn for run_sweep's provenance probe: the heads of the diagram (picklable)."""
+    """model_fn for run_sweep's provenance probe (picklable): the heads of the diagram in the coordinates the
+    cells run in, min(d, n) (provenance reads their summation mode only; an identity of size d would take
+    8 d² bytes, 32 GiB at d = 65536)."""
 
     def __init__(self, settings: PhaseSettings):
         self.settings = settings
@@ -83,7 +85,7 @@ class _PhaseModel:
 
     def __call__(self, params, rng):
         s = self.settings
-        return MultiHead(np.eye(s.d), beta=float(params["beta"]), kind=s.kind, summation="exact")
+        return MultiHead(np.eye(min(s.d, s.n)), beta=float(params["beta"]), kind=s.kind, summation="exact")
 
 
 #: systems per batched field evaluation inside a cell (Ensemble's chunk)
