@@ -112,7 +112,7 @@ def test_clustered_pair_fraction_counts_pairs(rng):
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"betas": [-1.0, 1.0]}, "betas"),
+    ({"betas": [-1.0, 1.0]}, "model"),
     ({"betas": [1.0, 1.0]}, "distinct"),
     ({"kind": "relu"}, "kind"),
     ({"statistic": "energy"}, "statistic"),
