@@ -46,10 +46,21 @@ PHASE_STATISTICS = {
 #: the first positional: β values (one head M = W = I_d), a MultiHead, or a function of the grid point
 MODEL_RULE = AnyOf(SequenceOf(Interval(0)), Model(), Function("a function of the grid point (a dict) -> MultiHead"),
                hint="Use e.g. np.linspace(0.1, 9, 90), or a MultiHead with grid={'beta': [...]}.")
-GRID_RULE = Instance(dict, test=lambda g: bool(g) and all(
-    isinstance(k, str) and isinstance(v, (list, tuple, np.ndarray)) and len(v) and len(set(np.asarray(v).tolist()))
-    == len(v) for k, v in g.items()), what="a dict of axis name -> distinct values, e.g. {'beta': [1.0, 2.0]}",
-                 bad=({}, {"beta": []}, {"beta": [1.0, 1.0]}, [("beta", [1.0])]))
+
+
+def _axis_ok(name, values) -> bool:
+    """A grid axis: a str name and distinct numbers or strings (one coordinate each)."""
+    if not isinstance(name, str) or not isinstance(values, (list, tuple, np.ndarray)) or \
+            getattr(values, "ndim", 1) != 1:
+        return False
+    items = list(values)
+    return bool(items) and all(isinstance(v, (int, float, str, np.number)) and not isinstance(v, bool)
+                               for v in items) and len(set(items)) == len(items)
+
+
+GRID_RULE = Instance(dict, test=lambda g: bool(g) and all(_axis_ok(k, v) for k, v in g.items()),
+                     what="a dict of axis name -> distinct numbers or strings, e.g. {'beta': [1.0, 2.0]}",
+                     bad=({}, {"beta": []}, {"beta": [1.0, 1.0]}, {"beta": [[1.0], [2.0]]}, [("beta", [1.0])]))
 
 
 def is_values(model) -> bool:
@@ -166,7 +177,7 @@ def cell_field(model: MultiHead, beta: float, c: int, r: int, chunk: int):
     """The field of c systems in r coordinates at inverse temperature ``beta``: an Ensemble of the heads
     (scalar heads written in r coordinates), or the model's own field on a stack."""
     if not _batched(model):
-        return StackedField(model.replace(beta=float(beta)))
+        return StackedField(model.replace(beta=float(beta), log_time_scale=0.0))  # physical time, as Ensemble
     heads = scalar_heads(model.M, model.W)
     M, W = (model.M, model.W) if heads is None or r == model.d else \
         (np.asarray(h, dtype=float)[:, None, None] * np.eye(r)[None] for h in heads)

@@ -148,6 +148,7 @@ def test_other_heads_equal_their_systems_run_one_by_one(case, rng):
     (lambda: phase_diagram(MultiHead(np.eye(3))), "grid"),
     (lambda: phase_diagram([1.0], {"beta": [1.0]}), "grid"),
     (lambda: phase_diagram(MultiHead(np.eye(3)), {"beta": [1.0, 1.0]}), "distinct"),
+    (lambda: phase_diagram(MultiHead(np.eye(3)), {"lam": [[1.0, 0.5], [1.0]]}), "numbers or strings"),
     (lambda: phase_diagram(lambda p: 3, {"beta": [1.0]}), "must return a particles.MultiHead"),
     (lambda: phase_diagram(MultiHead(np.eye(3)), {"beta": [1.0]}, n=4, init="equiangular"), "d >= n"),
 ])
