@@ -253,7 +253,7 @@ def summarise(axes: dict, where: list, times: list, s, kind: str) -> xr.Dataset:
     data["success"] = (dims + ("chunk",), part["success"].reshape(shape + (-1,)).astype(np.int8),
                        {"long_name": "1 if the chunk's run reached t1", "units": "1"})
     sweep = where[0][0]
-    coords = {k: (k, np.asarray(v), {"long_name": AXIS_NAMES.get(k, f"grid axis {k}"), "units": "1"})
+    coords = {k: (k, np.asarray(v), {"long_name": _long_name(k), "units": "1"})
               for k, v in axes.items()}
     coords["time"] = time_coord(sweep["time"].values, 0.0)  # Ensemble heads: the physical time
     coords["chunk"] = ("chunk", np.arange(sweep.sizes["seed"]),
@@ -277,6 +277,13 @@ def summarise(axes: dict, where: list, times: list, s, kind: str) -> xr.Dataset:
     ds.attrs.update(provenance(config=config, seeds={"entropy": sweep.attrs.get("seed_entropy", ""),
                                                      "spawn_key": "(chunk index,)"}))
     return ds
+
+
+def _long_name(axis: str) -> str:
+    """The long name of a grid axis: the library's own, a head's strength, or the axis' name."""
+    if axis.startswith("lambda_") and axis[7:].isdigit():
+        return f"strength lambda_{axis[7:]} of head {axis[7:]}"
+    return AXIS_NAMES.get(axis, f"grid axis {axis}")
 
 
 def _source(model) -> str:

@@ -165,3 +165,19 @@ def test_process_engine_takes_a_lambda_model_function():
                              **opts, **kw)
 
     xr.testing.assert_equal(run(engine="process", max_workers=2), run())
+
+
+def test_dask_engine_equals_serial():
+    import distributed
+
+    def run(**kw):
+        return phase_diagram(_heads(d=8, beta=2.0), {"lambda_2": [1.0, 3.0]}, n=4, t1=1.0, n_systems=4, chunk=2,
+                             n_saves=2, dt=0.1, progress=False, **kw)
+
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0",
+                            set_as_default=False) as client:
+        serial = run()
+        xr.testing.assert_equal(run(engine=client), serial)
+    assert serial.lambda_2.attrs["long_name"] == "strength lambda_2 of head 2"
+    assert float(serial.theory_time.sel(lambda_2=3.0)) == pytest.approx(theory.hitting_time(0.0, 0.999, [0.5, 1.0, 3.0],
+                                                                                             2.0, 4))
