@@ -83,7 +83,7 @@ def _phase_cell(params: dict, seed_index: int, s: PhaseSettings, entropy: int) -
 
 class _PhaseModel:
     """model_fn for run_sweep's provenance probe (picklable), which reads its summation mode only: a head in
-    two coordinates with the exact sums every cell runs (an identity of size d would take 8 d² bytes,
+    two coordinates with the exact sums of the Ensemble cells (an identity of size d would take 8 d² bytes,
     32 GiB at d = 65536)."""
 
     def __init__(self):
@@ -95,6 +95,8 @@ class _PhaseModel:
 
 #: systems per batched field evaluation inside a cell (Ensemble's chunk)
 _BATCH = 256
+
+
 @dataclass(frozen=True)
 class PhaseSettings(StudySettings):
     """The phase diagram's settings, one table: each field's rule, default and name in the cells' key
@@ -232,9 +234,7 @@ def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     axes, groups, where, times = dict(s.grid), {}, [], []
     for point in pg.grid_points(axes):
         heads, n = pg.point_model(s.model, point), pg.point_tokens(point, s.n)
-        if s.init == "equiangular" and heads.d < n:
-            raise InvalidParameterError(f"init='equiangular' of phase_diagram needs d >= n (n orthonormal tokens); "
-                                        f"the grid point {point} has d = {heads.d} < n = {n}.")
+        pg.check_point(point, heads, n, s.init, s.merge)
         group = groups.setdefault((json.dumps(pg.heads_key(heads), sort_keys=True), n), (heads, n, []))
         group[2].extend([] if heads.beta in group[2] else [heads.beta])
         where.append((group, group[2].index(heads.beta)))

@@ -35,8 +35,8 @@ from .._observables.pairs import span_systems
 from .._runs.keys import model_key
 
 __all__ = ["PHASE_STATISTICS", "MODEL_RULE", "GRID_RULE", "MODEL_AXES", "AXIS_NAMES", "is_values", "values_form",
-           "grid_points", "point_model", "point_tokens", "runs_in_span", "systems", "cell_field", "equiangular_time",
-           "heads_key", "StackedField", "summarise"]
+           "grid_points", "point_model", "point_tokens", "check_point", "runs_in_span", "systems", "cell_field",
+           "equiangular_time", "heads_key", "StackedField", "summarise"]
 
 #: statistic name -> (long name, units)
 PHASE_STATISTICS = {
@@ -146,6 +146,18 @@ def point_model(model, point: dict, caller: str = "phase_diagram") -> MultiHead:
 def point_tokens(point: dict, n: int) -> int:
     """The tokens per system of a grid point: its ``n`` axis, else the run's ``n``."""
     return int(point.get("n", n))
+
+
+def check_point(point: dict, model: MultiHead, n: int, init: str, merge: float) -> None:
+    """What a grid point's model must allow: n orthonormal tokens for ``init="equiangular"`` (d >= n), and the
+    batched field for ``merge`` (no causal mask, the standard update)."""
+    if init == "equiangular" and model.d < n:
+        raise InvalidParameterError(f"init='equiangular' of phase_diagram needs d >= n (n orthonormal tokens); the "
+                                    f"grid point {point} has d = {model.d} < n = {n}.")
+    if merge and not _batched(model):
+        raise InvalidParameterError(f"The 'merge' parameter of phase_diagram merges tokens of the batched field, "
+                                    f"which the model of the grid point {point} does not run (causal={model.causal}, "
+                                    f"update={model.update!r}): pass merge=0.")
 
 
 def runs_in_span(model: MultiHead) -> bool:

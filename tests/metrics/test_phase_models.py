@@ -151,6 +151,7 @@ def test_other_heads_equal_their_systems_run_one_by_one(case, rng):
     (lambda: phase_diagram(MultiHead(np.eye(3)), {"lam": [[1.0, 0.5], [1.0]]}), "numbers or strings"),
     (lambda: phase_diagram(lambda p: 3, {"beta": [1.0]}), "must return a particles.MultiHead"),
     (lambda: phase_diagram(MultiHead(np.eye(3)), {"beta": [1.0]}, n=4, init="equiangular"), "d >= n"),
+    (lambda: phase_diagram(MultiHead(np.eye(3), causal=True), {"beta": [1.0]}, merge=1e-6), "merge"),
 ])
 def test_bad_grids_and_models(call, match):
     with pytest.raises(InvalidParameterError, match=match):
