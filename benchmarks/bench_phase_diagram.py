@@ -1,10 +1,12 @@
 """Phase-diagram workload: 2048 systems x n=32 x d (2 or 128) over 90 beta values to T=30.
 
-Softmax attention with Q = K = V = I on S^{d-1} (``--d``, default 2: the circle); the statistic
+Softmax attention with Q = K = V = I on S^{d-1} (``--d``, default 2: the circle), or several scalar heads
+M_h = W_h = lambda_h I (``--lambdas 0.5,1,2 --d 16``: the three-head workload of issue 58,
+v_i = P_{x_i} sum_h lambda_h sum_j softmax_j(beta lambda_h <x_i, x_j>) x_j); the statistic
 is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measurements, in one run:
 
 1. ``anchor``: the anchors' scheme, a plain numpy loop over systems, projected Euler with
-   dt = 0.1, dense softmax per system. Timed on a subset and extrapolated to the workload.
+   dt = 0.1, dense softmax per system (per head, summed). Timed on a subset and extrapolated to the workload.
 1b. ``batched anchor``: the same scheme as the public research scripts run it, every system
    of one beta in one batched matmul (S, n, n), one BLAS thread; timed on every system of
    every ``--batched-stride``-th beta and extrapolated to the 90 betas.
@@ -29,6 +31,8 @@ Every speed-up is a ratio of two timings of this process under the same thread l
 (``_timing.ratio``); the table header gives the load average and the limits.
 
 Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2] [--d 128] [--dt 1.0] [--method rk4] [--no-settle]
+      python benchmarks/bench_phase_diagram.py --quick --lambdas 0.5,1,2 --d 16 --dt 0.3 --merge 1e-6   (three heads:
+      their total strength 3.5 sets the time scale, so ours steps at 0.3, not 1; the anchor keeps dt = 0.1)
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ T_FINAL, N, EPS = 30.0, 32, 1e-3
 #: (9 beta values x 2048 systems, one thread, one process, best of 2)
 CHUNK_FEW = 512
 STAGES = {"rk4": 4, "heun": 2}  # velocity evaluations per step
+#: head strengths lambda_h of the scalar heads M_h = W_h = lambda_h I (--lambdas; one head M = W = I by default)
+LAMBDAS = (1.0,)
 
 
 def initial(S, seed, d=2):
@@ -72,19 +78,24 @@ def span_coordinates(x):
     return y / np.linalg.norm(y, axis=-1, keepdims=True)  # unit rows to round-off
 
 
-def anchor_one(x, beta, dt=0.1):
+def anchor_one(x, beta, dt=0.1, lambdas=None):
     """The anchors' scheme for one system: projected Euler, dense softmax (a stack of one)."""
-    return anchor_batched(x[None], beta, dt)[0]
+    return anchor_batched(x[None], beta, dt, lambdas)[0]
 
 
-def anchor_batched(x, beta, dt=0.1):
+def anchor_batched(x, beta, dt=0.1, lambdas=None):
     """The anchors' scheme, projected Euler with dense softmax, for all systems of one beta
-    at once: x of shape (S, n, d), one batched matmul per step."""
+    at once: x of shape (S, n, d), one batched matmul per step and head (generalised to several
+    heads: v = sum_h lambda_h softmax(beta lambda_h G) x, G the Gram matrix, formed once per step)."""
+    lambdas = LAMBDAS if lambdas is None else lambdas
     for _ in range(int(round(T_FINAL / dt))):
-        s = beta * (x @ x.transpose(0, 2, 1))
-        p = np.exp(s - s.max(axis=-1, keepdims=True))
-        p /= p.sum(axis=-1, keepdims=True)
-        v = p @ x
+        G = x @ x.transpose(0, 2, 1)
+        v = 0.0
+        for lam in lambdas:
+            s = (beta * lam) * G
+            p = np.exp(s - s.max(axis=-1, keepdims=True))
+            p /= p.sum(axis=-1, keepdims=True)
+            v = v + (p @ x if lam == 1.0 else lam * (p @ x))
         v -= np.sum(v * x, axis=-1, keepdims=True) * x
         x = x + dt * v
         x /= np.linalg.norm(x, axis=-1, keepdims=True)
@@ -93,13 +104,14 @@ def anchor_batched(x, beta, dt=0.1):
 
 def ours_chunk(args):
     """Counts at T and the exps computed, by our path (reduced coordinates, settled systems leave)."""
-    x0, betas, method, dt, settle = args
+    x0, betas, method, dt, settle, lambdas, merge = args
     with threadpool_limits(1, user_api="blas"):
         y0 = span_coordinates(x0)
+        heads = np.asarray(lambdas, dtype=float)[:, None, None] * np.eye(y0.shape[2])[None]  # M_h = W_h
         # chunks measured fastest per layout: CHUNK_FEW systems at d = 2 (the kernel works through them in blocks
         # whose logits sit in L2; metrics.phase_diagram keeps 256, its store keys name it), 128 in span coordinates
-        ens = particles.Ensemble(np.eye(y0.shape[2]), beta=betas, chunk=CHUNK_FEW if y0.shape[2] <= 4 else 128)
-        field = ens.settling(EPS) if settle else ens
+        ens = particles.Ensemble(heads, beta=betas, chunk=CHUNK_FEW if y0.shape[2] <= 4 else 128)
+        field = ens.settling(EPS, merge=merge) if settle else ens
         traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method, save=particles.SaveAt(t0=False))
         evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
         return n_clusters_batch(traj.x[-1], eps=EPS), evaluations * ens.exps_per_evaluation(N)
@@ -108,7 +120,8 @@ def ours_chunk(args):
 def reference_chunk(x0, betas):
     """The converged reference: RK4 dt = 0.05, full coordinates, every system to T."""
     with threadpool_limits(1, user_api="blas"):
-        ens = particles.Ensemble(np.eye(x0.shape[2]), beta=betas, chunk=256)
+        heads = np.asarray(LAMBDAS, dtype=float)[:, None, None] * np.eye(x0.shape[2])[None]
+        ens = particles.Ensemble(heads, beta=betas, chunk=256)
         traj = particles.simulate(x0, ens, t1=T_FINAL, dt=0.05, method="rk4", save=particles.SaveAt(t0=False))
         return n_clusters_batch(traj.x[-1], eps=EPS)
 
@@ -123,6 +136,9 @@ def _args(argv):
     ap.add_argument("--dt", type=float, default=1.0, help="step of ours")
     ap.add_argument("--method", default="rk4", choices=("rk4", "heun"), help="fixed-step method of ours")
     ap.add_argument("--no-settle", action="store_true", help="integrate every system to T (no early exit)")
+    ap.add_argument("--lambdas", default="1", help="head strengths lambda_h, comma-separated (e.g. 0.5,1,2)")
+    ap.add_argument("--merge", type=float, default=0.0, help="ours merges tokens closer than this (phase_diagram's "
+                    "merge; 0: the exact flow)")
     return ap.parse_args(argv)
 
 
@@ -135,13 +151,13 @@ def _timed(fn, timed, per_beta, d, n_beta):
         return Timing.now(time.perf_counter() - t).scaled(n_beta / len(timed), f"x {n_beta}/{len(timed)} betas")
 
 
-def _accuracy(betas, d, dt, settle, method):
+def _accuracy(betas, d, dt, settle, method, merge=0.0):
     """Counts of the converged reference, of ours and of the anchors' scheme on a subset (beta, system)."""
     acc_beta, per = betas[::6], 24
     xa = initial(len(acc_beta) * per, 2, d)
     ba = np.repeat(acc_beta, per)
     ref = reference_chunk(xa, ba).reshape(len(acc_beta), per)
-    fast = ours_chunk((xa, ba, method, dt, settle))[0].reshape(len(acc_beta), per)
+    fast = ours_chunk((xa, ba, method, dt, settle, LAMBDAS, merge))[0].reshape(len(acc_beta), per)
     with threadpool_limits(1, user_api="blas"):
         anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)])
     return ref, fast, anc.reshape(len(acc_beta), per)
@@ -192,7 +208,9 @@ def _once(fn):
 
 
 def main(argv=None):
+    global LAMBDAS
     args = _args(argv)
+    LAMBDAS = tuple(float(v) for v in args.lambdas.split(","))
     n_beta, per_beta = (90, 128) if args.quick else (90, 2048)
     if args.per_beta is not None:
         per_beta = args.per_beta
@@ -212,11 +230,12 @@ def main(argv=None):
     timed = betas[:: args.batched_stride]
     batched = _timed(anchor_batched, timed, per_beta, d, n_beta)
     done = []
-    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), method, dt, settle))[1]),
+    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), method, dt, settle,
+                                                            LAMBDAS, args.merge))[1]),
                        timed, per_beta, d, n_beta)
     exps_done = sum(done) * n_beta / len(timed)
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
-    ref, fast, anc = _accuracy(betas, d, dt, settle, method)
+    ref, fast, anc = _accuracy(betas, d, dt, settle, method, args.merge)
     se = ref.std(axis=1, ddof=1) / np.sqrt(ref.shape[1])
     gap = np.abs(fast.mean(1) - ref.mean(1))
     # 2. ours, full workload
@@ -225,14 +244,16 @@ def main(argv=None):
     chunks = np.array_split(np.arange(S), 8 * args.workers)
     t = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        counts = np.concatenate([c for c, _ in pool.map(ours_chunk, [(x0[c], bb[c], method, dt, settle)
-                                                                     for c in chunks])])
+        jobs = [(x0[c], bb[c], method, dt, settle, LAMBDAS, args.merge) for c in chunks]
+        counts = np.concatenate([c for c, _ in pool.map(ours_chunk, jobs)])
     ours_total = time.perf_counter() - t
     stat = counts.reshape(n_beta, per_beta).mean(axis=1)
 
-    ours_name = f"Ensemble + {method.upper()} dt={dt:g}{'' if settle else ' (no early exit)'}"
-    print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d={d} x {n_beta} "
-                                                      f"beta values, T={T_FINAL:g} ({S} systems)"))
+    ours_name = f"Ensemble + {method.upper()} dt={dt:g}{'' if settle else ' (no early exit)'}" + (
+        f", merge={args.merge:g}" if args.merge else "")
+    heads = "" if LAMBDAS == (1.0,) else f" x {len(LAMBDAS)} softmax heads lambda_h = {', '.join(map(str, LAMBDAS))}"
+    print(header([anchor, batched, ours_here], title=f"workload: {per_beta} systems x n={N} x d={d}{heads} x "
+                                                      f"{n_beta} beta values, T={T_FINAL:g} ({S} systems)"))
     print()
     print("| scheme | time (s) | speed-up | max gap of mean clusters vs converged | systems differing |")
     print("|---|---:|---:|---:|---:|")
@@ -247,7 +268,8 @@ def main(argv=None):
     print(f"full workload with {ours_name} on {args.workers} processes: {ours_total:.0f} s wall "
           "(a pool, not comparable with the single-process timings above: no speed-up)")
     # 4. exps/s per core against a plain vectorised np.exp over the same number of entries
-    n_exps = STAGES[method] * round(T_FINAL / dt) * S * N * N  # the dense count: S n^2 exps per evaluation, to T
+    # the dense count: S n^2 exps per head and evaluation, to T
+    n_exps = STAGES[method] * round(T_FINAL / dt) * S * N * N * len(LAMBDAS)
     plain_rate = _exp_floor(n_exps)
     ours_rate = n_exps / ours_here.seconds  # one thread, this process
     print(f"exps/s per core: ours {ours_rate:.3g}, plain np.exp {plain_rate:.3g} "

@@ -219,7 +219,8 @@ class AttnAccessor:
         return animate(self._ds, path, **kwargs)
 
     def plot_phase_diagram(self, statistic: str = "clustered_pairs", **kwargs):
-        """The phase diagram with the equiangular t*(beta) curve (:func:`metrics.plot_phase_diagram`)."""
+        """The phase diagram over its grid axis, with the equiangular t* curve where the dataset has one
+        (:func:`metrics.plot_phase_diagram`)."""
         from .plotting import plot_phase_diagram
 
         return plot_phase_diagram(self._ds, statistic, **kwargs)

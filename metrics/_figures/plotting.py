@@ -163,45 +163,62 @@ def _layer_boundaries(ax, ds: xr.Dataset) -> None:
         ax.axvline(k * tau, color="0.6", lw=0.6, ls=":", zorder=0)
 
 
-@declare(ds=_dataset(("theory_time", "beta", "time"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS),
-         ax=AX,
-         curve=Boolean(), colorbar=Boolean())
-def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax=None, curve: bool = True,
-                       colorbar: bool = True):
+@declare(ds=_dataset(("time", "success"), "metrics.phase_diagram"), statistic=Options(*PHASE_STATISTICS), ax=AX,
+         axis=AnyOf(NONE, Instance(str, what="the name of a grid axis of the dataset")), curve=Boolean(),
+         colorbar=Boolean())
+def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, axis: str | None = None, ax=None,
+                       curve: bool = True, colorbar: bool = True):
     r"""A phase diagram: the statistic (fraction of clustered pairs, or mean cluster count) over
-    :math:`(\beta, t)`, with the equiangular hitting time :math:`t^*(\beta)` (``theory_time``,
-    drawn where it is inside the saved times).
+    (grid axis, :math:`t`), with the equiangular hitting time :math:`t^*` (``theory_time``, drawn where the
+    dataset has it and it is inside the saved times).
 
     Parameters
     ----------
     ds : Dataset of :func:`metrics.phase_diagram`
     statistic : {"clustered_pairs", "n_clusters"}
+    axis : the grid axis along x (default: the dataset's one grid axis of more than one value; the others
+        must be selected first, e.g. ``ds.sel(n=32)``)
     ax : matplotlib Axes, optional
     curve, colorbar : bool
-        Draw the :math:`t^*(\beta)` curve; add a colour bar.
+        Draw the :math:`t^*` curve (when the dataset has one); add a colour bar.
 
     Returns
     -------
     matplotlib.axes.Axes
     """
+    dims = [k for k in ds[statistic].dims if k != "time"]
+    wide = [k for k in dims if ds.sizes[k] > 1] or dims
+    axis = wide[0] if axis is None and len(wide) == 1 else axis
+    if axis not in dims or any(ds.sizes[k] > 1 for k in dims if k != axis):
+        raise InvalidParameterError(
+            f"plot_phase_diagram draws one grid axis against time; the dataset's {statistic} has the grid axes "
+            f"{dims}{'' if axis is None else f' and axis={axis!r}'}: pick one with axis=... and select one value "
+            "of each other axis first, e.g. ds.isel(" + ", ".join(f"{k}=0" for k in dims if k != (axis or dims[-1]))
+            + ").")
+    da = ds[statistic].squeeze([k for k in dims if k != axis])
     ax = _new_axes(ax)
-    da = ds[statistic].transpose("beta", "time")
+    da = da.transpose(axis, "time")
+    values = ds[axis].values
+    numeric = np.issubdtype(values.dtype, np.number)
+    x = values if numeric else np.arange(len(values))
     fraction = statistic == "clustered_pairs"
-    mesh = ax.pcolormesh(ds["beta"].values, ds["time"].values, da.values.T, cmap="viridis", shading="nearest",
+    mesh = ax.pcolormesh(x, ds["time"].values, da.values.T, cmap="viridis", shading="nearest",
                          vmin=0 if fraction else None, vmax=1 if fraction else None)
+    if not numeric:
+        ax.set_xticks(x, [str(v) for v in values], fontsize=7)
     t_end = float(ds["time"][-1])
-    if curve:
-        tstar = ds["theory_time"].values
+    if curve and "theory_time" in ds:
+        tstar = ds["theory_time"].squeeze([k for k in dims if k != axis]).values
         keep = tstar <= t_end
-        ax.plot(ds["beta"].values[keep], tstar[keep], "w--", marker=".", lw=1.5, label="equiangular t*(β)")
+        ax.plot(x[keep], tstar[keep], "w--", marker=".", lw=1.5, label=f"equiangular t*({axis})")
         # (a dark legend box: the white dashed curve is invisible on the default white one)
         ax.legend(loc="upper left", fontsize=7, facecolor="0.25", edgecolor="none", labelcolor="w")
-        _note_curve_off_chart(ax, ds["beta"].values, tstar, t_end)
+        _note_curve_off_chart(ax, x, tstar, t_end, axis)
     a = ds.attrs
-    title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if k in a)
+    title = ", ".join(f"{k} = {a[k]}" for k in ("n", "d") if a.get(k, "none") != "none")
     ax.set(ylim=(0, t_end))
-    label_axes(ax, title=f"{a.get('kind', '')} {title}".strip(), xlabel=axis_label(ds["beta"], "beta"),
-               ylabel=axis_label(ds["time"], "time"))
+    label_axes(ax, title=f"{a.get('kind', 'none') if a.get('kind', 'none') != 'none' else ''} {title}".strip(),
+               xlabel=axis_label(ds[axis], axis), ylabel=axis_label(ds["time"], "time"))
     if colorbar:
         bar = ax.figure.colorbar(mesh, ax=ax)
         bar.set_label(fit_text(axis_label(da).replace("mean over systems of the ", ""), 0.75 * _span(ax)[1], 8),
@@ -209,14 +226,14 @@ def plot_phase_diagram(ds: xr.Dataset, statistic: str = "clustered_pairs", *, ax
     return ax
 
 
-def _note_curve_off_chart(ax, beta, tstar, t_end: float) -> None:
-    """Say where t*(beta) leaves the chart (above T, or infinite), with an arrow to the top edge."""
-    off = ~(tstar <= t_end)
+def _note_curve_off_chart(ax, x, tstar, t_end: float, axis: str = "beta") -> None:
+    """Say where t* leaves the chart (above T, or infinite), with an arrow to the top edge (NaN: no law there)."""
+    off = ~(tstar <= t_end) & ~np.isnan(tstar)
     if not off.any():
         return
-    b0 = float(beta[off].min())
-    where = f"β ≥ {b0:g}" if np.all(off[beta >= b0]) else "β = " + ", ".join(f"{b:g}" for b in beta[off])
-    ax.annotate(f"t*(β) > T = {t_end:g} for {where}", xy=(b0, t_end), xycoords="data", xytext=(0.97, 0.9),
+    b0, name = float(x[off].min()), "β" if axis == "beta" else axis
+    where = f"{name} ≥ {b0:g}" if np.all(off[x >= b0]) else f"{name} = " + ", ".join(f"{b:g}" for b in x[off])
+    ax.annotate(f"t*({name}) > T = {t_end:g} for {where}", xy=(b0, t_end), xycoords="data", xytext=(0.97, 0.9),
                 textcoords="axes fraction", ha="right", va="top", color="w", fontsize=7,
                 arrowprops={"arrowstyle": "->", "color": "w"})
 

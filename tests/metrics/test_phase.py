@@ -112,7 +112,7 @@ def test_clustered_pair_fraction_counts_pairs(rng):
 
 
 @pytest.mark.parametrize("kw,match", [
-    ({"betas": [-1.0, 1.0]}, "betas"),
+    ({"betas": [-1.0, 1.0]}, "model"),
     ({"betas": [1.0, 1.0]}, "distinct"),
     ({"kind": "relu"}, "kind"),
     ({"statistic": "energy"}, "statistic"),
@@ -198,3 +198,18 @@ def test_a_cap_is_forward_invariant(rng):
     traj = simulate(x0, ens, t1=3.0, dt=0.01, save=SaveAt(ts=np.linspace(0, 3, 31)))
     cosines = np.einsum("tsnd,d->tsn", traj.x, [0, 0, 1.0]).min(axis=-1)
     assert np.all(cosines[0] < np.cos(0.1)) and np.all(cosines >= np.cos(np.arctan(0.1 * np.sqrt(2))) - 1e-12)
+
+
+def test_runs_at_d_65536_without_a_d_by_d_matrix():
+    # n tokens in R^d, d > n, run in their span (n coordinates): nothing of size d x d is built, not even the
+    # model run_sweep records (an identity of size 65536 takes 32 GiB)
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        ds = phase_diagram([1.0], n=3, d=65536, t1=0.5, n_systems=2, n_saves=2, dt=0.25, progress=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert ds.attrs["d"] == 65536 and ds.clustered_pairs.shape == (1, 2)
+    assert peak < 2**28  # far below the 8 d^2 = 32 GiB of a d x d matrix

@@ -139,8 +139,10 @@ def test_phase_diagram_with_the_equiangular_curve(phase, tmp_path):
     assert not metrics.plot_phase_diagram(phase.sel(beta=phase.beta[keep])).texts  # all inside: no note
     with pytest.raises(InvalidParameterError, match="'statistic'"):
         metrics.plot_phase_diagram(phase, "w1")
-    with pytest.raises(InvalidParameterError, match="'ds'.*theory_time"):
-        metrics.plot_phase_diagram(phase.drop_vars("theory_time"))
+    bare = metrics.plot_phase_diagram(phase.drop_vars("theory_time"))  # a model with no equiangular law
+    assert not bare.lines and bare.get_legend() is None
+    with pytest.raises(InvalidParameterError, match="'ds'.*success"):
+        metrics.plot_phase_diagram(phase.drop_vars("success"))
 
 
 def test_chaos_collapse_and_horizon(chaos, tmp_path):
