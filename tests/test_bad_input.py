@@ -21,6 +21,7 @@ themselves and the command line's use of them in ``tests/test_declared_params.py
 """
 
 import inspect
+import tempfile
 
 import numpy as np
 import pytest
@@ -433,6 +434,7 @@ CASES.update({
     "metrics.sentences.bert_embeddings": (sentences.bert_embeddings, dict(tensors=_EMB, ids=[1, 2]),
                                           {"tensors": "str", "ids": "array", "type_ids": "array", "prefix": "str"}),
     "metrics.sentences.read_model_zip": (sentences.read_model_zip, dict(path=_model_zip()), {"path": "str"}),
+    "metrics.verify": (metrics.verify, dict(path=tempfile.mkdtemp(prefix="headflow_verify_")), {"path": "str"}),
     "metrics.sentences.packaged_model_zip": (sentences.packaged_model_zip, dict(), {"distribution": "str"}),
     "metrics.spectral_reference.circle_spectral_quantiles": (spectral_reference.circle_spectral_quantiles,
                                                              dict(solution=SPECTRAL, k=0, M=8), {"M": "int"}),
@@ -489,12 +491,12 @@ NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "S
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning",
                 "ARCHITECTURES", "FailedCellWarning", "StoreMigrationWarning", "VARIABLES", "CURVES",
-                "EMD_MAX_ELEMENTS", "AttnAccessor", "events"}
+                "EMD_MAX_ELEMENTS", "AttnAccessor", "events", "DamagedFileWarning"}
 # result types built by the library (their fields are validated where they are made)
 RESULTS = {"MeanFieldResult", "SpectralSolution", "SphereMesh", "circle_velocity", "mean_field_limit_study",
            "sample_grid_measure", "RateFit", "SeedStreams",
            "CriticalPoint", "HessianSpectrum", "RDReport", "RDThreshold", "Plateau", "StaircaseStep",
-           "AttentionWeights"}  # made by particles.load_attention; its constructor checks every field
+           "AttentionWeights", "VerifyReport"}  # made by particles.load_attention; its constructor checks every field
 
 
 def _public(module, prefix):

@@ -16,6 +16,8 @@ import warnings
 
 import xarray as xr
 
+from particles.validation import Instance, declare
+
 from .integrity import DIGEST_ATTR, INDEX_NAME, StoreIndex, dataset_sha256
 
 __all__ = ["verify", "VerifyReport", "verify_dataset", "open_whole"]
@@ -75,6 +77,8 @@ def verify_dataset(path, recorded: str | None = None) -> str:
     return ""
 
 
+@declare(path=Instance((str, os.PathLike), what="the path of an output, a cell or a store folder (str or path-like)",
+                       bad=(b"out.nc",)))
 def verify(path) -> VerifyReport:
     """Check an output (netCDF file or zarr folder), a cell or reference file, or a store folder (each
     ``*.nc`` file in it against the store's index); return a :class:`VerifyReport` naming what is damaged.
