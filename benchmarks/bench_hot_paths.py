@@ -22,7 +22,7 @@ from threadpoolctl import threadpool_limits
 
 import meanfield as mf
 import particles
-from meanfield.spectral import _Sphere
+from meanfield._spectral.sphere import Sphere
 from particles import Ensemble, MultiHead, sample_uniform
 
 pytest.importorskip("pytest_benchmark")
@@ -70,7 +70,7 @@ def test_sphere_transform_pair(benchmark, L):
 @pytest.mark.parametrize("axial", [False, True])
 def test_sphere_spectral_rhs(benchmark, axial):
     L = 128 if not axial else 1024
-    disc = _Sphere(MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind="softmax"), L, axial=axial)
+    disc = Sphere(MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind="softmax"), L, axial=axial)
     c = np.zeros((L + 1, 1 if axial else L + 1), complex)
     c[:40, 0] = 0.5 ** np.arange(40)
     if not axial:

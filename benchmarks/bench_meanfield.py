@@ -125,13 +125,13 @@ def sphere_rows(quick):
 
 def sphere_rhs_rows(quick):
     """Seconds per S^2 right-hand side (spherical-harmonic route, two scalar heads), best of 5."""
-    from meanfield.spectral import _Sphere
+    from meanfield._spectral.sphere import Sphere
 
     rows = []
     for kind in ("usa", "softmax"):
         model = particles.MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind=kind)
         for L in ([64, 256] if quick else [64, 128, 256]):
-            disc = _Sphere(model, L)
+            disc = Sphere(model, L)
             c = np.zeros((L + 1, L + 1), complex)
             c[0, 0], c[1, 0], c[2, 1] = 1.0, 0.1, 0.05
             disc.rhs(c)

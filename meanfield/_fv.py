@@ -15,7 +15,7 @@ from particles.extend import CFLController, SchemeState, scalar_heads
 from particles.validation import InvalidParameterError
 
 from ._result import MeanFieldResult
-from ._spectral.kernels import _usa_scale
+from ._spectral.shared import usa_scale
 from .field import measure_energy, measure_velocity
 from .measure import GridMeasure
 
@@ -54,7 +54,7 @@ def circle_velocity(model: MultiHead, mass: np.ndarray) -> np.ndarray:
             den = np.fft.irfft(np.fft.rfft(ker) * P, n=m)
             v += mh * num / den
         else:
-            v += mh * _usa_scale(model, a) * num
+            v += mh * usa_scale(model, a) * num
     return v
 
 
@@ -110,7 +110,8 @@ def _route(mu0) -> str:
     return f"mu0 is a GridMeasure on S^{d - 1} (d = {d}): use {fits}"
 
 
-def _fv_circle(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
+def fv_circle(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
+    """The ``"fv_circle"`` scheme of :func:`~meanfield.wasserstein_ascent` (:mod:`meanfield.flow`)."""
     if not isinstance(mu0, GridMeasure) or mu0.points.shape[1] != 2:
         raise InvalidParameterError("scheme 'fv_circle' needs a GridMeasure on the uniform S^1 grid (circle_grid); "
                                     f"{_route(mu0)}.")
@@ -187,7 +188,8 @@ def _fv_sphere_rhs(model, mesh, p, D):
     return out, float(np.max(rate / mesh.areas))
 
 
-def _fv_sphere(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
+def fv_sphere(mu0, model, ts, *, cfl=0.45, kappa=np.inf, max_steps=10_000_000, **run):
+    """The ``"fv_sphere"`` scheme of :func:`~meanfield.wasserstein_ascent` (:mod:`meanfield.flow`)."""
     if not isinstance(mu0, GridMeasure) or mu0.points.shape[1] != 3:
         raise InvalidParameterError("scheme 'fv_sphere' needs a GridMeasure on S^2 (e.g. fibonacci_sphere points); "
                                     f"{_route(mu0)}.")

@@ -73,7 +73,7 @@ def jko(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
 JKO = Stepper(jko, order=1)
 
 
-def _jko(mu0, model, ts, *, dt, gamma=None, kappa=np.inf, **run):
+def jko_ascent(mu0, model, ts, *, dt, gamma=None, kappa=np.inf, **run):
     """Entropic JKO with the energy linearised at p_t (closed form), noise by Lie splitting, run in
     the particle solve loop with constant steps dt (the last one before a save time shorter)."""
     if not isinstance(mu0, GridMeasure):

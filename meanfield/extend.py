@@ -14,6 +14,6 @@ from outside (``tests/test_architecture.py`` checks it).
 
 from __future__ import annotations
 
-from ._spectral.zonal import _gauss_gegenbauer as gauss_gegenbauer
+from ._spectral.shared import gauss_gegenbauer
 
 __all__ = ["gauss_gegenbauer"]

@@ -54,11 +54,12 @@ def measure_velocity(model: MultiHead, points, weights=None, at=None) -> np.ndar
     >>> measure_velocity(model, np.eye(2)).shape
     (2, 2)
     """
-    return _velocity(model, points, weights_or_uniform(weights, len(points)), points if at is None else at)
+    return weighted_velocity(model, points, weights_or_uniform(weights, len(points)), points if at is None else at)
 
 
-def _velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """v[μ] at q for validated atoms y with weights w (also the Lagrangian field)."""
+def weighted_velocity(model: MultiHead, y: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """v[μ] at q for validated atoms y with weights w (the Lagrangian field and the S^2 spectral solver of
+    general heads: the atoms checked once, by the caller)."""
     # the kind's output rule on sums weighted by the masses (which carry the particles' 1/n)
     f = model.outputs(q, model.sums(q, sources=y, weights=w, check=False), check=False)
     return model.geom.project_tangent(q, f.sum(axis=0))

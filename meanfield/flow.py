@@ -57,12 +57,13 @@ from particles.validation import (
     declare,
 )
 
-from ._fv import SphereMesh, _fv_circle, _fv_sphere, circle_velocity
-from ._jko import _jko
+from ._fv import SphereMesh, circle_velocity, fv_circle, fv_sphere
+from ._jko import jko_ascent
 from ._result import MeanFieldResult
-from .field import measure_energy
+from ._spectral.solve import spectral_ascent
+from ._spectral.zonal import ZonalMeasure
+from .field import measure_energy, weighted_velocity
 from .measure import EmpiricalMeasure, GridMeasure
-from .spectral import ZonalMeasure
 
 __all__ = ["wasserstein_ascent", "MeanFieldResult", "SCHEMES", "circle_velocity", "SphereMesh"]
 
@@ -77,8 +78,8 @@ def _lagrangian(mu0, model, ts, *, dt=None, method="rk4", kappa=np.inf, **run):
         raise InvalidParameterError("scheme 'lagrangian' is noiseless: use 'fv_circle' or 'jko' for kappa < inf.")
     w = mu0.weights
 
-    def fieldfn(t, x):
-        return _lagrangian_velocity(model, x, w)
+    def fieldfn(t, x):  # inside the solve loop: the atoms were validated once, at the start
+        return weighted_velocity(model, x, w, x)
 
     traj = simulate(mu0.points, fieldfn, t0=ts[0], t1=ts[-1], dt=dt, method=method, save=SaveAt(ts=ts),
                     geometry=model.geometry, **run)
@@ -88,21 +89,8 @@ def _lagrangian(mu0, model, ts, *, dt=None, method="rk4", kappa=np.inf, **run):
                            status=traj.status, message=traj.message)
 
 
-def _lagrangian_velocity(model, x, w):
-    # inside the solve loop: the atoms were validated once, at the start
-    from .field import _velocity
-
-    return _velocity(model, x, w, x)
-
-
-def _spectral(mu0, model, ts, **options):
-    from .spectral import spectral_ascent
-
-    return spectral_ascent(mu0, model, ts, **options)
-
-
-SCHEMES = {"lagrangian": _lagrangian, "fv_circle": _fv_circle, "fv_sphere": _fv_sphere, "jko": _jko,
-           "spectral": _spectral}
+SCHEMES = {"lagrangian": _lagrangian, "fv_circle": fv_circle, "fv_sphere": fv_sphere, "jko": jko_ascent,
+           "spectral": spectral_ascent}
 
 
 def _dim(mu0):

@@ -42,10 +42,9 @@ decay of the spectrum); with ``L=None`` it pads the coefficients with zeros (exa
 at the larger L. Negative densities on the output grid beyond round-off are reported.
 """
 
-from ._spectral.kernels import funk_hecke_log
+from ._spectral.shared import funk_hecke_log
 from ._spectral.sht import sht_backend, sphere_harmonic_transform
-from ._spectral.solve import SpectralSolution, spectral_ascent  # noqa: F401  (the scheme function of flow.py)
-from ._spectral.sphere import _Sphere  # noqa: F401  (tests and benchmarks)
+from ._spectral.solve import SpectralSolution
 from ._spectral.zonal import ZonalMeasure
 
 __all__ = ["ZonalMeasure", "SpectralSolution", "funk_hecke_log", "sphere_harmonic_transform", "sht_backend"]

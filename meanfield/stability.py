@@ -54,7 +54,11 @@ from particles.validation import (
     keyword_only,
 )
 
-from ._spectral.sphere import _Sphere
+from ._fv import SphereMesh, fv_sphere
+from ._spectral.solve import spectral_ascent
+from ._spectral.sphere import Sphere
+from .measure import GridMeasure, fibonacci_sphere
+from .quadrature import sphere_quadrature
 
 __all__ = ["uniform_growth_rate", "critical_kappa", "funk_hecke_exp", "growth_rates", "harmonic_growth"]
 
@@ -182,17 +186,22 @@ def critical_kappa(beta, *, lam, mu=None, kind="usa", d=2) -> float:
     return float(1.0 / best) if best > 0 else np.inf
 
 
-_M_CAP = 2 * (_Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solver's band-limit cap
+_M_CAP = 2 * (Sphere.max_L + 1) ** 2  # the Gauss-Legendre grid of the S^2 solver's band-limit cap
+
+
+#: the schemes of harmonic_growth: those of wasserstein_ascent (meanfield.flow.SCHEMES), called with the mesh and
+#: the options built here
+_SCHEMES = {"spectral": spectral_ascent, "fv_sphere": fv_sphere}
 
 
 @declare(model=_SCALAR_MODEL, harmonic_fn=Function("harmonic_fn(points of shape (m, 3)) -> (m,)"),
          m=Integer(8, hint="Pass the number of grid points, e.g. m=2000."), t1=Interval(0, None, closed="neither"),
          n_saves=Integer(2, hint="A rate needs two times at least."), kappa=KAPPA,
-         eps=Interval(0, None, closed="neither"), scheme=Options("spectral", "fv_sphere"),
+         eps=Interval(0, None, closed="neither"), scheme=Options(*_SCHEMES),
          relations=[Relation(("model",), lambda model: model.d == 3, "must have d = 3 (harmonic_growth runs on S^2)",
                              breaks={"model": MultiHead.scalar([1.0], d=4, beta=1.0, kind="usa")}),
                     Relation(("m", "scheme"), lambda m, scheme: scheme != "spectral" or m <= _M_CAP,
-                             f"asks for a band limit above the S^2 spectral solver's cap max_L={_Sphere.max_L} "
+                             f"asks for a band limit above the S^2 spectral solver's cap max_L={Sphere.max_L} "
                              f"(refused at once: such grids take minutes and gigabytes): use m <= "
                              f"{_M_CAP}, or scheme='fv_sphere'", breaks={"m": 10**8, "scheme": "spectral"})])
 def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves: int = 4, kappa=np.inf,
@@ -215,10 +224,6 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
     >>> bool(np.isclose(rate, growth_rates(model, l_max=1)[1], rtol=1e-6))
     True
     """
-    from .flow import SphereMesh, wasserstein_ascent
-    from .measure import GridMeasure, fibonacci_sphere
-    from .quadrature import sphere_quadrature
-
     caller = "harmonic_growth"
     if scheme == "spectral":
         n = max(4, int(np.ceil(np.sqrt(m / 2))))
@@ -238,10 +243,11 @@ def harmonic_growth(model: MultiHead, harmonic_fn, *, m: int, t1: float, n_saves
                  "of the mass removes: nothing grows; pass a harmonic of degree >= 1, e.g. lambda y: y[:, 2]")
     scale = float(np.max(np.abs(Y)))
     amps = []
+    ts = np.linspace(0.0, t1, n_saves)  # (the save times of wasserstein_ascent)
     for sign in (1.0, -1.0):
         p0 = areas * (1 + sign * eps * Y / scale)
         mu0 = GridMeasure(pts, areas, p0 / p0.sum())
-        res = wasserstein_ascent(mu0, model, t1=t1, n_saves=n_saves, scheme=scheme, kappa=kappa, **options)
+        res = _SCHEMES[scheme](mu0, model, ts, kappa=kappa, **options)
         amps.append(res.mass @ harmonic_fn(res.points))
     amp = (amps[0] - amps[1]) / 2
     return res.t, amp, float(np.polyfit(res.t, np.log(np.abs(amp)), 1)[0])

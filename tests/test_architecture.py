@@ -9,7 +9,9 @@ E501). Modules and functions that were over
 a limit when it was set are listed in ``DEBT`` with their size then: they may shrink, never grow,
 and a new one may not join them. An attention kind or a geometry is asked (its registry entry:
 ``model.attention.normalised``, ``model.geom.on_sphere``, a spectral discretisation's methods), never
-compared by name outside its registry (``kind_comparisons``; target 0, 24 when it was set). The validation is
+compared by name outside its registry (``kind_comparisons``; target 0, 24 when it was set). ``meanfield`` is
+at most ``MEANFIELD_FLOORS`` import floors deep (``floors``) and its modules import no private name from one
+another (``sibling_private_names``). The validation is
 one family within its line target; each study (a module declaring a ``Study``) is within its line target and
 writes no settings name more than twice (``settings_writings``).
 """
@@ -176,6 +178,66 @@ def private_imports(files=None, boundary=top_level) -> list[str]:
             if any(map(_private, below)) or (imported is not None and _private(imported)):
                 out.append(f"{importer}: {mod}" + (f".{imported}" if imported else ""))
     return sorted(out)
+
+
+def floors(graph, package: str) -> int:
+    """The import floors of a package: the number of modules on its longest chain of imports between its own
+    modules (the package's ``__init__`` counted), so the fewest layers that order it with every import pointing
+    down. Lazy imports inside functions count (they are arrows all the same)."""
+    inside = {m: {d for d in deps if top_level(d) == package} for m, deps in graph.items() if top_level(m) == package}
+    depth: dict[str, int] = {}
+
+    def floor(module):
+        if module not in depth:
+            depth[module] = 1 + max((floor(d) for d in inside[module]), default=0)
+        return depth[module]
+
+    return max(map(floor, inside), default=0)
+
+
+def modules_of(package: str):
+    """A boundary that makes every module of ``package`` a unit of its own (elsewhere the top-level package):
+    ``private_imports(boundary=modules_of("meanfield"))`` reports a private name one module takes from another."""
+
+    def boundary(module: str) -> str:
+        return module if top_level(module) == package else top_level(module)
+
+    return boundary
+
+
+#: meanfield's targets: at most 6 import floors (11 when set: meanfield -> stability -> flow -> spectral -> solve
+#: -> discretise -> sphere -> sht -> zonal -> circle -> stepping) and no private name imported between its modules
+#: (35 when set: the geometries borrowed each other's helpers)
+MEANFIELD_FLOORS = 6
+
+
+def sibling_private_names(package: str = "meanfield", files=None) -> list[str]:
+    """Private names (one leading underscore) one module of ``package`` imports from another of its modules
+    (``files``: ``(path, module name)`` pairs, default the package's modules; a private name of another package
+    is the rule of ``private_imports`` across packages)."""
+    files = [(path, name) for path, name in (_modules() if files is None else files) if top_level(name) == package]
+    return [line for line in private_imports(files, boundary=modules_of(package))
+            if top_level(line.split(": ")[1]) == package]
+
+
+def test_meanfield_floors_and_sibling_private_names_within_targets():
+    assert floors(import_graph(), "meanfield") <= MEANFIELD_FLOORS
+    assert sibling_private_names() == []
+
+
+def test_floors_and_sibling_names_measure_what_they_say(tmp_path):
+    """The two measures on graphs and files written here."""
+    graph = {"p": {"p.b", "q"}, "p.b": {"p.c", "q.x"}, "p.c": set(), "p.d": {"p.c"}, "q": {"p"}, "q.x": set()}
+    assert floors(graph, "p") == 3 and floors(graph, "q") == 1
+    files = {"meanfield.a": "from .b import _tool, tool\nfrom particles._core import _x\n",
+             "meanfield.b": "from ._c import helper\n", "meanfield._c": "def helper():\n    pass\n"}
+    pairs = []
+    for name, text in files.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(text)
+        pairs.append((path, name))
+    assert sibling_private_names("meanfield", pairs) == ["meanfield.a: meanfield.b._tool"]  # (a module is no name)
+    assert private_imports(pairs) == ["meanfield.a: particles._core._x"]  # (the rule across packages)
 
 
 def _code_lines(lines, start, end, skip) -> int:
@@ -433,6 +495,10 @@ def report() -> list[str]:
              f"private imports across packages: {private_imports() or 0}",
              f"kind or geometry names compared outside their registries: {len(kind_comparisons())} (target 0; 24 "
              "before)",
+             f"import floors: {', '.join(f'{pkg} {floors(graph, pkg)}' for pkg in PACKAGES)}",
+             f"meanfield: {floors(graph, 'meanfield')} import floors (target <= {MEANFIELD_FLOORS}; 11 before), "
+             f"{len(sibling_private_names())} private names imported between its modules (target 0; 35 before)"
+             + "".join(f"\n  {line}" for line in sibling_private_names()),
              f"validation family: {validation_lines()} lines in {len(VALIDATION)} files (target <= "
              f"{VALIDATION_TARGET}; 1238 before); hand-written check_* calls outside it: {helper_calls()} "
              f"(<= {HELPER_CALLS_MAX}; 88 before)"]

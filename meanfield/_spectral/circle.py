@@ -1,4 +1,4 @@
-r"""The Fourier discretisation on S^1. (module docstring of :mod:`meanfield.spectral`)."""
+r"""The Fourier geometry of S^1 (module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -8,43 +8,74 @@ import numpy as np
 from scipy import fft as sfft
 from scipy.special import ive
 
-from particles.validation import (
-    InvalidParameterError,
-)
+from particles.validation import InvalidParameterError
 
-from .kernels import _rotation_heads, _usa_scale
-from .stepping import _suggest_L
-
-# ------------------------------------------------------------------ S^1
+from ..measure import GridMeasure
+from .shared import rotation_heads, spectral_tail, suggest_L, usa_scale
 
 
-class _Circle:
-    """Fourier coefficients c_n, n = 0..L (c_{-n} = conj c_n) of ρ = Σ c_n e^{inθ}."""
+class Circle:
+    """Fourier coefficients c_n, n = 0..L (c_{-n} = conj c_n) of ρ = Σ c_n e^{inθ}.
 
-    geometry = "circle"
+    ``Circle(model, L)`` is the discretisation at band limit L; :meth:`read` gives the geometry of a
+    measure (its Fourier coefficients ``data``, no band limit yet), whose :meth:`with_L` and :meth:`initial`
+    give the discretisation and the initial coefficients at any band limit.
+    """
+
+    name = "circle"
     d = 2
     max_L = 2**16
 
-    def __init__(self, model, L):
-        self.model, self.L = model, L
+    def __init__(self, model, L=None, data=None):
+        self.model, self.L, self.data = model, L, data
+        if L is None:
+            return  # the geometry of a measure, before a band limit is chosen
         n = np.arange(L + 1)
         self.laplacian = -(n.astype(float) ** 2)
         self.weight = np.where(n == 0, 1.0, 2.0)  # ||ρ||²_σ = Σ_n |c_n|² over n ∈ Z
         self.M = sfft.next_fast_len(3 * L + 2, real=True)
         self.n = n
         self.heads = []
-        for lam_, alpha, mu_, gamma in _rotation_heads(model, "wasserstein_ascent"):
+        for lam_, alpha, mu_, gamma in rotation_heads(model, "wasserstein_ascent"):
             a = model.beta * lam_
             # e^{a cos(δ-α)} e^{-|a|} = Σ_n ive(n, a) e^{in(δ-α)}; the sin(γ-δ) factor shifts n by ±1
             m = np.arange(-1, L + 2)
             z = ive(np.abs(m), a) * np.exp(-1j * m * alpha)
             zh = z[1:-1]
             nh = (np.exp(1j * gamma) * z[2:] - np.exp(-1j * gamma) * z[:-2]) / 2j
-            amp = mu_ * (1.0 if model.attention.normalised else _usa_scale(model, a))
+            amp = mu_ * (1.0 if model.attention.normalised else usa_scale(model, a))
             self.heads.append((amp, zh, nh, a))
 
+    # ---- reading a measure (discretisation() asks the geometry that reads it)
+    @staticmethod
+    def reads(mu0):
+        """Whether mu0 is this geometry's data (a GridMeasure on S^1; :meth:`read` checks the rest)."""
+        return isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 2
+
+    @classmethod
+    def read(cls, mu0, model):
+        """The geometry of a GridMeasure on S^1: its Fourier coefficients, or a clear refusal."""
+        if model.d != 2:
+            raise InvalidParameterError(f"the GridMeasure lives on S^1 but the model has d = {model.d}.")
+        return cls(model, data=_circle_coefficients(mu0, 10**9))
+
+    @property
+    def L_max(self):
+        """The largest band limit the data resolves."""
+        return len(self.data) - 1
+
+    def initial(self, L):
+        """The data's coefficients at band limit L."""
+        c = np.zeros(L + 1, complex)
+        c[: min(L, self.L_max) + 1] = self.data[: L + 1]
+        return c
+
+    def route_hint(self):
+        """No faster route for Fourier data."""
+        return ""
+
     def with_L(self, L):
-        return _Circle(self.model, L)
+        return Circle(self.model, L, self.data)
 
     def pad(self, c, square=False):  # (``square`` matters only for S^2's axial discretisation)
         out = np.zeros(self.L + 1, complex)
@@ -74,10 +105,10 @@ class _Circle:
         return np.where(np.arange(len(c)) == 0, 1.0, 2.0) * np.abs(c) ** 2
 
     def tail(self, c):
-        return _tail(self, c)
+        return spectral_tail(self, c)
 
     def sufficient_L(self, c, tol):
-        return _suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
+        return suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
 
     def energy(self, c):
         if self.model.beta == 0:
@@ -120,21 +151,6 @@ class _Circle:
         rho = np.fft.irfft(R, K) * K
         u = np.arange(K + 1) / K
         return u, u + np.append(P, P[0]) - P[0], np.append(rho, rho[0])
-
-
-def _tail(disc, c):
-    """L2(σ) norm of the top degrees (c may extend past L) relative to the norm of ρ.
-
-    The top band is (L - w, L] with w = max(ceil(L/4), k), k the gcd of the degrees holding energy
-    above round-off: a k-fold symmetric density (energy at multiples of k only) always has a degree
-    in the band, so an empty top quarter cannot hide a truncated spectrum.
-    """
-    e = disc.energy_by_degree(c)
-    total = e.sum()
-    live = np.flatnonzero(e[1:] > 1e-26 * total) + 1
-    k = int(np.gcd.reduce(live)) if len(live) else 1
-    width = max(1, math.ceil(disc.L / 4), k)
-    return float(np.sqrt(e[max(1, disc.L + 1 - width):].sum() / total))
 
 
 def _circle_coefficients(mu0, L_max):

@@ -9,9 +9,9 @@ import numpy as np
 from scipy import fft as sfft
 
 
-class _TableTransform:
+class TableTransform:
     """Synthesis and analysis on the Gauss–Legendre grid (nodes ``z`` ascending, ``nlon = 2 nlat``) from
-    tables of :func:`_legendre_column` per order m, split by the parity of l + m on the northern nodes."""
+    tables of :func:`legendre_column` per order m, split by the parity of l + m on the northern nodes."""
 
     def __init__(self, L: int, z: np.ndarray, w: np.ndarray):
         self.L, self.nlat, self.w = L, len(z), w
@@ -25,7 +25,7 @@ class _TableTransform:
         self.Pe, self.Po = [], []  # per m: (nh, ·) values of P̄_lm at the northern nodes, l - m even / odd
         zn = z[self._north]
         for m in range(L + 1):
-            P = _legendre_column(L, m, zn)
+            P = legendre_column(L, m, zn)
             self.Pe.append(np.ascontiguousarray(P[:, 0::2]))
             self.Po.append(np.ascontiguousarray(P[:, 1::2]))
 
@@ -63,17 +63,17 @@ class _TableTransform:
         return C
 
 
-def _ring_synthesis_tables(C: np.ndarray, z: np.ndarray, nlon: int) -> np.ndarray:
+def ring_synthesis_tables(C: np.ndarray, z: np.ndarray, nlon: int) -> np.ndarray:
     """Values (len(z), nlon) of the coefficients C (L+1, L+1) on rings of latitude z, φ_k = 2πk/nlon
     (nlon > 2L): one recurrence per order m over the rings, one inverse real FFT per ring."""
     L = C.shape[0] - 1
     A = np.zeros((len(z), nlon // 2 + 1), complex)
     for m in range(L + 1):
-        A[:, m] = _legendre_column(L, m, z) @ C[m:, m]
+        A[:, m] = legendre_column(L, m, z) @ C[m:, m]
     return sfft.irfft(A, nlon, axis=1) * nlon
 
 
-def _legendre_column(L, m, z):
+def legendre_column(L, m, z):
     """P̄_lm(z), l = m..L, normalised by ½∫P̄² dz = 1, without the Condon–Shortley phase."""
     s = np.sqrt(np.clip(1 - z * z, 0, None))
     pmm = np.ones_like(z)

@@ -15,7 +15,7 @@ import numpy as np
 
 from particles.extend import scalar_heads
 
-from .sphere import _legendre_column
+from .legendre import legendre_column
 
 #: the non-zonal part's norm, relative to the density's, below which a density read on a grid is zonal (its
 #: square is a difference of squared norms: round-off leaves ~1e-8 of it)
@@ -30,7 +30,7 @@ def _degree_values(C, e):
     phase = np.exp(1j * np.arctan2(e[1], e[0]))
     out = np.zeros(L + 1)
     for m in range(L + 1):
-        P = _legendre_column(L, m, z)[0]  # l = m..L
+        P = legendre_column(L, m, z)[0]  # l = m..L
         term = C[m:, m] * P * phase**m
         out[m:] += term.real if m == 0 else 2.0 * term.real
     return out
@@ -71,7 +71,7 @@ def zonal_axis(C) -> np.ndarray | None:
     return None
 
 
-def zonal_hint(mu0, model, coefficients) -> str:
+def zonal_hint(model, coefficients) -> str:
     """The warning's text when a GridMeasure on S^2 with scalar heads is zonal, else ""."""
     if scalar_heads(model.M, model.W) is None or np.shape(coefficients)[1] == 1:
         return ""  # general heads; or zonal about the pole, which the solver advances as one column already

@@ -17,8 +17,8 @@ from particles.validation import (
     declare,
 )
 
-from .legendre import _ring_synthesis_tables, _TableTransform
-from .zonal import _gauss_gegenbauer
+from .legendre import TableTransform, ring_synthesis_tables
+from .shared import gauss_gegenbauer
 
 #: the largest degree of the tables backend (its tables hold ~ 0.4 L^3 doubles: 3.4 GB at L = 1024)
 TABLES_CAP = 1024
@@ -80,7 +80,7 @@ def ring_synthesis(C: np.ndarray, z: np.ndarray, nlon: int) -> np.ndarray:
     C, z = np.asarray(C, dtype=complex), np.asarray(z, dtype=float)
     L = C.shape[0] - 1
     if sht_backend() == "tables":
-        return _ring_synthesis_tables(C, z, nlon)
+        return ring_synthesis_tables(C, z, nlon)
     import ducc0
 
     nlat = len(z)
@@ -92,7 +92,7 @@ def ring_synthesis(C: np.ndarray, z: np.ndarray, nlon: int) -> np.ndarray:
     return out.reshape(nlat, nlon)
 
 
-_BACKENDS = {"ducc0": _Ducc0Transform, "tables": _TableTransform}
+_BACKENDS = {"ducc0": _Ducc0Transform, "tables": TableTransform}
 
 
 @declare(L=Integer(0), nlat=Integer(2), backend=Options("auto", "ducc0", "tables"), relations=[Relation(
@@ -138,7 +138,7 @@ class sphere_harmonic_transform:  # noqa: N801 - a small callable-object API, na
                 "(its tables hold ~ 0.4 L^3 doubles): install ducc0 (pip install \"headflow[sht]\") and use "
                 "backend='auto' or 'ducc0'.")
         # the Gauss-Legendre rule to relative round-off (numpy's leggauss weights drift by 1e-10 at 1600 nodes)
-        z, w = _gauss_gegenbauer(self.nlat, 3)
+        z, w = gauss_gegenbauer(self.nlat, 3)
         self.z, self.w = z, w
         self._impl = _BACKENDS[self.backend](self.L, z, w)
         l = np.arange(self.L + 1)

@@ -18,12 +18,14 @@ from particles.validation import (
     keyword_only,
 )
 
-from .circle import _Circle
-from .discretise import discretisation
-from .route import zonal_hint
-from .sphere import _Sphere
-from .stepping import _EPS, _ifrk45
-from .zonal import _Zonal
+from .._result import MeanFieldResult
+from ..measure import GridMeasure
+from .circle import Circle
+from .sphere import Sphere
+from .stepping import ifrk45
+from .zonal import Zonal
+
+_EPS = np.finfo(float).eps
 
 # ------------------------------------------------------------------ the solver
 
@@ -56,9 +58,9 @@ class SpectralSolution:
 
     def _basis(self, method):
         """The discretisation of this solution's geometry, which reads it (``method`` is one it has)."""
-        basis = _BASES[self.geometry]
+        basis = GEOMETRIES[self.geometry]
         if not hasattr(basis, method):
-            have = [g for g, b in _BASES.items() if hasattr(b, method)]
+            have = [g for g, b in GEOMETRIES.items() if hasattr(b, method)]
             raise InvalidParameterError(f"{method} needs a solution of geometry {' or '.join(map(repr, have))}; "
                                         f"this one is {self.geometry!r}.")
         return basis
@@ -161,36 +163,35 @@ class SpectralSolution:
 def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rtol: float = 1e-10,
                     kappa=np.inf, max_steps: int = 1_000_000, max_L=None, **run):
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
-    from .._result import MeanFieldResult
-
     caller = "wasserstein_ascent(scheme='spectral')"  # (its options arrive checked: meanfield.flow.SCHEME_OPTIONS)
     if model.kind not in MEAN_FIELD_KINDS:
         raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
-    geometry, d, L_max, make, initial = discretisation(mu0, model)
-    solver_cap = _BASES[geometry].max_L
+    geometry = discretisation(mu0, model)
+    solver_cap = geometry.max_L
     for name, value in (("L", L), ("max_L", max_L)):
         if value is not None and value > solver_cap:
             # refused before anything is built: tables at such band limits take minutes and gigabytes
             raise InvalidParameterError(
-                f"{name}={value} of {caller} is above the cap max_L={solver_cap} of the {geometry} spectral solver "
-                f"({', '.join(f'{g}: {b.max_L}' for g, b in _BASES.items())}). Use {name} <= "
+                f"{name}={value} of {caller} is above the cap max_L={solver_cap} of the {geometry.name} spectral "
+                f"solver ({', '.join(f'{g}: {b.max_L}' for g, b in GEOMETRIES.items())}). Use {name} <= "
                 f"{solver_cap}, stop earlier, or use particles."
             )
     refine = L is None
     cap = min(solver_cap, max_L or np.inf) if refine else None
-    disc, c0, L = _band_limit(make, initial, L, L_max, cap, tol, caller)
-    if refine and _BASES[geometry] in _ROUTE_HINTS:  # a faster route this geometry's data may have
-        hint = _ROUTE_HINTS[_BASES[geometry]](mu0, model, initial(L_max))
+    disc, c0, L = _band_limit(geometry, L, cap, tol, caller)
+    if refine:  # a faster route this geometry's data may have
+        hint = geometry.route_hint()
         if hint:
             warnings.warn(hint, UserWarning, stacklevel=3)
-    saves, tails, field, traj = _ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
-                                        max_steps=max_steps, cap=int(cap) if refine else disc.max_L,
-                                        solver_cap=solver_cap, **run)
+    saves, tails, field, traj = ifrk45(disc, c0, ts, kappa=kappa, rtol=rtol, tol=tol, refine=refine,
+                                       max_steps=max_steps, cap=int(cap) if refine else disc.max_L,
+                                       solver_cap=solver_cap, **run)
     disc = field.disc(saves[-1])
     coeffs = [disc.pad(c, square=True) for c in saves]  # (an axial S^2 run saves every order)
     energy = np.array([disc.energy(c) for c in coeffs])
-    sol = SpectralSolution(geometry, d, disc.L, coeffs, tails, getattr(mu0, "axis", None))  # (a zonal run's axis)
-    pts, w = _BASES[geometry].output_grid(mu0, disc.L, d)
+    sol = SpectralSolution(geometry.name, geometry.d, disc.L, coeffs, tails,
+                           getattr(mu0, "axis", None))  # (a zonal run's axis)
+    pts, w = geometry.output_grid(mu0, disc.L, geometry.d)
     rho = np.array([sol.density(k, pts) for k in range(len(coeffs))])
     mass = rho * w[None, :]
     min_density = rho.min(axis=1)
@@ -201,27 +202,28 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                       f"(min density {min_density.min():.2e}); raise L or lower tol.", ConvergenceWarning,
                       stacklevel=3)
     info = {"L": disc.L, "tail": tails, "min_density": min_density, "negative_times": negative,
-            "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": traj.n_rejected, "geometry": geometry,
-            "rtol": rtol, "tol": tol, "solution": sol, "band_limits": field.band_limits}
+            "mass_error": float(np.abs(mass.sum(1) - 1).max()), "n_rejected": traj.n_rejected,
+            "geometry": geometry.name, "rtol": rtol, "tol": tol, "solution": sol, "band_limits": field.band_limits}
     return MeanFieldResult(traj.t, pts, mass, energy, "spectral", traj.n_steps, info, status=traj.status,
                            message=traj.message)
 
 
-def _band_limit(make, initial, L, L_max, cap, tol, caller):
-    """(discretisation, initial coefficients, L) at the given band limit L, or, for L = None, at the
-    first L = 8, 16, ... (up to ``cap`` and the data's own L_max) where the data's spectral tail is
-    below tol / 10; refused when the data's tail at L (degrees past L included) is above tol."""
+def _band_limit(geometry, L, cap, tol, caller):
+    """(discretisation, initial coefficients, L) of the geometry of the data at the given band limit L, or, for
+    L = None, at the first L = 8, 16, ... (up to ``cap`` and the data's own L_max) where the data's spectral tail
+    is below tol / 10; refused when the data's tail at L (degrees past L included) is above tol."""
+    L_max = geometry.L_max
     if L is None:
         L = min(8, cap)
         while True:
-            disc, c0 = make(L), initial(L)
+            disc, c0 = geometry.with_L(L), geometry.initial(L)
             if disc.tail(c0) <= tol / 10 or L >= min(L_max, cap):
                 break
             L = int(min(2 * L, L_max, cap))
     else:
-        disc, c0 = make(L), initial(L)
+        disc, c0 = geometry.with_L(L), geometry.initial(L)
     # the tail of the data itself, degrees past L included (truncating them would hide it)
-    tail0 = disc.tail(initial(min(2 * L, L_max)) if L_max > L else c0)
+    tail0 = disc.tail(geometry.initial(min(2 * L, L_max)) if L_max > L else c0)
     if tail0 > tol:
         hint = f"L >= {2 * L}" if L < L_max else "a finer input grid"
         raise InvalidParameterError(
@@ -231,8 +233,26 @@ def _band_limit(make, initial, L, L_max, cap, tol, caller):
     return disc, c0, L
 
 
-#: the spectral geometries: the discretisation of each, which also reads its solutions (density,
-#: CDFs, partition functions), knows its largest band limit and its output quadrature
-_BASES = {basis.geometry: basis for basis in (_Circle, _Sphere, _Zonal)}
-#: the hint of a faster route for a basis: S^2 data zonal about an axis goes to the Gegenbauer solver
-_ROUTE_HINTS = {_Sphere: zonal_hint}
+#: the spectral geometries by name: each reads the measures it takes (``reads``, ``read``), discretises the flow
+#: at any band limit (``with_L``), reads its solutions (density, CDFs, partition functions), knows its largest
+#: band limit and its output quadrature
+GEOMETRIES = {geometry.name: geometry for geometry in (Circle, Sphere, Zonal)}
+
+
+def discretisation(mu0, model):
+    """The spectral geometry of a measure the scheme accepts (a :class:`Circle`, :class:`Sphere` or
+    :class:`Zonal` holding the data, at no band limit yet: its ``with_L(L)`` and ``initial(L)``), or a clear
+    refusal."""
+    for geometry in GEOMETRIES.values():
+        if geometry.reads(mu0):
+            return geometry.read(mu0, model)
+    if isinstance(mu0, GridMeasure):
+        raise InvalidParameterError(
+            f"scheme 'spectral' on S^{mu0.points.shape[1] - 1} needs zonal data: pass a "
+            "meanfield.ZonalMeasure (density a function of <x, e>) with scalar heads; GridMeasures are "
+            "read on S^1 and S^2 only."
+        )
+    raise InvalidParameterError(
+        "scheme 'spectral' needs a GridMeasure (uniform S^1 grid or sphere_quadrature(3, n=n) on S^2) or a "
+        f"ZonalMeasure; got {type(mu0).__name__}."
+    )

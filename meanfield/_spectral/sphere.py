@@ -1,5 +1,5 @@
-r"""The S^2 discretisation of the spectral solver (module docstring of :mod:`meanfield.spectral`), on the
-transforms of :mod:`meanfield._spectral.sht`."""
+r"""The spherical-harmonic geometry of S^2 (module docstring of :mod:`meanfield.spectral`), on the transforms of
+:mod:`meanfield._spectral.sht`."""
 
 from __future__ import annotations
 
@@ -8,19 +8,22 @@ import math
 import numpy as np
 
 from particles.extend import scalar_heads
+from particles.validation import InvalidParameterError
 
-from .circle import _tail
-from .legendre import _legendre_column
+from ..field import measure_energy, weighted_velocity
+from ..measure import GridMeasure
+from ..quadrature import sphere_quadrature
+from .legendre import legendre_column
+from .route import zonal_hint
+from .shared import funk_hecke_energy, potential_multipliers, spectral_tail, suggest_L
 from .sht import ring_synthesis, sht_backend, sphere_harmonic_transform
-from .stepping import _suggest_L
-from .zonal import _funk_hecke_energy, _potential_multipliers
 
 #: orders m >= 1 below this fraction of the largest order-0 coefficient are the analysis' round-off of an
 #: axially symmetric density (measured: 5e-18 of c_00 for a zonal start on sphere_quadrature(3, n=40))
 AXIAL_ROUNDOFF = 1e-13
 
 
-class _Sphere:
+class Sphere:
     r"""Spherical-harmonic coefficients C[l, m] (m ≥ 0) of ρ on S^2.
 
     The flow in weak form: :math:`\dot C_{lm} = -\langle\operatorname{div}F, Y_{lm}\rangle =
@@ -34,18 +37,24 @@ class _Sphere:
     ``axial=True`` (scalar heads, a density symmetric about the pole): the coefficients are the order-0
     column (L + 1, 1), which scalar heads keep alone, and the transforms one Legendre matrix on the Gauss
     nodes: O(L) memory and O(L^2) work per step, as the zonal solver.
+
+    ``Sphere(model, L, axial)`` is the discretisation at band limit L; :meth:`read` gives the geometry of a
+    measure on the Gauss–Legendre grid (its coefficients ``data``, no band limit yet), whose :meth:`with_L` and
+    :meth:`initial` give the discretisation and the initial coefficients at any band limit.
     """
 
-    geometry = "sphere"
+    name = "sphere"
     d = 3
     # ducc0's grids at L = 2048 hold 1.9e7 points (150 MB a field); the Legendre tables ~ 0.4 L^3 doubles
     max_L = 2048 if sht_backend() == "ducc0" else 512
 
-    def __init__(self, model, L, axial=False):
-        self.model, self.L, self.axial = model, L, bool(axial)
+    def __init__(self, model, L=None, axial=False, data=None):
+        self.model, self.L, self.axial, self.data = model, L, bool(axial), data
         self.scalar = scalar_heads(model.M, model.W) is not None
         if self.axial and not self.scalar:
             raise ValueError("the axially symmetric S^2 discretisation needs scalar heads")
+        if L is None:
+            return  # the geometry of a measure, before a band limit is chosen
         K = 1 if self.axial else L + 1  # orders held
         # transforms to degree L + 1 (the gradient of degree L, the flux against ∇Y_lm, l ≤ L); the grid
         # integrates ρ ∇Φ·∇Y_lm (degree ≤ 3L + 1) exactly
@@ -58,10 +67,55 @@ class _Sphere:
         self.im = 1j * np.arange(L + 2)[None, :]  # ∂_φ on order m
         self.inv_s2 = (1.0 / (1.0 - self.sht.z**2))[:, None]  # Gauss nodes avoid the poles
         if self.scalar:
-            self.phi, self.zs = _potential_multipliers(model, l, 3)
+            self.phi, self.zs = potential_multipliers(model, l, 3)
+
+    # ---- reading a measure (discretisation() asks the geometry that reads it)
+    @staticmethod
+    def reads(mu0):
+        """Whether mu0 is this geometry's data (a GridMeasure on S^2; :meth:`read` checks the rest)."""
+        return isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 3
+
+    @classmethod
+    def read(cls, mu0, model):
+        """The geometry of a GridMeasure on the Gauss–Legendre grid of S^2 (its spherical harmonic coefficients;
+        axial when the heads are scalar and the density symmetric about the pole), or a clear refusal."""
+        if model.d != 3:
+            raise InvalidParameterError(f"the GridMeasure lives on S^2 but the model has d = {model.d}.")
+        nlat = int(round(np.sqrt(len(mu0.points) / 2)))
+        if 2 * nlat * nlat != len(mu0.points) or not np.allclose(sphere_quadrature(3, n=nlat)[0], mu0.points,
+                                                                  atol=1e-12):
+            raise InvalidParameterError(
+                "scheme 'spectral' on S^2 needs a GridMeasure on the Gauss-Legendre grid sphere_quadrature(3, n=n) "
+                "(areas 4*pi*weights): the density is read at its points."
+            )
+        rho = mu0.mass / mu0.areas * (4 * np.pi)  # density w.r.t. σ (areas sum to 4π)
+        full = sphere_harmonic_transform(nlat - 1, nlat).analysis(rho.reshape(nlat, 2 * nlat))
+        full /= full[0, 0].real
+        # scalar heads keep a density symmetric about the pole so: its order-0 column alone is advanced
+        axial = scalar_heads(model.M, model.W) is not None and not np.any(
+            np.abs(full[:, 1:]) > AXIAL_ROUNDOFF * np.abs(full[:, 0]).max())
+        return cls(model, None, axial, full)
+
+    @property
+    def L_max(self):
+        """The largest band limit the data resolves (nlat - 1 on the grid of nlat latitudes)."""
+        return self.data.shape[0] - 1
+
+    def initial(self, L):
+        """The data's coefficients at band limit L (the order-0 column alone when axial)."""
+        full, axial = self.data, self.axial
+        c = np.zeros((L + 1, 1), float) if axial else np.zeros((L + 1, L + 1), complex)
+        k = min(L, self.L_max) + 1
+        K = min(k, c.shape[1])
+        c[:k, :K] = full[:k, :K].real if axial else full[:k, :K]
+        return c
+
+    def route_hint(self):
+        """The warning's text when the data is zonal about an axis under scalar heads (:func:`zonal_hint`)."""
+        return zonal_hint(self.model, self.initial(self.L_max))
 
     def with_L(self, L):
-        return _Sphere(self.model, L, self.axial)
+        return Sphere(self.model, L, self.axial, self.data)
 
     def pad(self, c, square=False):
         """c at this band limit, with this discretisation's orders (all of them with ``square``)."""
@@ -112,7 +166,7 @@ class _Sphere:
         L, a = self.L, c[:, 0].real
         u, v = self.u[:, 0], self.v[:, 0]
         if not hasattr(self, "_p0"):
-            self._p0 = _legendre_column(L + 1, 0, self.sht.z)  # P̄_l0 (l = 0..L+1), (nlat, L + 2)
+            self._p0 = legendre_column(L + 1, 0, self.sht.z)  # P̄_l0 (l = 0..L+1), (nlat, L + 2)
 
         def gradient(b):  # sinθ ∂_θ of degree-L coefficients b, at degree L + 1
             D = np.zeros(L + 2)
@@ -138,9 +192,7 @@ class _Sphere:
         sht = self.sht
         rho = sht.synthesis(self._up(c))
         w = np.maximum(rho, 0.0).ravel() * np.repeat(sht.w, sht.nlon) / sht.nlon
-        from ..field import _velocity
-
-        v = _velocity(self.model, sht.points, w / w.sum(), sht.points).reshape(sht.nlat, sht.nlon, 3)
+        v = weighted_velocity(self.model, sht.points, w / w.sum(), sht.points).reshape(sht.nlat, sht.nlon, 3)
         F = rho[..., None] * v
         x = sht.points.reshape(sht.nlat, sht.nlon, 3)
         # F_θ sinθ = z (x F_x + y F_y) - (1 - z²) F_z and F_φ sinθ = x F_y - y F_x (e_θ, e_φ times sinθ)
@@ -167,17 +219,15 @@ class _Sphere:
         return np.sum(weight * np.abs(c) ** 2, axis=1)
 
     def tail(self, c):
-        return _tail(self, c)
+        return spectral_tail(self, c)
 
     def sufficient_L(self, c, tol):
-        return _suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
+        return suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
 
     # ---- reading a solution (SpectralSolution asks its geometry's discretisation)
     @staticmethod
     def output_grid(mu0, L, d):
         """Points and weights of an exact quadrature of the band-limited density (the saved masses)."""
-        from ..quadrature import sphere_quadrature
-
         return sphere_quadrature(3, n=max(int(round(np.sqrt(len(mu0.points) / 2))), L + 1))
 
     @staticmethod
@@ -190,9 +240,7 @@ class _Sphere:
 
     def energy(self, c):
         if self.scalar:
-            return _funk_hecke_energy(self.model, np.arange(self.L + 1), 3, self.energy_by_degree(c))
-        from ..field import measure_energy
-
+            return funk_hecke_energy(self.model, np.arange(self.L + 1), 3, self.energy_by_degree(c))
         sht = sphere_harmonic_transform(self.L, self.L + 1)
         rho = sht.synthesis(c).ravel()
         w = np.maximum(rho, 0) * np.repeat(sht.w, sht.nlon) / sht.nlon
@@ -203,7 +251,7 @@ def _gradient_weights(n):
     r"""(u_lm, v_lm), l, m = 0..n, of :math:`(1-z^2)\bar P_{lm}' = u_{lm}\bar P_{l-1,m} - v_{lm}\bar P_{l+1,m}`:
     :math:`u_{lm} = (l+1)\alpha_{lm}`, :math:`v_{lm} = l\alpha_{l+1,m}` with :math:`\alpha_{lm} =
     \sqrt{(l^2-m^2)/(4l^2-1)}` the coefficient of :math:`z\bar P_{lm} = \alpha_{l+1,m}\bar P_{l+1,m} +
-    \alpha_{lm}\bar P_{l-1,m}` (the orthonormal recurrence of :func:`_legendre_column`)."""
+    \alpha_{lm}\bar P_{l-1,m}` (the orthonormal recurrence of :func:`legendre_column`)."""
     l = np.arange(n + 2, dtype=float)[:, None]
     m = np.arange(n + 1, dtype=float)[None, :]
     alpha = np.sqrt(np.clip(l * l - m * m, 0, None) / np.maximum(4 * l * l - 1, 1))
@@ -222,14 +270,14 @@ def _sphere_density(C, x):
         if (np.all(g[:, :, 2] == g[:, :1, 2]) and np.abs(g[..., 0] - r * np.cos(phi)).max() <= 1e-13
                 and np.abs(g[..., 1] - r * np.sin(phi)).max() <= 1e-13):
             if not np.any(C[:, 1:]):  # axially symmetric: one value per ring
-                values = _legendre_column(L, 0, g[:, 0, 2]) @ C[:, 0].real
+                values = legendre_column(L, 0, g[:, 0, 2]) @ C[:, 0].real
                 return np.repeat(values, 2 * nlat)
             return ring_synthesis(C, g[:, 0, 2], 2 * nlat).ravel()
     z = np.clip(x[:, 2], -1, 1)
     phi = np.arctan2(x[:, 1], x[:, 0])
     out = np.zeros(len(x))
     for m in range(L + 1):
-        am = _legendre_column(L, m, z) @ C[m:, m]
+        am = legendre_column(L, m, z) @ C[m:, m]
         out += (1.0 if m == 0 else 2.0) * np.real(am * np.exp(1j * m * phi))
     return out
 
@@ -240,7 +288,7 @@ def _sphere_projection(C, theta, x):
     phi = np.arctan2(theta[:, 1], theta[:, 0])
     f = np.zeros((len(theta), L + 1))  # ρ_l(θ_j)
     for m in range(L + 1):
-        P = _legendre_column(L, m, z)
+        P = legendre_column(L, m, z)
         f[:, m:] += (1.0 if m == 0 else 2.0) * np.real(P * C[m:, m][None, :] * np.exp(1j * m * phi)[:, None])
     Pl = np.empty((len(x), L + 2))  # Legendre P_l(x), P_l(1) = 1
     Pl[:, 0] = 1.0

@@ -1,5 +1,5 @@
 r"""The embedded Dormand–Prince 5(4) pair in integrating-factor variables (exact noise), the first
-step, the band limit to suggest (module docstring of :mod:`meanfield.spectral`)."""
+step, the refinement of the band limit (module docstring of :mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from particles import SaveAt, simulate, tqdm_class
 from particles.extend import DORMAND_PRINCE, SchemeState, Stepper
 from particles.validation import SolverError
 
-_EPS = np.finfo(float).eps
+from .shared import geometric_need
+
 _LOG = logging.getLogger("meanfield.spectral")
 
 
@@ -88,7 +89,7 @@ class _SpectralField(SchemeState):
                 f"decays geometrically there: the density sharpened past the band limit. Rerun with L >= {L_new} "
                 "(or L=None to refine automatically), or stop earlier."
             )
-        need = _geometric_need(disc.L, e, tail, self.tol)
+        need = geometric_need(disc.L, e, tail, self.tol)
         if (need is not None and need > self.cap) or (L_new > self.cap and disc.L >= self.cap):
             # refused at once: refining to the cap first costs minutes and gigabytes for the same refusal
             raise SolverError(self._cap_message(t, tail, disc.L, max(L_new, math.ceil(need or 0))))
@@ -208,7 +209,7 @@ def _error_ratio(disc, err, c, y, rtol):
 IF_DOPRI5 = Stepper(if_dopri5, order=5, adaptive=True, error_order=4)
 
 
-def _ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, solver_cap=None, **run):
+def ifrk45(disc, c0, ts, *, kappa, rtol, tol, refine, max_steps, cap, solver_cap=None, **run):
     """Integrate the coefficients over the save times in the particle solve loop (``run``:
     ``progress``, ``on_failure``); returns the saved coefficients (each at the band limit of its
     time), their tails, the field (its ``band_limits``), the trajectory (times, steps, status)."""
@@ -238,26 +239,3 @@ def _first_step(disc, c, k1, span, rtol):
     scale = disc.norm(k1)
     h = 0.1 * rtol ** 0.2 * disc.norm(c) / scale if scale > 0 else span
     return float(min(span, max(h, 1e-12 * span)))
-
-
-def _geometric_need(L, energy_by_degree, tail, tol):
-    """Band limit at which the tail of a spectrum decaying like its top half would be ≤ tol / 10
-    (a float), or None when the top half does not decay geometrically."""
-    l = np.arange(len(energy_by_degree))
-    top = l >= L // 2
-    e = energy_by_degree[top]
-    ok = e > 0
-    slope = np.polyfit(l[top][ok], 0.5 * np.log(e[ok]), 1)[0] if ok.sum() >= 2 else 0.0
-    if slope >= -1e-3 or not np.isfinite(slope):
-        return None
-    # tail ∝ e^{slope · (3/4) L}: solve for tol / 10
-    return float(L + (4 / 3) * np.log(tol / 10 / max(tail, 1e-300)) / slope)
-
-
-def _suggest_L(L, energy_by_degree, tail, tol):
-    """Band limit to refine to: the geometric need (:func:`_geometric_need`) rounded up to a multiple of
-    8, within [L + 4, 4L]; 2L when the spectrum does not decay geometrically."""
-    need = _geometric_need(L, energy_by_degree, tail, tol)
-    if need is None:
-        return 2 * L
-    return int(min(4 * L, max(L + 4, 8 * math.ceil(need / 8))))

@@ -1,5 +1,5 @@
-r"""The Gegenbauer discretisation of zonal densities on S^{d-1} and :class:`ZonalMeasure` (module
-docstring of :mod:`meanfield.spectral`)."""
+r"""The Gegenbauer geometry of zonal densities on S^{d-1} and :class:`ZonalMeasure` (module docstring of
+:mod:`meanfield.spectral`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import eigh_tridiagonal
 from scipy.special import gammaln
 
-from particles.extend import LOG_OVERFLOW, scalar_heads
+from particles.extend import scalar_heads
 from particles.validation import (
     NONE,
     AnyOf,
@@ -25,46 +24,28 @@ from particles.validation import (
 )
 
 from ..measure import sphere_name
-from .circle import _tail
-from .kernels import _fh_log
-from .stepping import _suggest_L
+from .shared import (
+    fh_log,
+    funk_hecke_energy,
+    gauss_gegenbauer,
+    gegenbauer_orthonormal,
+    potential_multipliers,
+    recurrence,
+    spectral_tail,
+    suggest_L,
+)
 
 # ------------------------------------------------------------------ zonal S^{d-1}
-
-
-def _recurrence(L, d):
-    """a_{l+1}, l = 0..L-1, of t q_l = a_{l+1} q_{l+1} + a_l q_{l-1} (orthonormal Gegenbauer on S^{d-1})."""
-    nu = (d - 2) / 2
-    l = np.arange(L, dtype=float)
-    return np.sqrt((l + 1) * (l + 2 * nu) / (4 * (l + nu) * (l + nu + 1)))
-
-
-def _gegenbauer_orthonormal(L, t, d):
-    """q_l(t), l = 0..L, orthonormal for the law of <x, e> under σ on S^{d-1}: shape (len(t), L+1).
-
-    Three-term recurrence of the orthonormal polynomials, t q_l = a_{l+1} q_{l+1} + a_l q_{l-1},
-    a_{l+1}² = (l+1)(l+2ν) / (4(l+ν)(l+ν+1)): no Gamma-function normalisation, no overflow at any d.
-    """
-    t = np.asarray(t, dtype=float)
-    Q = np.zeros((len(t), L + 1))
-    Q[:, 0] = 1.0
-    if L == 0:
-        return Q
-    a = _recurrence(L, d)
-    Q[:, 1] = t / a[0]
-    for l in range(1, L):
-        Q[:, l + 1] = (t * Q[:, l] - a[l - 1] * Q[:, l - 1]) / a[l]
-    return Q
 
 
 def _gegenbauer_derivative(L, t, d):
     """q_l'(t), l = 0..L, shape (len(t), L+1): the recurrence differentiated,
     q_l + t q_l' = a_{l+1} q_{l+1}' + a_l q_{l-1}' (stable forward, like the values)."""
-    Q = _gegenbauer_orthonormal(L, t, d)
+    Q = gegenbauer_orthonormal(L, t, d)
     D = np.zeros_like(Q)
     if L == 0:
         return D
-    a = _recurrence(L, d)
+    a = recurrence(L, d)
     D[:, 1] = 1.0 / a[0]
     for l in range(1, L):
         D[:, l + 1] = (Q[:, l] + t * D[:, l] - a[l - 1] * D[:, l - 1]) / a[l]
@@ -75,61 +56,87 @@ def _flux_weights(L, d):
     r"""(u_l, v_l), l = 0..L, of :math:`(1-t^2)q_l' = u_l q_{l-1} - v_l q_{l+1}`: u_l = (l+d-2) a_l,
     v_l = l a_{l+1} (the operator (1-t²)d/dt maps degree l to l ± 1 only; its adjoint in L²(w) is
     (d-1)t - (1-t²)d/dt, whose leading coefficient on q_{l-1} gives u_l)."""
-    a = _recurrence(L + 1, d)
+    a = recurrence(L + 1, d)
     l = np.arange(L + 1, dtype=float)
     u = np.zeros(L + 1)
     u[1:] = (l[1:] + d - 2) * a[:L]
     return u, l * a[: L + 1]
 
 
-def _gauss_gegenbauer(n, d):
-    r"""Nodes and weights (summing to 1) of the n-point Gauss rule of the law of <x, e> under σ on
-    S^{d-1}, :math:`\propto (1-t^2)^{(d-3)/2}dt`, to relative round-off at any n.
+class Zonal:
+    """Coefficients c_l, l = 0..L, of ρ(<x, e>) = Σ c_l q_l(<x, e>) on S^{d-1} (scalar heads).
 
-    Golub–Welsch (eigenvalues of the Jacobi matrix of the orthonormal recurrence), one Newton step on
-    :math:`q_n` and the Christoffel weights :math:`w_k = 1/\sum_{l<n} q_l(t_k)^2` (a sum of positive
-    terms). numpy's ``leggauss`` and scipy's ``roots_gegenbauer`` lose relative accuracy in the weights
-    with n (1e-10 at n = 1600): an error the degree factors of the flow then amplify.
+    ``Zonal(model, L, d)`` is the discretisation at band limit L; :meth:`read` gives the geometry of a
+    :class:`ZonalMeasure` (``data``, no band limit yet), whose :meth:`with_L` and :meth:`initial` give the
+    discretisation and the initial coefficients at any band limit.
     """
-    a = _recurrence(n, d)
-    t = eigh_tridiagonal(np.zeros(n), a[: n - 1], eigvals_only=True)
-    # Newton on q_n with the values and derivatives from the recurrence (vectors, no table)
-    q0, q1, d0, d1 = np.ones(n), t / a[0], np.zeros(n), np.full(n, 1.0 / a[0])
-    for l in range(1, n):
-        q0, q1, d0, d1 = q1, (t * q1 - a[l - 1] * q0) / a[l], d1, (q1 + t * d1 - a[l - 1] * d0) / a[l]
-    t = np.clip(t - q1 / d1, -1.0, 1.0)
-    s, q0, q1 = 1.0 + (t / a[0]) ** 2, np.ones(n), t / a[0]
-    for l in range(1, n - 1):
-        q0, q1 = q1, (t * q1 - a[l - 1] * q0) / a[l]
-        s += q1 * q1
-    w = 1.0 / s
-    return t, w / w.sum()
 
-
-class _Zonal:
-    """Coefficients c_l, l = 0..L, of ρ(<x, e>) = Σ c_l q_l(<x, e>) on S^{d-1} (scalar heads)."""
-
-    geometry = "zonal"
+    name = "zonal"
     max_L = 4096
 
-    def __init__(self, model, L, d):
-        self.model, self.L, self.d = model, L, d
+    def __init__(self, model, L=None, d=None, data=None):
+        self.model, self.L, self.d, self.data = model, L, d, data
+        if L is None:
+            return  # the geometry of a measure, before a band limit is chosen
         l = np.arange(L + 1)
         self.laplacian = -(l * (l + d - 2)).astype(float)
         # the flux ρΦ' (degree ≤ 2L - 1) against q_{l±1}, l ≤ L: exact with (3L + 1)/2 nodes
         self.nq = L + math.ceil(L / 2) + 2
-        self.t, self.w = _gauss_gegenbauer(self.nq, d)
-        self.Q = _gegenbauer_orthonormal(L + 1, self.t, d)  # degree L + 1 for the flux
+        self.t, self.w = gauss_gegenbauer(self.nq, d)
+        self.Q = gegenbauer_orthonormal(L + 1, self.t, d)  # degree L + 1 for the flux
         self.u, self.v = _flux_weights(L, d)
-        self.phi, self.zs = _potential_multipliers(model, l, d)
+        self.phi, self.zs = potential_multipliers(model, l, d)
         # Φ's multipliers decay like (a/2)^l / l!: its derivative needs only the degrees they reach
         mult = np.abs(self.phi) + sum(np.abs(z) for _, z in self.zs)
         live = np.flatnonzero(mult > 1e-40 * max(mult.max(), 1e-300))
         self.K = int(live[-1]) + 1 if len(live) else 1
         self.dQ = _gegenbauer_derivative(self.K - 1, self.t, d)
 
+    # ---- reading a measure (discretisation() asks the geometry that reads it)
+    @staticmethod
+    def reads(mu0):
+        """Whether mu0 is this geometry's data (a ZonalMeasure; :meth:`read` checks the rest)."""
+        return isinstance(mu0, ZonalMeasure)
+
+    @classmethod
+    def read(cls, mu0, model):
+        """The geometry of a ZonalMeasure (Gegenbauer coefficients by Gauss–Gegenbauer quadrature), or a clear
+        refusal."""
+        if mu0.d != model.d:
+            raise InvalidParameterError(f"the ZonalMeasure lives on S^{mu0.d - 1} but the model has d = {model.d}.")
+        if scalar_heads(model.M, model.W) is None:
+            raise InvalidParameterError(
+                "scheme 'spectral' with a ZonalMeasure needs scalar heads M_h = lambda_h I, W_h = mu_h I "
+                "(only these keep a zonal density zonal); build the model with MultiHead.scalar."
+            )
+        return cls(model, None, mu0.d, mu0)
+
+    @property
+    def L_max(self):
+        """The largest band limit the data resolves (a density function: any up to the cap)."""
+        return self.max_L
+
+    def initial(self, L):
+        """The data's coefficients at band limit L (Gauss–Gegenbauer quadrature of its profile)."""
+        d = self.d
+        n = max(2 * L + 2, 64)
+        t, w = gauss_gegenbauer(n, d)
+        rho = self.data.profile(t)
+        Q = gegenbauer_orthonormal(L, t, d)
+        c = (Q * w[:, None]).T @ rho
+        if not c[0] > 0:
+            raise InvalidParameterError(
+                "density_fn of the ZonalMeasure integrates to zero on the Gauss-Gegenbauer nodes: pass a "
+                "density with positive mass (e.g. lambda x: 1 + 0.5 * x[:, -1])."
+            )
+        return c / c[0]
+
+    def route_hint(self):
+        """The zonal route is the fastest already."""
+        return ""
+
     def with_L(self, L):
-        return _Zonal(self.model, L, self.d)
+        return Zonal(self.model, L, self.d, self.data)
 
     def pad(self, c, square=False):  # (``square`` matters only for S^2's axial discretisation)
         out = np.zeros(self.L + 1)
@@ -159,25 +166,25 @@ class _Zonal:
         return c * c
 
     def tail(self, c):
-        return _tail(self, c)
+        return spectral_tail(self, c)
 
     def sufficient_L(self, c, tol):
-        return _suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
+        return suggest_L(self.L, self.energy_by_degree(c), self.tail(c), tol)
 
     def energy(self, c):
-        return _funk_hecke_energy(self.model, np.arange(self.L + 1), self.d, c * c)
+        return funk_hecke_energy(self.model, np.arange(self.L + 1), self.d, c * c)
 
 
     # ---- reading a solution (SpectralSolution asks its geometry's discretisation)
     @staticmethod
     def output_grid(mu0, L, d):
         """Gauss–Gegenbauer nodes on the axis of mu0 and their weights (exact for the band-limited density)."""
-        t, w = _gauss_gegenbauer(L + 1, d)
+        t, w = gauss_gegenbauer(L + 1, d)
         return mu0._points(t), w
 
     @staticmethod
     def density(sol, c, x):
-        return _gegenbauer_orthonormal(len(c) - 1, x @ sol.axis, sol.d) @ c
+        return gegenbauer_orthonormal(len(c) - 1, x @ sol.axis, sol.d) @ c
 
     @staticmethod
     def projected_cdf(sol, c, theta, x):
@@ -188,17 +195,17 @@ class _Zonal:
         """log Σ_l ĝ_a(l) c_l q_l(t) (:meth:`SpectralSolution.log_partition`), for checked a and t."""
         c = np.asarray(c)
         L = len(c) - 1
-        Q = _gegenbauer_orthonormal(L, t, sol.d)
+        Q = gegenbauer_orthonormal(L, t, sol.d)
         if a == 0:
             return np.log(np.maximum(Q @ (c * (np.arange(L + 1) == 0)), 1e-300))
-        sgn, lg = _fh_log(float(a), np.arange(L + 1), sol.d)
+        sgn, lg = fh_log(float(a), np.arange(L + 1), sol.d)
         return np.log(np.maximum(Q @ (sgn * np.exp(lg - abs(a)) * c), 1e-300)) + abs(a)
 
 
 def _zonal_projection(c, d, s, x):
     L = len(c) - 1
-    q_dir = _gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
-    q_one = _gegenbauer_orthonormal(L, np.ones(1), d)[0]
+    q_dir = gegenbauer_orthonormal(L, s, d)  # (dirs, L+1)
+    q_one = gegenbauer_orthonormal(L, np.ones(1), d)[0]
     coef = (q_dir * (c / q_one)[None, :]).T
     logB = gammaln(0.5) + gammaln((d - 1) / 2) - gammaln(d / 2)
 
@@ -207,49 +214,13 @@ def _zonal_projection(c, d, s, x):
         # (1-t²)^{(d-3)/2}/B in logs (no underflow of B at large d); the end points: 1/B at d = 3, else 0
         with np.errstate(divide="ignore", invalid="ignore"):
             w = np.where(base > 0, np.exp((d - 3) / 2 * np.log(base) - logB), np.exp(-logB) if d == 3 else 0.0)
-        return w[:, None] * (_gegenbauer_orthonormal(L, t, d) @ coef)
+        return w[:, None] * (gegenbauer_orthonormal(L, t, d) @ coef)
 
     gl, gw = np.polynomial.legendre.leggauss(6)
     h = np.diff(x)
     nodes = (x[:-1, None] + 0.5 * h[:, None] * (gl[None, :] + 1)).ravel()
     cell = np.einsum("j,kjd->kd", gw, density(nodes).reshape(len(h), len(gl), -1)) * (0.5 * h)[:, None]
     return np.vstack([np.zeros((1, cell.shape[1])), np.cumsum(cell, axis=0)]), density(x)
-
-
-def _potential_multipliers(model, l, d):
-    """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>); for softmax
-    heads the list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
-    lam, mu = scalar_heads(model.M, model.W)
-    c = model.attention.time_shift(model.log_time_scale)
-    phi = np.zeros(len(l))
-    zs = []
-    for la, m in zip(lam, mu):
-        a = model.beta * la
-        if a == 0:
-            # G(1) -> 1/d, G(l >= 2) -> 0 as a -> 0 (USA and softmax alike)
-            phi += m * math.exp(-c) * np.where(l == 1, 1.0 / d, 0.0)
-            continue
-        sgn, lg = _fh_log(a, l, d)
-        if not model.attention.normalised:
-            # v = e^{-c} ∇_S (μ/a) ∫ e^{a<x,y>} dμ(y): multiplier μ ĝ_a(l) e^{-c} / a
-            if np.max(lg) - c > LOG_OVERFLOW:
-                raise InvalidParameterError("USA velocity overflows: build the model with log_time_scale='auto'.")
-            phi += m * sgn * np.exp(lg - c) / a
-        else:
-            zs.append((m / a, sgn * np.exp(lg - abs(a))))
-    return phi, zs
-
-
-def _funk_hecke_energy(model, l, d, energy_by_degree):
-    """E_multi = Σ_h (1/2β) Σ_l ĝ_{a_h}(l) ||ρ_l||² for scalar heads (Funk–Hecke)."""
-    if model.beta == 0:
-        return np.inf
-    lam, _ = scalar_heads(model.M, model.W)
-    e = 0.0
-    for la in lam:
-        sgn, lg = _fh_log(model.beta * la, l, d)
-        e += float(np.sum(sgn * np.exp(lg) * energy_by_degree))
-    return e / (2 * model.beta)
 
 
 # ------------------------------------------------------------------ zonal measures

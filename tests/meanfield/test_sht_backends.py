@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield._spectral import discretise
 from meanfield._spectral import sht as sht_module
 from meanfield._spectral import sphere as sphere_module
-from meanfield._spectral.legendre import _ring_synthesis_tables
-from meanfield.spectral import _Sphere
+from meanfield._spectral.legendre import ring_synthesis_tables
+from meanfield._spectral.sphere import Sphere
 from particles import MultiHead
 from particles.validation import InvalidParameterError
 
@@ -48,7 +47,7 @@ def test_ring_synthesis_is_the_density_on_a_product_grid():
     z = pts.reshape(n, 2 * n, 3)[:, 0, 2]
     fast = sphere_module._sphere_density(C, pts)
     tol = 1e-13 * np.abs(fast).max()  # measured 2e-14
-    np.testing.assert_allclose(fast, _ring_synthesis_tables(C, z, 2 * n).ravel(), rtol=0, atol=tol)
+    np.testing.assert_allclose(fast, ring_synthesis_tables(C, z, 2 * n).ravel(), rtol=0, atol=tol)
     order = np.random.default_rng(0).permutation(len(pts))
     np.testing.assert_allclose(sphere_module._sphere_density(C, pts[order]), fast[order], rtol=0, atol=tol)
 
@@ -62,8 +61,8 @@ def test_axially_symmetric_rhs_equals_the_full_transforms(kind):
     model = MultiHead.scalar([1.0, 0.5], d=3, beta=2.0, kind=kind)
     c = np.zeros((L + 1, L + 1), complex)
     c[:30, 0] = 0.6 ** np.arange(30)
-    axial = _Sphere(model, L, axial=True).rhs(c[:, :1])
-    full = _Sphere(model, L).rhs(c)
+    axial = Sphere(model, L, axial=True).rhs(c[:, :1])
+    full = Sphere(model, L).rhs(c)
     assert axial.shape == (L + 1, 1)
     assert np.abs(full[:, 1:]).max() < 1e-15 * np.abs(full).max()
     np.testing.assert_allclose(axial[:, 0], full[:, 0], rtol=0, atol=2e-13 * np.abs(full).max())
@@ -78,7 +77,7 @@ def test_a_zonal_start_runs_on_the_order_0_column_and_matches_the_full_solver(mo
     run = lambda: mf.wasserstein_ascent(mu0, model, t1=0.5, n_saves=3, scheme="spectral", L=32,  # noqa: E731
                                         tol=0.5).info["solution"].coefficients
     axial = run()
-    monkeypatch.setattr(discretise, "AXIAL_ROUNDOFF", -1.0)
+    monkeypatch.setattr(sphere_module, "AXIAL_ROUNDOFF", -1.0)
     full = run()
     assert axial[-1].shape == full[-1].shape == (33, 33)
     assert not np.any(axial[-1][:, 1:]) and np.abs(full[-1][:, 1:]).max() < 1e-15
@@ -103,7 +102,7 @@ def test_the_axial_column_stays_real_when_the_band_limit_grows():
     """Refinement pads the state at the new band limit: the order-0 column stays real (half the work of
     complex arithmetic), and the saved coefficients are square complex arrays."""
     model = MultiHead.scalar([1.0], d=3, beta=2.0, kind="usa")
-    disc = _Sphere(model, 32, axial=True)
+    disc = Sphere(model, 32, axial=True)
     c = np.linspace(1.0, 0.1, 17)[:, None]
     grown = disc.pad(c)
     assert grown.dtype == float and grown.shape == (33, 1) and np.array_equal(grown[:17], c)

@@ -69,10 +69,10 @@ def test_spectral_steps_reuse_the_last_stage():
     from meanfield._spectral import circle
 
     calls = []
-    rhs = circle._Circle.rhs
+    rhs = circle.Circle.rhs
     try:
-        circle._Circle.rhs = lambda self, c: calls.append(1) or rhs(self, c)
+        circle.Circle.rhs = lambda self, c: calls.append(1) or rhs(self, c)
         res = mf.wasserstein_ascent(_mu0(), model, t1=0.5, n_saves=2, scheme="spectral", L=32)
     finally:
-        circle._Circle.rhs = rhs
+        circle.Circle.rhs = rhs
     assert len(calls) == 6 * (res.n_steps + res.info["n_rejected"]) + 1

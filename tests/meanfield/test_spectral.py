@@ -188,12 +188,12 @@ def test_general_heads_on_the_sphere_match_scalar_heads_written_as_matrices():
     fn = lambda x: np.exp(x[:, 2] + 0.5 * x[:, 0] * x[:, 1])  # noqa: E731
     mu0 = sphere_measure(fn, 20)
     r1 = mf.wasserstein_ascent(mu0, scalar, t1=0.01, n_saves=2, scheme="spectral", L=19, tol=1e-6)
-    from meanfield.spectral import _Sphere
+    from meanfield._spectral.sphere import Sphere
 
-    disc = _Sphere(scalar, 19)
+    disc = Sphere(scalar, 19)
     disc.scalar = False  # force the general route on the same heads
     c = coefficients(r1)[0]
-    np.testing.assert_allclose(disc.rhs(c), _Sphere(scalar, 19).rhs(c), atol=1e-12)
+    np.testing.assert_allclose(disc.rhs(c), Sphere(scalar, 19).rhs(c), atol=1e-12)
 
 
 def general_heads():

@@ -8,14 +8,10 @@ import numpy as np
 import pytest
 
 import meanfield as mf
+from meanfield._spectral.shared import gauss_gegenbauer, gegenbauer_orthonormal
+from meanfield._spectral.sphere import Sphere
 from meanfield._spectral.stepping import _is_floor
-from meanfield._spectral.zonal import (
-    _flux_weights,
-    _gauss_gegenbauer,
-    _gegenbauer_derivative,
-    _gegenbauer_orthonormal,
-    _Zonal,
-)
+from meanfield._spectral.zonal import Zonal, _flux_weights, _gegenbauer_derivative
 from particles import MultiHead
 from particles.validation import InvalidParameterError, SolverError
 
@@ -36,8 +32,8 @@ def test_gauss_gegenbauer_rule_integrates_degree_2n_minus_1_to_round_off(d):
     round-off at n = 1200 (numpy's leggauss and scipy's roots_gegenbauer: 3e-11 to 7e-11 there,
     which the degree factors of the flow amplify)."""
     n = 1200
-    t, w = _gauss_gegenbauer(n, d)
-    Q = _gegenbauer_orthonormal(n - 1, t, d)
+    t, w = gauss_gegenbauer(n, d)
+    Q = gegenbauer_orthonormal(n - 1, t, d)
     assert np.abs((Q * w[:, None]).T @ Q - np.eye(n)).max() < 2e-13
     assert np.all(w > 0) and np.all(np.diff(t) > 0) and w.sum() == pytest.approx(1.0, abs=1e-15)
 
@@ -47,8 +43,8 @@ def test_two_term_derivative_identity(d):
     """(1 - t²) q_l' = u_l q_{l-1} - v_l q_{l+1}: the derivative recurrence against the identity the
     weak form uses, and the Dirichlet form <(1-t²) q_l', q_l'> = l(l+d-2) (-Δ on degree l)."""
     L = 40
-    t, w = _gauss_gegenbauer(L + 2, d)
-    Q, D = _gegenbauer_orthonormal(L + 1, t, d), _gegenbauer_derivative(L, t, d)
+    t, w = gauss_gegenbauer(L + 2, d)
+    Q, D = gegenbauer_orthonormal(L + 1, t, d), _gegenbauer_derivative(L, t, d)
     u, v = _flux_weights(L, d)
     lhs = (1 - t * t)[:, None] * D
     rhs = np.hstack([np.zeros((len(t), 1)), Q[:, : L]]) * u - Q[:, 1:] * v
@@ -65,8 +61,8 @@ def test_zonal_rhs_does_not_depend_on_the_band_limit_it_is_padded_to():
     model, mu = issue_example()
     c = np.zeros(65)
     c[:40] = 0.5 ** np.arange(40)  # degree 39: the flux ρΦ' then reaches degree 39 + deg Φ' only
-    f64 = _Zonal(model, 64, 3).rhs(c)
-    f2k = _Zonal(model, 2048, 3).rhs(np.pad(c, (0, 2048 - 64)))
+    f64 = Zonal(model, 64, 3).rhs(c)
+    f2k = Zonal(model, 2048, 3).rhs(np.pad(c, (0, 2048 - 64)))
     assert np.abs(f2k[:61] - f64[:61]).max() < 1e-13 * np.abs(f64).max()
     l = np.arange(120, 2049)
     assert np.all(np.abs(f2k[120:]) < 5e-15 * l)  # a floor linear in l: eps times the single factor ~ l
@@ -236,7 +232,7 @@ def test_band_limits_above_the_cap_are_refused_naming_it():
     model, mu = issue_example()
     with pytest.raises(InvalidParameterError, match=r"max_L=5000 .* above the cap max_L=4096"):
         mf.wasserstein_ascent(mu, model, t1=1.0, scheme="spectral", max_L=5000)
-    cap = mf.spectral._Sphere.max_L  # 2048 on ducc0's transforms, 512 on the Legendre tables
+    cap = Sphere.max_L  # 2048 on ducc0's transforms, 512 on the Legendre tables
     with pytest.raises(InvalidParameterError, match=rf"'m' parameter of harmonic_growth: .* cap max_L={cap} .* use m "
                                                     rf"<= {2 * (cap + 1) ** 2}"):
         mf.harmonic_growth(MultiHead.scalar([1.0], d=3), lambda y: y[:, 2], m=10**8, t1=0.1)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import meanfield as mf
-from meanfield._spectral.sphere import _gradient_weights, _legendre_column, _Sphere
-from meanfield._spectral.zonal import _potential_multipliers
+from meanfield._spectral.legendre import legendre_column
+from meanfield._spectral.shared import potential_multipliers
+from meanfield._spectral.sphere import Sphere, _gradient_weights
 from particles import MultiHead
 
 
@@ -49,8 +50,8 @@ def test_gradient_weights_identity(m):
     L, h = 40, 1e-6
     z = np.linspace(-0.95, 0.95, 9)
     u, v = _gradient_weights(L + 1)
-    P = _legendre_column(L + 1, m, z)  # columns l = m..L+1
-    dP = (_legendre_column(L + 1, m, z + h) - _legendre_column(L + 1, m, z - h)) / (2 * h)
+    P = legendre_column(L + 1, m, z)  # columns l = m..L+1
+    dP = (legendre_column(L + 1, m, z + h) - legendre_column(L + 1, m, z - h)) / (2 * h)
     l = np.arange(m, L + 1)
     lower = np.hstack([np.zeros((len(z), 1)), P[:, : L - m]])  # P̄_{l-1,m} (zero at l = m)
     rhs = u[l, m] * lower - v[l, m] * P[:, 1: L - m + 2]
@@ -61,7 +62,7 @@ def test_gradient_weights_identity(m):
 @pytest.mark.parametrize("l,m", [(1, 0), (5, 3), (30, 0), (30, 17)])
 def test_gradient_of_a_harmonic_has_the_dirichlet_energy_l_l_plus_1(l, m):
     """|∇Y|² integrates to l(l+1) |Y|²: the gradient coefficients (sinθ ∂_θ, ∂_φ) synthesised on the grid."""
-    disc = _Sphere(usa(), 32)
+    disc = Sphere(usa(), 32)
     c = np.zeros((33, 33), complex)
     c[l, m] = 1.0
     St, Sp = disc.sht.synthesis(np.stack(disc._gradient(c)))
@@ -82,7 +83,7 @@ def test_weak_form_equals_the_strong_form_where_both_are_exact(kind):
     sht = mf.sphere_harmonic_transform(64, 100)
     C = np.zeros((65, 65), complex)
     C[: L + 1, : L + 1] = c
-    phi, zs = _potential_multipliers(model, np.arange(65), 3)
+    phi, zs = potential_multipliers(model, np.arange(65), 3)
     rho = sht.synthesis(C)
     Phi = sht.synthesis(phi[:, None] * C)
     for amp, z in zs:
@@ -92,7 +93,7 @@ def test_weak_form_equals_the_strong_form_where_both_are_exact(kind):
     lPhi = sht.synthesis(lap * P)
     G = sht.analysis(np.stack([rho * sht.synthesis(P), rho * lPhi - sht.synthesis(P) * lrho]))
     strong = (-0.5 * (lap * G[0] + G[1]))[: L + 1, : L + 1] * np.tri(L + 1, dtype=bool)
-    weak = _Sphere(model, L).rhs(c)
+    weak = Sphere(model, L).rhs(c)
     assert np.abs(weak - strong).max() < 1e-11 * np.abs(strong).max()
     assert weak[0, 0] == 0.0  # mass
 
@@ -104,10 +105,10 @@ def test_rhs_floor_grows_like_l_not_l_squared():
     c = np.zeros((65, 65), complex)
     c[:40, 0] = 0.5 ** np.arange(40)
     c[1:40, 1] = 0.3 * 0.5 ** np.arange(1, 40)
-    f64 = _Sphere(usa(), 64).rhs(c)
+    f64 = Sphere(usa(), 64).rhs(c)
     big = np.zeros((257, 257), complex)
     big[:65, :65] = c
-    f256 = _Sphere(usa(), 256).rhs(big)
+    f256 = Sphere(usa(), 256).rhs(big)
     assert np.abs(f256[:61, :61] - f64[:61, :61]).max() < 1e-13 * np.abs(f64).max()
     l = np.arange(120, 257)
     assert np.all(np.abs(f256[120:]).max(axis=1) < 2e-15 * l)
