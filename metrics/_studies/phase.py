@@ -216,7 +216,7 @@ def phase_diagram(s: PhaseSettings, **run) -> xr.Dataset:
     >>> ds = phase_diagram([0.0, 1.0], n=4, d=3, t1=2.0, n_systems=4, n_saves=3, dt=0.5)
     >>> ds.clustered_pairs.dims, float(ds.clustered_pairs.isel(time=0).max())
     (('beta', 'time'), 0.0)
-    >>> heads = MultiHead.scalar([0.5, 1.0, 2.0], 4, beta=1.0, kind="softmax")
+    >>> heads = MultiHead.scalar([0.5, 1.0, 2.0], d=4, beta=1.0, kind="softmax")
     >>> phase_diagram(heads, {"spread": [0.0, 1.0]}, n=4, t1=2.0, n_systems=4, n_saves=3, dt=0.5).n_clusters.dims
     ('spread', 'time')
     """
