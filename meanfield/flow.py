@@ -165,8 +165,9 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     """
     ts = np.linspace(t0, t1, n_saves)
     _check_options(scheme, options)
-    if scheme != "lagrangian" and model.attention.exp_rule is None:
-        model.attention.mean_field()  # the kind's refusal, naming its route
+    kind = model.attention
+    if scheme != "lagrangian" and kind.exp_rule is None and not (scheme == "spectral" and kind.has_zonal_kernel):
+        kind.mean_field()  # the kind's refusal, naming its route
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)
