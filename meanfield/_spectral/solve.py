@@ -170,11 +170,11 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                                     f"kernel; got {model.kind!r}.")
     if kind.exp_rule is None:  # a kind of its own zonal kernel: scalar heads on a zonal or S^2 density
         kind.zonal_kernel(model.beta)  # (its refusal where a parameter is missing, naming it)
-        if scalar_heads(model.M, model.W) is None or isinstance(mu0, GridMeasure) and mu0.points.shape[1] == 2:
+        if scalar_heads(model.M, model.W) is None:
             raise InvalidParameterError(
                 f"scheme 'spectral' runs kind {kind.name!r} through its zonal kernel: it needs scalar heads "
-                "M_h = lambda_h I, W_h = mu_h I (MultiHead.scalar) and a ZonalMeasure or a GridMeasure on S^2; "
-                "use scheme='lagrangian' (weighted atoms) otherwise.")
+                "M_h = lambda_h I, W_h = mu_h I (MultiHead.scalar); use scheme='lagrangian' (weighted atoms) "
+                "for other heads.")
     geometry = discretisation(mu0, model)
     solver_cap = geometry.max_L
     for name, value in (("L", L), ("max_L", max_L)):

@@ -75,8 +75,8 @@ class Sigmoid(Kind):
                    "pass).")
     mean_field = Refusal("the finite-volume and JKO mean-field schemes (fv_circle, fv_sphere, jko) know the "
                          "exponential kernels only; sigmoid attention's mean field runs by scheme='lagrangian' "
-                         "(weighted atoms), or by scheme='spectral' with scalar heads on a ZonalMeasure or an S^2 "
-                         "GridMeasure (its zonal kernel, kind=particles.Sigmoid(tokens=n)).")
+                         "(weighted atoms), or by scheme='spectral' with scalar heads (its zonal kernel, "
+                         "kind=particles.Sigmoid(tokens=n)).")
 
     def bias_for(self, n: int) -> float:
         """The bias b at n tokens (:math:`-\\log n` unless set)."""
@@ -106,10 +106,11 @@ class Sigmoid(Kind):
         return expit(s + self.bias_for(s.shape[-1]))
 
     def zonal_kernel(self, a):
-        r"""The potential :math:`G(t) = \frac{n}{a}\operatorname{softplus}(at + b)` (:math:`n\sigma(b)\,t` at
-        a = 0) and the energy kernel :math:`F(t) = \operatorname{softplus}(at + b)` of a scalar head of
-        :math:`a = \beta\lambda` on a measure of n = ``tokens`` tokens (:meth:`Kind.zonal_kernel`): the head's
-        velocity is :math:`\mu\nabla_S\int G\,d\mu`, the energy :math:`\frac1\beta\sum_h\iint F\,d\mu\,d\mu`
+        r"""The weight :math:`g(t) = n\sigma(at + b)`, the potential :math:`G(t) = \frac{n}{a}
+        \operatorname{softplus}(at + b)` (:math:`G' = g`; :math:`n\sigma(b)\,t` at a = 0) and the energy kernel
+        :math:`F(t) = \operatorname{softplus}(at + b)` of a scalar head of :math:`a = \beta\lambda` on a measure of
+        n = ``tokens`` tokens (:meth:`Kind.zonal_kernel`): the head's velocity is
+        :math:`\mu\int g\,P_xy\,d\mu = \mu\nabla_S\int G\,d\mu`, the energy :math:`\frac1\beta\sum_h\iint F\,d\mu\,d\mu`
         (the softplus energy on :math:`\mu_n`), of which the flow is :math:`v = \frac n2\nabla_S\frac{\delta E}
         {\delta\mu}` for :math:`\mu_h = \lambda_h`."""
         if self.tokens is None:
@@ -118,9 +119,11 @@ class Sigmoid(Kind):
                 "for (its kernel is n sigma(beta s + b), b = -log n by default; a density has no atoms to count): "
                 "build the model with kind=particles.Sigmoid(tokens=n), or run scheme='lagrangian'.")
         n, b = self.tokens, self.bias_for(self.tokens)
+        g = lambda t: n * expit(a * np.asarray(t, dtype=float) + b)  # noqa: E731
+        F = lambda t: np.logaddexp(0.0, a * np.asarray(t, dtype=float) + b)  # noqa: E731
         if a == 0:
-            return (lambda t: n * expit(b) * np.asarray(t, dtype=float)), (lambda t: np.logaddexp(0.0, b + 0 * t))
-        return (lambda t: n / a * np.logaddexp(0.0, a * t + b)), (lambda t: np.logaddexp(0.0, a * t + b))
+            return g, (lambda t: n * expit(b) * np.asarray(t, dtype=float)), F
+        return g, (lambda t: n / a * F(t)), F
 
     def energy(self, model, x):
         r""":math:`E = \frac{1}{\beta n^2}\sum_h\sum_{ij}\operatorname{softplus}(\beta s^h_{ij} + b)` (β > 0),

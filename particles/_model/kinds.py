@@ -70,9 +70,10 @@ class Kind:
     8. ``energy(model, x)`` (optional): the energy whose gradient flow the kind is for symmetric
        :math:`M_h`, or a :class:`Refusal`;
     8b. ``zonal_kernel(a)`` (optional, a kind of unnormalised weights that refuses the grid rules): the
-       potential G and the energy kernel F of one scalar head of :math:`a = \beta\lambda_h` on a measure,
-       ``(G, F)`` callables of :math:`t = \langle x, y\rangle`, such that the head's velocity is
-       :math:`\mu_h\nabla_S\int G(\langle x, y\rangle)\,d\mu(y)` and the mean-field energy
+       weight g, the potential G (:math:`G' = g`) and the energy kernel F of one scalar head of
+       :math:`a = \beta\lambda_h` on a measure, ``(g, G, F)`` callables of :math:`t = \langle x, y\rangle`,
+       such that the head's velocity is :math:`\mu_h\int g(\langle x, y\rangle)P_xy\,d\mu(y) =
+       \mu_h\nabla_S\int G(\langle x, y\rangle)\,d\mu(y)` and the mean-field energy
        :math:`\frac1\beta\sum_h\iint F_h\,d\mu\,d\mu`; the spectral scheme takes their Funk–Hecke
        coefficients by quadrature. A :class:`Refusal` (the default) where the kind has none;
     9. ``beta_free``: its weights do not depend on β > 0 (row-normalised ReLU), so its pass runs on
