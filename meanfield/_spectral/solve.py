@@ -168,7 +168,7 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
     if model.kind not in MEAN_FIELD_KINDS and not kind.has_zonal_kernel:
         raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)} and kinds with a zonal "
                                     f"kernel; got {model.kind!r}.")
-    if kind.exp_rule is None:  # a kind of its own zonal kernel: scalar heads on a zonal or S^2 density
+    if kind.exp_rule is None:  # a kind of its own zonal kernel: scalar heads, on any of the geometries
         kind.zonal_kernel(model.beta)  # (its refusal where a parameter is missing, naming it)
         if scalar_heads(model.M, model.W) is None:
             raise InvalidParameterError(
