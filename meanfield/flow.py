@@ -31,7 +31,8 @@ Schemes:
   :class:`~meanfield.ZonalMeasure` on S^{d-1}; noise exact (integrating factor), adaptive
   embedded RK 5(4), mass exact, the spectral tail checked after every step (refusal with a
   sufficient L, or refinement with ``L=None``); densities are not forced non-negative, their
-  minimum is reported.
+  minimum is reported. Besides USA and softmax it runs a kind that states its zonal kernel
+  (``Kind.zonal_kernel``: sigmoid attention of a given number of tokens) with scalar heads.
 """
 
 from __future__ import annotations
@@ -136,7 +137,10 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     Parameters
     ----------
     mu0 : EmpiricalMeasure or GridMeasure
-    model : particles.MultiHead (kind "usa" or "softmax")
+    model : particles.MultiHead
+        Of kind "usa" or "softmax" for every scheme; of a kind whose pass takes weighted atoms (sigmoid,
+        Sinkhorn) for "lagrangian"; of a kind stating a zonal kernel (``particles.Sigmoid(tokens=n)``)
+        with scalar heads for "spectral".
     t1 : float
     n_saves : int
     scheme : {"lagrangian", "fv_circle", "fv_sphere", "jko", "spectral"}
@@ -165,8 +169,9 @@ def wasserstein_ascent(mu0, model, *, t1: float, n_saves: int = 11, scheme: str 
     """
     ts = np.linspace(t0, t1, n_saves)
     _check_options(scheme, options)
-    if scheme != "lagrangian" and model.attention.exp_rule is None:
-        model.attention.mean_field()  # the kind's refusal, naming its route
+    kind = model.attention
+    if scheme != "lagrangian" and kind.exp_rule is None and not (scheme == "spectral" and kind.has_zonal_kernel):
+        kind.mean_field()  # the kind's refusal, naming its route
     if scheme == "lagrangian" and options.get("dt") is None and options.get("method", "rk4") != "dopri5":
         raise InvalidParameterError("scheme 'lagrangian' with a fixed-step method needs dt.")
     return SCHEMES[scheme](mu0, model, ts, **options)

@@ -476,7 +476,8 @@ CASES.update({
                                      "delta": "array", "dt": "pos", "kappa": "kappa", "l_max": "int"}),
 })
 BAD["real_or_none"] = [v for v in BAD["real"] if v is not None]  # None documented as the default rule
-CASES["particles.Sigmoid"] = (particles.Sigmoid, dict(bias=-1.0), {"bias": "real_or_none"})
+CASES["particles.Sigmoid"] = (particles.Sigmoid, dict(bias=-1.0, tokens=64),
+                              {"bias": "real_or_none", "tokens": "int_or_none"})
 CASES["particles.Sinkhorn"] = (particles.Sinkhorn, dict(iterations=3, tol=1e-9), {"iterations": "int"})
 BAD["kappa"] = _common + [0.0, -1.0, np.nan, -np.inf, "1", np.ones(2)]
 BAD["weights_nn"] = [v for v in BAD["weights"] if v is not None]  # None documented as "uniform"

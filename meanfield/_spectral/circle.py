@@ -11,7 +11,7 @@ from scipy.special import ive
 from particles.validation import InvalidParameterError
 
 from ..measure import GridMeasure
-from .shared import rotation_heads, spectral_tail, suggest_L, usa_scale
+from .shared import funk_hecke_quadrature, rotation_heads, spectral_tail, suggest_L, usa_scale
 
 
 class Circle:
@@ -35,11 +35,18 @@ class Circle:
         self.weight = np.where(n == 0, 1.0, 2.0)  # ||ρ||²_σ = Σ_n |c_n|² over n ∈ Z
         self.M = sfft.next_fast_len(3 * L + 2, real=True)
         self.n = n
-        self.heads = []
+        self.heads, self.energies = [], []
+        kernel = model.attention.exp_rule is None  # a kind of its own zonal kernel (g, G, F)
         for lam_, alpha, mu_, gamma in rotation_heads(model, "wasserstein_ascent"):
             a = model.beta * lam_
             # e^{a cos(δ-α)} e^{-|a|} = Σ_n ive(n, a) e^{in(δ-α)}; the sin(γ-δ) factor shifts n by ±1
             m = np.arange(-1, L + 2)
+            if kernel:  # the weight g(cos(δ-α)) = Σ_n ĝ(n) e^{in(δ-α)}, ĝ by quadrature; its energy kernel F
+                g, _, F = model.attention.zonal_kernel(a)
+                z = funk_hecke_quadrature(g, L + 1, 2)[np.abs(m)] * np.exp(-1j * m * alpha)
+                self.energies.append(funk_hecke_quadrature(F, L, 2) * np.exp(-1j * n * alpha))
+                self.heads.append((mu_, z[1:-1], (np.exp(1j * gamma) * z[2:] - np.exp(-1j * gamma) * z[:-2]) / 2j, a))
+                continue
             z = ive(np.abs(m), a) * np.exp(-1j * m * alpha)
             zh = z[1:-1]
             nh = (np.exp(1j * gamma) * z[2:] - np.exp(-1j * gamma) * z[:-2]) / 2j
@@ -113,6 +120,9 @@ class Circle:
     def energy(self, c):
         if self.model.beta == 0:
             return np.inf
+        if self.energies:  # (1/β) Σ_h ∬ F_h dμ dμ = (1/β) Σ_h Σ_{n∈Z} F̂_h(n) |c_n|²
+            e = sum(float(np.real(np.sum(self.weight * f * np.abs(c) ** 2))) for f in self.energies)
+            return e / self.model.beta
         e = 0.0
         for _, zh, _, a in self.heads:
             # ∫∫ e^{a cos(θ-φ-α)} dμ dμ = Σ_{n∈Z} ẑ_n |c_n|² (real for real kernels)

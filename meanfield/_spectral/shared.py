@@ -1,6 +1,7 @@
 r"""What the spectral geometries share (module docstring of :mod:`meanfield.spectral`): the Gauss–Gegenbauer
 rule and the orthonormal Gegenbauer polynomials (the Gauss–Legendre rule is its d = 3 case), the Funk–Hecke
-coefficients of the exponential kernel at any d (log form) with the potentials and energies they give, the
+coefficients of the exponential kernel at any d (log form) and of any zonal kernel (by quadrature), with the
+potentials and energies they give, the
 head structures the solvers accept, the spectral tail and the band limit to suggest. Every geometry
 (:mod:`.circle`, :mod:`.zonal`, :mod:`.sphere`) and the stepping import these names from here."""
 
@@ -131,6 +132,47 @@ def fh_log(a: float, l: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     return sign, direct
 
 
+def funk_hecke_quadrature(G, L, d, nodes=None):
+    r"""Funk–Hecke coefficients :math:`\hat G(l)`, l = 0..L, of an arbitrary zonal kernel G on
+    :math:`S^{d-1}` (d ≥ 2), :math:`\int G(\langle x, y\rangle)Y_l(y)\,d\sigma(y) = \hat G(l)Y_l(x)`, by
+    Gauss–Gegenbauer quadrature:
+
+    .. math:: \hat G(l) = \int_{-1}^1 G(t)\,P_l(t)\,w(t)\,dt \approx \sum_k w_kG(t_k)P_l(t_k),
+
+    w the law of :math:`\langle x, e\rangle` under σ and :math:`P_l = C_l^{(\nu)}/C_l^{(\nu)}(1)` (so
+    :math:`P_l(1) = 1`) from :math:`P_{l+1} = ((2l+d-2)\,t\,P_l - l\,P_{l-1})/(l+d-2)`, bounded by 1 on
+    [-1, 1] (no overflow at any d, O(nodes) memory). ``nodes`` defaults to L + 129: exact for a
+    polynomial G of degree ≤ L + 257 and, for an analytic G, past its coefficients' decay below round-off.
+    On S^1 (d = 2) :math:`P_l(\cos\psi) = \cos l\psi` and the rule is the trapezoidal one in ψ (the Gauss rule
+    of the Chebyshev weight): the Fourier coefficients of :math:`G(\cos\psi)`, by one real FFT.
+    The absolute error is about :math:`\varepsilon\int|G|\,w\,dt` (:math:`|P_l| \le 1`); coefficients from the
+    first degree where they stay below 8 times that on are its round-off and returned as 0.
+    """
+    n = L + 129 if nodes is None else int(nodes)
+    if d == 2:
+        N = 2 * n
+        f = np.asarray(G(np.cos(2 * np.pi * np.arange(N) / N)), dtype=float) / N
+        out = np.fft.rfft(f).real[: L + 1]
+        return _cut_round_off(out, f)
+    t, w = gauss_gegenbauer(n, d)
+    f = w * np.asarray(G(t), dtype=float)
+    out = np.empty(L + 1)
+    p0, p1 = np.ones(n), t
+    out[0] = f.sum()
+    for l in range(1, L + 1):
+        out[l] = f @ p1
+        p0, p1 = p1, ((2 * l + d - 2) * t * p1 - l * p0) / (l + d - 2)
+    return _cut_round_off(out, f)
+
+
+def _cut_round_off(out, f):
+    """``out`` with 0 from the first degree past which every coefficient is below 8 ε Σ|f| (the quadrature's
+    round-off, f its weighted values)."""
+    above = np.flatnonzero(np.abs(out) > 8 * np.finfo(float).eps * float(np.abs(f).sum()))
+    out[(above[-1] + 1 if len(above) else 0):] = 0.0
+    return out
+
+
 # ------------------------------------------------------------------ heads
 
 
@@ -162,14 +204,18 @@ def usa_scale(model, a):
 
 
 def potential_multipliers(model, l, d):
-    """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>); for softmax
-    heads the list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
+    """Φ = Σ_l φ_l c_l Y_l for USA heads (and the a = 0 limit of any head, Φ = μ<x, m>) and for a kind
+    with a zonal kernel (its potential G's Funk–Hecke coefficients by quadrature); for softmax heads the
+    list of (μ/a, scaled Funk–Hecke coefficients ĝ_a(l) e^{-|a|}) of the partition function."""
     lam, mu = scalar_heads(model.M, model.W)
     c = model.attention.time_shift(model.log_time_scale)
     phi = np.zeros(len(l))
     zs = []
     for la, m in zip(lam, mu):
         a = model.beta * la
+        if model.attention.exp_rule is None:  # a kind of its own zonal kernel: Φ = Σ_h μ_h ∫ G_h dμ
+            phi += m * funk_hecke_quadrature(model.attention.zonal_kernel(a)[1], int(l[-1]), d)
+            continue
         if a == 0:
             # G(1) -> 1/d, G(l >= 2) -> 0 as a -> 0 (USA and softmax alike)
             phi += m * math.exp(-c) * np.where(l == 1, 1.0 / d, 0.0)
@@ -186,11 +232,17 @@ def potential_multipliers(model, l, d):
 
 
 def funk_hecke_energy(model, l, d, energy_by_degree):
-    """E_multi = Σ_h (1/2β) Σ_l ĝ_{a_h}(l) ||ρ_l||² for scalar heads (Funk–Hecke)."""
+    """E_multi = Σ_h (1/2β) Σ_l ĝ_{a_h}(l) ||ρ_l||² for scalar heads (Funk–Hecke); for a kind with a zonal
+    kernel, its energy (1/β) Σ_h Σ_l F̂_h(l) ||ρ_l||² (F_h its energy kernel, coefficients by quadrature)."""
     if model.beta == 0:
         return np.inf
     lam, _ = scalar_heads(model.M, model.W)
     e = 0.0
+    if model.attention.exp_rule is None:
+        for la in lam:
+            F = model.attention.zonal_kernel(model.beta * la)[2]
+            e += float(np.sum(funk_hecke_quadrature(F, int(l[-1]), d) * energy_by_degree))
+        return e / model.beta
     for la in lam:
         sgn, lg = fh_log(model.beta * la, l, d)
         e += float(np.sum(sgn * np.exp(lg) * energy_by_degree))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from particles import MultiHead
-from particles.extend import MEAN_FIELD_KINDS
+from particles.extend import MEAN_FIELD_KINDS, scalar_heads
 from particles.validation import (
     ConvergenceWarning,
     InvalidParameterError,
@@ -164,8 +164,17 @@ def spectral_ascent(mu0, model: MultiHead, ts, *, L=None, tol: float = 1e-10, rt
                     kappa=np.inf, max_steps: int = 1_000_000, max_L=None, **run):
     """The ``"spectral"`` scheme of :func:`~meanfield.wasserstein_ascent` (module docstring)."""
     caller = "wasserstein_ascent(scheme='spectral')"  # (its options arrive checked: meanfield.flow.SCHEME_OPTIONS)
-    if model.kind not in MEAN_FIELD_KINDS:
-        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)}; got {model.kind!r}.")
+    kind = model.attention
+    if model.kind not in MEAN_FIELD_KINDS and not kind.has_zonal_kernel:
+        raise InvalidParameterError(f"scheme 'spectral' supports kinds {list(MEAN_FIELD_KINDS)} and kinds with a zonal "
+                                    f"kernel; got {model.kind!r}.")
+    if kind.exp_rule is None:  # a kind of its own zonal kernel: scalar heads, on any of the geometries
+        kind.zonal_kernel(model.beta)  # (its refusal where a parameter is missing, naming it)
+        if scalar_heads(model.M, model.W) is None:
+            raise InvalidParameterError(
+                f"scheme 'spectral' runs kind {kind.name!r} through its zonal kernel: it needs scalar heads "
+                "M_h = lambda_h I, W_h = mu_h I (MultiHead.scalar); use scheme='lagrangian' (weighted atoms) "
+                "for other heads.")
     geometry = discretisation(mu0, model)
     solver_cap = geometry.max_L
     for name, value in (("L", L), ("max_L", max_L)):

@@ -14,10 +14,20 @@ atoms of mass 1/n is the particle flow: :math:`v[\mu](x) = \int n\,\sigma(\beta\
 \,Wy\,d\mu(y)`, whose kernel :math:`n\sigma(\beta s - \log n) = e^{\beta s}/(1 + e^{\beta s}/n)`
 tends to USA's :math:`e^{\beta s}` as n grows.
 
+The continuum: a density stands for a number of tokens n that nothing in it fixes, and n enters the
+kernel twice (the factor n and the default bias :math:`-\log n`), so the mean field of a measure takes
+it from the kind: ``Sigmoid(tokens=n)`` weighs atom j by :math:`n w_j` with the bias :math:`-\log n`
+(unless set) whatever the number of atoms, so the Lagrangian scheme of any number of atoms and the
+spectral scheme solve the same flow; ``tokens=None`` (the default) is the number of atoms, and the
+spectral scheme, which has no atoms, refuses it, naming the fix. For scalar heads the kernel is zonal:
+the head's velocity is :math:`\mu_h\nabla_S\int G(\langle x, y\rangle)\,d\mu(y)` with the potential
+:math:`G(t) = \frac{n}{a}\operatorname{softplus}(at + b)`, :math:`a = \beta\lambda_h`
+(:meth:`Sigmoid.zonal_kernel`), whose Funk–Hecke coefficients the spectral scheme takes by quadrature.
+
 Built on :mod:`particles.extend` alone: one kind object, its exact pass (row-blocked, O(block)
 memory), its batched pass for :class:`~particles.Ensemble`, its dense weights (the causal mask),
-its energy, and refusals of the fast summation and of the grid mean-field schemes that name the
-routes that apply.
+its energy, its zonal kernel (the spectral mean field of scalar heads), and refusals of the fast
+summation and of the finite-volume and JKO mean-field schemes that name the routes that apply.
 """
 
 from __future__ import annotations
@@ -28,12 +38,13 @@ import numpy as np
 from scipy.special import expit
 
 from particles.extend import HeadSums, Kind, Refusal, register_kind, row_blocks
-from particles.validation import NONE, AnyOf, Interval, InvalidParameterError, declare
+from particles.validation import NONE, AnyOf, Integer, Interval, InvalidParameterError, declare
 
 __all__ = ["Sigmoid"]
 
 
-@declare(bias=AnyOf(NONE, Interval(hint="None is -log n, n the number of tokens attended to.")))
+@declare(bias=AnyOf(NONE, Interval(hint="None is -log n, n the number of tokens attended to.")),
+         tokens=AnyOf(NONE, Integer(1, hint="None is the number of atoms of a measure.")))
 @dataclass(frozen=True)
 class Sigmoid(Kind):
     r"""Sigmoid attention :math:`\sigma(\beta\langle x_i, M x_j\rangle + b)` (module docstring).
@@ -42,6 +53,10 @@ class Sigmoid(Kind):
     ----------
     bias : float or None
         The bias b; None (the default) is :math:`-\log n`, n the number of tokens attended to.
+    tokens : int or None
+        The number of tokens n a measure stands for in the mean field (module docstring): atom j weighs
+        :math:`n w_j` and the default bias is :math:`-\log n`. None (the default): the number of atoms.
+        The particle passes attend to their own tokens either way; the spectral scheme needs it.
 
     Examples
     --------
@@ -53,12 +68,15 @@ class Sigmoid(Kind):
 
     name: str = "sigmoid"
     bias: float | None = None
+    tokens: int | None = None
     weighted = True
     fast = Refusal("summation='fast' needs exponential heads; sigmoid attention's weights sigma(beta s + b) are "
                    "not an exponential kernel and have no fast route. Use summation='exact' or 'auto' (the exact "
                    "pass).")
-    mean_field = Refusal("the grid mean-field schemes (fv_circle, fv_sphere, jko, spectral) know the exponential "
-                         "kernels only; sigmoid attention's mean field runs by scheme='lagrangian' (weighted atoms).")
+    mean_field = Refusal("the finite-volume and JKO mean-field schemes (fv_circle, fv_sphere, jko) know the "
+                         "exponential kernels only; sigmoid attention's mean field runs by scheme='lagrangian' "
+                         "(weighted atoms), or by scheme='spectral' with scalar heads (its zonal kernel, "
+                         "kind=particles.Sigmoid(tokens=n)).")
 
     def bias_for(self, n: int) -> float:
         """The bias b at n tokens (:math:`-\\log n` unless set)."""
@@ -67,9 +85,11 @@ class Sigmoid(Kind):
     def exact(self, model, x, sources, weights, transpose):
         y = x if sources is None else sources
         n = y.shape[0]
-        w = None if weights is None else n * weights  # a measure's masses relative to the particles' 1/n
+        if weights is not None:  # a measure of n tokens (tokens, else its atoms): masses relative to 1/n
+            n = self.tokens or n
+            weights = n * weights
         M = model.M.transpose(0, 2, 1) if transpose else model.M
-        return [_sigmoid_sums(x @ (model.beta * M[h]), y, w, self.bias_for(n), model.block_elements)
+        return [_sigmoid_sums(x @ (model.beta * M[h]), y, weights, self.bias_for(n), model.block_elements)
                 for h in range(model.n_heads)]
 
     def ensemble(self, left, xs):
@@ -84,6 +104,26 @@ class Sigmoid(Kind):
 
     def dense(self, s):
         return expit(s + self.bias_for(s.shape[-1]))
+
+    def zonal_kernel(self, a):
+        r"""The weight :math:`g(t) = n\sigma(at + b)`, the potential :math:`G(t) = \frac{n}{a}
+        \operatorname{softplus}(at + b)` (:math:`G' = g`; :math:`n\sigma(b)\,t` at a = 0) and the energy kernel
+        :math:`F(t) = \operatorname{softplus}(at + b)` of a scalar head of :math:`a = \beta\lambda` on a measure of
+        n = ``tokens`` tokens (:meth:`Kind.zonal_kernel`): the head's velocity is
+        :math:`\mu\int g\,P_xy\,d\mu = \mu\nabla_S\int G\,d\mu`, the energy :math:`\frac1\beta\sum_h\iint F\,d\mu\,d\mu`
+        (the softplus energy on :math:`\mu_n`), of which the flow is :math:`v = \frac n2\nabla_S\frac{\delta E}
+        {\delta\mu}` for :math:`\mu_h = \lambda_h`."""
+        if self.tokens is None:
+            raise InvalidParameterError(
+                "the spectral mean field of sigmoid attention needs the number of tokens n the density stands "
+                "for (its kernel is n sigma(beta s + b), b = -log n by default; a density has no atoms to count): "
+                "build the model with kind=particles.Sigmoid(tokens=n), or run scheme='lagrangian'.")
+        n, b = self.tokens, self.bias_for(self.tokens)
+        g = lambda t: n * expit(a * np.asarray(t, dtype=float) + b)  # noqa: E731
+        F = lambda t: np.logaddexp(0.0, a * np.asarray(t, dtype=float) + b)  # noqa: E731
+        if a == 0:
+            return g, (lambda t: n * expit(b) * np.asarray(t, dtype=float)), F
+        return g, (lambda t: n / a * F(t)), F
 
     def energy(self, model, x):
         r""":math:`E = \frac{1}{\beta n^2}\sum_h\sum_{ij}\operatorname{softplus}(\beta s^h_{ij} + b)` (β > 0),

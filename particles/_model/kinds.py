@@ -69,6 +69,13 @@ class Kind:
        Lagrangian) route;
     8. ``energy(model, x)`` (optional): the energy whose gradient flow the kind is for symmetric
        :math:`M_h`, or a :class:`Refusal`;
+    8b. ``zonal_kernel(a)`` (optional, a kind of unnormalised weights that refuses the grid rules): the
+       weight g, the potential G (:math:`G' = g`) and the energy kernel F of one scalar head of
+       :math:`a = \beta\lambda_h` on a measure, ``(g, G, F)`` callables of :math:`t = \langle x, y\rangle`,
+       such that the head's velocity is :math:`\mu_h\int g(\langle x, y\rangle)P_xy\,d\mu(y) =
+       \mu_h\nabla_S\int G(\langle x, y\rangle)\,d\mu(y)` and the mean-field energy
+       :math:`\frac1\beta\sum_h\iint F_h\,d\mu\,d\mu`; the spectral scheme takes their Funk–Hecke
+       coefficients by quadrature. A :class:`Refusal` (the default) where the kind has none;
     9. ``beta_free``: its weights do not depend on β > 0 (row-normalised ReLU), so its pass runs on
        the unscaled scores; ``exps_per_pair``: exponentials per (i, j) pair and head of one pass.
     """
@@ -78,6 +85,8 @@ class Kind:
     beta_free = False
     exps_per_pair = 1
     energy = Refusal("this kind has no energy of which it is the gradient flow")
+    zonal_kernel = Refusal("this kind has no zonal kernel for the spectral mean-field scheme; use "
+                           "scheme='lagrangian' (weighted atoms) where its pass takes weighted sources.")
 
     @property
     def normalised(self) -> bool:
@@ -104,6 +113,11 @@ class Kind:
     def has_energy(self) -> bool:
         """It states an energy (its ``energy`` is no :class:`Refusal`)."""
         return not isinstance(self.energy, Refusal)
+
+    @property
+    def has_zonal_kernel(self) -> bool:
+        """It states a zonal kernel for the spectral scheme (its ``zonal_kernel`` is no :class:`Refusal`)."""
+        return not isinstance(type(self).zonal_kernel, Refusal)
 
     @property
     def shares_energy_sums(self) -> bool:
