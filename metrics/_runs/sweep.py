@@ -35,7 +35,6 @@ import functools
 import itertools
 import json
 import os
-import pathlib
 
 import numpy as np
 import xarray as xr
@@ -59,11 +58,11 @@ from . import models as M
 from . import params as P
 from .assemble import assemble as _assemble
 from .cells import columns_dataset
-from .executors import check_not_bootstrapping, check_picklable, run_jobs
+from .engine import cell_path, run_cells
+from .executors import check_not_bootstrapping, check_picklable
 from .failures import FailedCellWarning, failed_cells, warn_failed
 from .models import SweepModel, check_cell_model, check_metrics_fit, describe_model_fn, random_heads, scalar_heads
-from .progress import progress_bar
-from .store import CellWarning, _cell_key, load_finished, stamp_cell
+from .store import CellWarning, _cell_key, stamp_cell
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
 
@@ -233,32 +232,18 @@ def run_sweep(
     cells = [(values, s, _cell_params(fixed, dict(zip(axes, values))))
              for values in itertools.product(*axes.values()) for s in range(n_seeds)]
     keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
-    paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
     if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
         check_metrics_fit(check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2]), metrics)
     if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
         check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
                         named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else load_finished(store, caller, cells, keys, paths, _legacy(
-        cells, key_settings, cell_settings, store), current=None if cell_fn else M.model_now(cells, settings, model_fn))
-    todo = [idx for idx in range(len(cells)) if idx not in results]
-    bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
-                       desc=settings.get("progress_label", "sweep"))
-
-    def done(idx, ds):
-        results[idx] = ds
-        if bar is not None:
-            bar.update(1)
-
-    def job(idx):
-        _, s, params = cells[idx]
-        return (run_cell, params, s, settings, paths[idx], keys[idx])
-
-    run_jobs(engine, todo, job, done, describe=lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})",
-             resumable=store is not None, shared=settings, max_workers=opts["max_workers"],
-             max_pool_restarts=opts["max_pool_restarts"])
-    if bar is not None:
-        bar.close()
+    results = run_cells(caller, cells, keys, lambda idx, path, key: (run_cell, cells[idx][2], cells[idx][1], settings,
+                                                                     path, key),
+                        store=store, engine=engine, progress=opts["progress"],
+                        label=settings.get("progress_label", "sweep"), shared=settings,
+                        max_workers=opts["max_workers"], max_pool_restarts=opts["max_pool_restarts"],
+                        legacy=None if store is None else _legacy(cells, key_settings, cell_settings, store),
+                        current=None if cell_fn else M.model_now(cells, settings, model_fn))
     ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
                    {k: v for k, v in fixed.items() if k not in axes})
     # a failed cell is named by what identifies it: with a cell_fn (a study's own model) the grid only,
@@ -300,7 +285,7 @@ def _legacy(cells, key_settings: dict, cell_settings: dict | None, store):
     if not legacy:
         return None
     keys = [_cell_key(params, s, {**key_settings, "cell_key": legacy}) for _, s, params in cells]
-    return keys, [str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
+    return keys, [cell_path(store, key) for key in keys]
 
 
 def _merge_fixed(fixed, axes) -> dict:
