@@ -17,7 +17,8 @@ It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
 - ``"chaos"``: from :func:`metrics.chaos_horizon_study` (:meth:`AttnAccessor.plot_chaos_collapse`,
   :meth:`AttnAccessor.plot_chaos_horizon`);
 - ``"head_geometry"``: from :func:`metrics.head_geometry` (:meth:`AttnAccessor.plot_head_geometry`);
-- ``"sentence_flow"``: from :func:`metrics.sentence_flow` (its curves, :meth:`AttnAccessor.plot_curves`).
+- ``"sentence_flow"``: from :func:`metrics.sentence_flow` (its curves, :meth:`AttnAccessor.plot_curves`);
+- a study of one's own (:mod:`metrics.extend`) over grid axes: :meth:`AttnAccessor.plot_study`.
 
 :meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics._figures.plotting`,
 :mod:`metrics._figures.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
@@ -243,12 +244,24 @@ class AttnAccessor:
 
         return plot_head_geometry(self._ds, names, **kwargs)
 
+    def plot_study(self, names=None, **kwargs):
+        """A study's variables over its grid axes (:func:`metrics.plot_study`): the first axis on x, one line
+        per value of the others, the seed mean with its standard error; returns the Axes."""
+        from .study_plot import plot_study
+
+        return plot_study(self._ds, names, **kwargs)
+
     def plot(self, **kwargs):
         """The figure of this kind of Dataset: the tokens of a trajectory (angles over time on S^1,
         the shaded sphere at the last save on S^2, metric curves otherwise), a sweep's curves, the
         phase diagram, the chaos collapse, the limit study's log-log panel, a head geometry's
-        variables per layer."""
+        variables per layer, a study of one's own over grid axes (:mod:`metrics.extend`): its variables
+        over its grid."""
         kind = self.kind
+        from .study_plot import study_axes
+
+        if kind not in DATASET_KINDS and study_axes(self._ds):
+            return self.plot_study(**kwargs)
         if kind == "other" and "time" not in self._ds.dims:  # nothing to draw by kind, nor curves over time
             from particles.validation import InvalidParameterError
 
