@@ -128,6 +128,16 @@ class AttnAccessor:
                            "writes): dropped by an xarray operation (keep_attrs=True keeps them), or built by hand")
             raise InvalidParameterError(f"ds.attn.model reads the model a Dataset records (metrics.trajectory_to_"
                                         f"dataset writes it); this {self.kind} Dataset records none: {why}.")
+        from .study_plot import study_axes
+
+        varied = [a for a in study_axes(self._ds) if a in ("beta", "d", "spread") or a.startswith("lambda_")]
+        if varied:  # the attrs hold the model the study was given; each grid point ran it with its own values
+            from particles.validation import InvalidParameterError
+
+            raise InvalidParameterError(
+                f"ds.attn.model: this study runs one model per point of its grid axes {varied} (its coordinates hold "
+                f"each point's values; the attrs the model it was given, without them). Rebuild a point's model with "
+                f"metrics.model_from_attrs({{**ds.attrs, {varied[0]!r}: ...}}) where the axis is a MultiHead field.")
         return model_from_attrs(self._ds.attrs)
 
     def metric(self, name: str) -> xr.DataArray:

@@ -139,7 +139,8 @@ def _assemble(grid: dict, n_seeds: int, results: dict, at: list, long_names: dic
     for name, var in first.data_vars.items():
         if name == "status":
             continue
-        values = np.stack([np.asarray(results[i][name].values, dtype=float) for i in range(len(results))])
+        dtype = float if np.issubdtype(var.dtype, np.number) or var.dtype == bool else object  # (ints: NaN-able)
+        values = np.stack([np.asarray(results[i][name].values, dtype=dtype) for i in range(len(results))])
         attrs = {"long_name": name, "units": "1", **var.attrs}
         data[name] = (tuple(grid) + ("seed",) + var.dims, values.reshape(lead + var.shape), attrs)
     status = np.array([int(results[i]["status"]) for i in range(len(results))], dtype=np.int8).reshape(lead)

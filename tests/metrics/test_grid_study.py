@@ -85,6 +85,8 @@ def test_each_cell_gets_the_typed_settings_of_its_grid_point(tmp_path):
     assert ds.seed.attrs["long_name"].startswith("seed index")
     assert not set(ds.attrs) & set(ds.coords) and json.loads(ds.attrs["grid_axes"]) == ["beta", "n"]
     assert ds.attn.kind == "first_merge" and json.loads(ds.attrs["config"])["beta"] == [0.5, 2.0]
+    with pytest.raises(particles.InvalidParameterError, match="one model per point of its grid axes"):
+        ds.attn.model  # the attrs hold the model the study was given, not one of the points' models
 
 
 def test_cells_are_keyed_by_the_model_they_run_and_resume(tmp_path, monkeypatch):
