@@ -12,9 +12,9 @@ import pathlib
 
 from .executors import run_jobs
 from .progress import progress_bar
-from .store import load_finished
+from .store import load_finished, stamp_cell
 
-__all__ = ["cell_path", "run_cells"]
+__all__ = ["cell_path", "run_cells", "run_typed_cell"]
 
 
 def cell_path(store, key: str) -> str | None:
@@ -45,3 +45,12 @@ def run_cells(caller: str, cells: list, keys: list, job, *, store, engine, progr
     if bar is not None:
         bar.close()
     return results
+
+
+def run_typed_cell(cell, params: dict, seed_index: int, settings, entropy, path, key: str):
+    """One cell of a study: ``cell(params, seed_index, settings, entropy)`` on the study's typed settings, given
+    a ``status`` of 1 when it has none, stamped with its key and checksum and written to ``path`` (when given)."""
+    ds = cell(dict(params), seed_index, settings, entropy)
+    if "status" not in ds:
+        ds["status"] = ((), 1)
+    return stamp_cell(ds, key, path)

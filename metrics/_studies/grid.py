@@ -24,11 +24,10 @@ from particles import MultiHead
 from particles.validation import InvalidParameterError
 
 from .._data.dataset import time_coord
-from .._runs.engine import run_cells
+from .._runs.engine import run_cells, run_typed_cell
 from .._runs.executors import check_not_bootstrapping, check_picklable
 from .._runs.failures import failed_cells, warn_failed
 from .._runs.keys import model_key
-from .._runs.store import stamp_cell
 from .phase_grid import AXIS_NAMES, grid_points, point_model
 
 __all__ = ["RUN_SETTINGS", "grid_axes", "grid_of", "point_settings", "grid_cell_key", "run_grid", "grid_coords"]
@@ -88,14 +87,6 @@ def grid_cell_key(study, settings, point: dict, seed_index: int, entropy) -> str
     return hashlib.sha256(json.dumps(blob, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _grid_cell(cell, point: dict, seed_index: int, settings, entropy, path, key: str) -> xr.Dataset:
-    """One cell of a grid study: the study's cell on the point's typed settings, stamped and written."""
-    ds = cell(dict(point), seed_index, settings, entropy)
-    if "status" not in ds:
-        ds["status"] = ((), 1)
-    return stamp_cell(ds, key, path)
-
-
 def run_grid(study, settings, *, store=None, engine="serial", max_workers=None, progress=None,
              max_pool_restarts: int = 2) -> xr.Dataset:
     """The cells of every grid point x seed (``settings.n_seeds``) through the cell engine
@@ -113,7 +104,7 @@ def run_grid(study, settings, *, store=None, engine="serial", max_workers=None, 
 
     def job(idx, path, key):
         _, s, point = cells[idx]
-        return _grid_cell, study.cell, point, s, at[idx // n_seeds].for_cells(), entropy, path, key
+        return run_typed_cell, study.cell, point, s, at[idx // n_seeds].for_cells(), entropy, path, key
 
     label = study.label.format(sphere=settings.model.d - 1) if "{sphere}" in study.label else study.label
     results = run_cells(study.name, cells, keys, job, store=store, engine=engine, progress=progress, label=label,

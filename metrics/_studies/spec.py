@@ -25,7 +25,6 @@ import json
 import time as _time
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -88,20 +87,19 @@ class Study:
         return None if legacy == self.cell_key(settings) else legacy
 
     def cells(self, grid: dict, n_seeds: int, settings: StudySettings, model_fn=None, **run) -> xr.Dataset:
-        """The cells of ``grid`` x ``n_seeds`` through :func:`metrics.run_sweep` (verified, resumable, on
-        its engines), with this study's cell, key and label; the run's seed, t1, dt, n_saves, kappa and
+        """The cells of ``grid`` x ``n_seeds`` on the cell engine in :func:`metrics.run_sweep`'s key format and
+        Dataset (verified, resumable, on its engines; :func:`metrics._runs.study_cells.study_sweep`), with this study's
+        cell, key and label, each cell on the typed settings; the run's seed, t1, dt, n_saves, kappa and
         method are the settings' own (where it has them). ``model_fn``: what run_sweep records as the
         cells' model (default: the settings' ``model``); ``run``: store, engine, max_workers, progress."""
-        from .._runs.sweep import run_sweep
+        from .._runs.study_cells import study_sweep
 
         model_fn = model_fn or FixedModel(settings.model, f"{self.name}.model")
         own = {name: getattr(settings, name) for name in RUN_SETTINGS if hasattr(settings, name)}
-        cell_settings = {"study": settings.for_cells(), "key": self.cell_key(settings),
-                         "legacy_key": self.legacy_cell_key(settings), "caller": self.name,
-                         "progress_label": self.label.format(sphere=settings.model.d - 1)
-                         if "{sphere}" in self.label else self.label}
-        return run_sweep(grid, n_seeds=n_seeds, metrics=(), model_fn=model_fn, cell_fn=partial(_typed_cell, self.cell),
-                         cell_settings=cell_settings, **own, **run)
+        label = self.label.format(sphere=settings.model.d - 1) if "{sphere}" in self.label else self.label
+        return study_sweep(grid, n_seeds, self.cell, settings.for_cells(), key=self.cell_key(settings),
+                           legacy_key=self.legacy_cell_key(settings), caller=self.name, label=label,
+                           model_fn=model_fn, run=own, **run)
 
     def run(self, settings: StudySettings, **run) -> xr.Dataset:
         """The study's cells, assembled (a store resumes). Settings with grid axes (``setting(..., axis=True)``):
@@ -119,11 +117,6 @@ class Study:
         parts = [p.assign(success=p.success.astype(float)) for p in parts]
         return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
 
-
-
-def _typed_cell(cell, params: dict, seed_index: int, run: dict) -> xr.Dataset:
-    """run_sweep's cell contract (its settings dict) to a study's (the typed settings and the root entropy)."""
-    return cell(params, seed_index, run["study"], run["entropy"])
 
 
 def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = False, attr: bool = False,
