@@ -30,7 +30,8 @@ from .._runs.failures import failed_cells, warn_failed
 from .._runs.keys import model_key
 from .phase_grid import AXIS_NAMES, grid_points, point_model
 
-__all__ = ["RUN_SETTINGS", "grid_axes", "grid_of", "point_settings", "grid_cell_key", "run_grid", "grid_coords"]
+__all__ = ["RUN_SETTINGS", "axis_long_name", "grid_axes", "grid_of", "point_settings", "grid_cell_key", "run_grid",
+           "grid_coords"]
 
 #: the settings of a particle run that name a study's cells wherever the settings have them
 RUN_SETTINGS = ("seed", "t1", "dt", "n_saves", "kappa", "method")
@@ -45,8 +46,13 @@ def grid_axes(settings_class) -> dict:
     for f in fields(settings_class):
         mark = f.metadata.get("axis")
         if mark:
-            out[f.name] = mark if isinstance(mark, str) else _LONG_NAMES.get(f.name, f.name)
+            out[f.name] = mark if isinstance(mark, str) else axis_long_name(f.name)
     return out
+
+
+def axis_long_name(name: str) -> str:
+    """The long name of a grid axis the library knows (β, n, d, H, spread), else the axis' name."""
+    return _LONG_NAMES.get(name, name)
 
 
 def grid_of(settings) -> dict:
@@ -119,7 +125,8 @@ def run_grid(study, settings, *, store=None, engine="serial", max_workers=None, 
 def grid_coords(grid: dict, long_names: dict, n_seeds: int) -> dict:
     """The coordinates of a grid study's axes (``long_name`` and ``units``) and of its ``seed``."""
     coords = {k: (k, np.asarray(v), {"long_name": long_names[k], "units": "1"}) for k, v in grid.items()}
-    coords["seed"] = ("seed", np.arange(n_seeds), {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
+    coords["seed"] = ("seed", np.arange(int(n_seeds)),
+                      {"long_name": "seed index (SeedSequence spawn key)", "units": "1"})
     return coords
 
 

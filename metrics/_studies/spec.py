@@ -38,7 +38,7 @@ from .._data.provenance import model_attrs, netcdf_safe, provenance
 from .._runs.cells import saved_to_dataset
 from .._runs.executors import FixedModel, check_not_bootstrapping, check_picklable
 from .._runs.keys import model_key
-from .grid import RUN_SETTINGS, grid_axes, run_grid
+from .grid import RUN_SETTINGS, axis_long_name, grid_axes, grid_coords, run_grid
 
 __all__ = ["Study", "StudySettings", "setting", "study_function", "particle_method", "run_cell", "cell_rngs",
            "check_process_engine", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
@@ -278,17 +278,20 @@ def seed_counts(n_seeds, n_values) -> list[int]:
 
 
 @keyword_only("log_time_scale", "max_clusters", "bound")
-def study_coords(n_values, counts, ts, *, log_time_scale: float, max_clusters: int, bound: str | None = None) -> dict:
-    """The coordinates every (n, seed, time) study has: ``n_particles``, ``seed``, ``time`` (with its
-    time convention), ``cluster_rank``, and the interval ``bound`` when the study fits intervals
-    (``bound`` is then its long name)."""
+def study_coords(n_values, counts, ts=None, *, log_time_scale: float = 0.0, max_clusters: int | None = None,
+                 bound: str | None = None) -> dict:
+    """The coordinates of a study, each with its long name and units: its axes (``n_values``: the n of an
+    (n, seed) study, as ``n_particles``, or a dict of grid axes to their values), ``seed`` (``counts``: the
+    seeds of each n, or one count), ``time`` (with its time convention) when ``ts`` is given, ``cluster_rank``
+    when ``max_clusters`` is, and the interval ``bound`` when the study fits intervals (its long name)."""
     unit = {"units": "1"}
-    coords = {
-        "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", **unit}),
-        "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", **unit}),
-        "time": time_coord(ts, log_time_scale),
-        "cluster_rank": ("cluster_rank", np.arange(max_clusters), {"long_name": "rank of the cluster by mass", **unit}),
-    }
+    axes = n_values if isinstance(n_values, dict) else {"n_particles": n_values}
+    coords = grid_coords(axes, {k: axis_long_name(k) for k in axes}, max(np.atleast_1d(counts)))
+    if ts is not None:
+        coords["time"] = time_coord(ts, log_time_scale)
+    if max_clusters is not None:
+        coords["cluster_rank"] = ("cluster_rank", np.arange(max_clusters),
+                                  {"long_name": "rank of the cluster by mass", **unit})
     if bound is not None:
         coords["bound"] = ("bound", np.array([0.025, 0.975]), {"long_name": bound, **unit})
     return coords

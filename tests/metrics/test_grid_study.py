@@ -149,3 +149,14 @@ def test_the_cells_run_on_a_process_pool_as_in_this_process():
     kw = dict(beta=[0.5, 2.0], n=4, n_seeds=1)
     pooled = first_merge_study(SOFTMAX, engine="process", max_workers=2, **kw)
     xr.testing.assert_identical(pooled.drop_attrs(), first_merge_study(SOFTMAX, **kw).drop_attrs())
+
+
+def test_the_coordinate_helper_takes_any_axes():
+    coords = kit.study_coords({"beta": [0.5, 1.0], "eps": [0.1]}, 3)
+    assert list(coords) == ["beta", "eps", "seed"] and len(coords["seed"][1]) == 3
+    assert coords["beta"][2] == {"long_name": "inverse temperature", "units": "1"}
+    assert coords["eps"][2]["long_name"] == "eps"
+    # the (n, seed, time) form of the studies of today, unchanged
+    old = kit.study_coords([8, 16], [2, 1], np.linspace(0, 1, 3), log_time_scale=0.0, max_clusters=2)
+    assert list(old) == ["n_particles", "seed", "time", "cluster_rank"]
+    assert old["n_particles"][2]["long_name"] == "number of tokens" and len(old["seed"][1]) == 2
