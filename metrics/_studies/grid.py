@@ -79,7 +79,14 @@ def point_settings(settings, point: dict, caller: str):
     model = getattr(settings, "model", None)
     into_model = {k: v for k, v in point.items() if _model_axis(k)}
     if into_model and isinstance(model, MultiHead):
-        out = replace(out, model=point_model(model, into_model, caller))
+        try:
+            out = replace(out, model=point_model(model, into_model, caller))
+        except InvalidParameterError:
+            raise InvalidParameterError(
+                f"The grid axes {sorted(into_model)} of {caller} go into the settings' model (beta, d, lambda_<h> for "
+                f"h < {model.n_heads}, spread), which cannot take the point {into_model}: d, lambda_<h> and spread "
+                "need scalar heads M_h = W_h = lambda_h I (MultiHead.scalar). Give such heads, or name the axis "
+                "otherwise (e.g. 'strength') and build the point's model in the cell from the settings.") from None
     return out
 
 

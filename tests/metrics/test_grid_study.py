@@ -160,3 +160,20 @@ def test_the_coordinate_helper_takes_any_axes():
     old = kit.study_coords([8, 16], [2, 1], np.linspace(0, 1, 3), log_time_scale=0.0, max_clusters=2)
     assert list(old) == ["n_particles", "seed", "time", "cluster_rank"]
     assert old["n_particles"][2]["long_name"] == "number of tokens" and len(old["seed"][1]) == 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SpreadSettings(kit.StudySettings):
+    model: MultiHead = kit.setting(Instance(MultiHead), key=True)
+    _: dataclasses.KW_ONLY
+    spread: tuple = kit.setting(Interval(0), (0.0, 1.0), axis=True)
+    d: tuple = kit.setting(Integer(2), 3, axis=True)
+
+
+def test_model_axes_go_into_the_model_and_a_model_that_cannot_take_them_is_named():
+    heads = MultiHead.scalar([0.5, 1.0, 2.0], d=3, beta=1.0, kind="softmax")
+    flat = grid.point_settings(SpreadSettings(heads), {"spread": 0.0, "d": 4}, "my_study")
+    assert flat.model.d == 4 and np.allclose(flat.model.M, 7 / 6 * np.eye(4)) and flat.spread == 0.0
+    full = MultiHead(np.random.default_rng(0).standard_normal((2, 3, 3)), beta=1.0)
+    with pytest.raises(particles.InvalidParameterError, match=r"grid axes \['spread'\] of my_study go into"):
+        grid.point_settings(SpreadSettings(full), {"spread": 0.5}, "my_study")
