@@ -145,10 +145,16 @@ def test_plot_draws_the_study_over_its_grid():
         metrics.plot_study(ds, ["success"])
 
 
-def test_the_cells_run_on_a_process_pool_as_in_this_process():
+def test_the_cells_run_on_a_process_pool_and_on_dask_as_in_this_process(tmp_path):
+    import distributed
+
     kw = dict(beta=[0.5, 2.0], n=4, n_seeds=1)
-    pooled = first_merge_study(SOFTMAX, engine="process", max_workers=2, **kw)
-    xr.testing.assert_identical(pooled.drop_attrs(), first_merge_study(SOFTMAX, **kw).drop_attrs())
+    serial = first_merge_study(SOFTMAX, **kw).drop_attrs()
+    pooled = first_merge_study(SOFTMAX, engine="process", max_workers=2, store=tmp_path, **kw)
+    xr.testing.assert_identical(pooled.drop_attrs(), serial)
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0",
+                            set_as_default=False) as client:
+        xr.testing.assert_identical(first_merge_study(SOFTMAX, engine=client, **kw).drop_attrs(), serial)
 
 
 def test_the_coordinate_helper_takes_any_axes():
