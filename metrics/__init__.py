@@ -18,6 +18,7 @@ from ._figures.plotting import (
     plot_phase_diagram,
 )
 from ._figures.report import limit_study_frame, limit_study_table, plot_limit_study
+from ._figures.study_plot import plot_study
 from ._observables.clustering import (
     cluster_labels,
     cluster_sizes,
@@ -101,6 +102,7 @@ __all__ = [
     "plot_sphere",
     "animate",
     "plot_phase_diagram",
+    "plot_study",
     "plot_chaos_collapse",
     "plot_chaos_horizon",
     "plot_head_geometry",

@@ -8,7 +8,10 @@ are one table: each field is a :func:`setting` with its rule (a :mod:`particles.
 constraint), its default and, when the cells depend on it, its name in the cells' key (so a store
 written by one version is found by the next); :meth:`StudySettings.config` is the ``config`` attr
 of the Dataset. :func:`study_function` makes the public function from the table (its parameters,
-their defaults and its declaration); the cells receive the settings object.
+their defaults and its declaration); the cells receive the settings object. A field marked
+``setting(rule, values, axis=True)`` is a grid axis (β, n, any setting): :meth:`Study.run` runs every
+grid point x seed, each cell on the typed settings of its point (the model rebuilt at its β, d or head
+strengths), keyed by the model it runs, and ``ds.attn.plot()`` draws the study over its grid.
 
 The kit
     :class:`Study`, :class:`StudySettings`, :func:`setting`, :func:`study_function`;

@@ -59,6 +59,8 @@ CHAOS_DS = __import__("xarray").Dataset(
      "t_delta": (("delta", "n_particles", "seed"), [[[1.0], [2.0]]]), "slope": (("delta",), [1.0]),
      "slope_ci": (("delta", "bound"), [[0.5, 1.5]]), "sigma_star": 0.5},
     coords={"n_particles": [100, 400], "time": [0.0, 1.0], "delta": [0.1]})
+GRID_DS = __import__("xarray").Dataset({"t_merge": (("beta", "seed"), [[1.0, 2.0], [0.5, 1.0]])},
+                                       coords={"beta": [1.0, 2.0], "seed": [0, 1]}, attrs={"grid_axes": '["beta"]'})
 
 
 def _RHO2(x):
@@ -362,6 +364,7 @@ CASES.update({
                                     {"ds": "model", "collapse": "bool"}),
     "metrics.plot_chaos_horizon": (metrics.plot_chaos_horizon, dict(ds=CHAOS_DS), {"ds": "model", "delta": "pos"}),
     "metrics.plot_head_geometry": (metrics.plot_head_geometry, dict(ds=GEO_DS), {"ds": "model", "names": "str"}),
+    "metrics.plot_study": (metrics.plot_study, dict(ds=GRID_DS), {"ds": "model", "names": "str"}),
     "metrics.density_of_angle": (metrics.density_of_angle, dict(f=np.cos), {"f": "callable"}),
     "metrics.check_density_fn": (metrics.check_density_fn, dict(density_fn=lambda y: 1 + y[:, 0], d=3),
                                  {"density_fn": "callable", "d": "int"}),

@@ -17,7 +17,8 @@ It understands these kinds of Dataset (:attr:`AttnAccessor.kind`):
 - ``"chaos"``: from :func:`metrics.chaos_horizon_study` (:meth:`AttnAccessor.plot_chaos_collapse`,
   :meth:`AttnAccessor.plot_chaos_horizon`);
 - ``"head_geometry"``: from :func:`metrics.head_geometry` (:meth:`AttnAccessor.plot_head_geometry`);
-- ``"sentence_flow"``: from :func:`metrics.sentence_flow` (its curves, :meth:`AttnAccessor.plot_curves`).
+- ``"sentence_flow"``: from :func:`metrics.sentence_flow` (its curves, :meth:`AttnAccessor.plot_curves`);
+- a study of one's own (:mod:`metrics.extend`) over grid axes: :meth:`AttnAccessor.plot_study`.
 
 :meth:`AttnAccessor.plot` draws the figure of each kind (:mod:`metrics._figures.plotting`,
 :mod:`metrics._figures.animation`); :meth:`AttnAccessor.animate` writes the tokens' animation.
@@ -127,6 +128,16 @@ class AttnAccessor:
                            "writes): dropped by an xarray operation (keep_attrs=True keeps them), or built by hand")
             raise InvalidParameterError(f"ds.attn.model reads the model a Dataset records (metrics.trajectory_to_"
                                         f"dataset writes it); this {self.kind} Dataset records none: {why}.")
+        from .study_plot import study_axes
+
+        varied = [a for a in study_axes(self._ds) if a in ("beta", "d", "spread") or a.startswith("lambda_")]
+        if varied:  # the attrs hold the model the study was given; each grid point ran it with its own values
+            from particles.validation import InvalidParameterError
+
+            raise InvalidParameterError(
+                f"ds.attn.model: this study runs one model per point of its grid axes {varied} (its coordinates hold "
+                f"each point's values; the attrs the model it was given, without them). Rebuild a point's model with "
+                f"metrics.model_from_attrs({{**ds.attrs, {varied[0]!r}: ...}}) where the axis is a MultiHead field.")
         return model_from_attrs(self._ds.attrs)
 
     def metric(self, name: str) -> xr.DataArray:
@@ -243,12 +254,24 @@ class AttnAccessor:
 
         return plot_head_geometry(self._ds, names, **kwargs)
 
+    def plot_study(self, names=None, **kwargs):
+        """A study's variables over its grid axes (:func:`metrics.plot_study`): the first axis on x, one line
+        per value of the others, the seed mean with its standard error; returns the Axes."""
+        from .study_plot import plot_study
+
+        return plot_study(self._ds, names, **kwargs)
+
     def plot(self, **kwargs):
         """The figure of this kind of Dataset: the tokens of a trajectory (angles over time on S^1,
         the shaded sphere at the last save on S^2, metric curves otherwise), a sweep's curves, the
         phase diagram, the chaos collapse, the limit study's log-log panel, a head geometry's
-        variables per layer."""
+        variables per layer, a study of one's own over grid axes (:mod:`metrics.extend`): its variables
+        over its grid."""
         kind = self.kind
+        from .study_plot import study_axes
+
+        if kind not in DATASET_KINDS and study_axes(self._ds):
+            return self.plot_study(**kwargs)
         if kind == "other" and "time" not in self._ds.dims:  # nothing to draw by kind, nor curves over time
             from particles.validation import InvalidParameterError
 

@@ -35,7 +35,6 @@ import functools
 import itertools
 import json
 import os
-import pathlib
 
 import numpy as np
 import xarray as xr
@@ -59,11 +58,11 @@ from . import models as M
 from . import params as P
 from .assemble import assemble as _assemble
 from .cells import columns_dataset
-from .executors import check_not_bootstrapping, check_picklable, run_jobs
+from .engine import cell_path, run_cells
+from .executors import check_not_bootstrapping, check_picklable
 from .failures import FailedCellWarning, failed_cells, warn_failed
 from .models import SweepModel, check_cell_model, check_metrics_fit, describe_model_fn, random_heads, scalar_heads
-from .progress import progress_bar
-from .store import CellWarning, _cell_key, load_finished, stamp_cell
+from .store import CellWarning, _cell_key, stamp_cell
 
 __all__ = ["run_sweep", "default_model", "SWEEP_PARAMS", "CellWarning", "FailedCellWarning"]
 
@@ -230,43 +229,40 @@ def run_sweep(
     settings.update(cell_settings or {})
     run_cell = _run_cell if cell_fn is None else functools.partial(_custom_cell, cell_fn)
     fixed = _merge_fixed(fixed, axes)
-    cells = [(values, s, _cell_params(fixed, dict(zip(axes, values))))
-             for values in itertools.product(*axes.values()) for s in range(n_seeds)]
-    keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
-    paths = [None if store is None else str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
+    cells = _grid_cells(axes, n_seeds, fixed)
     if cell_fn is None:  # the first cell's model, before any work (each cell checks its own)
         check_metrics_fit(check_cell_model(model_fn(cells[0][2], np.random.default_rng(0)), cells[0][2]), metrics)
-    if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
-        check_picklable(job_args=(run_cell, cells[0][2], 0, settings), caller=caller,
-                        named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings})
-    results = {} if store is None else load_finished(store, caller, cells, keys, paths, _legacy(
-        cells, key_settings, cell_settings, store), current=None if cell_fn else M.model_now(cells, settings, model_fn))
-    todo = [idx for idx in range(len(cells)) if idx not in results]
-    bar = progress_bar(opts["progress"], total=len(cells), done=len(results),
-                       desc=settings.get("progress_label", "sweep"))
-
-    def done(idx, ds):
-        results[idx] = ds
-        if bar is not None:
-            bar.update(1)
-
-    def job(idx):
-        _, s, params = cells[idx]
-        return (run_cell, params, s, settings, paths[idx], keys[idx])
-
-    run_jobs(engine, todo, job, done, describe=lambda idx: f"{cells[idx][2]} (seed {cells[idx][1]})",
-             resumable=store is not None, shared=settings, max_workers=opts["max_workers"],
-             max_pool_restarts=opts["max_pool_restarts"])
-    if bar is not None:
-        bar.close()
-    ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS,
-                   {k: v for k, v in fixed.items() if k not in axes})
     # a failed cell is named by what identifies it: with a cell_fn (a study's own model) the grid only,
     # not the default beta, kind and d its cells never used
-    return _record(ds, cells, results, settings, key_settings, model_fn,
-                   config={"grid": axes, "n_seeds": n_seeds, "seed": seed,
-                           "defaults": {k: v for k, v in fixed.items() if k not in axes}},
-                   names=SWEEP_PARAMS if cell_fn is None else tuple(axes))
+    return _run(caller, axes, n_seeds, cells, fixed, settings, key_settings,
+                lambda idx, path, key: (run_cell, cells[idx][2], cells[idx][1], settings, path, key), shared=settings,
+                named={"model_fn": model_fn, "cell_fn": cell_fn, "cell_settings": cell_settings},
+                legacy_key=(cell_settings or {}).get("legacy_key"), store=store, engine=engine, opts=opts,
+                current=None if cell_fn else M.model_now(cells, settings, model_fn), seed=seed,
+                names=SWEEP_PARAMS if cell_fn is None else tuple(axes))
+
+
+def _grid_cells(axes: dict, n_seeds: int, fixed: dict) -> list:
+    """(values, seed index, params) of every cell of the grid x seeds, the last axis fastest, seeds fastest."""
+    return [(values, s, _cell_params(fixed, dict(zip(axes, values))))
+            for values in itertools.product(*axes.values()) for s in range(n_seeds)]
+
+
+def _run(caller, axes, n_seeds, cells, fixed, settings, key_settings, job, *, shared, named, legacy_key, store,
+         engine, opts, current, seed, names) -> xr.Dataset:
+    """The sweep's cells on the cell engine (keyed in format 1), assembled, with their failures and provenance."""
+    keys = [_cell_key(params, s, key_settings) for _, s, params in cells]
+    if engine == "process" and cells:  # (dask pickles with cloudpickle, which takes lambdas)
+        check_picklable(job_args=job(0, None, keys[0]), caller=caller, named=named)
+    results = run_cells(caller, cells, keys, job, store=store, engine=engine, progress=opts["progress"],
+                        label=settings.get("progress_label", "sweep"), shared=shared,
+                        max_workers=opts["max_workers"], max_pool_restarts=opts["max_pool_restarts"],
+                        legacy=None if store is None else _legacy(cells, key_settings, legacy_key, store),
+                        current=current)
+    unswept = {k: v for k, v in fixed.items() if k not in axes}
+    ds = _assemble(axes, n_seeds, cells, results, settings, SWEEP_PARAMS, unswept)
+    return _record(ds, cells, results, settings, key_settings, settings["model_fn"],
+                   config={"grid": axes, "n_seeds": n_seeds, "seed": seed, "defaults": unswept}, names=names)
 
 
 def _record(ds, cells, results, settings, key_settings, model_fn, config, names=SWEEP_PARAMS) -> xr.Dataset:
@@ -294,13 +290,12 @@ def _key_settings(settings: dict, model_fn, cell_settings: dict | None) -> dict:
     return out
 
 
-def _legacy(cells, key_settings: dict, cell_settings: dict | None, store):
+def _legacy(cells, key_settings: dict, legacy: str | None, store):
     """(keys, paths) of the cells under a study's format-1 key when its format changed, else None."""
-    legacy = (cell_settings or {}).get("legacy_key")
     if not legacy:
         return None
     keys = [_cell_key(params, s, {**key_settings, "cell_key": legacy}) for _, s, params in cells]
-    return keys, [str(pathlib.Path(store) / f"cell_{key[:16]}.nc") for key in keys]
+    return keys, [cell_path(store, key) for key in keys]
 
 
 def _merge_fixed(fixed, axes) -> dict:

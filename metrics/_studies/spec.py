@@ -4,10 +4,11 @@ A study's settings are a frozen :class:`StudySettings` dataclass, one table: eac
 :func:`setting` (its rule, its default, its name in the cells' key), the rules between fields are
 ``RELATIONS``, and :func:`study_function` makes the public function from the table (parameters,
 defaults, declaration). A :class:`Study` names what one cell computes (``cell(params, seed_index,
-settings, entropy)``, run by :func:`metrics.run_sweep`'s verified-cell machinery), how the settings
-key the cells and what kind of Dataset it makes. :meth:`Study.run` runs the cells of every (n, seed);
-the shared pieces of the assembly (coordinates, cluster variables, attrs with provenance) are the
-functions below, so a study module holds only its own science.
+settings, entropy)``, run by the verified cell engine of :func:`metrics.run_sweep`), how the settings
+key the cells and what kind of Dataset it makes. :meth:`Study.run` runs the cells of every (n, seed), or
+of every point of the grid axes the settings declare (:mod:`metrics._studies.grid`); the shared pieces
+of the assembly (coordinates, cluster variables, attrs with provenance) are the functions below, so a
+study module holds only its own science.
 
 Key format 1 is the format of the first studies: the key fields' JSON (sorted keys) as the
 study's ``cell_key`` setting. A study that changes what a cell computes for the same fields
@@ -24,20 +25,20 @@ import json
 import time as _time
 from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
-from functools import partial
 from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
 from particles import MultiHead, SaveAt, __version__, simulate
-from particles.validation import Declaration, declare, keyword_only
+from particles.validation import AnyOf, Declaration, SequenceOf, declare, keyword_only
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import model_attrs, netcdf_safe, provenance
 from .._runs.cells import saved_to_dataset
 from .._runs.executors import FixedModel, check_not_bootstrapping, check_picklable
 from .._runs.keys import model_key
+from .grid import RUN_SETTINGS, axis_long_name, grid_axes, grid_coords, run_grid
 
 __all__ = ["Study", "StudySettings", "setting", "study_function", "particle_method", "run_cell", "cell_rngs",
            "check_process_engine", "seed_counts", "study_coords", "cluster_variables", "study_attrs"]
@@ -86,25 +87,28 @@ class Study:
         return None if legacy == self.cell_key(settings) else legacy
 
     def cells(self, grid: dict, n_seeds: int, settings: StudySettings, model_fn=None, **run) -> xr.Dataset:
-        """The cells of ``grid`` x ``n_seeds`` through :func:`metrics.run_sweep` (verified, resumable, on
-        its engines), with this study's cell, key and label; the run's seed, t1, dt, n_saves, kappa and
+        """The cells of ``grid`` x ``n_seeds`` on the cell engine in :func:`metrics.run_sweep`'s key format and
+        Dataset (verified, resumable, on its engines; :func:`metrics._runs.study_cells.study_sweep`), with this study's
+        cell, key and label, each cell on the typed settings; the run's seed, t1, dt, n_saves, kappa and
         method are the settings' own (where it has them). ``model_fn``: what run_sweep records as the
         cells' model (default: the settings' ``model``); ``run``: store, engine, max_workers, progress."""
-        from .._runs.sweep import run_sweep
+        from .._runs.study_cells import study_sweep
 
         model_fn = model_fn or FixedModel(settings.model, f"{self.name}.model")
-        own = {name: getattr(settings, name) for name in _RUN_SETTINGS if hasattr(settings, name)}
-        cell_settings = {"study": settings.for_cells(), "key": self.cell_key(settings),
-                         "legacy_key": self.legacy_cell_key(settings), "caller": self.name,
-                         "progress_label": self.label.format(sphere=settings.model.d - 1)
-                         if "{sphere}" in self.label else self.label}
-        return run_sweep(grid, n_seeds=n_seeds, metrics=(), model_fn=model_fn, cell_fn=partial(_typed_cell, self.cell),
-                         cell_settings=cell_settings, **own, **run)
+        own = {name: getattr(settings, name) for name in RUN_SETTINGS if hasattr(settings, name)}
+        label = self.label.format(sphere=settings.model.d - 1) if "{sphere}" in self.label else self.label
+        return study_sweep(grid, n_seeds, self.cell, settings.for_cells(), key=self.cell_key(settings),
+                           legacy_key=self.legacy_cell_key(settings), caller=self.name, label=label,
+                           model_fn=model_fn, run=own, **run)
 
     def run(self, settings: StudySettings, **run) -> xr.Dataset:
-        """The cells of every (n, seed < its count) of the settings' ``model``, ``n_values`` and ``n_seeds``,
-        one :meth:`cells` call per seed count (a store resumes); seeds an n does not run are NaN (float
-        variables) in the merged Dataset."""
+        """The study's cells, assembled (a store resumes). Settings with grid axes (``setting(..., axis=True)``):
+        every grid point x seed, each cell on the typed settings of its point and keyed by them; dims (*axes,
+        seed, the cells' own dims), coordinates with long names and units (:func:`metrics._studies.grid.run_grid`).
+        Otherwise every (n, seed < its count) of the settings' ``model``, ``n_values`` and ``n_seeds``, one
+        :meth:`cells` call per seed count; seeds an n does not run are NaN (float variables) in the merged Dataset."""
+        if grid_axes(type(settings)):
+            return run_grid(self, settings, **run)
         n_values, counts = settings.n_values, settings.counts
         parts = [self.cells({"n_particles": [n for n, c in zip(n_values, counts) if c == k]}, k, settings, **run)
                  for k in sorted(set(counts))]
@@ -114,17 +118,9 @@ class Study:
         return xr.concat(parts, dim="n_particles", join="outer").sortby("n_particles")
 
 
-#: the settings a study's run hands to run_sweep when the settings have them
-_RUN_SETTINGS = ("seed", "t1", "dt", "n_saves", "kappa", "method")
-
-
-def _typed_cell(cell, params: dict, seed_index: int, run: dict) -> xr.Dataset:
-    """run_sweep's cell contract (its settings dict) to a study's (the typed settings and the root entropy)."""
-    return cell(params, seed_index, run["study"], run["entropy"])
-
 
 def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = False, attr: bool = False,
-            cells: bool = True):
+            cells: bool = True, axis: bool | str = False):
     """A field of a study's settings: its rule (a :mod:`particles.validation` constraint: the one check
     of the value, which the study's public function also declares), its default, and
 
@@ -134,8 +130,15 @@ def setting(rule, default=MISSING, *, key: bool | str = False, since: bool = Fal
       differs from its default, so those stores keep their names;
     - ``attr``: the Dataset also holds it as an attr of its own (:func:`study_attrs`);
     - ``cells``: False when the cells never read it (a density function, whose sample the study's reference
-      carries): it is not sent to them, so a lambda runs on worker processes."""
-    return field(default=default, metadata={"rule": rule, "key": key, "since": since, "attr": attr, "cells": cells})
+      carries): it is not sent to them, so a lambda runs on worker processes;
+    - ``axis``: True (or the axis' long name) when it is a grid axis of the study: one value or a sequence of
+      distinct ones, each checked by ``rule``; :meth:`Study.run` runs every point of the grid, and each cell
+      receives the settings of its point (the point's value in the field, and in the ``model`` for β, d, a
+      head's strength ``lambda_<h>`` or ``spread``)."""
+    if axis:
+        rule = AnyOf(rule, SequenceOf(rule, min_len=1))
+    return field(default=default, metadata={"rule": rule, "key": key, "since": since, "attr": attr, "cells": cells,
+                                            "axis": axis})
 
 
 @dataclass(frozen=True)
@@ -275,17 +278,20 @@ def seed_counts(n_seeds, n_values) -> list[int]:
 
 
 @keyword_only("log_time_scale", "max_clusters", "bound")
-def study_coords(n_values, counts, ts, *, log_time_scale: float, max_clusters: int, bound: str | None = None) -> dict:
-    """The coordinates every (n, seed, time) study has: ``n_particles``, ``seed``, ``time`` (with its
-    time convention), ``cluster_rank``, and the interval ``bound`` when the study fits intervals
-    (``bound`` is then its long name)."""
+def study_coords(n_values, counts, ts=None, *, log_time_scale: float = 0.0, max_clusters: int | None = None,
+                 bound: str | None = None) -> dict:
+    """The coordinates of a study, each with its long name and units: its axes (``n_values``: the n of an
+    (n, seed) study, as ``n_particles``, or a dict of grid axes to their values), ``seed`` (``counts``: the
+    seeds of each n, or one count), ``time`` (with its time convention) when ``ts`` is given, ``cluster_rank``
+    when ``max_clusters`` is, and the interval ``bound`` when the study fits intervals (its long name)."""
     unit = {"units": "1"}
-    coords = {
-        "n_particles": ("n_particles", np.asarray(n_values), {"long_name": "number of tokens", **unit}),
-        "seed": ("seed", np.arange(max(counts)), {"long_name": "seed index (SeedSequence spawn key)", **unit}),
-        "time": time_coord(ts, log_time_scale),
-        "cluster_rank": ("cluster_rank", np.arange(max_clusters), {"long_name": "rank of the cluster by mass", **unit}),
-    }
+    axes = n_values if isinstance(n_values, dict) else {"n_particles": n_values}
+    coords = grid_coords(axes, {k: axis_long_name(k) for k in axes}, max(np.atleast_1d(counts)))
+    if ts is not None:
+        coords["time"] = time_coord(ts, log_time_scale)
+    if max_clusters is not None:
+        coords["cluster_rank"] = ("cluster_rank", np.arange(max_clusters),
+                                  {"long_name": "rank of the cluster by mass", **unit})
     if bound is not None:
         coords["bound"] = ("bound", np.array([0.025, 0.975]), {"long_name": bound, **unit})
     return coords
@@ -314,12 +320,14 @@ def study_attrs(study: Study, settings: StudySettings, *, title: str, sweep: xr.
                 t_start: float, **extra) -> dict:
     """The attrs every study writes: title, source, history, kind, the settings marked ``attr`` and the
     run's own (``extra``), the model's fields, the cells' failures, the study's duration and the provenance
-    of the settings' config and seeds."""
-    model, seed = settings.model, settings.seed
+    of the settings' config and seeds. A study over grid axes also records them (``grid_axes``, JSON), and no
+    attr repeats one of its axes (a β axis leaves the model's ``beta`` out: the coordinate holds it)."""
+    model, seed, axes = settings.model, settings.seed, list(grid_axes(type(settings)))
     attrs = {
         "title": title,
         "source": f"headflow {__version__}",
-        "history": f"created by metrics.{study.name} (cells by metrics.run_sweep)",
+        "history": f"created by {study.name} (cells by metrics.extend.Study over its grid axes)" if axes else
+                   f"created by metrics.{study.name} (cells by metrics.run_sweep)",
         KIND_ATTR: study.kind,
         **{f.name: getattr(settings, f.name) for f in fields(settings) if f.metadata.get("attr")},
         "seed_entropy": str(np.random.SeedSequence(seed).entropy),
@@ -330,4 +338,6 @@ def study_attrs(study: Study, settings: StudySettings, *, title: str, sweep: xr.
         **provenance(config=settings.config(), seeds={"entropy": str(np.random.SeedSequence(seed).entropy),
                                                       "spawn_key": spawn_key}, model=model),
     }
+    if axes:
+        attrs = {k: v for k, v in attrs.items() if k not in axes} | {"grid_axes": json.dumps(axes)}
     return netcdf_safe(attrs)

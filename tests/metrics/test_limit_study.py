@@ -407,15 +407,15 @@ def test_the_cells_get_no_density_so_a_lambda_runs_on_worker_processes(monkeypat
     out, so a lambda density pickles for engine='process' on S^1, as it did before the settings were typed."""
     import pickle
 
-    from metrics._runs import sweep
+    from metrics._runs import study_cells
 
     sent = {}
 
-    def capture(grid, **kwargs):
-        sent.update(kwargs["cell_settings"])
+    def capture(grid, n_seeds, cell, settings, **kwargs):
+        sent["study"] = settings
         raise _Stop
 
-    monkeypatch.setattr(sweep, "run_sweep", capture)
+    monkeypatch.setattr(study_cells, "study_sweep", capture)
     with pytest.raises(_Stop):
         mean_field_limit_study(MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax"),
                                metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th)), n_values=(8, 16),
