@@ -35,26 +35,16 @@ from metrics import CellWarning, mean_field_limit_study
 from metrics._runs.integrity import INDEX_NAME
 from metrics.io import open_whole
 from particles import MultiHead
+from tests.test_cli import SIM, SWEEP
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="signals and resource limits of Linux")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
-SWEEP = """
-[sweep]
-grid = { n_particles = [4, 6], beta = [0.5, 2.0] }
-n_seeds = 2
-t1 = 0.2
-dt = 0.1
-n_saves = 2
-metrics = ["n_clusters", "energy_multi"]
-"""
 
 STUDY_KW = dict(n_values=(8, 16), n_seeds=1, t1=0.1, n_saves=2, m_grid=64, dt=0.1, n_boot=20, reference="fv_circle")
 S1 = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
-SIM = ("[model]\nkind = \"usa\"\nd = 3\nbeta = 1.0\nlambdas = [1.0, 0.5]\n"
-       "[run]\nn = 6\nt1 = 0.2\ndt = 0.05\nn_saves = 3\nseed = 3\n")
 
 
 def _density(x):
