@@ -191,7 +191,7 @@ def _two_configs(folder: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 
 def test_a_zarr_rewrite_drops_the_old_store_only_once_the_new_one_holds_the_name(tmp_path, monkeypatch):
     """A folder cannot be renamed over: ``--force`` moves the old zarr output aside, renames the new one in,
-    and only then removes the old one, so a kill between the two renames leaves the old output whole."""
+    and only then removes the old one, so a kill between the two renames leaves both whole."""
     a, b = _two_configs(tmp_path)
     out = tmp_path / "s.zarr"
     assert _cli("simulate", a, "--out", out, "--format", "zarr") == 0
