@@ -95,7 +95,9 @@ def study_density_key(density_fn, d: int, m_grid: int, caller: str = "") -> str:
     within the rounding. Any other density is keyed by its values on the grid, each rounded to the
     decimal place of the maximum's last kept digit (so values at round-off level of zero are 0 on
     every machine). Two densities with equal probe values but a high mode apart (degree 64 on S^1, which
-    the 64 probes alias to a constant) thus get different keys. Also checks the density (its errors name
+    the 64 probes alias to a constant) thus get different keys. Cells a store holds under the probe key of a
+    density keyed by its grid are not migrated: the probe key cannot say which of such densities they are
+    of (they stay, and this density's cells are computed). Also checks the density (its errors name
     ``caller``).
     """
     from .._observables.density import probe_density, probe_points, reference_grid
