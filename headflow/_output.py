@@ -273,12 +273,20 @@ def write_output(ds, path: pathlib.Path, fmt: str) -> None:
         if exists and (path.is_symlink() or path.is_dir() != (fmt == "zarr") or _headflow_config(path, fmt) is None):
             raise _Appeared(f"{str(path)!r} appeared during the run and is not a headflow output; it was left as it "
                             f"is and the result was saved as {str(tmp)!r}.")
-        if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside, then drop it
-            old = path.with_name(path.name + f".old{os.getpid()}")
-            os.replace(path, old)
-            shutil.rmtree(old)
+        if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside
+            aside.append(path.with_name(path.name + f".old{os.getpid()}"))
+            os.replace(path, aside[-1])
 
-    atomic_write(path, write, before_rename=check, keep_on=(_Appeared,))
+    aside: list = []
+    try:
+        atomic_write(path, write, before_rename=check, keep_on=(_Appeared,))
+    except BaseException:
+        for old in aside:  # the new store did not take the name: the old one takes it back
+            if not path.exists():
+                os.replace(old, path)
+        raise
+    for old in aside:  # dropped once the new store holds the name (a kill between the renames keeps it whole)
+        shutil.rmtree(old)
 
 
 class _Appeared(ConfigError):

@@ -95,7 +95,7 @@ def probe_density(density_fn, d: int, caller: str = "", *, points=None) -> np.nd
         raise InvalidParameterError(f"density_fn{where} must be a callable density_fn(points) with points of "
                                     f"shape (m, {d}); got {type(density_fn).__name__}.")
     if points is None:
-        points = _probe_points(d)
+        points = probe_points(d)
     m = len(points)
     hint = (" On S^1, wrap a function of the angle: metrics.density_of_angle(lambda theta: ...)." if d == 2 else "")
     try:
@@ -129,7 +129,9 @@ check_density_fn = declare(_caller="check_density_fn", density_fn=Function("a ca
 check_density_fn.__name__ = check_density_fn.__qualname__ = "check_density_fn"
 
 
-def _probe_points(d: int) -> np.ndarray:
+def probe_points(d: int) -> np.ndarray:
+    """The 64 points of S^{d-1} where :func:`probe_density` reads a density: equispaced angles on S^1,
+    fixed uniform draws (seed 12345) on higher spheres."""
     rng = np.random.default_rng(12345)
     if d == 2:
         th = _TWO_PI * np.arange(64) / 64
@@ -223,6 +225,16 @@ def bound_grid(d: int, m: int) -> np.ndarray:
         return mf.fibonacci_sphere(m)[0]
     grid = np.random.default_rng(0).standard_normal((max(m, 4096), d))
     return grid / np.linalg.norm(grid, axis=1, keepdims=True)
+
+
+def reference_grid(d: int, m: int) -> np.ndarray:
+    """The grid on which a study's reference reads the density: the m cells of S^1
+    (:func:`meanfield.circle_grid`), :func:`bound_grid` on S^{d-1}, d >= 3."""
+    if d == 2:
+        import meanfield as mf
+
+        return mf.circle_grid(m)[0]
+    return bound_grid(d, m)
 
 
 @keyword_only("d", "rng", refuse=True)

@@ -30,10 +30,9 @@ from particles.validation import (
 )
 
 from .._observables.clustering import cluster_row
-from .._observables.density import probe_density
 from .._observables.harmonics import harmonic_amplitudes
 from .._runs import params as P
-from .._runs.keys import density_key
+from .._runs.keys import study_density_key
 from . import spec as kit
 from .chaos_breakdown import breakdown_variables, check_resolution
 from .reference import UniformReference, setup_reference
@@ -110,8 +109,9 @@ def _chaos_cell(params: dict, seed_index: int, s: ChaosSettings, entropy: int) -
 
 def _chaos_key(s: ChaosSettings, legacy: bool = False) -> dict:
     """Key of a chaos cell, from the configuration alone: format 1 for the uniform start, format 2 for a
-    density start (the density by its values at the probe points). ``legacy``: format 1 everywhere (the
-    reference's energies, the model's attrs as they are), whose stores are migrated where it differs."""
+    density start (the density by :func:`metrics._runs.keys.study_density_key` on the reference's grid).
+    ``legacy``: format 1 everywhere (the reference's energies, the model's attrs as they are), whose stores
+    are migrated where it differs."""
     if s.uniform:
         density = {}
     elif legacy:
@@ -122,6 +122,9 @@ def _chaos_key(s: ChaosSettings, legacy: bool = False) -> dict:
 
 
 _chaos_key_v1 = partial(_chaos_key, legacy=True)
+
+#: the grid of a density start's spectral reference (cells on S^1, the bound grid on S^2)
+_M_GRID = 4096
 
 
 CHAOS = kit.Study(name="chaos_horizon_study", kind="chaos", label="chaos study", cell=_chaos_cell, key=_chaos_key,
@@ -185,7 +188,7 @@ def chaos_horizon_study(s: ChaosSettings, **run) -> xr.Dataset:
     check_resolution(s, CHAOS.name)
     reference, ref_attrs = _reference(s, run["store"], run["progress"])
     s = replace(s, mean_field=reference, reference_attrs=ref_attrs,
-                density_key="" if s.uniform else density_key(probe_density(s.density, s.model.d, CHAOS.name)))
+                density_key="" if s.uniform else study_density_key(s.density, s.model.d, _M_GRID, CHAOS.name))
     return _assemble(CHAOS.run(s, **run), s, t_start)
 
 
@@ -202,8 +205,9 @@ def _reference(s: ChaosSettings, store, progress):
                                 "(error 2 pi / (16 n))" if s.model.d == 2
                                 else f"sliced SW_2 over {s.n_projections} directions, exact per direction")}
     try:  # the limit study's reference, with the chaos study's own grid and quantiles, always spectral
-        ref = setup_reference(SimpleNamespace(**vars(s), density_fn=s.density, ts=s.ts, m_grid=4096, n_reference=None,
-                                              n_quantiles=16384, transport="auto", w2_max_n=0, reference="spectral"),
+        ref = setup_reference(SimpleNamespace(**vars(s), density_fn=s.density, ts=s.ts, m_grid=_M_GRID,
+                                              n_reference=None, n_quantiles=16384, transport="auto", w2_max_n=0,
+                                              reference="spectral"),
                               store=store, progress=progress)
     except InvalidParameterError as exc:
         if "spectral" not in str(exc):

@@ -24,9 +24,8 @@ from particles import MultiHead
 from particles.validation import NONE, AnyOf, Function, Integer, Options, Relation
 
 from .._observables.clustering import cluster_row
-from .._observables.density import probe_density
 from .._runs import params as P
-from .._runs.keys import density_key
+from .._runs.keys import study_density_key
 from .._statistics.rates import rate_interval_note, rate_variables
 from . import spec as kit
 from .reference import measure_entropy, sample_grid_measure, setup_reference
@@ -109,7 +108,7 @@ def _study_cell(params: dict, seed_index: int, s: LimitSettings, entropy: int) -
 
 def _limit_key(s: LimitSettings, legacy: bool = False) -> dict:
     """Key format 2 of a limit-study cell: the settings' key fields, from the configuration alone (the
-    density by its values at the probe points, :func:`metrics._runs.keys.density_key`; the sliced
+    density by its values on the reference's grid, :func:`metrics._runs.keys.study_density_key`; the sliced
     directions on d >= 3). ``legacy``: format 1, the density through the reference's energies and the
     model's fields as they are (stores written before format 2 are migrated)."""
     key = s.key(legacy)
@@ -163,7 +162,7 @@ def mean_field_limit_study(s: LimitSettings, **run) -> xr.Dataset:
         about the last axis), else ``fv_circle`` on S^1 and two Lagrangian runs on S^{d-1}.
     """
     t_start = _time.perf_counter()
-    density_id = density_key(probe_density(s.density_fn, s.model.d, LIMIT.name))  # (also checks the density)
+    density_id = study_density_key(s.density_fn, s.model.d, s.m_grid, LIMIT.name)  # (also checks the density)
     # the cells on S^{d-1} sample from density_fn in the workers: refuse before the reference runs
     kit.check_process_engine(LIMIT.name, run["engine"], **({"density_fn": s.density_fn} if s.model.d >= 3 else {}))
     ref = setup_reference(s, store=run["store"], progress=run["progress"])

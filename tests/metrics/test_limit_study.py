@@ -485,3 +485,44 @@ def test_one_seed_intervals_are_warned_and_commented():
                                     dt=0.05)
     assert np.isnan(ds.rate_w1_ci).all() and "one seed" in ds.rate_w1_ci.attrs["comment"]
     assert "one seed" in ds.rate_w1_stderr.attrs["comment"] and "one seed" in ds.w1_stderr.attrs["comment"]
+
+
+def test_a_density_differing_only_in_a_high_mode_gets_its_own_cells(tmp_path):
+    """Two densities equal at the 64 probe angles (a degree-64 mode aliases to a constant there) but apart
+    on the reference's grid have different keys: the second study computes its own cells; the same density
+    again reuses them (a smooth density keeps its probe key, the form of earlier stores)."""
+    import pathlib
+    import warnings
+
+    from metrics._observables.density import probe_density
+    from metrics._runs.keys import density_key, study_density_key
+
+    base = metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th))
+    high = metrics.density_of_angle(lambda th: 1 + 0.5 * np.cos(th) + 0.2 * (np.cos(64 * th) - 1))
+    np.testing.assert_allclose(probe_density(base, 2), probe_density(high, 2), rtol=1e-13)
+    assert study_density_key(base, 2, 256) == density_key(probe_density(base, 2))  # determined by its probes
+    assert study_density_key(high, 2, 256) != study_density_key(base, 2, 256)
+    sphere = lambda x: 1 + 0.5 * x[:, 2]  # noqa: E731
+    assert study_density_key(sphere, 3, 64) == density_key(probe_density(sphere, 3))
+    assert study_density_key(lambda x: sphere(x) + 0.1 * np.cos(40 * x[:, 0]), 3, 64) != \
+        study_density_key(sphere, 3, 64)
+
+    model = MultiHead.scalar([1.0], d=2, beta=1.0, kind="softmax")
+
+    def run(density):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mean_field_limit_study(model, density, n_values=[8, 16], n_seeds=1, t1=0.2, dt=0.1, n_saves=2,
+                                          m_grid=256, reference="fv_circle", store=tmp_path, progress=False)
+
+    def names():
+        return sorted(p.name for p in pathlib.Path(tmp_path).glob("cell_*.nc"))
+
+    first = run(base)
+    assert len(names()) == 2
+    second = run(high)
+    assert len(names()) == 4  # its own cells, not the first study's
+    assert not np.array_equal(second.w1.values, first.w1.values)
+    again = run(base)
+    assert len(names()) == 4  # the same density resumes
+    xr.testing.assert_identical(again.drop_attrs(), first.drop_attrs())
