@@ -112,7 +112,8 @@ def ours_chunk(args):
         # whose logits sit in L2; metrics.phase_diagram keeps 256, its store keys name it), 128 in span coordinates
         ens = particles.Ensemble(heads, beta=betas, chunk=CHUNK_FEW if y0.shape[2] <= 4 else 128)
         field = ens.settling(EPS, merge=merge) if settle else ens
-        traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method, save=particles.SaveAt(t0=False))
+        traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method,
+                                  save=particles.SaveAt(t0=False), progress=False)
         evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
         return n_clusters_batch(traj.x[-1], eps=EPS), evaluations * ens.exps_per_evaluation(N)
 
@@ -122,7 +123,8 @@ def reference_chunk(x0, betas):
     with threadpool_limits(1, user_api="blas"):
         heads = np.asarray(LAMBDAS, dtype=float)[:, None, None] * np.eye(x0.shape[2])[None]
         ens = particles.Ensemble(heads, beta=betas, chunk=256)
-        traj = particles.simulate(x0, ens, t1=T_FINAL, dt=0.05, method="rk4", save=particles.SaveAt(t0=False))
+        traj = particles.simulate(x0, ens, t1=T_FINAL, dt=0.05, method="rk4",
+                                  save=particles.SaveAt(t0=False), progress=False)
         return n_clusters_batch(traj.x[-1], eps=EPS)
 
 

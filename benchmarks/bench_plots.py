@@ -33,7 +33,8 @@ import particles  # noqa: E402
 def trajectory(n: int, d: int, n_saves: int, t1: float = 6.0):
     model = particles.MultiHead.scalar([1.0], d=d, beta=4.0, kind="softmax")
     x0 = particles.sample_uniform(n, d=d, rng=np.random.default_rng(0))
-    traj = particles.simulate(x0, model, t1=t1, dt=0.05, save=particles.SaveAt(ts=np.linspace(0, t1, n_saves)))
+    traj = particles.simulate(x0, model, t1=t1, dt=0.05,
+                              save=particles.SaveAt(ts=np.linspace(0, t1, n_saves)), progress=False)
     return metrics.trajectory_to_dataset(traj, model)
 
 

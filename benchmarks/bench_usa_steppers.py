@@ -64,7 +64,7 @@ def run(x0, beta, method, rtol):
                                                                                  merge=merge)
     save = SaveAt(ts=np.linspace(0.0, 1.0, 61), x=False, fn=lambda t, x: {"pairs": _pair_fraction(x, RHO_C)})
     t = time.perf_counter()
-    traj = simulate(x0, field, t1=1.0, dt=1e-4, method=method, rtol=rtol, atol=rtol * 1e-2, save=save)
+    traj = simulate(x0, field, t1=1.0, dt=1e-4, method=method, rtol=rtol, atol=rtol * 1e-2, save=save, progress=False)
     timing = _timing.Timing.now(time.perf_counter() - t)
     return np.asarray(traj.saved["pairs"]), field.system_evaluations / S, timing
 
