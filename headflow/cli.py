@@ -135,9 +135,7 @@ def run_simulate(cfg: dict, *, out=None, fmt=None, progress: bool = True, force:
                                                           ".spawn(2): x0, noise"})
     write_output(ds, path, fmt)
     print(f"wrote {path} ({traj.status}, {traj.n_steps} steps)")
-    if "summation_bound_max" in ds.attrs:  # the accuracy of the sums, seen at the end of the run
-        print(f"summation: {ds.attrs.get('summation_route', 'exact')} per head; largest relative error bound of a "
-              f"partition function {ds.attrs['summation_bound_max']:.2g} (0: exact sums)")
+    _say_summation(ds)
     if ds.attrs.get("overflow"):  # a diagnostic past float64 is inf: say which, and where the finite one is
         print(f"headflow simulate: note: {ds.attrs['overflow']}", file=sys.stderr)
     if traj.status != "finished":  # the reason (and its fix) is in the dataset's attrs; say it here too
@@ -179,7 +177,15 @@ def run_sweep_config(cfg: dict, *, out=None, fmt=None, progress: bool = True, fo
     computed = computed_cells(store, before)
     print(f"wrote {path} ({int(ds.success.sum())}/{ds.success.size} cells reached t1; {ds.success.size - computed} "
           f"reused, {computed} computed); cells kept in {store}")
+    _say_summation(ds)
     return ds
+
+
+def _say_summation(ds) -> None:
+    """The accuracy of the sums, seen at the end of a run: the route of each head and the largest bound."""
+    if "summation_bound_max" in ds.attrs:
+        print(f"summation: {ds.attrs.get('summation_route', 'exact')} per head; largest relative error bound of a "
+              f"partition function {ds.attrs['summation_bound_max']:.2g} (0: exact sums)")
 
 
 def run_study(cfg: dict, *, out=None, fmt=None, progress: bool = True, force: bool = False):

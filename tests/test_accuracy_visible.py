@@ -46,11 +46,31 @@ def test_exact_runs_say_exact_and_other_fields_say_nothing():
     assert particles.simulate(x0, ens, t1=0.1, dt=0.05).summation == {"route": ["exact"], "bound_max": 0.0}
 
 
+def test_sweep_carries_the_routes_and_the_largest_bound_of_its_cells(tmp_path):
+    def model_fn(params, rng):  # beta 0.5: fast sums, beta 1: exact ones
+        return particles.MultiHead.scalar([1.0, 0.5], d=2, beta=float(params["beta"]), kind="softmax",
+                                          summation="fast" if params["beta"] < 1 else "exact")
+
+    kw = dict(n_seeds=1, t1=0.2, dt=0.1, n_saves=2, model_fn=model_fn, metrics=["energy_multi"],
+              store=tmp_path / "cells")
+    ds = metrics.run_sweep({"n_particles": [300], "d": [2], "n_heads": [2], "beta": [0.5, 1.0]}, **kw)
+    assert ds.attrs["summation_route"] == "circle, circle; exact, exact"
+    assert 0 < ds.attrs["summation_bound_max"] < 1e-10  # the fast cells' bound (tol = 1e-10); exact ones say 0
+    again = metrics.run_sweep({"n_particles": [300], "d": [2], "n_heads": [2], "beta": [1.0]}, **kw)  # a reloaded cell
+    assert again.attrs["summation_route"] == "exact, exact" and again.attrs["summation_bound_max"] == 0.0
+
+
 def test_cli_prints_the_bound(tmp_path, capsys):
     cfg = tmp_path / "run.toml"
     cfg.write_text('[model]\nkind = "softmax"\nd = 3\nbeta = 1.0\nlambdas = [1.0]\n'
                    "[run]\nn = 6\nt1 = 0.1\ndt = 0.05\nn_saves = 2\nseed = 1\n")
     assert cli.main(["simulate", str(cfg), "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 0
+    assert "summation: exact per head; largest relative error bound of a partition function 0" in \
+        capsys.readouterr().out
+    sweep = tmp_path / "sweep.toml"  # a sweep says it too, from the routes its cells recorded
+    sweep.write_text('[sweep]\ngrid = { n_particles = [4], beta = [0.5, 2.0] }\nn_seeds = 1\nt1 = 0.1\ndt = 0.05\n'
+                     'n_saves = 2\nmetrics = ["energy_multi"]\n')
+    assert cli.main(["sweep", str(sweep), "--out", str(tmp_path / "sweep.nc"), "--no-progress"]) == 0
     assert "summation: exact per head; largest relative error bound of a partition function 0" in \
         capsys.readouterr().out
 

@@ -71,8 +71,19 @@ def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dic
         "t1": settings["t1"], "dt": settings["dt"], "method": settings["method"], "kappa": settings["kappa"],
         "model_fn": describe_model_fn(settings["model_fn"]),
         **{f"fixed_{k}": v for k, v in fixed.items()},
+        **summation_attrs(results.values()),
     })
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
+
+
+def summation_attrs(cells) -> dict:
+    """The summation routes the cells took (each distinct per-head list once, ``"; "``-joined) and the
+    largest a-posteriori error bound among them; nothing when no cell recorded its sums."""
+    cells = [c for c in cells if "summation_route" in c.attrs]
+    if not cells:
+        return {}
+    return {"summation_route": "; ".join(sorted({str(c.attrs["summation_route"]) for c in cells})),
+            "summation_bound_max": max(float(c.attrs["summation_bound_max"]) for c in cells)}
 
 
 def _hashable(value):

@@ -120,10 +120,12 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
         traj = simulate(x0, model, t1=settings["t1"], dt=settings["dt"], method=settings["method"],
                         save=SaveAt(ts=settings["ts"], x=False, fn=save_fn),
                         kappa=settings["kappa"], rng=rng_noise, on_failure="return", progress=False)
-        saved, success, message = traj.saved, traj.success, traj.message
+        saved, success, message, sums = traj.saved, traj.success, traj.message, traj.summation
     except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
-        saved, success, message = {}, False, str(exc)
+        saved, success, message, sums = {}, False, str(exc), {}
     ds = columns_dataset(saved, settings["ts"], success, message, names=list(names) + ["kinetic", "rate_residual"])
+    if sums:  # the route of each head and the largest error bound of the cell's sums (the sweep's attrs)
+        ds.attrs.update(summation_route=", ".join(sums["route"]), summation_bound_max=float(sums["bound_max"]))
     # the model that ran: the assembled sweep records it per cell, and what its time coordinate means
     ds.attrs.update({"model": json.dumps(model_attrs(model)), "log_time_scale": float(model.log_time_scale)})
     return stamp_cell(ds, key, path)
