@@ -101,3 +101,17 @@ def test_attn_on_a_reopened_dataset_after_import_headflow(tmp_path, order):
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True,
                          cwd=ROOT)
     assert json.loads(out.stdout) == {"light": False, "n": 2}
+
+
+def test_studies_carry_the_routes_and_the_largest_bound_of_their_cells():
+    fast = particles.MultiHead.scalar([1.0, 0.5], d=2, beta=1.0, kind="softmax", summation="fast")
+    limit = metrics.mean_field_limit_study(fast, lambda x: 1 + 0.5 * x[:, 1], n_values=(200, 300), n_seeds=1, t1=0.2,
+                                           n_saves=2, m_grid=64, dt=0.1, progress=False)
+    assert limit.attrs["summation_route"] == "circle, circle"
+    assert 0 < limit.attrs["summation_bound_max"] < fast.tol
+    exact = particles.MultiHead.scalar([1.0], d=2, beta=0.5, kind="softmax", summation="exact")
+    chaos = metrics.chaos_horizon_study(exact, n_values=[64, 256], n_seeds=2, t1=8.0, n_saves=41, delta=(0.3,),
+                                        l_max=3, dt=0.1, n_boot=20, progress=False)
+    assert chaos.attrs["summation_route"] == "exact" and chaos.attrs["summation_bound_max"] == 0.0
+    phase = metrics.phase_diagram([1.0, 2.0], n=4, d=2, t1=0.5, n_systems=2, n_saves=2, progress=False)
+    assert phase.attrs["summation_route"] == "exact" and phase.attrs["summation_bound_max"] == 0.0  # settled too

@@ -76,13 +76,20 @@ def assemble(axes: dict, n_seeds: int, cells: list, results: dict, settings: dic
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)
 
 
+#: the attrs in which a sweep or a study records how its cells' attention sums were done
+SUMMATION_ATTRS = ("summation_route", "summation_bound_max")
+
+
 def summation_attrs(cells) -> dict:
     """The summation routes the cells took (each distinct per-head list once, ``"; "``-joined) and the
-    largest a-posteriori error bound among them; nothing when no cell recorded its sums."""
+    largest a-posteriori error bound among them; nothing when no cell recorded its sums. Sweeps' own
+    records merge the same way (a study or phase diagram over several sweeps)."""
     cells = [c for c in cells if "summation_route" in c.attrs]
     if not cells:
         return {}
-    return {"summation_route": "; ".join(sorted({str(c.attrs["summation_route"]) for c in cells})),
+    # (a sweep's own record, several lists "; "-joined, merges with others list by list)
+    routes = {r for c in cells for r in str(c.attrs["summation_route"]).split("; ")}
+    return {"summation_route": "; ".join(sorted(routes)),
             "summation_bound_max": max(float(c.attrs["summation_bound_max"]) for c in cells)}
 
 

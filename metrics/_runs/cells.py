@@ -20,5 +20,17 @@ def columns_dataset(saved: dict, ts, success: bool, message: str, names=None) ->
 
 
 def saved_to_dataset(traj, ts) -> xr.Dataset:
-    """:func:`columns_dataset` of a :class:`particles.Trajectory`'s saved columns."""
-    return columns_dataset(traj.saved, ts, traj.success, traj.message)
+    """:func:`columns_dataset` of a :class:`particles.Trajectory`'s saved columns, with the route of each
+    head's sums and their largest error bound in its attrs (:func:`summation_cell_attrs`)."""
+    ds = columns_dataset(traj.saved, ts, traj.success, traj.message)
+    ds.attrs.update(summation_cell_attrs(traj.summation))
+    return ds
+
+
+def summation_cell_attrs(sums: dict) -> dict:
+    """A cell's record of its sums (:attr:`particles.Trajectory.summation`): ``summation_route``, the route
+    of each head (comma-joined), and ``summation_bound_max``, the largest a-posteriori relative error bound
+    of a partition function; nothing for a run that recorded none (it failed before its first step)."""
+    if not sums:
+        return {}
+    return {"summation_route": ", ".join(sums["route"]), "summation_bound_max": float(sums["bound_max"])}

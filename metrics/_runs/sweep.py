@@ -57,7 +57,7 @@ from .._observables.registry import METRICS
 from . import models as M
 from . import params as P
 from .assemble import assemble as _assemble
-from .cells import columns_dataset
+from .cells import columns_dataset, summation_cell_attrs
 from .engine import cell_path, run_cells
 from .executors import check_not_bootstrapping, check_picklable
 from .failures import FailedCellWarning, failed_cells, warn_failed
@@ -124,8 +124,7 @@ def _run_cell(params: dict, seed_index: int, settings: dict, path: str | None, k
     except SolverError as exc:  # failed before the first save (e.g. the metrics at t0 overflow)
         saved, success, message, sums = {}, False, str(exc), {}
     ds = columns_dataset(saved, settings["ts"], success, message, names=list(names) + ["kinetic", "rate_residual"])
-    if sums:  # the route of each head and the largest error bound of the cell's sums (the sweep's attrs)
-        ds.attrs.update(summation_route=", ".join(sums["route"]), summation_bound_max=float(sums["bound_max"]))
+    ds.attrs.update(summation_cell_attrs(sums))  # the route of each head and the largest bound (the sweep's attrs)
     # the model that ran: the assembled sweep records it per cell, and what its time coordinate means
     ds.attrs.update({"model": json.dumps(model_attrs(model)), "log_time_scale": float(model.log_time_scale)})
     return stamp_cell(ds, key, path)

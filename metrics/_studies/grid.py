@@ -24,6 +24,7 @@ from particles import MultiHead
 from particles.validation import InvalidParameterError
 
 from .._data.dataset import time_coord
+from .._runs.assemble import summation_attrs
 from .._runs.engine import run_cells, run_typed_cell
 from .._runs.executors import check_not_bootstrapping, check_picklable
 from .._runs.failures import failed_cells, warn_failed
@@ -126,6 +127,7 @@ def run_grid(study, settings, *, store=None, engine="serial", max_workers=None, 
     warn_failed(failed, len(cells), study.name)
     ds = _assemble(grid, n_seeds, results, at, grid_axes(type(settings)))
     ds.attrs["failed_cells"] = json.dumps(failed, default=str)
+    ds.attrs.update(summation_attrs(results.values()))  # the cells' routes and largest bound, as a sweep's
     return ds
 
 

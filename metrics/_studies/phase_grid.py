@@ -32,6 +32,7 @@ from particles.validation import AnyOf, Function, Instance, Interval, InvalidPar
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import netcdf_safe, provenance
 from .._observables.pairs import span_systems
+from .._runs.assemble import summation_attrs
 from .._runs.keys import model_key
 
 __all__ = ["PHASE_STATISTICS", "MODEL_RULE", "GRID_RULE", "MODEL_AXES", "AXIS_NAMES", "is_values", "values_form",
@@ -286,6 +287,7 @@ def summarise(axes: dict, where: list, times: list, s, kind: str) -> xr.Dataset:
         # (point, chunk) runs that stopped, with the solver's reason
         "failed_cells": sweep.attrs["failed_cells"] if values else json.dumps(_failures(axes, where), default=str),
     })
+    ds.attrs.update(summation_attrs(sw for sw, _ in where))  # how every chunk's sums were done
     ds.attrs.update(provenance(config=config, seeds={"entropy": sweep.attrs.get("seed_entropy", ""),
                                                      "spawn_key": "(chunk index,)"}))
     return ds

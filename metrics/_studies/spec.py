@@ -35,6 +35,7 @@ from particles.validation import AnyOf, Declaration, SequenceOf, declare, keywor
 
 from .._data.dataset import KIND_ATTR, time_coord
 from .._data.provenance import model_attrs, netcdf_safe, provenance
+from .._runs.assemble import SUMMATION_ATTRS
 from .._runs.cells import saved_to_dataset
 from .._runs.executors import FixedModel, check_not_bootstrapping, check_picklable
 from .._runs.keys import model_key
@@ -333,6 +334,8 @@ def study_attrs(study: Study, settings: StudySettings, *, title: str, sweep: xr.
         "seed_entropy": str(np.random.SeedSequence(seed).entropy),
         **extra,
         "failed_cells": sweep.attrs["failed_cells"],  # runs that stopped, with the solver's reason
+        # how the cells' attention sums were done (each head's route, the largest error bound), as a sweep says
+        **{k: sweep.attrs[k] for k in SUMMATION_ATTRS if k in sweep.attrs},
         "study_seconds": float(_time.perf_counter() - t_start),
         **model_attrs(model),
         **provenance(config=settings.config(), seeds={"entropy": str(np.random.SeedSequence(seed).entropy),

@@ -224,12 +224,12 @@ class Ensemble(SettledMixin):
         return self._velocity(self.check_x(x))
 
     def __call__(self, t, x, out=None):
-        note_exact(self.M.shape[0])  # (a run's summation record: an ensemble's sums are exact)
         return self._velocity(x, out=out)
 
     def _velocity(self, x: np.ndarray, weights=None, n=None, out=None) -> np.ndarray:
         """The velocity of x (into ``out`` if given); with ``weights`` (S, k) (scalar heads only),
         the field of tokens of the given masses among n (:class:`~particles._model.merging.Groups`)."""
+        note_exact(self.M.shape[0])  # (a run's summation record, whichever field calls: an ensemble's sums are exact)
         out = np.empty_like(x) if out is None else out
         radial_free = self.attention.partition and self.geom.on_sphere
         for s0 in range(0, x.shape[0], self.chunk):
