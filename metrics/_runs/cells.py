@@ -28,7 +28,7 @@ def saved_to_dataset(traj, ts) -> xr.Dataset:
 
 
 def summation_cell_attrs(sums: dict) -> dict:
-    """A cell's record of its sums (:attr:`particles.Trajectory.summation`): ``summation_route``, the route
+    """A cell's record of its sums (a trajectory's ``summation``): ``summation_route``, the route
     of each head (comma-joined), and ``summation_bound_max``, the largest a-posteriori relative error bound
     of a partition function; nothing for a run that recorded none (it failed before its first step)."""
     if not sums:
