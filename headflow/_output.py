@@ -54,7 +54,7 @@ MARKER_ATTRS = ("headflow_version", "config")
 #: the attr that proves a command wrote the dataset (:func:`output_stamp` of the two above)
 STAMP_ATTR = "headflow_output"
 #: names a zarr store (v2 or v3) holds: metadata files and chunk keys
-_ZARR_NAME = re.compile(r"zarr\.json|\.zarray|\.zattrs|\.zgroup|\.zmetadata|\d+(\.\d+)*")
+_ZARR_NAME = re.compile(r"zarr\.json|\.zarray|\.zattrs|\.zgroup|\.zmetadata|\d+(\.\d+)*|c")  # (c: a 0-d chunk)
 
 
 def output_stamp(config: str, version: str) -> str:
@@ -247,12 +247,24 @@ def write_output(ds, path: pathlib.Path, fmt: str) -> None:
     the run may have taken hours: if something that is not headflow's appeared there meanwhile,
     the result stays in the part file and a :class:`ConfigError` says where.
     """
-    from metrics.io import DIGEST_ATTR, atomic_write, checksum_encoding, dataset_sha256, verify_dataset
+    from metrics.io import (
+        DIGEST_ATTR,
+        atomic_write,
+        carry_chunks,
+        checksum_encoding,
+        dataset_sha256,
+        fsync_tree,
+        next_key_encoding,
+        verify_dataset,
+    )
 
     path.parent.mkdir(parents=True, exist_ok=True)
     ds.attrs[STAMP_ATTR] = output_stamp(ds.attrs["config"], ds.attrs["headflow_version"])
     ds.attrs[DIGEST_ATTR] = dataset_sha256(ds)
     encoding = checksum_encoding(ds, fmt)
+    zarr3 = fmt == "zarr" and all("compressors" in enc for enc in encoding.values())  # (zarr 3's codecs)
+    if zarr3:  # the other chunk names than the output it replaces, whose chunks its readers keep reading
+        encoding = {k: {**enc, "chunk_key_encoding": next_key_encoding(path)} for k, enc in encoding.items()}
 
     def write(tmp):
         if fmt == "zarr":
@@ -274,6 +286,8 @@ def write_output(ds, path: pathlib.Path, fmt: str) -> None:
             raise _Appeared(f"{str(path)!r} appeared during the run and is not a headflow output; it was left as it "
                             f"is and the result was saved as {str(tmp)!r}.")
         if exists and fmt == "zarr":  # a folder cannot be renamed over: move the old store aside
+            if zarr3 and carry_chunks(path, tmp):  # (a reader of the old store reads its own chunks)
+                fsync_tree(tmp)
             aside.append(path.with_name(path.name + f".old{os.getpid()}"))
             os.replace(path, aside[-1])
 

@@ -207,6 +207,33 @@ def test_a_zarr_rewrite_drops_the_old_store_only_once_the_new_one_holds_the_name
     assert seen == [True] and sorted(p.name for p in tmp_path.iterdir()) == ["a.toml", "b.toml", "s.zarr"]
 
 
+def test_a_reader_holding_a_zarr_output_reads_its_own_generation_through_a_rewrite(tmp_path):
+    """A reader opened (lazily) before a ``--force`` rewrite reads the output it opened, values and attrs, whole
+    and checksummed, never the new chunks under its old attrs; a new reader reads the new output; the folder holds
+    at most two generations, and a reader opened after the first rewrite survives the second."""
+    a, _ = _two_configs(tmp_path)
+    b = tmp_path / "b_beta.toml"  # the same shapes (another beta): new chunks would read as plausible numbers
+    b.write_text(SIM.replace("beta = 1.0", "beta = 3.0"))
+    out = tmp_path / "s.zarr"
+    assert _cli("simulate", a, "--out", out, "--format", "zarr") == 0
+    before = _data(open_whole(out))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (consolidated metadata of zarr 3: a note)
+        held = xr.open_zarr(out, consolidated=None)
+    assert _cli("simulate", b, "--out", out, "--format", "zarr", "--force") == 0
+    xr.testing.assert_identical(_data(held.load()), before)
+    assert held.attrs["beta"] == 1.0 and open_whole(out).attrs["beta"] == 3.0 and metrics.verify(out).ok
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        second = xr.open_zarr(out, consolidated=None)
+    middle = _data(open_whole(out))
+    assert _cli("simulate", a, "--out", out, "--format", "zarr", "--force") == 0
+    xr.testing.assert_identical(_data(second.load()), middle)
+    xr.testing.assert_identical(_data(open_whole(out)), before)
+    chunks = [p for p in out.rglob("*") if p.is_file() and p.name != "zarr.json"]
+    assert len(chunks) == 2 * len(list(out.glob("*/zarr.json")))  # one chunk per array and generation, two kept
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # kills at seeded random moments, then a resume equal to an uninterrupted run (slow)
 

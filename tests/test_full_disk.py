@@ -50,7 +50,8 @@ def small_disk(tmp_path):
 
     yield mount
     for where in mounts:
-        subprocess.run(["umount", str(where)], check=False)
+        # (lazy: xarray's file cache may still hold a file of the disk open)
+        subprocess.run(["umount", "--lazy", str(where)], check=True)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
