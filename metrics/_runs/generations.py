@@ -59,11 +59,12 @@ def _own_chunks(array: pathlib.Path, name: str):
 def carry_chunks(old: pathlib.Path, new: pathlib.Path) -> int:
     """Link (or copy, across file systems) the chunk files of the zarr store ``old`` in each array's own
     encoding into the same places in ``new``, the store that replaces it (written with the other
-    encoding, so no name is taken); returns how many. Arrays ``new`` does not have are not carried."""
+    encoding, so no name is taken); returns how many. The chunks of an array ``new`` does not have are
+    carried too (a reader of the old store may read it; without metadata no new reader sees them)."""
     carried = 0
     for array, name in _arrays(old):
         rel = array.relative_to(old)
-        if not (new / rel / "zarr.json").is_file() or name not in {e["name"] for e in ENCODINGS}:
+        if name not in {e["name"] for e in ENCODINGS}:
             continue
         for chunk in _own_chunks(array, name):
             target = new / rel / chunk
