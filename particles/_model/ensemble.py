@@ -37,6 +37,7 @@ from .._core.sphere import GEOMETRIES
 from .._core.validation import InvalidParameterError, check_param
 from .._summation.record import note_exact
 from .ensemble_kernels import WORK, check_overflow, scalar_head
+from .ensemble_shared import share_heads, shared_heads
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
 from .kinds import Kind, LogOverflow, canonical_kind, resolve_kind
 from .settled import SettledMixin
@@ -109,6 +110,8 @@ class Ensemble(SettledMixin):
         fused = self.attention.exp_rule is not None and all(
             m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
+        # softmax heads of one score direction (m_h > 0) share one Gram matrix, exp and sums GEMM (ensemble_shared)
+        object.__setattr__(self, "_shared", share_heads(heads, self.attention.normalised) if fused else None)
 
     @property
     def attention(self) -> Kind:
@@ -266,8 +269,12 @@ class Ensemble(SettledMixin):
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
                          n=None, unit: bool = False) -> None:
-        """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
+        """dest = Σ_h w_h f_h of scalar heads: softmax heads of one score direction through the shared pass of
+        ensemble_shared, else (or where it declines) each through the fused pass of ensemble_kernels (the first
         head writes into dest, the others from a workspace buffer)."""
+        if self._shared is not None and shared_heads(xs, beta, self._shared, WORK, tangent=self.geom.on_sphere,
+                                                     weights=weights, unit=unit, out=dest) is not None:
+            return
         n = xs.shape[1] if n is None else n
         usa_n = n if self.attention.partition else None
         for k, (m, w) in enumerate(self._scalar_heads):
