@@ -17,7 +17,10 @@ the n² exps it would save, so the fast path does not help here.
 
 Scalar heads (M_h = m_h I, W_h = w_h I, softmax or USA: the phase-diagram case) take the fused
 pass of :mod:`~particles._model.ensemble_kernels`: one shift per system (a scalar pass over the
-logits), both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
+logits), both batched GEMMs read contiguous operands, and the buffers are reused across calls. Several
+softmax heads of one score direction (all :math:`m_h > 0`) share one pass
+(:mod:`~particles._model.ensemble_shared`): one Gram matrix and one exp per evaluation, :math:`E_h = E^{\circ k_h}`
+for integer ratios :math:`k_h = m_h/\min_h m_h`, the row-normalised heads combined before one sums GEMM. Systems
 that can no longer change stop moving in the field :meth:`Ensemble.settling`
 (:meth:`Ensemble.settled`).
 """
@@ -176,9 +179,11 @@ class Ensemble(SettledMixin):
 
     @declare(n=Integer(1))
     def exps_per_evaluation(self, n: int) -> int:
-        """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
+        """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds): n² per head and
+        exp of the kind, or per exp of the shared pass (heads whose E is a product of others' take none)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
-        return self.M.shape[0] * n * n * self.attention.exps_per_pair
+        heads = self.M.shape[0] if self._shared is None else self._shared.n_exps
+        return heads * n * n * self.attention.exps_per_pair
 
     def spectral_radius(self, t, x) -> float | None:
         r"""A bound on the spectral radius of the Jacobian of the (ambient) velocity at x, the

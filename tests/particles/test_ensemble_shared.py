@@ -36,6 +36,8 @@ def test_the_plan_of_the_heads():
     plan = share_heads([(0.5, 0.5), (1.0, 1.0), (2.0, 2.0)], True)
     assert plan.base == 0.5 and plan.ratios == (1.0, 2.0, 4.0) and plan.values == (0.5, 1.0, 2.0)
     assert plan.recipe == (("exp",), ("mul", 0, 0), ("mul", 1, 1))  # E^2 = E E, E^4 = E^2 E^2: no exp
+    assert plan.n_exps == 1 and Ensemble(_heads((0.5, 1.0, 2.0), 3)[0], beta=[1.0]).exps_per_evaluation(4) == 16
+    assert Ensemble(_heads((0.3, 0.9), 3)[0], beta=[1.0]).exps_per_evaluation(4) == 32
     assert share_heads([(1.0, 1.0), (2.0, 1.0), (3.0, 1.0)], True).recipe == (("exp",), ("mul", 0, 0), ("mul", 1, 0))
     assert share_heads([(0.3, 1.0), (0.9, 1.0)], True).recipe == (("exp",), ("exp",))  # 3 = no sum of formed powers
     assert share_heads([(1.0, 1.0), (20.0, 1.0)], True).recipe == (("exp",), ("exp",))  # past MAX_POWER
