@@ -16,16 +16,20 @@ is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measure
    lets a system leave once its tokens lie in a forward-invariant cap of diameter < eps (its
    count at T is then 1; ``--no-settle`` integrates every system to T); for d > n the tokens are
    first written in an orthonormal basis of their span (QR: M = W = I keeps the span, and the
-   Gram matrix, hence the count, is unchanged), as ``metrics.phase_diagram`` does. Timed in this
+   Gram matrix, hence the count, is unchanged), as ``metrics.phase_diagram`` does. Several scalar heads run
+   the shared pass of ``particles/_model/ensemble_shared.py``: one Gram GEMM and one exp per evaluation (the
+   heads of strength 1 and 2 take E^2 = E E and E^4 = E^2 E^2 of the head of strength 0.5), the heads combined
+   before one sums GEMM and one tangent projection. Timed in this
    process on the same systems (the same initial tokens) as the batched anchor and extrapolated
    the same way, then run over the full workload in a process pool of ``--workers`` processes
    (one BLAS thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
 3. accuracy on a subset: both schemes against a converged RK4 (dt = 0.05) reference: the
    largest gap of the per-beta mean cluster count and the fraction of systems whose count differs.
 4. the exponential floor: exps per second of ours per core (4 T / dt velocity evaluations of
-   S n² exps each) against a plain vectorised ``np.exp`` over arrays of the same size as one
-   evaluation chunk, timed in the same process under the same one-thread limit; next to it the
-   exps ours actually computed (n² per running system and evaluation: settled systems stop).
+   S n² exps per head each: the dense count) against a plain vectorised ``np.exp`` over arrays of the same
+   size as one evaluation chunk, timed in the same process under the same one-thread limit; next to it the
+   exps ours actually computed (``Ensemble.exps_per_evaluation``: n² per running system, evaluation and exp
+   of the pass, one for the three heads of the shared pass; settled systems stop).
 
 Every speed-up is a ratio of two timings of this process under the same thread limits
 (``_timing.ratio``); the table header gives the load average and the limits.

@@ -17,7 +17,10 @@ the n² exps it would save, so the fast path does not help here.
 
 Scalar heads (M_h = m_h I, W_h = w_h I, softmax or USA: the phase-diagram case) take the fused
 pass of :mod:`~particles._model.ensemble_kernels`: one shift per system (a scalar pass over the
-logits), both batched GEMMs read contiguous operands, and the buffers are reused across calls. Systems
+logits), both batched GEMMs read contiguous operands, and the buffers are reused across calls. Several
+softmax heads of one score direction (all :math:`m_h > 0`) share one pass
+(:mod:`~particles._model.ensemble_shared`): one Gram matrix and one exp per evaluation, :math:`E_h = E^{\circ k_h}`
+for integer ratios :math:`k_h = m_h/\min_h m_h`, the row-normalised heads combined before one sums GEMM. Systems
 that can no longer change stop moving in the field :meth:`Ensemble.settling`
 (:meth:`Ensemble.settled`).
 """
@@ -37,6 +40,7 @@ from .._core.sphere import GEOMETRIES
 from .._core.validation import InvalidParameterError, check_param
 from .._summation.record import note_exact
 from .ensemble_kernels import WORK, check_overflow, scalar_head
+from .ensemble_shared import share_heads, shared_heads
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
 from .kinds import Kind, LogOverflow, canonical_kind, resolve_kind
 from .settled import SettledMixin
@@ -109,6 +113,8 @@ class Ensemble(SettledMixin):
         fused = self.attention.exp_rule is not None and all(
             m is not None and w is not None for m, w in heads)
         object.__setattr__(self, "_scalar_heads", tuple(heads) if fused else None)
+        # softmax heads of one score direction (m_h > 0) share one Gram matrix, exp and sums GEMM (ensemble_shared)
+        object.__setattr__(self, "_shared", share_heads(heads, self.attention.normalised) if fused else None)
 
     @property
     def attention(self) -> Kind:
@@ -173,9 +179,11 @@ class Ensemble(SettledMixin):
 
     @declare(n=Integer(1))
     def exps_per_evaluation(self, n: int) -> int:
-        """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds)."""
+        """Exponentials one velocity evaluation computes per system of n tokens (0 for ReLU kinds): n² per head and
+        exp of the kind, or per exp of the shared pass (heads whose E is a product of others' take none)."""
         n = check_param(n, "n", "Ensemble.exps_per_evaluation", low=1, integer=True)
-        return self.M.shape[0] * n * n * self.attention.exps_per_pair
+        heads = self.M.shape[0] if self._shared is None else self._shared.n_exps
+        return heads * n * n * self.attention.exps_per_pair
 
     def spectral_radius(self, t, x) -> float | None:
         r"""A bound on the spectral radius of the Jacobian of the (ambient) velocity at x, the
@@ -266,8 +274,12 @@ class Ensemble(SettledMixin):
 
     def _scalar_velocity(self, xs: np.ndarray, beta: np.ndarray, s0: int, dest: np.ndarray, weights=None,
                          n=None, unit: bool = False) -> None:
-        """dest = Σ_h w_h f_h of scalar heads through the fused pass of ensemble_kernels (the first
+        """dest = Σ_h w_h f_h of scalar heads: softmax heads of one score direction through the shared pass of
+        ensemble_shared, else (or where it declines) each through the fused pass of ensemble_kernels (the first
         head writes into dest, the others from a workspace buffer)."""
+        if self._shared is not None and shared_heads(xs, beta, self._shared, WORK, tangent=self.geom.on_sphere,
+                                                     weights=weights, unit=unit, out=dest) is not None:
+            return
         n = xs.shape[1] if n is None else n
         usa_n = n if self.attention.partition else None
         for k, (m, w) in enumerate(self._scalar_heads):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .ensemble_kernels import WORK
+
 __all__ = ["Groups"]
 
 
@@ -44,15 +46,22 @@ class Groups:
         """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ."""
         if not systems.size:
             return
+        R, n, d = x.shape
+        close, same = self._masks(R)  # in buffers: a fresh (R, n, n) temporary per step costs page faults
+        xt = WORK.get("groups_xt", (R, d, n))
+        xt[...] = x.transpose(0, 2, 1)
+        G2 = np.matmul(x, xt, out=WORK.get("groups_G", (R, n, n)))
+        G2 *= 2.0  # exact
         sq = np.einsum("snd,snd->sn", x, x)
-        D2 = sq[:, :, None] + sq[:, None, :] - 2.0 * (x @ x.transpose(0, 2, 1))
+        D2 = np.add(sq[:, :, None], sq[:, None, :], out=WORK.get("groups_D2", (R, n, n)))
+        D2 -= G2  # |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>
         rep = self.rep[systems]
-        same = rep[:, :, None] == rep[:, None, :]
-        joined = same | (D2 < self.delta * self.delta)
-        changed = np.nonzero(np.any(joined != same, axis=(1, 2)))[0]
+        np.equal(rep[:, :, None], rep[:, None, :], out=same)
+        np.less(D2, self.delta * self.delta, out=close)
+        changed = np.nonzero(np.any(np.greater(close, same, out=close), axis=(1, 2)))[0]  # close, not yet joined
         if not changed.size:
             return
-        joined = joined[changed]
+        joined = same[changed] | (D2[changed] < self.delta * self.delta)
         # components: every token takes the smallest index reachable (min-propagation)
         label = np.argmax(joined, axis=2)
         while True:
@@ -63,6 +72,12 @@ class Groups:
         rows = systems[changed]
         self.rep[rows] = label
         self._compact(rows)
+
+    def _masks(self, R: int):
+        """Two boolean (R, n, n) buffers of this object (the largest R asked for so far)."""
+        if getattr(self, "_bool", None) is None or self._bool.shape[1] < R:
+            self._bool = np.empty((2, R, self.n, self.n), dtype=bool)
+        return self._bool[0, :R], self._bool[1, :R]
 
     def _compact(self, rows: np.ndarray) -> None:
         rep = self.rep[rows]
