@@ -207,6 +207,8 @@ def test_a_zarr_rewrite_drops_the_old_store_only_once_the_new_one_holds_the_name
     assert seen == [True] and sorted(p.name for p in tmp_path.iterdir()) == ["a.toml", "b.toml", "s.zarr"]
 
 
+@pytest.mark.skipif(int(__import__("zarr").__version__.split(".")[0]) < 3,
+                    reason="zarr 2 has no chunk key encodings: a reader reopens after a rewrite (documented)")
 def test_a_reader_holding_a_zarr_output_reads_its_own_generation_through_a_rewrite(tmp_path):
     """A reader opened (lazily) before a ``--force`` rewrite reads the output it opened, values and attrs, whole
     and checksummed, never the new chunks under its old attrs; a new reader reads the new output; the folder holds
