@@ -26,6 +26,7 @@ import xarray as xr
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from examples import _reproductions_circle as C
+from examples import _reproductions_figures as G
 from examples import _reproductions_limits as L
 from examples import _reproductions_metastable as M
 from examples import _reproductions_page as page
@@ -187,10 +188,14 @@ def main(argv=None):
     parser.add_argument("--page", default=None, help="rewrite the generated tables of this page "
                         "(docs/reproductions.md)")
     parser.add_argument("--from-dataset", default=None, help="render --page from this dataset instead of running")
+    parser.add_argument("--figures", default=None, help="with --from-dataset: redraw the gallery figures into this "
+                        "folder")
     args = parser.parse_args(argv)
     if args.from_dataset:
         ds = xr.load_dataset(args.from_dataset)
         page.write_page(ds, pathlib.Path(args.page or "docs/reproductions.md"))
+        if args.figures:
+            G.gallery(ds, pathlib.Path(args.figures))
         return ds, []
     keys = [k for k in args.rows.split(",") if k]
     unknown = sorted(set(keys) - set(ROWS))
@@ -207,6 +212,7 @@ def main(argv=None):
     print(page.render(ds))
     if not figure(ds, out / "reproductions.png"):
         print("no figure: none of the rows run has a panel (" + ", ".join(p[0] for p in PANELS) + ")")
+    G.gallery(ds, out)
     if args.page:
         page.write_page(ds, pathlib.Path(args.page))
     return ds, rows
