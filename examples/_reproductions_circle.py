@@ -143,7 +143,7 @@ def kpr_causal(n=200, beta=64.0, seeds=2, ts=(0.0, 25.0, 50.0, 75.0, 100.0, 150.
     can be lost."""
     delta = 4.0 / np.sqrt(beta)
     lo = PLAUSIBLE
-    predicted, half = prediction("kpr_causal", (1 + lo) / 2), (1 - lo) / 2
+    middle, half = (1 + lo) / 2, (1 - lo) / 2
     x0s = [sample_uniform(n, d=2, rng=np.random.default_rng(s)) for s in range(seeds)]
     counts = _centre_counts(x0s, beta, ts, rtol, delta)
     lost = counts[:, ts.index(75.0)] - counts[:, ts.index(150.0)]
@@ -157,8 +157,8 @@ def kpr_causal(n=200, beta=64.0, seeds=2, ts=(0.0, 25.0, 50.0, 75.0, 100.0, 150.
                             {"n": control_n, "beta": beta, "seeds": f"10000–{9999 + control_seeds}", "rtol": rtol})):
         k = int(np.sum(ev >= 1))
         mean, sd = jeffreys(k, len(ev))
-        rows.append(Row(key, mean, sd, f"Jeffreys posterior of {k}/{len(ev)} runs losing a centre", predicted if not of
-                        else prediction(key, predicted), pred_error=half, control_of=of, params=p,
+        rows.append(Row(key, mean, sd, f"Jeffreys posterior of {k}/{len(ev)} runs losing a centre",
+                        prediction(key, middle), pred_error=half, control_of=of, params=p,
                         curves={} if of else {"t": np.array(ts), "centres": counts},
                         dims={} if of else {"centres": ("seed", "t")},
                         extra={"runs_losing": k, "runs": len(ev), "mean_lost": float(np.mean(ev)),

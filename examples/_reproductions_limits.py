@@ -85,8 +85,9 @@ def glpr_limit(kind="usa", ds=(256, 1024, 4096), n=32, systems=64, seed=0, contr
     at d = control_d, where the statement does not claim to hold."""
     g = GLPR[kind]
     key = f"glpr_{kind}"
-    target = prediction(key, brentq(lambda b: th.hitting_time(0.0, 0.999, lambdas=[1.0], beta=b, n=n, kind=kind)
-                                    - g["t1"], 0.1, 20.0, xtol=1e-12))
+    raw = brentq(lambda b: th.hitting_time(0.0, 0.999, lambdas=[1.0], beta=b, n=n, kind=kind) - g["t1"], 0.1, 20.0,
+                 xtol=1e-12)
+    target = prediction(key, raw)
     run = {k: g[k] for k in ("t1", "method", "dt", "merge", "lo", "hi")}
     pts = np.array([half_crossing(kind, d, n=n, systems=systems, seed=seed, **run) for d in ds])
     fit = extrapolate(np.array(ds, float), pts[:, 0], pts[:, 1], lambda d: 1.0 / d)
@@ -99,7 +100,7 @@ def glpr_limit(kind="usa", ds=(256, 1024, 4096), n=32, systems=64, seed=0, contr
                      **_finite_point(ds, pts, 1)})
     cp = half_crossing(kind, control_d, n=n, systems=systems, seed=seed, **run)
     control = Row(f"{key}_control", cp[0], cp[1], f"standard error over {systems} systems at the crossing over the "
-                  "slope (refined grid)", prediction(f"{key}_control", target), control_of=key,
+                  "slope (refined grid)", prediction(f"{key}_control", raw), control_of=key,
                   params={**params, "d": control_d})
     return [row, control]
 

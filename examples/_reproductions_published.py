@@ -72,9 +72,10 @@ def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6), rho1=0.5
     of rho0, measured down the decades and extrapolated (its bias is of order rho0), against n ln 10 / (2 beta);
     control: softmax particles (O(1) per decade). Then the consistency check: the first decade's cost against
     the exact integral of the equiangular ODE the particles follow by symmetry; control: USA particles."""
-    linear = prediction("thm25_relu", n * np.log(10.0) / (2 * beta))
-    exact = prediction("thm25_relu_ode", th.hitting_time(rho0s[1], rho0s[0], lambdas=[1.0], beta=beta, n=n,
-                                                         kind="relu"))
+    raw = n * np.log(10.0) / (2 * beta)
+    linear = prediction("thm25_relu", raw)
+    exact_raw = th.hitting_time(rho0s[1], rho0s[0], lambdas=[1.0], beta=beta, n=n, kind="relu")
+    exact = prediction("thm25_relu_ode", exact_raw)
     params = {"n": n, "beta": beta, "rho0": list(rho0s), "rho1": rho1}
     how = "change from rtol 1e-7 to 1e-10"
     rows = []
@@ -84,7 +85,7 @@ def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6), rho1=0.5
         fit = extrapolate(np.array(rho0s[:-1]), tight, sig, lambda r: r)
         rows.append(Row(key, fit["value"], fit["sigma"], "fit of the decade cost c(rho0) = c0 + a rho0 over the "
                         f"solver change ({how}), Birge-scaled, and its change when the largest rho0 is dropped",
-                        linear if not of else prediction(key, linear), control_of=of,
+                        prediction(key, raw), control_of=of,
                         params={**params, "kind": kind},
                         curves={} if of else {"rho0": np.array(rho0s[:-1]), "decade_cost": tight},
                         extra={"first_decade": float(tight[0]), "first_decade_sigma": float(sig[0])}))
@@ -93,7 +94,7 @@ def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6), rho1=0.5
                       params={**params, "rho0": list(rho0s[:2]), "kind": kind})
     tight, loose = (_decade_costs("usa", n, beta, rho0s[:2], rho1, r)[0] for r in (1e-10, 1e-7))
     control = Row("thm25_relu_ode_control", tight, max(abs(tight - loose), 1e-9), how,
-                  prediction("thm25_relu_ode_control", exact), control_of="thm25_relu_ode",
+                  prediction("thm25_relu_ode_control", exact_raw), control_of="thm25_relu_ode",
                   params={**params, "rho0": list(rho0s[:2]), "kind": "usa"})
     return [rows[0], ode, rows[1], control]
 
@@ -121,14 +122,15 @@ def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5, boot=200) -
     exponent of the nearest key's angle squared in the wrong dimension). sigma: bootstrap over draws.
     Control: the same measurement in dimension d + 1 (new keys), against the same 2/(d - 1)."""
     key = f"long_context_d{d}"
-    predicted = prediction(key, 2.0 / (d - 1))
+    raw = 2.0 / (d - 1)
+    predicted = prediction(key, raw)
     slope, sigma, betas = _context_slope(d, ns, draws, np.random.default_rng(seed), level, boot)
     cslope, csigma, _ = _context_slope(d + 1, ns, draws, np.random.default_rng(seed + 1), level, boot)
     how = f"bootstrap over the {draws} draws ({boot} resamples)"
     params = {"d": d, "n": list(ns), "draws": draws, "seed": seed, "level": level}
     curves = {"n": np.array(ns, float), "beta_star": np.exp(np.log(betas).mean(axis=1))}
     return [Row(key, slope, sigma, how, predicted, alternative=2.0 / d, params=params, curves=curves),
-            Row(f"{key}_control", cslope, csigma, how, prediction(f"{key}_control", predicted), control_of=key,
+            Row(f"{key}_control", cslope, csigma, how, prediction(f"{key}_control", raw), control_of=key,
                 params={**params, "d": d + 1, "seed": seed + 1})]
 
 

@@ -69,14 +69,14 @@ def _margin_root(H, n, alpha, frame, bstar):
 def theorem19_beta_star(H=3, n=20, alpha=0.8, frames=(3, 4)) -> list:
     """The beta where the radial-dominance margin changes sign, against beta*(H); control: the same bisection
     with H - 1 heads, against beta*(H)."""
-    bstar = prediction("thm19_beta_star", th.beta_star(H, n=n, alpha=alpha))
+    bstar = th.beta_star(H, n=n, alpha=alpha)
     how = f"spread of the sign change over {len(frames)} random orthogonal frames (bisection to 1e-13)"
     rows = []
     for key, heads, of in (("thm19_beta_star", H, ""), ("thm19_beta_star_control", H - 1, "thm19_beta_star")):
         guess = th.beta_star(heads, n=n, alpha=alpha)
         roots = [_margin_root(heads, n, alpha, f, guess) for f in frames]
         rows.append(Row(key, np.mean(roots), spread(roots, 1e-13 * guess), how,
-                        bstar if not of else prediction(key, bstar), control_of=of,
+                        prediction(key, bstar), control_of=of,
                         params={"n": n, "alpha": alpha, "H": heads, "frames": list(frames)}))
     return rows
 
@@ -93,13 +93,13 @@ def _early_rates(lambdas, beta, n, frame):
 def theorem22_early_rate(lambdas=(0.5, 1.0, 3.0), beta=2.0, n=10, frame=5) -> list:
     """rho'(0) of the particles (d/dt <x_i, x_j> = <v_i, x_j> + <x_i, v_j>) against sum_h phi(lambda_h);
     control: the particles of equal heads Lambda / H (the same total strength) against the same prediction."""
-    predicted = prediction("thm22_early", th.early_rate(list(lambdas), beta=beta, n=n))
+    predicted = th.early_rate(list(lambdas), beta=beta, n=n)
     H, lam = len(lambdas), float(np.sum(lambdas))
     rows = []
     for key, lams, of in (("thm22_early", list(lambdas), ""), ("thm22_early_control", [lam / H] * H, "thm22_early")):
         mean, sigma, pairs = _early_rates(lams, beta, n, frame)
         rows.append(Row(key, mean, sigma, f"standard error over the {pairs} token pairs of a random orthogonal frame "
-                        "(floor 16 ulp)", predicted if not of else prediction(key, predicted), control_of=of,
+                        "(floor 16 ulp)", prediction(key, predicted), control_of=of,
                         params={"lambdas": lams, "beta": beta, "n": n, "frame": frame}))
     return rows
 

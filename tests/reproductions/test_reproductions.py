@@ -155,7 +155,7 @@ def test_example_writes_dataset_table_and_figure(tmp_path, monkeypatch):
     assert ds.verdict.values.tolist() == [verdict(*(float(ds[k][i]) for k in ("measured", "sigma", "predicted",
                                                                                "pred_error", "alternative")))
                                           for i in range(4)]
-    assert ds.kind.values.tolist() == ["published", "control", "consistency", "control"]
+    assert ds.kind.values.tolist() == [ROW_TEXT["pry_nonsync_threshold"].table, "control", "consistency", "control"]
     # readable dims: the row and the curve's own axis
     assert set(ds.clpr_gamma_c__gamma_cross.dims) == {"clpr_gamma_c_n"}
     assert not [d for d in ds.dims if "len" in d]
