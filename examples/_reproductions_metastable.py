@@ -14,34 +14,46 @@ import numpy as np
 import meanfield as mf
 from examples import metastable_staircase as ms
 from examples import periodic_state as ps
+from examples._reproductions_limits import extrapolate
 from examples._reproductions_rows import change
-from examples._reproductions_verdict import Row
+from examples._reproductions_verdict import Row, prediction
 from meanfield import growth_rates
 from metrics import staircase
 from particles import Ensemble, MultiHead, SaveAt, simulate
 
 
-def bpa_mode(n=512, systems=24, t1=4.0, dt=0.1, seed=0, mode=3, boot=200) -> list:
-    """Growth rate of the Fourier power of mode `mode` from white noise at beta = 5, against sigma_mode of
-    the linearised mean field; the runner-up sigma_l is the alternative. sigma: bootstrap over systems."""
-    rng = np.random.default_rng(seed)
+def _mode_rates(n, systems, t1, dt, rng, boot):
+    """Growth rates of the Fourier powers (averaged over ``systems`` white-noise starts of n tokens, beta = 5),
+    their bootstrap spread over systems, and the mode dominant at t1."""
     theta = rng.uniform(0.0, 2 * np.pi, (systems, n))
     ts = np.linspace(0.0, t1, int(round(t1 / dt / 2)) + 1)
     ens = Ensemble(np.eye(2), beta=np.full(systems, ps.BETA), chunk=8)
     run = simulate(np.stack([np.cos(theta), np.sin(theta)], axis=-1), ens, t1=t1, dt=dt, method="rk4",
-                   save=SaveAt(ts=ts, x=False, fn=lambda t, x: {"power": ps.fourier_power(x)}))
+                   save=SaveAt(ts=ts, x=False, fn=lambda t, x: {"power": ps.fourier_power(x)}), progress=False)
     power = run.saved["power"]  # (time, system, l)
-    rates = ps.fit_rates(ts, power.mean(axis=1))
-    resampled = [ps.fit_rates(ts, power[:, rng.integers(0, systems, systems)].mean(axis=1))[mode - 1]
-                 for _ in range(boot)]
+    resampled = [ps.fit_rates(ts, power[:, rng.integers(0, systems, systems)].mean(axis=1)) for _ in range(boot)]
+    return ps.fit_rates(ts, power.mean(axis=1)), np.std(resampled, axis=0), int(np.argmax(power[-1].mean(axis=0)) + 1)
+
+
+def bpa_mode(ns=(128, 256, 512), systems=(32, 24, 16), t1=4.0, dt=0.1, seed=0, mode=3, boot=200) -> list:
+    """Growth rate of the Fourier power of mode `mode` from white noise at beta = 5 along n, extrapolated to the
+    mean-field limit n -> infinity (leading correction a/n), against sigma_mode of the linearised mean field;
+    the runner-up sigma_l is the alternative. sigma per n: bootstrap over systems."""
+    rng = np.random.default_rng(seed)
     sigma_l = growth_rates(MultiHead.scalar([1.0], d=2, beta=ps.BETA, kind="softmax"), l_max=ps.L_MAX)[1:]
-    others = np.delete(sigma_l, mode - 1)
-    return [Row("bpa_mode", rates[mode - 1], np.std(resampled), f"bootstrap over the {systems} systems ({boot} "
-                "resamples)", sigma_l[mode - 1], alternative=float(others.max()),
-                params={"n": n, "systems": systems, "T": t1, "dt": dt, "seed": seed, "beta": ps.BETA},
-                curves={"mode": np.arange(1, ps.L_MAX + 1.0), "sigma_l": sigma_l, "rate": rates},
-                extra={"dominant_mode_at_T": int(np.argmax(power[-1].mean(axis=0)) + 1),
-                       "most_unstable_mode": int(np.argmax(sigma_l) + 1)})]
+    predicted = prediction("bpa_mode", sigma_l[mode - 1])
+    runs = [_mode_rates(n, s, t1, dt, rng, boot) for n, s in zip(ns, systems)]
+    rates, spread = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+    fit = extrapolate(np.array(ns, float), rates[:, mode - 1], spread[:, mode - 1], lambda n: 1.0 / n)
+    return [Row("bpa_mode", fit["value"], fit["sigma"], "fit of rate(n) = rate_inf + a/n over the bootstraps over "
+                f"systems ({boot} resamples), Birge-scaled, and its change when the smallest n is dropped", predicted,
+                alternative=float(np.delete(sigma_l, mode - 1).max()),
+                params={"n": list(ns), "systems": list(systems), "T": t1, "dt": dt, "seed": seed, "beta": ps.BETA},
+                curves={"mode": np.arange(1, ps.L_MAX + 1.0), "sigma_l": sigma_l, "rate": rates[-1],
+                        "n": np.array(ns, float), "rate_n": rates[:, mode - 1], "rate_n_sigma": spread[:, mode - 1]},
+                dims={"n": ("n",), "rate_n": ("n",), "rate_n_sigma": ("n",)},
+                extra={"dominant_mode_at_T": runs[-1][2], "most_unstable_mode": int(np.argmax(sigma_l) + 1),
+                       "a_over_n": fit["slope"], "chi2_per_dof": fit["chi2"]})]
 
 
 def _plateau_spread(t, e, step) -> float:
@@ -51,29 +63,48 @@ def _plateau_spread(t, e, step) -> float:
     return float(np.std(e[keep])) if keep.sum() >= 2 else float("nan")
 
 
-def gkpr_jumps(t_max_log10=3.5, saves=81, seed=0) -> list:
-    """The energy jump at each merge of the staircase against the finite-beta prediction
-    2 m_a m_b (1 - e^{beta (cos theta_ab - 1)}) (the pair's cross term disappears); alternative: the
-    beta -> infinity value 2 m_a m_b. sigma: the spread of the energy over both plateaus."""
+def _staircase_jumps(beta, seed, per_decade, reach):
+    """The first two merges of the staircase at ``beta``: (jump, definitional spread, 2 m_a m_b of the merging
+    pair, the plateau identity with every cross term, 1 - cos of the pair's angle) each. The run lasts
+    reach e^{beta (1 - cos 0.9)} (rescaled), past the second merge (gap 0.9)."""
     rng = np.random.default_rng(seed)
     theta = np.concatenate([c + 1e-3 * rng.standard_normal(k) for c, k in zip(ms.CENTRES, ms.COUNTS)])
-    model = MultiHead.scalar([1.0], d=2, beta=ms.BETA, log_time_scale="auto")
-    ts = np.concatenate([[0.0], np.logspace(-2, t_max_log10, saves)])
+    model = MultiHead.scalar([1.0], d=2, beta=beta, log_time_scale="auto")
+    top = np.log10(reach) + beta * (1 - np.cos(0.9)) / np.log(10.0)
+    ts = np.concatenate([[0.0], np.logspace(-2, top, int(per_decade * (top + 2)) + 1)])
     traj = simulate(np.stack([np.cos(theta), np.sin(theta)], axis=-1), model, t1=ts[-1], method="dopri5",
-                    rtol=1e-8, atol=1e-10, save=SaveAt(ts=ts))
+                    rtol=1e-8, atol=1e-10, save=SaveAt(ts=ts), progress=False)
     steps = staircase(model, traj)
-    e = np.array([2 * ms.BETA * model.energy(x) / np.exp(ms.BETA) for x in traj.x])
-    rows = []
-    for i, f in enumerate(ms.merges(traj, steps)[:2]):
+    e = np.array([2 * beta * model.energy(x) / np.exp(beta) for x in traj.x])
+    out = []
+    for i, f in enumerate(ms.merges(traj, steps, beta)[:2]):
         ma, mb = f["masses"]
-        sig = np.hypot(_plateau_spread(traj.t, e, steps[i]), _plateau_spread(traj.t, e, steps[i + 1]))
-        rows.append(Row(f"gkpr_jump{i + 1}", f["energy_jump"], sig, "spread of the energy over the middle halves of "
-                        "the two plateaus", 2 * ma * mb * (1 - np.exp(ms.BETA * (np.cos(f["angle"]) - 1))),
-                        alternative=2 * ma * mb, params={"beta": ms.BETA, "counts": ms.COUNTS.tolist(),
-                                                         "T": float(ts[-1]), "seed": seed},
-                        extra={"masses": [float(ma), float(mb)], "angle": float(f["angle"]), "rank": f["rank"],
-                               # the plateau identity with every cross term: what the finite-beta law leaves out
-                               "jump_all_cross_terms": float(f["sumsq_jump"] + f["cross"][1] - f["cross"][0])}))
+        spread = np.hypot(_plateau_spread(traj.t, e, steps[i]), _plateau_spread(traj.t, e, steps[i + 1]))
+        out.append((f["energy_jump"], spread, 2 * ma * mb, f["sumsq_jump"] + f["cross"][1] - f["cross"][0],
+                    1 - np.cos(f["angle"])))
+    return np.array(out)
+
+
+def gkpr_jumps(betas=(10.0, 12.0, 14.0, 16.0, 18.0), seed=0, per_decade=16, reach=100.0) -> list:
+    """The energy jump of the first two merges of the staircase along beta, extrapolated to beta -> infinity,
+    against the published jump 2 m_a m_b. The leading correction is the merging pair's own cross term,
+    c e^{-beta (1 - cos theta_ab)} with the pair's measured angle; sigma per point: the jump's definitional
+    spread (the energy along the two plateaus it joins)."""
+    jumps = np.array([_staircase_jumps(b, seed, per_decade, reach) for b in betas])  # (beta, merge, 5)
+    rows = []
+    for i in range(2):
+        key = f"gkpr_jump{i + 1}"
+        y, s, kappa = jumps[:, i, 0], jumps[:, i, 1], float(np.mean(jumps[:, i, 4]))
+        fit = extrapolate(betas, y, s, lambda b, k=kappa: np.exp(-k * np.asarray(b, float)))
+        rows.append(Row(key, fit["value"], fit["sigma"], "fit of J(beta) = J_inf + c e^{-beta (1 - cos theta_ab)} "
+                        "over the jumps' definitional spreads (Birge-scaled), and its change when the smallest beta "
+                        "is dropped", prediction(key, jumps[-1, i, 2]),
+                        params={"beta": list(betas), "counts": ms.COUNTS.tolist(), "seed": seed},
+                        curves={"beta": np.array(betas), "jump": y, "jump_spread": s,
+                                "all_cross_terms": jumps[:, i, 3]},
+                        extra={"one_minus_cos_ab": kappa, "two_ma_mb": float(jumps[-1, i, 2]),
+                               "finite_beta": float(betas[0]), "finite_jump": float(y[0]), "finite_spread": float(s[0]),
+                               "finite_all_cross_terms": float(jumps[0, i, 3])}))
     return rows
 
 
@@ -97,7 +128,7 @@ def noise_threshold(beta=2.0, lam=1.0, cells=(64, 128)) -> list:
     for key, factor, of in (("noise_threshold", 2.0, ""), ("noise_threshold_control", 0.5, "noise_threshold")):
         coarse, fine = (_mode1_rate(m, factor * kstar, beta, lam) for m in cells)
         rows.append(Row(key, fine, change(fine, coarse, 1e-12), f"change from {cells[0]} to {cells[1]} cells",
-                        predicted, control_of=of, params={"beta": beta, "lambda": lam, "kappa_over_kappa_star": factor,
-                                                          "cells": list(cells)},
+                        prediction(key, predicted), control_of=of,
+                        params={"beta": beta, "lambda": lam, "kappa_over_kappa_star": factor, "cells": list(cells)},
                         extra={"kappa_star": float(kstar)}))
     return rows

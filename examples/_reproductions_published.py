@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from examples._reproductions_rows import change, pairwise_one_minus_cos, top_weight
-from examples._reproductions_verdict import Row
+from examples._reproductions_limits import extrapolate
+from examples._reproductions_rows import pairwise_one_minus_cos, top_weight
+from examples._reproductions_verdict import Row, prediction
 from particles import MultiHead, SaveAt, sample_uniform, simulate
 from particles import theory as th
 
@@ -40,7 +41,7 @@ def theorem22_late_rate(lambdas=(0.6, 0.4), beta=1.0, n=4, t=(6.0, 9.0)) -> list
     for key, kind, of in (("thm22_late", "softmax", ""), ("thm22_late_control", "usa", "thm22_late")):
         late, drift, ts, gap = _late_slope(kind, lambdas, beta, n, t0, t[1])
         rows.append(Row(key, late, drift, f"change of the slope from t in [{t0:g}, {t[0]:g}] to [{t[0]:g}, {t[1]:g}]",
-                        th.late_rate(list(lambdas)), control_of=of,
+                        prediction(key, th.late_rate(list(lambdas))), control_of=of,
                         params={"lambdas": list(lambdas), "beta": beta, "n": n, "window": list(t), "kind": kind},
                         curves={} if of else {"t": ts, "one_minus_rho": gap}))
     return rows
@@ -58,35 +59,50 @@ def _hitting_time_particles(model, rho0, rho1, n, t1, rtol):
     return ts[k - 1] + (rho1 - rho[k - 1]) * (ts[k] - ts[k - 1]) / (rho[k] - rho[k - 1])
 
 
-def _decade_cost(kind, n, beta, rho0s, rho1, rtol):
+def _decade_costs(kind, n, beta, rho0s, rho1, rtol):
+    """Extra hitting time of rho1 for each decade of rho0: T(rho0s[i + 1]) - T(rho0s[i])."""
     model = MultiHead.scalar([1.0], d=n, beta=beta, kind=kind)
     t1 = n * np.log(1 / min(rho0s)) / beta + 5.0  # twice the linearised time: the crossing is inside
     T = [_hitting_time_particles(model, r, rho1, n, t1, rtol) for r in rho0s]
-    return T[1] - T[0]
+    return np.diff(T)
 
 
-def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3), rho1=0.5) -> list:
-    """ReLU particles: the extra time for one decade of rho0 against the exact integral of the equiangular
-    ODE (its linearisation n ln 10 / (2 beta) is the alternative); control: softmax particles (O(1))."""
-    exact = th.hitting_time(rho0s[1], rho0s[0], lambdas=[1.0], beta=beta, n=n, kind="relu")
-    linear = n * np.log(rho0s[0] / rho0s[1]) / (2 * beta)
+def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6), rho1=0.5) -> list:
+    """Theorem 25's linearised time n log(1/rho0) / (2 beta) as rho0 -> 0: the ReLU particles' cost of one decade
+    of rho0, measured down the decades and extrapolated (its bias is of order rho0), against n ln 10 / (2 beta);
+    control: softmax particles (O(1) per decade). Then the consistency check: the first decade's cost against
+    the exact integral of the equiangular ODE the particles follow by symmetry; control: USA particles."""
+    raw = n * np.log(10.0) / (2 * beta)
+    linear = prediction("thm25_relu", raw)
+    exact_raw = th.hitting_time(rho0s[1], rho0s[0], lambdas=[1.0], beta=beta, n=n, kind="relu")
+    exact = prediction("thm25_relu_ode", exact_raw)
     params = {"n": n, "beta": beta, "rho0": list(rho0s), "rho1": rho1}
+    how = "change from rtol 1e-7 to 1e-10"
     rows = []
     for key, kind, of in (("thm25_relu", "relu", ""), ("thm25_relu_control", "softmax", "thm25_relu")):
-        tight, loose = (_decade_cost(kind, n, beta, rho0s, rho1, r) for r in (1e-10, 1e-7))
-        rows.append(Row(key, tight, change(tight, loose, 1e-9), "change from rtol 1e-7 to 1e-10", exact,
-                        alternative=linear, control_of=of, params={**params, "kind": kind},
-                        extra={"linearised": linear}))
-    return rows
+        tight, loose = (_decade_costs(kind, n, beta, rho0s, rho1, r) for r in (1e-10, 1e-7))
+        sig = np.maximum(np.abs(tight - loose), 1e-9)
+        fit = extrapolate(np.array(rho0s[:-1]), tight, sig, lambda r: r)
+        rows.append(Row(key, fit["value"], fit["sigma"], "fit of the decade cost c(rho0) = c0 + a rho0 over the "
+                        f"solver change ({how}), Birge-scaled, and its change when the largest rho0 is dropped",
+                        prediction(key, raw), control_of=of,
+                        params={**params, "kind": kind},
+                        curves={} if of else {"rho0": np.array(rho0s[:-1]), "decade_cost": tight},
+                        extra={"first_decade": float(tight[0]), "first_decade_sigma": float(sig[0])}))
+        if not of:
+            ode = Row("thm25_relu_ode", tight[0], sig[0], how, exact, alternative=linear,
+                      params={**params, "rho0": list(rho0s[:2]), "kind": kind})
+    tight, loose = (_decade_costs("usa", n, beta, rho0s[:2], rho1, r)[0] for r in (1e-10, 1e-7))
+    control = Row("thm25_relu_ode_control", tight, max(abs(tight - loose), 1e-9), how,
+                  prediction("thm25_relu_ode_control", exact_raw), control_of="thm25_relu_ode",
+                  params={**params, "rho0": list(rho0s[:2]), "kind": "usa"})
+    return [rows[0], ode, rows[1], control]
 
 
 # ------------------------------------------------------------------ long-context scaling (arXiv:2605.08505)
-def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5, boot=200) -> list:
-    """Geometric mean over draws of the beta at which the top key's weight reaches `level` (fixed query, n
-    uniform keys on S^{d-1}); the slope of its log against log n, against 2/(d - 1). Alternative: 2/d (the
-    exponent of the nearest key's angle squared in the wrong dimension). sigma: bootstrap over draws.
-    Control: the same slope against 2/d."""
-    rng = np.random.default_rng(seed)
+def _context_slope(d, ns, draws, rng, level, boot):
+    """Slope of log (geometric mean over draws of the beta at which the top key's weight reaches `level`) against
+    log n (fixed query, n uniform keys on S^{d-1}), its bootstrap spread over draws, and the betas."""
     q = np.zeros(d)
     q[-1] = 1.0
     betas = np.empty((len(ns), draws))
@@ -97,19 +113,32 @@ def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5, boot=200) -
                                         xtol=1e-10))
     logn = np.log(ns)
     slope = _slope(logn, np.log(betas).mean(axis=1))
-    resampled = [_slope(logn, np.log(betas[:, rng.integers(0, draws, draws)]).mean(axis=1))
-                 for _ in range(boot)]
-    how, key = f"bootstrap over the {draws} draws ({boot} resamples)", f"long_context_d{d}"
+    resampled = [_slope(logn, np.log(betas[:, rng.integers(0, draws, draws)]).mean(axis=1)) for _ in range(boot)]
+    return slope, float(np.std(resampled)), betas
+
+
+def long_context(d=3, ns=(1000, 10000), draws=12, seed=0, level=0.5, boot=200) -> list:
+    """The slope of log beta*_n against log n (:func:`_context_slope`) against 2/(d - 1). Alternative: 2/d (the
+    exponent of the nearest key's angle squared in the wrong dimension). sigma: bootstrap over draws.
+    Control: the same measurement in dimension d + 1 (new keys), against the same 2/(d - 1)."""
+    key = f"long_context_d{d}"
+    raw = 2.0 / (d - 1)
+    predicted = prediction(key, raw)
+    slope, sigma, betas = _context_slope(d, ns, draws, np.random.default_rng(seed), level, boot)
+    cslope, csigma, _ = _context_slope(d + 1, ns, draws, np.random.default_rng(seed + 1), level, boot)
+    how = f"bootstrap over the {draws} draws ({boot} resamples)"
     params = {"d": d, "n": list(ns), "draws": draws, "seed": seed, "level": level}
     curves = {"n": np.array(ns, float), "beta_star": np.exp(np.log(betas).mean(axis=1))}
-    return [Row(key, slope, np.std(resampled), how, 2.0 / (d - 1), alternative=2.0 / d, params=params, curves=curves),
-            Row(f"{key}_control", slope, np.std(resampled), how, 2.0 / d, control_of=key, params=params)]
+    return [Row(key, slope, sigma, how, predicted, alternative=2.0 / d, params=params, curves=curves),
+            Row(f"{key}_control", cslope, csigma, how, prediction(f"{key}_control", raw), control_of=key,
+                params={**params, "d": d + 1, "seed": seed + 1})]
 
 
 # ------------------------------------------------------------------ Post-LN vs Pre-LN (arXiv:2512.01868)
 def _norm_run(model, x0, a, b, logt):
     ts = np.geomspace(a, b, 13) if logt else np.linspace(a, b, 13)
-    run = simulate(x0, model, t1=b, method="dopri5", rtol=1e-11, atol=1e-13, save=SaveAt(ts=np.r_[0.0, ts]))
+    run = simulate(x0, model, t1=b, method="dopri5", rtol=1e-11, atol=1e-13, save=SaveAt(ts=np.r_[0.0, ts]),
+                   progress=False)
     return ts, pairwise_one_minus_cos(run.x[1:]).mean(axis=1)
 
 
@@ -119,63 +148,23 @@ def _law_row(key, ts, gap, logt, of, params):
     drift = _slope(u[:7], y[:7]) - _slope(u[6:], y[6:])
     law = "log t" if logt else "t"
     return Row(key, _slope(u, y), abs(drift), f"drift of the slope on {law} between the halves of the window",
-               -2.0, control_of=of, params={**params, "fit_on": law},
+               prediction(key, -2.0), control_of=of, params={**params, "fit_on": law},
                curves={} if of else {"t": ts, "one_minus_rho": gap})
 
 
 def norm_rates(n=4, beta=1.0, t_post=(6.0, 10.0), t_pre=(200.0, 2000.0)) -> list:
-    """1 - rho of orthogonal tokens, one softmax head M = W = I: slope -2 of its log on t on the sphere
-    (Post-LN), on log t in flat space with attention on the normalised tokens (Pre-LN). Controls: each run
-    fitted with the other law."""
+    """1 - rho of orthogonal tokens, one softmax head M = W = I: slope -2 of its log on t on the sphere (Post-LN),
+    on log t in flat space with attention on the normalised tokens (Pre-LN). Controls, new runs: USA heads on
+    the sphere (rate 2 e^beta, not 2) fitted on t; the sphere flow saved on a log grid, fitted on log t."""
     x0 = th.orthogonal_tokens(n)
     post = MultiHead(np.eye(n), beta=beta, kind="softmax")
     pre = MultiHead(np.eye(n), beta=beta, kind="softmax", geometry="flat", update="pre_ln")
-    tp, gp = _norm_run(post, x0, *t_post, logt=False)
-    tq, gq = _norm_run(pre, x0, *t_pre, logt=True)
+    usa = MultiHead(np.eye(n), beta=beta, kind="usa")
     base = {"n": n, "beta": beta}
-    return [_law_row("post_ln_rate", tp, gp, False, "", {**base, "window": list(t_post)}),
-            _law_row("pre_ln_power", tq, gq, True, "", {**base, "window": list(t_pre)}),
-            _law_row("post_ln_rate_control", tp, gp, True, "post_ln_rate", {**base, "window": list(t_post)}),
-            _law_row("pre_ln_power_control", tq, gq, False, "pre_ln_power", {**base, "window": list(t_pre)})]
-
-
-# ------------------------------------------------------------------ GLPR phase diagram (arXiv:2312.10794)
-def _half_crossing(betas, y, se):
-    """beta where y first crosses 1/2 (linear interpolation) and its standard error se / |dy/dbeta| there."""
-    side = y >= 0.5
-    k = int(np.argmax(side != side[0]))
-    if k == 0:
-        return float("nan"), float("nan")
-    slope = abs(y[k] - y[k - 1]) / (betas[k] - betas[k - 1])
-    w = (0.5 - y[k - 1]) / (y[k] - y[k - 1])
-    return float(betas[k - 1] + w * (betas[k] - betas[k - 1])), float(((1 - w) * se[k - 1] + w * se[k]) / slope)
-
-
-#: the full grid of glpr_phase: spacing 0.125 across the USA transition at T = 1
-GLPR_BETAS = tuple(np.linspace(3.5, 6.0, 21))
-
-
-def glpr_phase(kind="usa", d=1024, n=32, t1=1.0, betas=GLPR_BETAS, systems=64, seed=0, control_d=8,
-               method="dopri5_systems", dt=1e-4, merge=1e-6) -> list:
-    """beta where half the pairs of n random tokens are clustered (<x_i, x_j> >= 0.999) at t1, against the
-    beta where the equiangular time t*(beta) = t1; control: the same in d = control_d, far from the
-    orthogonal start the curve assumes. sigma: the systems' standard error at the crossing over the slope,
-    and the change of the crossing when every second beta of the grid is dropped (interpolation)."""
-    from metrics import phase_diagram
-
-    target = brentq(lambda b: th.hitting_time(0.0, 0.999, lambdas=[1.0], beta=b, n=n, kind=kind) - t1,
-                    0.1, 20.0, xtol=1e-12)
-    rows = []
-    for key, dim, of in ((f"glpr_{kind}", d, ""), (f"glpr_{kind}_control", control_d, f"glpr_{kind}")):
-        ds = phase_diagram(np.array(betas), n=n, d=dim, kind=kind, t1=t1, n_systems=systems, chunk=64, n_saves=5,
-                           method=method, dt=dt, rtol=1e-6, merge=merge, seed=seed, progress=False)
-        y, se = ds.clustered_pairs.isel(time=-1).values, ds.clustered_pairs_se.isel(time=-1).values
-        beta_half, sigma = _half_crossing(np.array(betas), y, se)
-        coarse, _ = _half_crossing(np.array(betas)[::2], y[::2], se[::2])
-        params = {"kind": kind, "d": dim, "n": n, "T": t1, "betas": [min(betas), max(betas)], "systems": systems,
-                  "seed": seed}
-        rows.append(Row(key, beta_half, np.hypot(sigma, beta_half - coarse), f"standard error over {systems} "
-                        "systems at the crossing over the slope, and the change on a grid twice as coarse", target,
-                        control_of=of, params=params,
-                        curves={} if of else {"beta": np.array(betas), "clustered_pairs": y}))
-    return rows
+    post_w, pre_w = {**base, "window": list(t_post)}, {**base, "window": list(t_pre)}
+    return [_law_row("post_ln_rate", *_norm_run(post, x0, *t_post, logt=False), False, "", post_w),
+            _law_row("pre_ln_power", *_norm_run(pre, x0, *t_pre, logt=True), True, "", pre_w),
+            _law_row("post_ln_rate_control", *_norm_run(usa, x0, *t_post, logt=False), False, "post_ln_rate",
+                     {**post_w, "kind": "usa"}),
+            _law_row("pre_ln_power_control", *_norm_run(post, x0, *t_post, logt=True), True, "pre_ln_power",
+                     {**post_w, "geometry": "sphere"})]

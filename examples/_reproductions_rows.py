@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from examples._reproductions_verdict import Row
+from examples._reproductions_verdict import Row, prediction
 from particles import MultiHead, SaveAt, diagnose, sample_uniform, simulate
 from particles import theory as th
 from particles.summation import exp_sums
@@ -50,7 +50,8 @@ def theorem19_cosine(n=20, alpha=0.8, frames=4) -> list:
     for key, beta, of in (("thm19_golden", bstar, ""), ("thm19_golden_control", 1.1 * bstar, "thm19_golden")):
         vals = np.concatenate([_inverse_cos(n, alpha, beta, f) for f in range(frames)])
         rows.append(Row(key, vals.mean(), spread(vals, 4 * EPS * golden),
-                        f"spread over the tokens of {frames} random orthogonal frames (floor 4 ulp)", golden,
+                        f"spread over the tokens of {frames} random orthogonal frames (floor 4 ulp)",
+                        prediction(key, golden),
                         control_of=of, params={"n": n, "alpha": alpha, "H": 2, "beta": beta,
                                                       "frames": list(range(frames))}))
     return rows
@@ -66,32 +67,41 @@ def _margin_root(H, n, alpha, frame, bstar):
 
 
 def theorem19_beta_star(H=3, n=20, alpha=0.8, frames=(3, 4)) -> list:
-    """The beta where the radial-dominance margin changes sign, against beta*(H); control: beta*(H - 1)."""
+    """The beta where the radial-dominance margin changes sign, against beta*(H); control: the same bisection
+    with H - 1 heads, against beta*(H)."""
     bstar = th.beta_star(H, n=n, alpha=alpha)
-    roots = [_margin_root(H, n, alpha, f, bstar) for f in frames]
     how = f"spread of the sign change over {len(frames)} random orthogonal frames (bisection to 1e-13)"
-    params = {"n": n, "alpha": alpha, "H": H, "frames": list(frames)}
-    return [Row("thm19_beta_star", np.mean(roots), spread(roots, 1e-13 * bstar), how, bstar, params=params),
-            Row("thm19_beta_star_control", np.mean(roots), spread(roots, 1e-13 * bstar), how,
-                th.beta_star(H - 1, n=n, alpha=alpha),
-                control_of="thm19_beta_star", params={**params, "H_predicted": H - 1})]
+    rows = []
+    for key, heads, of in (("thm19_beta_star", H, ""), ("thm19_beta_star_control", H - 1, "thm19_beta_star")):
+        guess = th.beta_star(heads, n=n, alpha=alpha)
+        roots = [_margin_root(heads, n, alpha, f, guess) for f in frames]
+        rows.append(Row(key, np.mean(roots), spread(roots, 1e-13 * guess), how,
+                        prediction(key, bstar), control_of=of,
+                        params={"n": n, "alpha": alpha, "H": heads, "frames": list(frames)}))
+    return rows
 
 
 # ------------------------------------------------------------------ Theorem 22 (early rate)
-def theorem22_early_rate(lambdas=(0.5, 1.0, 3.0), beta=2.0, n=10, frame=5) -> list:
-    """rho'(0) of the particles (d/dt <x_i, x_j> = <v_i, x_j> + <x_i, v_j>) against sum_h phi(lambda_h);
-    control: the equal heads H phi(Lambda / H) of the same total strength."""
+def _early_rates(lambdas, beta, n, frame):
     x = th.orthogonal_tokens(n, rng=frame)
     v = MultiHead.scalar(list(lambdas), d=n, beta=beta, kind="softmax").velocity(x)
     g = v @ x.T
     rates = (g + g.T)[np.triu_indices(n, 1)]
-    sigma = spread(rates, 0.0) / np.sqrt(rates.size) + 16 * EPS * float(np.max(np.abs(rates)))
-    how = f"standard error over the {rates.size} token pairs of a random orthogonal frame (floor 16 ulp)"
-    params = {"lambdas": list(lambdas), "beta": beta, "n": n, "frame": frame}
+    return rates.mean(), spread(rates, 0.0) / np.sqrt(rates.size) + 16 * EPS * float(np.max(np.abs(rates))), rates.size
+
+
+def theorem22_early_rate(lambdas=(0.5, 1.0, 3.0), beta=2.0, n=10, frame=5) -> list:
+    """rho'(0) of the particles (d/dt <x_i, x_j> = <v_i, x_j> + <x_i, v_j>) against sum_h phi(lambda_h);
+    control: the particles of equal heads Lambda / H (the same total strength) against the same prediction."""
+    predicted = th.early_rate(list(lambdas), beta=beta, n=n)
     H, lam = len(lambdas), float(np.sum(lambdas))
-    return [Row("thm22_early", rates.mean(), sigma, how, th.early_rate(list(lambdas), beta=beta, n=n), params=params),
-            Row("thm22_early_control", rates.mean(), sigma, how, H * float(th.phi(lam / H, beta=beta, n=n)),
-                control_of="thm22_early", params=params)]
+    rows = []
+    for key, lams, of in (("thm22_early", list(lambdas), ""), ("thm22_early_control", [lam / H] * H, "thm22_early")):
+        mean, sigma, pairs = _early_rates(lams, beta, n, frame)
+        rows.append(Row(key, mean, sigma, f"standard error over the {pairs} token pairs of a random orthogonal frame "
+                        "(floor 16 ulp)", prediction(key, predicted), control_of=of,
+                        params={"lambdas": lams, "beta": beta, "n": n, "frame": frame}))
+    return rows
 
 
 # ------------------------------------------------------------------ Theorem 27 (entropy)
@@ -112,7 +122,7 @@ def theorem27_entropy(n=5, beta=3.0, lam=1.0, t1=3.0) -> list:
                          "thm27_entropy")):
         ts, H, rho = _entropy_run(x0, beta, lam, t1, 1e-11)
         _, H8, _ = _entropy_run(x0, beta, lam, t1, 1e-8)
-        predicted = float(th.entropy_equiangular(rho[-1], n=n, beta=beta, lam=lam))
+        predicted = prediction(key, th.entropy_equiangular(rho[-1], n=n, beta=beta, lam=lam))
         rows.append(Row(key, H[-1], change(H[-1], H8[-1], 8 * EPS), "change of H(t1) from rtol 1e-8 to 1e-11",
                         predicted, control_of=of,
                         params={"n": n, "beta": beta, "lambda": lam, "T": t1, **({"seed": 7} if of else {})},
@@ -145,7 +155,8 @@ def clpr_gamma_c(rho=0.3, ns=(10, 100, 300), control_rho=0.5) -> list:
         cross = np.array(cross)
         finite = np.log(np.array(ns) - 1.0) / np.log(ns) / (1.0 - rho)
         rows.append(Row(key, cross[-1].mean(), spread(cross[-1], 1e-12), "spread over 3 query tokens (floor 1e-12)",
-                        finite[-1], control_of=of, params={"rho": r, "rho_predicted": rho, "n": list(ns)},
+                        prediction(key, finite[-1]), control_of=of,
+                        params={"rho": r, "rho_predicted": rho, "n": list(ns)},
                         curves={"n": np.array(ns, float), "gamma_cross": cross.mean(axis=1), "gamma_finite_n": finite},
                         extra={"gamma_c": 1.0 / (1.0 - rho)}))
     return rows
@@ -192,7 +203,7 @@ def grr_cap(n=60, d=4, beta=4.0, radius=0.4 * np.pi, t1=60.0, seed=0, eps=(1e-2,
         drift = np.polyfit(logs[: half + 1], t_eps[: half + 1], 1)[0] - np.polyfit(logs[half:], t_eps[half:], 1)[0]
         t05 = float(np.interp(-np.log(0.05), -np.log(diam), ts))
         rows.append(Row(key, slope, change(drift, 0.0, 1e-9), "drift of the slope between the first and last "
-                        "halves of the eps range", 1.0, control_of=of,
+                        "halves of the eps range", prediction(key, 1.0), control_of=of,
                         params={"n": n, "d": d, "beta": beta, "radius_over_pi": radius / np.pi, "T": t1,
                                 "seed": seed, "kind": kind},
                         curves={"t": ts, "diameter": diam} if not of else {},

@@ -18,6 +18,7 @@ verdict must not be "agrees".
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,31 @@ def verdict(measured, sigma, predicted, pred_error=0.0, alternative=np.nan):
         both = np.isfinite(alt) & (np.abs(m - alt) <= tol)
     out = np.where(unknown, "inconclusive", np.where(off, "disagrees", np.where(both, "inconclusive", "agrees")))
     return str(out) if out.ndim == 0 else out
+
+
+#: row key -> offset added to that row's prediction where its function computes it (the mutation test's hook)
+PREDICTION_SHIFT: dict = {}
+
+
+def prediction(key: str, value) -> float:
+    """The prediction of row ``key``, moved by ``PREDICTION_SHIFT[key]`` when a mutation test sets one. Every row
+    function passes its prediction through here *before* measuring, so a measurement that read its own
+    prediction would move with it (and the mutation test, which checks that the measured value stays put,
+    would fail)."""
+    return float(value) + float(PREDICTION_SHIFT.get(key, 0.0))
+
+
+@contextmanager
+def shifted_predictions(shifts: dict):
+    """Within the block, the predictions of the rows named in ``shifts`` are moved by the given offsets."""
+    old = dict(PREDICTION_SHIFT)
+    PREDICTION_SHIFT.clear()
+    PREDICTION_SHIFT.update(shifts)
+    try:
+        yield
+    finally:
+        PREDICTION_SHIFT.clear()
+        PREDICTION_SHIFT.update(old)
 
 
 def mutated_prediction(measured, sigma, predicted, pred_error=0.0):

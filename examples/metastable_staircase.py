@@ -52,9 +52,9 @@ def _gap(centres, p, q):
     return abs(np.angle(np.exp(1j * (centres[p] - centres[q]))))
 
 
-def merges(traj, steps):
+def merges(traj, steps, beta=BETA):
     """For consecutive plateaus: the merged pair (a, b), its angle, its rank among pair angles,
-    the jump of the normalised energy and of sum m^2, and the cross terms of both plateaus."""
+    the jump of the normalised energy and of sum m^2, and the cross terms (at ``beta``) of both plateaus."""
     out = []
     mids = [int(np.argmin(np.abs(traj.t - np.sqrt(s.start * s.end)))) for s in steps]
     for i in range(len(steps) - 1):
@@ -70,7 +70,7 @@ def merges(traj, steps):
                     "rank": angles.index(_gap(c0, a, b)),
                     "energy_jump": steps[i + 1].normalised_energy - steps[i].normalised_energy,
                     "sumsq_jump": steps[i + 1].sum_sq_masses - steps[i].sum_sq_masses,
-                    "two_ab": 2 * m0[a] * m0[b], "cross": (cross_terms(m0, c0), cross_terms(m1, c1))})
+                    "two_ab": 2 * m0[a] * m0[b], "cross": (cross_terms(m0, c0, beta), cross_terms(m1, c1, beta))})
     return out
 
 

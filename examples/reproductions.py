@@ -26,14 +26,14 @@ import xarray as xr
 # run as a script (python examples/x.py) or as a module (python -m examples.x)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from examples import _reproductions_circle as C
+from examples import _reproductions_figures as G
+from examples import _reproductions_limits as L
 from examples import _reproductions_metastable as M
 from examples import _reproductions_page as page
 from examples import _reproductions_published as P
 from examples import _reproductions_rows as R
 from examples._common import pyplot, save_figure
 
-#: the softmax half of GLPR's phase diagram: T = 30, RK4 at dt = 0.5 as in examples/phase_diagram.py
-GLPR_SOFTMAX = {"kind": "softmax", "t1": 30.0, "method": "rk4", "dt": 0.5, "merge": 0.0}
 #: row group -> (function, full-size arguments, quick arguments); the quick ones are tests/reproductions'
 ROWS = {
     "thm19_golden": (R.theorem19_cosine, {}, {}),
@@ -43,9 +43,10 @@ ROWS = {
     "clpr_gamma_c": (R.clpr_gamma_c, {"ns": (10, 100, 1000, 2000)}, {"ns": (10, 100, 300)}),
     "grr_cap": (R.grr_cap, {"t1": 60.0}, {"t1": 20.0}),
     "thm22_late": (P.theorem22_late_rate, {}, {}),
-    "thm25_relu": (P.theorem25_relu, {"n": 6}, {"n": 4}),
-    "bpa_mode": (M.bpa_mode, {"n": 1024, "systems": 48, "t1": 5.0, "dt": 0.05}, {}),
-    "gkpr_jumps": (M.gkpr_jumps, {}, {"t_max_log10": 2.7, "saves": 48}),
+    "thm25_relu": (P.theorem25_relu, {"n": 6}, {"n": 4, "rho0s": (1e-2, 1e-3, 1e-4, 1e-5)}),
+    "bpa_mode": (M.bpa_mode, {"ns": (256, 512, 1024, 2048), "systems": (64, 48, 32, 16), "t1": 5.0, "dt": 0.05},
+                 {"ns": (256, 384, 512), "systems": (24, 16, 12)}),
+    "gkpr_jumps": (M.gkpr_jumps, {}, {"betas": (10.0, 11.0, 12.0), "reach": 20.0}),
     "noise_threshold": (M.noise_threshold, {"cells": (128, 256)}, {}),
     "pry_nonsync_threshold": (C.pry_threshold, {"ks": (2, 3, 6)}, {}),
     "pry_basin": (C.pry_basin, {"betas": (-2.0, -1.0, -0.6, -0.5), "k": 10, "seeds": 8},
@@ -56,10 +57,11 @@ ROWS = {
     "long_context_d4": (P.long_context, {"d": 4, "ns": (1000, 10000, 100000), "draws": 40},
                         {"d": 4, "ns": (1000, 30000), "draws": 30}),
     "norm_rates": (P.norm_rates, {}, {"t_pre": (100.0, 1000.0)}),
-    "glpr_usa": (P.glpr_phase, {}, {"betas": tuple(np.linspace(3.5, 6.0, 11)), "systems": 16}),
-    "glpr_softmax": (P.glpr_phase, {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 31))},
-                     {**GLPR_SOFTMAX, "betas": tuple(np.linspace(5.0, 8.0, 13)), "systems": 16}),
-    "kpr_causal": (C.kpr_causal, {"n": 200, "seeds": 16}, {"n": 64, "seeds": 2}),
+    "glpr_usa": (L.glpr_limit, {"kind": "usa", "ds": (256, 1024, 4096, 16384, 65536)},
+                 {"kind": "usa", "ds": (256, 1024, 4096), "systems": 16}),
+    "glpr_softmax": (L.glpr_limit, {"kind": "softmax", "ds": (256, 1024, 4096, 16384, 65536)},
+                     {"kind": "softmax", "ds": (256, 1024, 4096), "systems": 16}),
+    "kpr_causal": (C.kpr_causal, {"n": 200, "seeds": 32}, {"n": 64, "seeds": 4}),
 }
 #: parameter names that are seeds, gathered for the page
 SEED_NAMES = ("seed", "seeds", "frames", "frame")
@@ -72,6 +74,21 @@ def run_rows(keys, quick: bool) -> list:
         fn, full, small = ROWS[key]
         out.extend(fn(**(small if quick else full)))
     return out
+
+
+def tree() -> str:
+    """The commit of the code that ran ('+ changes' when the work tree differs from it), or 'unknown'."""
+    import subprocess
+
+    here = pathlib.Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" + changes" if dirty else "")
 
 
 def _kind(row) -> str:
@@ -92,7 +109,7 @@ def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan
                        ("tolerance", "2 sigma + pred_error"), ("verdict", "computed by the rule of the page")):
         ds[name].attrs["long_name"] = long
     seeds = {r.key: {k: v for k, v in r.params.items() if k in SEED_NAMES} for r in rows if not r.control_of}
-    ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed),
+    ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed), tree=tree(),
                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     machine=f"{platform.machine()}, {platform.processor() or platform.system()}, "
                             f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}",
@@ -171,10 +188,14 @@ def main(argv=None):
     parser.add_argument("--page", default=None, help="rewrite the generated tables of this page "
                         "(docs/reproductions.md)")
     parser.add_argument("--from-dataset", default=None, help="render --page from this dataset instead of running")
+    parser.add_argument("--figures", default=None, help="with --from-dataset: redraw the gallery figures into this "
+                        "folder")
     args = parser.parse_args(argv)
     if args.from_dataset:
         ds = xr.load_dataset(args.from_dataset)
         page.write_page(ds, pathlib.Path(args.page or "docs/reproductions.md"))
+        if args.figures:
+            G.gallery(ds, pathlib.Path(args.figures))
         return ds, []
     keys = [k for k in args.rows.split(",") if k]
     unknown = sorted(set(keys) - set(ROWS))
@@ -191,6 +212,7 @@ def main(argv=None):
     print(page.render(ds))
     if not figure(ds, out / "reproductions.png"):
         print("no figure: none of the rows run has a panel (" + ", ".join(p[0] for p in PANELS) + ")")
+    G.gallery(ds, out)
     if args.page:
         page.write_page(ds, pathlib.Path(args.page))
     return ds, rows
