@@ -84,7 +84,8 @@ def theorem25_relu(n=6, beta=1.0, rho0s=(1e-2, 1e-3, 1e-4, 1e-5, 1e-6), rho1=0.5
         sig = np.maximum(np.abs(tight - loose), 1e-9)
         fit = extrapolate(np.array(rho0s[:-1]), tight, sig, lambda r: r)
         rows.append(Row(key, fit["value"], fit["sigma"], "fit of the decade cost c(rho0) = c0 + a rho0 over the "
-                        f"solver change ({how}), Birge-scaled, and its change when the largest rho0 is dropped",
+                        f"solver change ({how}), Birge-scaled, and the larger change when either end of the rho0 "
+                        "sequence is dropped",
                         prediction(key, raw), control_of=of,
                         params={**params, "kind": kind},
                         curves={} if of else {"rho0": np.array(rho0s[:-1]), "decade_cost": tight},

@@ -95,8 +95,10 @@ def _kind(row) -> str:
     return "control" if row.control_of else page.ROW_TEXT[row.key].table
 
 
-def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan")) -> xr.Dataset:
-    """One entry per row along dim ``row``; each curve ``<row>__<name>`` on dims ``<row>_<axis>``."""
+def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan"),
+               stamp: str | None = None) -> xr.Dataset:
+    """One entry per row along dim ``row``; each curve ``<row>__<name>`` on dims ``<row>_<axis>``. ``stamp``: the
+    tree the run started from (:func:`tree` when not given)."""
     num = {name: ("row", [getattr(r, name) for r in rows]) for name in
            ("measured", "sigma", "predicted", "pred_error", "alternative", "tolerance")}
     text = {name: ("row", np.array([str(f(r)) for r in rows])) for name, f in
@@ -109,7 +111,7 @@ def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan
                        ("tolerance", "2 sigma + pred_error"), ("verdict", "computed by the rule of the page")):
         ds[name].attrs["long_name"] = long
     seeds = {r.key: {k: v for k, v in r.params.items() if k in SEED_NAMES} for r in rows if not r.control_of}
-    ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed), tree=tree(),
+    ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed), tree=stamp or tree(),
                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     machine=f"{platform.machine()}, {platform.processor() or platform.system()}, "
                             f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}",
@@ -203,10 +205,10 @@ def main(argv=None):
         parser.error(f"unknown rows {unknown}; choose among {list(ROWS)}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
+    stamp, start = tree(), time.perf_counter()  # the code that runs: read before anything is written
     rows = run_rows(keys, args.quick)
     command = "python examples/reproductions.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    ds = to_dataset(rows, args.quick, command, time.perf_counter() - start)
+    ds = to_dataset(rows, args.quick, command, time.perf_counter() - start, stamp)
     ds.to_netcdf(out / "reproductions.nc")
     (out / "reproductions.md").write_text(page.render(ds) + "\n")
     print(page.render(ds))
