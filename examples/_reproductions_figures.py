@@ -38,6 +38,7 @@ def glpr_figure(ds, path) -> bool:
         u = np.linspace(0.0, inv.max(), 50)
         ax.plot(u, m + extra[key]["a_over_d"] * u, "C3--", lw=1, label="fit β∞ + a/d")
         ax.set(xlabel="1/d", ylabel=r"$\beta$ at the crossing", title=f"GLPR phase boundary, {key.split('_')[1]}")
+        ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 0))  # (1/d down to 1.5e-5: plain ticks overlap)
         ax.legend(fontsize=8)
     save_figure(fig, path)
     return True
