@@ -24,6 +24,8 @@ from .ensemble_kernels import WORK
 
 __all__ = ["Groups"]
 
+_EPS = float(np.finfo(float).eps)
+
 
 class Groups:
     """Sticky groups of the tokens of S systems of n tokens, and their compact representatives.
@@ -44,6 +46,11 @@ class Groups:
 
     def update(self, systems: np.ndarray, x: np.ndarray) -> None:
         """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ."""
+        if not systems.size:
+            return
+        maybe = self._candidates(systems, x)
+        if maybe.size < systems.size:  # the others have no pair to join: the exact test would change nothing
+            systems, x = systems[maybe], x[maybe]
         if not systems.size:
             return
         R, n, d = x.shape
@@ -72,6 +79,33 @@ class Groups:
         rows = systems[changed]
         self.rep[rows] = label
         self._compact(rows)
+
+    def _candidates(self, systems: np.ndarray, x: np.ndarray) -> np.ndarray:
+        r"""The rows of ``systems`` that may hold two tokens of different groups within δ: those where two
+        tokens of different groups are neighbours, closer than a tolerance τ, in the order of their
+        projections :math:`p_i = \langle x_i, u\rangle` on a fixed unit vector u. Necessary: a pair of
+        different groups with :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`, and between
+        them in that order some neighbours change group, at a gap no larger. τ adds to δ the round-off of
+        the exact test's :math:`|x_i|^2 + |x_j|^2 - 2\langle x_i, x_j\rangle` and of the projections,
+        so every pair that test joins passes (the groups, hence the flow, are the exact test's alone);
+        O(n log n) per system where the test forms n² distances."""
+        d = x.shape[2]
+        p = np.matmul(x, self._direction(d))
+        order = np.argsort(p, axis=1)
+        gaps = np.diff(np.take_along_axis(p, order, axis=1), axis=1)
+        group = np.take_along_axis(self.rep[systems], order, axis=1)
+        m = float(np.max(np.einsum("snd,snd->sn", x, x), initial=0.0))  # the largest |x_i|^2
+        tol = 1.01 * self.delta + np.sqrt(16.0 * (d + 2) * _EPS * m) + 8.0 * d * _EPS * np.sqrt(m)
+        near = (gaps <= tol) & (group[:, 1:] != group[:, :-1])
+        return np.nonzero(near.any(axis=1))[0]
+
+    def _direction(self, d: int) -> np.ndarray:
+        """A fixed unit vector of R^d, seeded (no special direction that tokens on axes would share)."""
+        u = getattr(self, "_u", None)
+        if u is None or u.size != d:
+            u = np.random.default_rng(0x5EED).standard_normal(d)
+            self._u = u = u / np.linalg.norm(u)
+        return u
 
     def _masks(self, R: int):
         """Two boolean (R, n, n) buffers of this object (the largest R asked for so far)."""
