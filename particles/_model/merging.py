@@ -27,6 +27,14 @@ __all__ = ["Groups"]
 _EPS = float(np.finfo(float).eps)
 
 
+def _tolerance(delta: float, d: int, m: float) -> float:
+    r"""The screen's gap: a pair the exact test joins has :math:`|x_i - x_j| \le \sqrt{δ^2 + e} \le δ + \sqrt e`
+    with e the round-off of its squared distance (at most 4(d + 2) eps m for squared norms up to m in R^d),
+    and its projections differ by at most that plus their own round-off (d eps sqrt(m) each): both bounds
+    taken twice, δ with 1 %."""
+    return 1.01 * delta + np.sqrt(8.0 * (d + 2) * _EPS * m) + 4.0 * d * _EPS * np.sqrt(m)
+
+
 class Groups:
     """Sticky groups of the tokens of S systems of n tokens, and their compact representatives.
 
@@ -91,13 +99,18 @@ class Groups:
         O(n log n) per system where the test forms n² distances."""
         d = x.shape[2]
         p = np.matmul(x, self._direction(d))
+        # first any two tokens (of any groups) that near, with |x_i|^2 bounded by d max_k x_ik^2: few systems
+        loose = _tolerance(self.delta, d, d * max(float(x.max(initial=0.0)), -float(x.min(initial=0.0))) ** 2)
+        some = np.nonzero((np.diff(np.sort(p, axis=1), axis=1) <= loose).any(axis=1))[0]
+        if not some.size:
+            return some
+        p, x = p[some], x[some]
         order = np.argsort(p, axis=1)
         gaps = np.diff(np.take_along_axis(p, order, axis=1), axis=1)
-        group = np.take_along_axis(self.rep[systems], order, axis=1)
-        m = float(np.max(np.einsum("snd,snd->sn", x, x), initial=0.0))  # the largest |x_i|^2
-        tol = 1.01 * self.delta + np.sqrt(16.0 * (d + 2) * _EPS * m) + 8.0 * d * _EPS * np.sqrt(m)
+        group = np.take_along_axis(self.rep[systems[some]], order, axis=1)
+        tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
         near = (gaps <= tol) & (group[:, 1:] != group[:, :-1])
-        return np.nonzero(near.any(axis=1))[0]
+        return some[near.any(axis=1)]
 
     def _direction(self, d: int) -> np.ndarray:
         """A fixed unit vector of R^d, seeded (no special direction that tokens on axes would share)."""
