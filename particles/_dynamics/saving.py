@@ -184,6 +184,10 @@ def _row_shapes(row, first, caller):
     return shapes
 
 
+def _whole(x):
+    return x
+
+
 class Saver:
     """What the solve loop stores: the target times it must land on, and the saved rows.
 
@@ -195,6 +199,7 @@ class Saver:
     def __init__(self, save: SaveAt, t0: float, t1: float, x0: np.ndarray, caller: str = "simulate"):
         self.save, self.caller, self.t1 = save, caller, t1
         self.times, self.xs, self.rows, self._shapes = [], [], [], None
+        self.expand = _whole  # the whole state of the loop's (a compacted stack's running rows: loop.Compaction)
         tol = 1e-12 * max(1.0, abs(t1))
         ts = save.ts
         if ts is None:
@@ -216,6 +221,7 @@ class Saver:
         self.every = None
 
     def record(self, t, x):
+        x = self.expand(x)
         self.times.append(t)
         if self.save.x:
             self.xs.append(x.copy())

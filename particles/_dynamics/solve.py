@@ -19,8 +19,9 @@ from .._core.sphere import GEOMETRIES
 from .._core.validation import check_rng
 from .._summation.record import recording
 from .controllers import ConstantStep, PIDController
-from .events import EventLocator, check_events
+from .events import check_events
 from .field import CallableField, as_field, field_fingerprint
+from .loop import _advance, _State
 from .progress import progress_bar
 from .saving import SaveAt, Saver, Trajectory
 from .steppers import STEPPERS, Stepper
@@ -188,9 +189,7 @@ def simulate(
     controller = _controller(controller, stepper, dt)
     bar = progress_bar(progress, t1 - t0, method, tqdm_class)
     state = _State(t=t0, x=x, last_good=x, h=controller.first(dt, t0, t1))
-    state.events = EventLocator.of(events, field, t0, x, caller)
-    if callable(getattr(field, "after_step", None)):
-        field.after_step(t0, x)
+    state.begin(field, stepper, controller, saver, events, caller)
     status, message = "finished", "reached t1"
     with recording("simulate") as sums:
         try:
@@ -208,7 +207,7 @@ def simulate(
             if bar is not None:
                 bar.close()
     return saver.trajectory(status=status, message=message, n_steps=state.n_steps, n_rejected=state.n_rejected,
-                            x_final=state.last_good if status == "failed" else state.x, method=method,
+                            x_final=state.last_good if status == "failed" else state.whole(state.x), method=method,
                             fingerprint=fingerprint, noise_entropy=noise_entropy, summation=sums.summary(),
                             events=() if state.events is None else state.events.records())
 
@@ -240,55 +239,6 @@ def _check_save(save, method: str, caller: str) -> SaveAt:
             "'dopri5_systems' gives every system steps of its own (there is no common step to count). "
             "Pass SaveAt(ts=...) with the save times.")
     return save
-
-
-class _State:
-    """The loop's mutable state: time, tokens, the last checked-finite tokens, step counts."""
-
-    def __init__(self, t, x, last_good, h):
-        self.t, self.x, self.last_good, self.h = t, x, last_good, h
-        self.n_steps = self.n_rejected = 0
-        self.events = None
-
-
-def _advance(state, target, field, stepper, controller, saver, bar, *, rng, sigma, rtol, atol, max_steps,
-             check_every):
-    """Step from state.t to ``target`` exactly (accepted steps only move the state); True when a terminal
-    event stopped the run (the state is then the event's)."""
-    geom, after = field.geom, getattr(field, "after_step", None)
-    while state.t < target:
-        remaining = target - state.t
-        h = controller.propose(state.h, remaining, state.t, state.x)
-        if state.n_steps + state.n_rejected >= max_steps:
-            raise SolverError(f"max_steps={max_steps} reached at t={state.t:.6g}. "
-                              "Increase max_steps, or loosen rtol/atol.")
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing step is caught below, with its fix
-            x_new, err = stepper(field, state.t, state.x, h, geom, rng=rng, sigma=sigma, rtol=rtol, atol=atol)
-        accept, state.h = controller.decide(err, h, state.t, state.x, x_new, geom, state.n_steps)
-        if not accept:
-            state.n_rejected += 1
-            continue
-        t_new = target if h >= remaining else state.t + h
-        if bar is not None:
-            bar.update(t_new - state.t)
-        t_old, x_old, state.t, state.x = state.t, state.x, t_new, x_new
-        state.n_steps += 1
-        stop = None if state.events is None else state.events.after_step(t_old, x_old, state, h, field, stepper)
-        if stop is not None:  # a terminal event: the state moves back to it
-            state.t, state.x = stop
-            state.last_good = state.x
-            return True
-        if after is not None:
-            after(state.t, state.x)
-        if state.n_steps % check_every == 0 or state.t >= target:
-            if not np.isfinite(state.x.sum()):
-                raise SolverError(
-                    f"state stopped being finite at t={state.t:.6g} (step {state.n_steps}). "
-                    "Reduce dt, or lower beta (or use log_time_scale='auto' for USA heads)."
-                )
-            state.last_good = state.x
-        saver.after_step(state.n_steps, state.t, state.x)
-    return False
 
 
 def _check_options(stepper, method, t0, t1, dt, kappa, rtol, atol, max_steps, check_every, controller):

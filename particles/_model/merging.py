@@ -24,6 +24,16 @@ from .ensemble_kernels import WORK
 
 __all__ = ["Groups"]
 
+_EPS = float(np.finfo(float).eps)
+
+
+def _tolerance(delta: float, d: int, m: float) -> float:
+    r"""The screen's gap: a pair the exact test joins has :math:`|x_i - x_j| \le \sqrt{δ^2 + e} \le δ + \sqrt e`
+    with e the round-off of its squared distance (at most 4(d + 2) eps m for squared norms up to m in R^d),
+    and its projections differ by at most that plus their own round-off (d eps sqrt(m) each): both bounds
+    taken twice, δ with 1 %."""
+    return 1.01 * delta + np.sqrt(8.0 * (d + 2) * _EPS * m) + 4.0 * d * _EPS * np.sqrt(m)
+
 
 class Groups:
     """Sticky groups of the tokens of S systems of n tokens, and their compact representatives.
@@ -44,6 +54,11 @@ class Groups:
 
     def update(self, systems: np.ndarray, x: np.ndarray) -> None:
         """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ."""
+        if not systems.size:
+            return
+        maybe = self._candidates(systems, x)
+        if maybe.size < systems.size:  # the others have no pair to join: the exact test would change nothing
+            systems, x = systems[maybe], x[maybe]
         if not systems.size:
             return
         R, n, d = x.shape
@@ -72,6 +87,38 @@ class Groups:
         rows = systems[changed]
         self.rep[rows] = label
         self._compact(rows)
+
+    def _candidates(self, systems: np.ndarray, x: np.ndarray) -> np.ndarray:
+        r"""The rows of ``systems`` that may hold two tokens of different groups within δ: those where two
+        tokens of different groups are neighbours, closer than a tolerance τ, in the order of their
+        projections :math:`p_i = \langle x_i, u\rangle` on a fixed unit vector u. Necessary: a pair of
+        different groups with :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`, and between
+        them in that order some neighbours change group, at a gap no larger. τ adds to δ the round-off of
+        the exact test's :math:`|x_i|^2 + |x_j|^2 - 2\langle x_i, x_j\rangle` and of the projections,
+        so every pair that test joins passes (the groups, hence the flow, are the exact test's alone);
+        O(n log n) per system where the test forms n² distances."""
+        d = x.shape[2]
+        p = np.matmul(x, self._direction(d))
+        # first any two tokens (of any groups) that near, with |x_i|^2 bounded by d max_k x_ik^2: few systems
+        loose = _tolerance(self.delta, d, d * max(float(x.max(initial=0.0)), -float(x.min(initial=0.0))) ** 2)
+        some = np.nonzero((np.diff(np.sort(p, axis=1), axis=1) <= loose).any(axis=1))[0]
+        if not some.size:
+            return some
+        p, x = p[some], x[some]
+        order = np.argsort(p, axis=1)
+        gaps = np.diff(np.take_along_axis(p, order, axis=1), axis=1)
+        group = np.take_along_axis(self.rep[systems[some]], order, axis=1)
+        tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
+        near = (gaps <= tol) & (group[:, 1:] != group[:, :-1])
+        return some[near.any(axis=1)]
+
+    def _direction(self, d: int) -> np.ndarray:
+        """A fixed unit vector of R^d, seeded (no special direction that tokens on axes would share)."""
+        u = getattr(self, "_u", None)
+        if u is None or u.size != d:
+            u = np.random.default_rng(0x5EED).standard_normal(d)
+            self._u = u = u / np.linalg.norm(u)
+        return u
 
     def _masks(self, R: int):
         """Two boolean (R, n, n) buffers of this object (the largest R asked for so far)."""

@@ -9,7 +9,10 @@ was certified (to round-off: a zero step is a retraction of x itself) and costs 
 stepper's O(nd) vector arithmetic. Every ε-cluster statistic with ε ≥ ``diameter`` (one cluster,
 all pairs within ε) is then the one the full integration gives at any later time: a phase-diagram
 workload where the low-β systems collapse early pays only for the time they take to collapse.
-The state keeps its shape (S, n, d); ``settled_at`` says when each system was certified.
+``running`` names the systems still moving: the field takes their states alone as well as the
+whole stack (a state of ``running.size`` rows is theirs), so the solve loop's fixed steps step
+only them (:mod:`particles._dynamics.loop`); the trajectory keeps the shape (S, n, d) and
+``settled_at`` says when each system was certified.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ class SettlingEnsemble:
         self._running, self._sub, self._steps = np.arange(S), ensemble, 0
         self.groups = None  # merge > 0: the Groups of the tokens, from the first accepted state
 
+    running = property(lambda self: self._running)
+    running.__doc__ = ("Indices (increasing) of the systems still moving: the field also takes their states alone, "
+                       "(len(running), n, d), as the solve loop passes them (particles/_dynamics/loop.py)")
     reads_state_only = True  # as the Ensemble's velocity
     writes_into = True
     geometry = property(lambda self: self.ensemble.geometry)
@@ -115,7 +121,7 @@ class SettlingEnsemble:
         if self.merge and self._running.size:
             if self.groups is None:
                 self.groups = Groups(*x.shape[:2], self.merge)
-            self.groups.update(self._running, x[self._running])
+            self.groups.update(self._running, x if self._running.size == x.shape[0] else x[self._running])
         if (self._steps - 1) % self.check_every or not self._running.size:
             return
         run = self._running

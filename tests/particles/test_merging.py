@@ -98,3 +98,33 @@ def test_near_coincident_members_move_with_their_representative(rng, sizes):
     plain = Ensemble(np.eye(d), beta=[2.0, 6.0], kind="usa").velocity(x)
     assert not np.array_equal(v, plain)
     np.testing.assert_allclose(v, plain, atol=1e-5 * np.abs(plain).max())
+
+
+@pytest.mark.parametrize("d", [2, 3, 16])
+def test_the_projection_screen_keeps_every_pair_the_exact_test_joins(rng, monkeypatch, d):
+    """Groups.update looks at the distances of a system only where two tokens of different groups are
+    neighbours within δ (and round-off) along a fixed direction: pairs at distances a hair below and
+    above δ, in every direction, chained and grouped, give the groups of the exact test on every system."""
+    S, n, delta = 40, 12, 1e-6
+    base = _unit(rng.standard_normal((S, n, d)))
+    # every third token a near copy of the one before, at distance δ(1 + r), r in +-1e-6, +-1e-3, +-0.5
+    r = rng.choice([-0.5, -1e-3, -1e-6, 1e-6, 1e-3, 0.5], size=(S, n))
+    offset = rng.standard_normal((S, n, d))
+    offset -= np.sum(offset * base, axis=-1, keepdims=True) * base
+    offset *= (delta * (1 + r) / np.linalg.norm(offset, axis=-1))[..., None]
+    x = base.copy()
+    x[:, 1::3] = _unit(base[:, 0::3][:, : x[:, 1::3].shape[1]] + offset[:, 1::3])
+    x[:, 2::3] = _unit(x[:, 1::3][:, : x[:, 2::3].shape[1]] + offset[:, 2::3])  # chains of three
+    screened, exact = Groups(S, n, delta), Groups(S, n, delta)
+    systems = np.arange(S)
+    screened.update(systems, x)
+    monkeypatch.setattr(exact, "_candidates", lambda systems, x: np.arange(systems.size))
+    exact.update(systems, x)
+    assert np.any(exact.n_eff < n) and np.any(exact.rep != np.arange(n))
+    for name in ("rep", "order", "mass", "slot", "size", "n_eff"):
+        np.testing.assert_array_equal(getattr(screened, name), getattr(exact, name))
+    # a second step from the joined groups: the pairs already joined never make a system a candidate
+    moved = _unit(x + 1e-3 * rng.standard_normal(x.shape))
+    screened.update(systems, moved)
+    exact.update(systems, moved)
+    np.testing.assert_array_equal(screened.rep, exact.rep)
