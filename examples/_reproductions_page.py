@@ -135,10 +135,16 @@ def tallies(ds: xr.Dataset) -> str:
     return "Verdicts — " + "; ".join(out) + f". Located exactly in their source: {located} of {len(keys)} rows."
 
 
+def _load(ds: xr.Dataset) -> str:
+    """The machine's load during the run, as recorded (older datasets did not record it)."""
+    load = ds.attrs.get("load_average", "")
+    return f"1-minute load {load} on {ds.attrs.get('cpus', '?')} CPUs" if load else "load not recorded"
+
+
 def render(ds: xr.Dataset) -> str:
     """The generated part of the page: run facts, the tallies, the two tables, the limit sequences."""
     facts = (f"Run of {ds.attrs['date']} on {ds.attrs['machine']}, tree `{ds.attrs.get('tree', 'unknown')}` "
-             f"(`{ds.attrs['command']}`, {ds.attrs['elapsed_seconds']:.0f} s with other work on the machine; "
+             f"(`{ds.attrs['command']}`, {ds.attrs['elapsed_seconds']:.0f} s, {_load(ds)}; "
              f"{'quick' if ds.attrs['quick'] else 'full'} sizes). Seeds: {ds.attrs['seeds']}.")
     extra = json.loads(ds.attrs["extra"])
     seqs = [_sequence_line(ds, k, extra) for k in SEQUENCES if f"{k}__{SEQUENCES[k][1]}" in ds]

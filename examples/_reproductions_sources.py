@@ -142,15 +142,7 @@ ROW_TEXT = {
 }
 
 #: rows whose verdict at full size may differ from the quick size, with the reason (read by the page and a test)
-SIZE_DRIFT: dict = {
-    "gkpr_jump2": "the recorded full-size run read the jump as the difference of the plateaus' mean energies and "
-                  "fitted "
-                  "one exponential at the pair's mean angle: a plateau's mean takes in part of the merge's ramp by an "
-                  "amount set by the save grid (at β = 18 it moves by 3.4e-6, 4.5 of its spreads, from 16 to 32 saves "
-                  "a decade), and the pair's angle on the plateau drifts with β (1 − cos from 0.510 to 0.574), so no "
-                  "single exponential fits; read at the plateaus' midpoints with the plateau identity's cross terms, "
-                  "the full-size limit is 0.27777777 ± 9.6e-07 (this note goes when the page is regenerated)",
-}
+SIZE_DRIFT: dict = {}
 
 #: control key suffix -> what the control changes (read by the page)
 CONTROL_TEXT = {

@@ -15,6 +15,7 @@ Run:  python examples/reproductions.py --out docs/data --page docs/reproductions
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import platform
 import sys
@@ -96,9 +97,10 @@ def _kind(row) -> str:
 
 
 def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan"),
-               stamp: str | None = None) -> xr.Dataset:
+               stamp: str | None = None, load: str = "") -> xr.Dataset:
     """One entry per row along dim ``row``; each curve ``<row>__<name>`` on dims ``<row>_<axis>``. ``stamp``: the
-    tree the run started from (:func:`tree` when not given)."""
+    tree the run started from (:func:`tree` when not given); ``load``: the machine's 1-minute load average at the
+    start and the end of the run."""
     num = {name: ("row", [getattr(r, name) for r in rows]) for name in
            ("measured", "sigma", "predicted", "pred_error", "alternative", "tolerance")}
     text = {name: ("row", np.array([str(f(r)) for r in rows])) for name, f in
@@ -112,6 +114,7 @@ def to_dataset(rows, quick: bool, command: str = "", elapsed: float = float("nan
         ds[name].attrs["long_name"] = long
     seeds = {r.key: {k: v for k, v in r.params.items() if k in SEED_NAMES} for r in rows if not r.control_of}
     ds.attrs.update(quick=int(quick), command=command, elapsed_seconds=float(elapsed), tree=stamp or tree(),
+                    load_average=load, cpus=int(os.cpu_count() or 1),
                     date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                     machine=f"{platform.machine()}, {platform.processor() or platform.system()}, "
                             f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}",
@@ -205,10 +208,11 @@ def main(argv=None):
         parser.error(f"unknown rows {unknown}; choose among {list(ROWS)}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stamp, start = tree(), time.perf_counter()  # the code that runs: read before anything is written
+    stamp, start, load0 = tree(), time.perf_counter(), os.getloadavg()[0]  # (read before anything is written)
     rows = run_rows(keys, args.quick)
     command = "python examples/reproductions.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    ds = to_dataset(rows, args.quick, command, time.perf_counter() - start, stamp)
+    load = f"{load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
+    ds = to_dataset(rows, args.quick, command, time.perf_counter() - start, stamp, load)
     ds.to_netcdf(out / "reproductions.nc")
     (out / "reproductions.md").write_text(page.render(ds) + "\n")
     print(page.render(ds))
