@@ -24,11 +24,11 @@ underflows on the sphere (:math:`Z_{h,i} \ge w_iE_{h,ii} = w_i e^{\beta m_h(\|x_
 (a row whose sums underflow under the shift), the pass declines and the per-head passes of
 :mod:`~particles._model.ensemble_kernels` redo the rows with their exact maxima.
 
-Measured at n = 32, d = 16, 128 systems, three heads of strengths 0.5, 1, 2, one thread, in one
-process (best of 9, the machine shared: 1-minute load 1.1-1.2 on 2 CPUs): 0.93-0.96 ms per evaluation against
-1.85-1.87 ms for the three per-head passes. Per evaluation of the 128 systems: the Gram GEMM about 90 µs, the
-exp 110 µs, the two products 55 µs, the row sums 70 µs, the combination (three row scalings, two sums) 210 µs,
-the sums GEMM 90 µs; what is left is the shift, the fills and the tangent projection. A layout (S, H, n, n)
+At n = 32, d = 16, 128 systems, three heads of strengths 0.5, 1, 2, one thread, an evaluation takes about half
+the time of the three per-head passes (``benchmarks/bench_shared_pass.py``: 0.91 against 1.82 ms on the idle
+machine). Of an evaluation, on the idle machine: the Gram GEMM about 90 µs, the exp 125 µs, the two products 60 µs,
+the row sums 75 µs, the combination (three row scalings, two sums) 260 µs, the sums GEMM 90 µs; what is left is
+the shift and scale (80 µs: a per-system scale broadcasts), the fills and the tangent projection. A layout (S, H, n, n)
 with each head's E strided across the systems ran its elementwise passes 4x slower than the head-major
 (H, S, n, n) kept here; one GEMM over the stacked heads' rows with per-token scaling after it, or the
 combination by column scaling of the symmetric E_h, measured the same or slower.

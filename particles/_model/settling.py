@@ -84,6 +84,10 @@ class SettlingEnsemble:
             v[run] = self._velocity(self._sub, run, xs, WORK.get("settling_v", xs.shape))
         return v
 
+    def _rows(self, x: np.ndarray) -> np.ndarray:
+        """The running systems' rows of x, a whole stack or (compacted by the solve loop) their rows alone."""
+        return x if self._running.size == x.shape[0] else x[self._running]
+
     def _velocity(self, sub, idx, x, out=None):
         """The velocity of the systems ``idx`` (``sub`` holds exactly those), through their groups
         (into ``out`` if given and there are none)."""
@@ -110,10 +114,9 @@ class SettlingEnsemble:
 
     def spectral_radius(self, t, x):
         """The running systems' :meth:`particles.Ensemble.spectral_radius` (settled ones do not move)."""
-        run = self._running
-        if not run.size:
+        if not self._running.size:
             return 0.0
-        return self._sub.spectral_radius(t, x if run.size == x.shape[0] else x[run])
+        return self._sub.spectral_radius(t, self._rows(x))
 
     def after_step(self, t: float, x: np.ndarray) -> None:
         """Certify the running systems of the accepted state x at t (every ``check_every`` steps)."""
@@ -121,11 +124,10 @@ class SettlingEnsemble:
         if self.merge and self._running.size:
             if self.groups is None:
                 self.groups = Groups(*x.shape[:2], self.merge)
-            self.groups.update(self._running, x if self._running.size == x.shape[0] else x[self._running])
+            self.groups.update(self._running, self._rows(x))
         if (self._steps - 1) % self.check_every or not self._running.size:
             return
-        run = self._running
-        done = self.ensemble._settled(x if run.size == x.shape[0] else x[run], self.diameter)
+        done = self.ensemble._settled(self._rows(x), self.diameter)
         if done.any():
             self.settled_at[self._running[done]] = t
             self._running = self._running[~done]
