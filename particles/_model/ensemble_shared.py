@@ -25,13 +25,14 @@ underflows on the sphere (:math:`Z_{h,i} \ge w_iE_{h,ii} = w_i e^{\beta m_h(\|x_
 :mod:`~particles._model.ensemble_kernels` redo the rows with their exact maxima.
 
 At n = 32, d = 16, 128 systems, three heads of strengths 0.5, 1, 2, one thread, an evaluation takes about half
-the time of the three per-head passes (``benchmarks/bench_shared_pass.py``: 0.91 against 1.82 ms on the idle
-machine). Of an evaluation, on the idle machine: the Gram GEMM about 90 µs, the exp 125 µs, the two products 60 µs,
-the row sums 75 µs, the combination (three row scalings, two sums) 260 µs, the sums GEMM 90 µs; what is left is
-the shift and scale (80 µs: a per-system scale broadcasts), the fills and the tangent projection. A layout (S, H, n, n)
-with each head's E strided across the systems ran its elementwise passes 4x slower than the head-major
-(H, S, n, n) kept here; one GEMM over the stacked heads' rows with per-token scaling after it, or the
-combination by column scaling of the symmetric E_h, measured the same or slower.
+the time of the three per-head passes (``benchmarks/bench_shared_pass.py``). The heads are combined by one einsum
+over (H, S, n, n), :math:`C_{ij} = \sum_h (w_h/Z_{h,i}) E_{h,ij}`: H row scalings (a broadcast operand) and H - 1
+sums took 1.6x as long (about 300 against 175 µs of an evaluation of about 800 µs). A chunk of one β scales the
+logits by a scalar (a per-system scale broadcasts, at twice the cost). A layout (S, H, n, n) with each head's E
+strided across the systems ran its elementwise passes 4x slower than the head-major (H, S, n, n) kept here; one
+GEMM over the stacked heads' rows with per-token scaling after it, the combination by column scaling of the
+symmetric E_h, or the shift and scale folded into the Gram GEMM (operands [a x, -a c] and [x, 1], whose strided
+fills cost more than the passes they save) measured the same or slower.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ __all__ = ["SharedHeads", "share_heads", "shared_heads"]
 MAX_POWER = 8
 #: a ratio within this relative distance of an integer k is k (the ratio of two rounded strengths)
 _RATIO_TOL = 4 * np.finfo(float).eps
+#: tokens per system from which the heads are combined by one einsum (shorter rows: by row scalings)
+_EINSUM_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -133,7 +136,9 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
     G = np.matmul(x, right, out=E[0])
     c = 1.0 if unit else np.diagonal(G, axis1=1, axis2=2).max(axis=1)[:, None, None]  # max_j |x_j|^2 = max_j G_jj
     G -= c
-    G *= a[:, None, None]  # a (G - c) <= 0, to round-off
+    # a (G - c) <= 0, to round-off; one beta in the chunk (a phase diagram's cell) scales by a scalar, which
+    # costs half the pass of a per-system scale (the same products)
+    G *= a[0] if (a == a[0]).all() else a[:, None, None]
     for h in range(1, H):
         if plan.recipe[h][0] == "exp":  # a ratio that is no power: its own exp of k a (G - c)
             np.exp(np.multiply(E[0], plan.ratios[h], out=E[h]), out=E[h])
@@ -146,9 +151,13 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
     if not z.min() > _UNDERFLOW:
         return None
     coef = np.divide(np.asarray(plan.values)[:, None, None, None], z, out=z)
-    C, tmp = np.multiply(E[0], coef[0], out=work.get("shared_C", (S, n, n))), work.get("shared_t", (S, n, n))
-    for h in range(1, H):
-        C += np.multiply(E[h], coef[h], out=tmp)
+    C = work.get("shared_C", (S, n, n))
+    if n >= _EINSUM_ROWS:  # sum_h coef_h,i E_h,ij in one pass (H row scalings and H - 1 sums cost 1.6x as much)
+        np.einsum("hsij,hsi->sij", E, coef[..., 0], out=C)
+    else:  # rows too short for einsum's inner loop
+        np.multiply(E[0], coef[0], out=C)
+        for h in range(1, H):
+            C += np.multiply(E[h], coef[h], out=work.get("shared_t", (S, n, n)))
     src = x if weights is None else np.multiply(x, weights[:, :, None], out=work.get("weighted", x.shape))
     f = np.matmul(C, src, out=work.get("sums", x.shape) if out is None else out)
     if tangent:
