@@ -35,6 +35,27 @@ def _tolerance(delta: float, d: int, m: float) -> float:
     return 1.01 * delta + np.sqrt(8.0 * (d + 2) * _EPS * m) + 4.0 * d * _EPS * np.sqrt(m)
 
 
+def _components(rep: np.ndarray, s: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Every token's smallest reachable index, for systems whose tokens belong to the groups ``rep`` (C, n)
+    (each group labelled by its smallest index) and edges joining the groups a[e] and b[e] of system s[e]:
+    a union-find over the groups, each tree's root its smallest label (a root links to the smaller root)."""
+    C, n = rep.shape
+    parent = np.tile(np.arange(n), (C, 1))
+    while True:
+        pa, pb = parent[s, a], parent[s, b]  # roots: the parents are compressed below
+        if np.array_equal(pa, pb):
+            break
+        low = np.minimum(pa, pb)
+        np.minimum.at(parent, (s, pa), low)
+        np.minimum.at(parent, (s, pb), low)
+        while True:  # pointer jumping until every label points at its root
+            up = np.take_along_axis(parent, parent, axis=1)
+            if np.array_equal(up, parent):
+                break
+            parent = up
+    return np.take_along_axis(parent, rep, axis=1)
+
+
 class Groups:
     """Sticky groups of the tokens of S systems of n tokens, and their compact representatives.
 
@@ -53,7 +74,8 @@ class Groups:
         self.n_eff = np.full(S, n)
 
     def update(self, systems: np.ndarray, x: np.ndarray) -> None:
-        """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ."""
+        """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ: every token takes
+        the smallest index of its component in the graph of its group and the pairs within δ."""
         if not systems.size:
             return
         maybe = self._candidates(systems, x)
@@ -62,7 +84,7 @@ class Groups:
         if not systems.size:
             return
         R, n, d = x.shape
-        close, same = self._masks(R)  # in buffers: a fresh (R, n, n) temporary per step costs page faults
+        close, other = self._masks(R)  # in buffers: a fresh (R, n, n) temporary per step costs page faults
         xt = WORK.get("groups_xt", (R, d, n))
         xt[...] = x.transpose(0, 2, 1)
         G2 = np.matmul(x, xt, out=WORK.get("groups_G", (R, n, n)))
@@ -71,22 +93,15 @@ class Groups:
         D2 = np.add(sq[:, :, None], sq[:, None, :], out=WORK.get("groups_D2", (R, n, n)))
         D2 -= G2  # |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>
         rep = self.rep[systems]
-        np.equal(rep[:, :, None], rep[:, None, :], out=same)
         np.less(D2, self.delta * self.delta, out=close)
-        changed = np.nonzero(np.any(np.greater(close, same, out=close), axis=(1, 2)))[0]  # close, not yet joined
-        if not changed.size:
+        np.not_equal(rep[:, :, None], rep[:, None, :], out=other)
+        s, i, j = np.nonzero(np.logical_and(close, other, out=close))  # close pairs of different groups: few
+        if not s.size:
             return
-        joined = same[changed] | (D2[changed] < self.delta * self.delta)
-        # components: every token takes the smallest index reachable (min-propagation)
-        label = np.argmax(joined, axis=2)
-        while True:
-            nxt = np.min(np.where(joined, label[:, None, :], self.n), axis=2)
-            if np.array_equal(nxt, label):
-                break
-            label = nxt
-        rows = systems[changed]
-        self.rep[rows] = label
-        self._compact(rows)
+        a, b = rep[s, i], rep[s, j]
+        rows, s = np.unique(s, return_inverse=True)  # the systems whose groups join
+        self.rep[systems[rows]] = _components(rep[rows], s, a, b)
+        self._compact(systems[rows])
 
     def _candidates(self, systems: np.ndarray, x: np.ndarray) -> np.ndarray:
         r"""The rows of ``systems`` that may hold two tokens of different groups within δ: those where two
@@ -99,18 +114,14 @@ class Groups:
         O(n log n) per system where the test forms n² distances."""
         d = x.shape[2]
         p = np.matmul(x, self._direction(d))
-        # first any two tokens (of any groups) that near, with |x_i|^2 bounded by d max_k x_ik^2: few systems
-        loose = _tolerance(self.delta, d, d * max(float(x.max(initial=0.0)), -float(x.min(initial=0.0))) ** 2)
-        some = np.nonzero((np.diff(np.sort(p, axis=1), axis=1) <= loose).any(axis=1))[0]
+        order = np.argsort(p, axis=1)
+        tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
+        near = np.diff(np.take_along_axis(p, order, axis=1), axis=1) <= tol
+        some = np.nonzero(near.any(axis=1))[0]  # any two tokens that near (of any groups): fewer systems
         if not some.size:
             return some
-        p, x = p[some], x[some]
-        order = np.argsort(p, axis=1)
-        gaps = np.diff(np.take_along_axis(p, order, axis=1), axis=1)
-        group = np.take_along_axis(self.rep[systems[some]], order, axis=1)
-        tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
-        near = (gaps <= tol) & (group[:, 1:] != group[:, :-1])
-        return some[near.any(axis=1)]
+        group = np.take_along_axis(self.rep[systems[some]], order[some], axis=1)
+        return some[(near[some] & (group[:, 1:] != group[:, :-1])).any(axis=1)]
 
     def _direction(self, d: int) -> np.ndarray:
         """A fixed unit vector of R^d, seeded (no special direction that tokens on axes would share)."""

@@ -128,3 +128,29 @@ def test_the_projection_screen_keeps_every_pair_the_exact_test_joins(rng, monkey
     screened.update(systems, moved)
     exact.update(systems, moved)
     np.testing.assert_array_equal(screened.rep, exact.rep)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_groups_are_the_components_of_the_pairs_within_delta(seed):
+    """Over several steps of random clustered states (clumps of near copies at distances around δ, chains
+    included), the groups are the connected components, by scipy's csgraph, of the graph of every pair ever
+    within δ (the same squared-distance formula), each token labelled by its component's smallest index."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rng = np.random.default_rng(seed)
+    S, n, d, delta = 30, 16, 5, 1e-6
+    groups, edges = Groups(S, n, delta), np.zeros((S, n, n), dtype=bool)
+    centres = _unit(rng.standard_normal((S, 4, d)))
+    for _ in range(4):
+        x = _unit(centres[:, rng.integers(0, 4, n)] + delta * rng.uniform(0.0, 2.0) * rng.standard_normal((S, n, d)))
+        sq = np.einsum("snd,snd->sn", x, x)
+        gram = x @ np.ascontiguousarray(x.transpose(0, 2, 1))  # as Groups forms it
+        edges |= sq[:, :, None] + sq[:, None, :] - 2.0 * gram < delta * delta
+        groups.update(np.arange(S), x)
+        for k in range(S):
+            _, comp = connected_components(csr_matrix(edges[k]), directed=False)
+            smallest = np.array([np.flatnonzero(comp == c).min() for c in comp])
+            np.testing.assert_array_equal(groups.rep[k], smallest)
+            assert groups.n_eff[k] == comp.max() + 1
+    assert np.any(groups.n_eff < n) and np.any(groups.n_eff > 1)
