@@ -6,8 +6,12 @@ the logits of head h are :math:`\beta m_h G`. With :math:`m_0 = \min_h m_h`, :ma
 :math:`a = \beta m_0` and the Cauchy–Schwarz shift :math:`c = \max_j\|x_j\|^2 = \max_j G_{jj}` of the
 system (:math:`c = 1` on the sphere, where the row maximum of :math:`G` is its diagonal),
 
-.. math:: E = \exp\big(a(G - c)\big) \in (0, 1],\qquad E_h = E^{\circ k_h}
-          = \exp\big(\beta m_h (G - c)\big),
+.. math:: E = \exp\big(a(G - \sigma)\big),\qquad E_h = E^{\circ k_h}
+          = \exp\big(\beta m_h (G - \sigma)\big),
+
+with the shift :math:`\sigma = c` (then :math:`E \in (0, 1]`) where the largest logit :math:`k_h a c` exceeds
+:data:`SHIFT_ABOVE` = 300, and :math:`\sigma = 0` below (every entry within :math:`e^{\pm 300}`: the row
+normalisation below cancels the factor, and the pass saves one sweep over the logits),
 
 .. math:: v = P_X\Big(\sum_h w_h\,\mathrm{diag}(Z_h)^{-1}E_h\Big)X,\qquad Z_h = E_h\mathbf 1,
 
@@ -15,20 +19,21 @@ the velocity of the heads, every head's rows normalised by their own sums. So on
 forms one Gram GEMM, one exp, and for every other distinct strength either an elementwise
 product of powers already formed (:math:`k_h` a small integer, :math:`E^{\circ 2} = E\circ E`,
 :math:`E^{\circ 4} = E^{\circ 2}\circ E^{\circ 2}`, :math:`E^{\circ 3} = E^{\circ 2}\circ E`) or
-:math:`\exp(k_h\,a(G - c))` (any other ratio); the heads are combined before the one sums GEMM
+:math:`\exp(k_h\,a(G - \sigma))` (any other ratio); the heads are combined before the one sums GEMM
 and the one tangent projection. Heads of the same strength share one :math:`E_h` (their value
 weights add up). A power agrees with the exp of its head to a few ulp of its argument (the
-relative error of :math:`E` is that of :math:`\exp` at :math:`a(G-c)`, k times over, as the
-head's own exp of :math:`k\,a(G-c)`); entries that underflow do so to 0 in both, and no row sum
-underflows on the sphere (:math:`Z_{h,i} \ge w_iE_{h,ii} = w_i e^{\beta m_h(\|x_i\|^2 - c)}`). Off it
+relative error of :math:`E` is that of :math:`\exp` at :math:`a(G-\sigma)`, k times over, as the
+head's own exp of :math:`k\,a(G-\sigma)`); entries that underflow do so to 0 in both, and no row sum
+underflows on the sphere (:math:`Z_{h,i} \ge w_iE_{h,ii} = w_i e^{\beta m_h(\|x_i\|^2 - \sigma)}`). Off it
 (a row whose sums underflow under the shift), the pass declines and the per-head passes of
 :mod:`~particles._model.ensemble_kernels` redo the rows with their exact maxima.
 
 At n = 32, d = 16, 128 systems, three heads of strengths 0.5, 1, 2, one thread, an evaluation takes about half
 the time of the three per-head passes (``benchmarks/bench_shared_pass.py``). The heads are combined by one einsum
 over (H, S, n, n), :math:`C_{ij} = \sum_h (w_h/Z_{h,i}) E_{h,ij}`: H row scalings (a broadcast operand) and H - 1
-sums took 1.6x as long (about 300 against 175 µs of an evaluation of about 800 µs). A chunk of one β scales the
-logits by a scalar (a per-system scale broadcasts, at twice the cost). A layout (S, H, n, n) with each head's E
+sums took 1.6x as long (about 300 against 175 µs of an evaluation of about 800 µs). The scale a rides on the
+(S, n, d) operand of the Gram GEMM, a scalar for a chunk of one β (a per-system operand broadcasts, at twice the
+cost). A layout (S, H, n, n) with each head's E
 strided across the systems ran its elementwise passes 4x slower than the head-major (H, S, n, n) kept here; one
 GEMM over the stacked heads' rows with per-token scaling after it, the combination by column scaling of the
 symmetric E_h, or the shift and scale folded into the Gram GEMM (operands [a x, -a c] and [x, 1], whose strided
@@ -51,6 +56,8 @@ __all__ = ["SharedHeads", "share_heads", "shared_heads"]
 MAX_POWER = 8
 #: a ratio within this relative distance of an integer k is k (the ratio of two rounded strengths)
 _RATIO_TOL = 4 * np.finfo(float).eps
+#: the largest logit k_h a c of an unshifted pass (exp(300) and n of them summed are far from overflow)
+SHIFT_ABOVE = 300.0
 #: tokens per system from which the heads are combined by one einsum (shorter rows: by row scalings)
 _EINSUM_ROWS = 8
 
@@ -131,14 +138,17 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
     H = len(plan.ratios)
     a = beta * plan.base
     E = work.get("shared_E", (H, S, n, n))
+    one = (a == a[0]).all()  # one beta in the chunk (a phase diagram's cell): scalar operands, half the cost
+    # a G from the GEMM of a x (an (S, n, d) pass, where scaling G is one over (S, n, n)) and x^T
+    left = np.multiply(x, a[0] if one else a[:, None, None], out=work.get("shared_left", x.shape))
     right = work.get("right", (S, d, n))
     right[...] = x.transpose(0, 2, 1)
-    G = np.matmul(x, right, out=E[0])
-    c = 1.0 if unit else np.diagonal(G, axis1=1, axis2=2).max(axis=1)[:, None, None]  # max_j |x_j|^2 = max_j G_jj
-    G -= c
-    # a (G - c) <= 0, to round-off; one beta in the chunk (a phase diagram's cell) scales by a scalar, which
-    # costs half the pass of a per-system scale (the same products)
-    G *= a[0] if (a == a[0]).all() else a[:, None, None]
+    G = np.matmul(left, right, out=E[0])
+    # the shift a c, c = max_j |x_j|^2 (the row maxima's Cauchy-Schwarz bound), only where an exp could overflow:
+    # the row normalisation cancels any factor of a row
+    ac = (a[0] if one else a) if unit else np.diagonal(G, axis1=1, axis2=2).max(axis=1)
+    if plan.ratios[-1] * np.max(ac) > SHIFT_ABOVE:
+        G -= ac if np.ndim(ac) == 0 else ac[:, None, None]
     for h in range(1, H):
         if plan.recipe[h][0] == "exp":  # a ratio that is no power: its own exp of k a (G - c)
             np.exp(np.multiply(E[0], plan.ratios[h], out=E[h]), out=E[h])

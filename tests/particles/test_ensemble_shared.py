@@ -10,7 +10,7 @@ import metrics
 from particles import Ensemble, MultiHead, simulate
 from particles._core.blocking import Workspace
 from particles._model import ensemble as ensemble_module
-from particles._model.ensemble_shared import share_heads, shared_heads
+from particles._model.ensemble_shared import SHIFT_ABOVE, share_heads, shared_heads
 
 STRENGTHS = [(0.5, 1.0, 2.0), (1.0, 2.0, 3.0, 4.0), (0.3, 0.9), (1.0, 1.0, 2.0), (0.25, 0.7, 8.0), (1.0, 16.0)]
 
@@ -95,9 +95,10 @@ def test_equal_to_one_model_per_system(rng):
 @pytest.mark.parametrize("lambdas", [(0.5, 1.0, 2.0), (1.0, 2.0, 3.0, 4.0), (0.3, 0.9)])
 @pytest.mark.parametrize("beta", [1.0, 50.0, 400.0, 3000.0])
 def test_powers_equal_the_heads_own_exps(rng, lambdas, beta):
-    """E^k (products of formed powers) against the head's own exp of its logits beta m_h <x_i, x_j> - beta m_h c:
-    relative error a few ulp of the terms of the argument (each is rounded to eps beta m_h max(|G_ij|, c) in
-    both), and the same underflow to 0 (to the smallest normal number) at large beta."""
+    """E^k (products of formed powers) against the head's own exp of its logits beta m_h <x_i, x_j>, shifted by
+    beta m_h c where the largest logit could overflow (SHIFT_ABOVE; unshifted below: the row normalisation cancels
+    the factor): relative error a few ulp of the terms of the argument (each is rounded to eps beta m_h
+    max(|G_ij|, c) in both), and the same underflow to 0 (to the smallest normal number) at large beta."""
     S, n, d = 3, 10, 5
     x = _tokens(rng, S, n, d, 0.02)
     plan = share_heads([(m, 1.0) for m in lambdas], True)
@@ -105,10 +106,12 @@ def test_powers_equal_the_heads_own_exps(rng, lambdas, beta):
     shared_heads(x, b, plan, work)
     E = work.get("shared_E", (len(plan.ratios), S, n, n))
     c = np.einsum("snd,snd->sn", x, x).max(axis=1)[:, None, None]
+    shifted = plan.ratios[-1] * beta * plan.base * c.max() > SHIFT_ABOVE
+    assert shifted == (beta >= 400.0)  # both cases are exercised
     tiny = np.finfo(float).tiny
     for h, k in enumerate(plan.ratios):
         a = beta * plan.base * k  # the head's own pass: its scaled tokens' GEMM, minus its shift
-        ref = np.exp((x * a) @ x.transpose(0, 2, 1) - a * c)
+        ref = np.exp((x * a) @ x.transpose(0, 2, 1) - (a * c if shifted else 0.0))
         terms = a * np.maximum(np.abs(x @ x.transpose(0, 2, 1)), c)
         normal, err = ref > tiny, np.abs(E[h] - ref)
         assert np.all(err[normal] <= 8 * np.finfo(float).eps * (1 + terms[normal]) * ref[normal])
