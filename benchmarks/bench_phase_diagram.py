@@ -54,6 +54,7 @@ from metrics import n_clusters_batch
 from particles._model.ensemble_kernels import L2_LOGITS
 
 T_FINAL, N, EPS = 30.0, 32, 1e-3
+_LIMIT = None  # a pool worker's BLAS limit (_one_thread)
 #: Ensemble chunk of ours at d <= 4: with the kernel's L2 blocks, 512 systems took 4.39 s and 1024 took 4.48 s
 #: (9 beta values x 2048 systems, one thread, one process, best of 2)
 CHUNK_FEW = 512
@@ -109,17 +110,23 @@ def anchor_batched(x, beta, dt=0.1, lambdas=None):
 def ours_chunk(args):
     """Counts at T and the exps computed, by our path (reduced coordinates, settled systems leave)."""
     x0, betas, method, dt, settle, lambdas, merge = args
-    with threadpool_limits(1, user_api="blas"):
-        y0 = span_coordinates(x0)
-        heads = np.asarray(lambdas, dtype=float)[:, None, None] * np.eye(y0.shape[2])[None]  # M_h = W_h
-        # chunks measured fastest per layout: CHUNK_FEW systems at d = 2 (the kernel works through them in blocks
-        # whose logits sit in L2; metrics.phase_diagram keeps 256, its store keys name it), 128 in span coordinates
-        ens = particles.Ensemble(heads, beta=betas, chunk=CHUNK_FEW if y0.shape[2] <= 4 else 128)
-        field = ens.settling(EPS, merge=merge) if settle else ens
-        traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method,
-                                  save=particles.SaveAt(t0=False), progress=False)
-        evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
-        return n_clusters_batch(traj.x[-1], eps=EPS), evaluations * ens.exps_per_evaluation(N)
+    # (one BLAS thread: the caller's limit, as for the anchors; each worker of the pool sets it once)
+    y0 = span_coordinates(x0)
+    heads = np.asarray(lambdas, dtype=float)[:, None, None] * np.eye(y0.shape[2])[None]  # M_h = W_h
+    # chunks measured fastest per layout: CHUNK_FEW systems at d = 2 (the kernel works through them in blocks
+    # whose logits sit in L2; metrics.phase_diagram keeps 256, its store keys name it), 128 in span coordinates
+    ens = particles.Ensemble(heads, beta=betas, chunk=CHUNK_FEW if y0.shape[2] <= 4 else 128)
+    field = ens.settling(EPS, merge=merge) if settle else ens
+    traj = particles.simulate(y0, field, t1=T_FINAL, dt=dt, method=method,
+                              save=particles.SaveAt(t0=False), progress=False)
+    evaluations = field.system_evaluations if settle else len(betas) * traj.n_steps * STAGES[method]
+    return n_clusters_batch(traj.x[-1], eps=EPS), evaluations * ens.exps_per_evaluation(N)
+
+
+def _one_thread():
+    """A pool worker's BLAS limit, for its life (entering threadpool_limits costs ~3 ms of library lookup)."""
+    global _LIMIT
+    _LIMIT = threadpool_limits(1, user_api="blas")
 
 
 def reference_chunk(x0, betas):
@@ -149,8 +156,10 @@ def _args(argv):
 
 
 def _timed(fn, timed, per_beta, d, n_beta):
-    """fn(x0, beta) on every system of every timed beta, extrapolated to the n_beta betas."""
+    """fn(x0, beta) on every system of every timed beta, extrapolated to the n_beta betas (after one untimed call
+    on 8 systems: first-call costs, lazy imports and buffers, are no part of the workload)."""
     with threadpool_limits(1, user_api="blas"):
+        fn(initial(8, 99, d), timed[-1])
         t = time.perf_counter()
         for k, b in enumerate(timed):
             fn(initial(per_beta, 100 + k, d), b)
@@ -163,8 +172,8 @@ def _accuracy(betas, d, dt, settle, method, merge=0.0):
     xa = initial(len(acc_beta) * per, 2, d)
     ba = np.repeat(acc_beta, per)
     ref = reference_chunk(xa, ba).reshape(len(acc_beta), per)
-    fast = ours_chunk((xa, ba, method, dt, settle, LAMBDAS, merge))[0].reshape(len(acc_beta), per)
     with threadpool_limits(1, user_api="blas"):
+        fast = ours_chunk((xa, ba, method, dt, settle, LAMBDAS, merge))[0].reshape(len(acc_beta), per)
         anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)])
     return ref, fast, anc.reshape(len(acc_beta), per)
 
@@ -234,12 +243,13 @@ def main(argv=None):
     # 1b. batched anchor: all systems of a beta in one batched matmul, as the research scripts do;
     # 2a. ours on the same systems (same initial tokens), in this process, extrapolated the same way
     timed = betas[:: args.batched_stride]
-    batched = _timed(anchor_batched, timed, per_beta, d, n_beta)
+    # both sides integrate to T and count the clusters (ours_chunk counts)
+    batched = _timed(lambda x, b: n_clusters_batch(anchor_batched(x, b), eps=EPS), timed, per_beta, d, n_beta)
     done = []
-    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(per_beta, b), method, dt, settle,
+    ours_here = _timed(lambda x, b: done.append(ours_chunk((x, np.full(len(x), b), method, dt, settle,
                                                             LAMBDAS, args.merge))[1]),
                        timed, per_beta, d, n_beta)
-    exps_done = sum(done) * n_beta / len(timed)
+    exps_done = sum(done[1:]) * n_beta / len(timed)  # (done[0]: the untimed first call)
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
     ref, fast, anc = _accuracy(betas, d, dt, settle, method, args.merge)
     se = ref.std(axis=1, ddof=1) / np.sqrt(ref.shape[1])
@@ -249,7 +259,7 @@ def main(argv=None):
     bb = np.repeat(betas, per_beta)
     chunks = np.array_split(np.arange(S), 8 * args.workers)
     t = time.perf_counter()
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.workers, initializer=_one_thread) as pool:
         jobs = [(x0[c], bb[c], method, dt, settle, LAMBDAS, args.merge) for c in chunks]
         counts = np.concatenate([c for c, _ in pool.map(ours_chunk, jobs)])
     ours_total = time.perf_counter() - t
