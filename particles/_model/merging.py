@@ -20,19 +20,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ensemble_kernels import WORK
-
-__all__ = ["Groups"]
+__all__ = ["Groups", "squared_distances"]
 
 _EPS = float(np.finfo(float).eps)
 
 
 def _tolerance(delta: float, d: int, m: float) -> float:
     r"""The screen's gap: a pair the exact test joins has :math:`|x_i - x_j| \le \sqrt{δ^2 + e} \le δ + \sqrt e`
-    with e the round-off of its squared distance (at most 4(d + 2) eps m for squared norms up to m in R^d),
-    and its projections differ by at most that plus their own round-off (d eps sqrt(m) each): both bounds
-    taken twice, δ with 1 %."""
+    with e the round-off of its squared distance (below 4(d + 2) eps m for squared norms up to m in R^d, in the
+    Gram form; the difference form is far more accurate), and its projections differ by at most that plus their
+    own round-off (d eps sqrt(m) each): both bounds taken twice, δ with 1 %."""
     return 1.01 * delta + np.sqrt(8.0 * (d + 2) * _EPS * m) + 4.0 * d * _EPS * np.sqrt(m)
+
+
+def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:math:`|a_k - b_k|^2` of paired rows: the exact test of :class:`Groups` (from the difference, which keeps
+    its relative accuracy down to distances where the Gram form loses its digits)."""
+    diff = a - b
+    return np.einsum("kd,kd->k", diff, diff)
 
 
 def _components(rep: np.ndarray, s: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -75,53 +80,61 @@ class Groups:
 
     def update(self, systems: np.ndarray, x: np.ndarray) -> None:
         """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ: every token takes
-        the smallest index of its component in the graph of its group and the pairs within δ."""
+        the smallest index of its component in the graph of its group and the pairs within δ
+        (:func:`squared_distances` below δ², the exact test)."""
         if not systems.size:
             return
-        maybe = self._candidates(systems, x)
-        if maybe.size < systems.size:  # the others have no pair to join: the exact test would change nothing
-            systems, x = systems[maybe], x[maybe]
-        if not systems.size:
+        s, i, j = self._pairs(systems, x)
+        n, d = x.shape[1:]
+        flat = x.reshape(-1, d)
+        close = squared_distances(flat[s * n + i], flat[s * n + j]) < self.delta * self.delta
+        if not close.any():
             return
-        R, n, d = x.shape
-        close, other = self._masks(R)  # in buffers: a fresh (R, n, n) temporary per step costs page faults
-        xt = WORK.get("groups_xt", (R, d, n))
-        xt[...] = x.transpose(0, 2, 1)
-        G2 = np.matmul(x, xt, out=WORK.get("groups_G", (R, n, n)))
-        G2 *= 2.0  # exact
-        sq = np.einsum("snd,snd->sn", x, x)
-        D2 = np.add(sq[:, :, None], sq[:, None, :], out=WORK.get("groups_D2", (R, n, n)))
-        D2 -= G2  # |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>
+        s, i, j = s[close], i[close], j[close]
         rep = self.rep[systems]
-        np.less(D2, self.delta * self.delta, out=close)
-        np.not_equal(rep[:, :, None], rep[:, None, :], out=other)
-        s, i, j = np.nonzero(np.logical_and(close, other, out=close))  # close pairs of different groups: few
-        if not s.size:
-            return
         a, b = rep[s, i], rep[s, j]
         rows, s = np.unique(s, return_inverse=True)  # the systems whose groups join
         self.rep[systems[rows]] = _components(rep[rows], s, a, b)
         self._compact(systems[rows])
 
-    def _candidates(self, systems: np.ndarray, x: np.ndarray) -> np.ndarray:
-        r"""The rows of ``systems`` that may hold two tokens of different groups within δ: those where two
-        tokens of different groups are neighbours, closer than a tolerance τ, in the order of their
-        projections :math:`p_i = \langle x_i, u\rangle` on a fixed unit vector u. Necessary: a pair of
-        different groups with :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`, and between
-        them in that order some neighbours change group, at a gap no larger. τ adds to δ the round-off of
-        the exact test's :math:`|x_i|^2 + |x_j|^2 - 2\langle x_i, x_j\rangle` and of the projections,
-        so every pair that test joins passes (the groups, hence the flow, are the exact test's alone);
-        O(n log n) per system where the test forms n² distances."""
-        d = x.shape[2]
+    def _pairs(self, systems: np.ndarray, x: np.ndarray):
+        r"""The pairs (s, i, j) (s a row of ``systems``, i and j tokens of different groups) the exact test must
+        look at: those in one run of the order of the projections :math:`p_i = \langle x_i, u\rangle` on a fixed
+        unit vector u whose consecutive gaps are at most a tolerance τ. Complete: a pair with
+        :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`, so every gap between them in that
+        order is at most that; τ adds to δ the round-off of the exact test and of the projections. So the
+        groups, hence the flow, are the exact test's on every pair, at O(n log n) per system and the pairs of
+        the runs, where the test of all pairs forms n² distances."""
+        R, n, d = x.shape
         p = np.matmul(x, self._direction(d))
         order = np.argsort(p, axis=1)
+        base = (np.arange(R) * n)[:, None]
         tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
-        near = np.diff(np.take_along_axis(p, order, axis=1), axis=1) <= tol
-        some = np.nonzero(near.any(axis=1))[0]  # any two tokens that near (of any groups): fewer systems
+        near = np.diff(np.take(p, base + order), axis=1) <= tol
+        some = np.nonzero(near.any(axis=1))[0]  # systems with a run: few, or (late) those with groups
         if not some.size:
-            return some
-        group = np.take_along_axis(self.rep[systems[some]], order[some], axis=1)
-        return some[(near[some] & (group[:, 1:] != group[:, :-1])).any(axis=1)]
+            return some, some, some
+        near, srt = near[some], order[some]
+        group = np.take_along_axis(self.rep[systems[some]], srt, axis=1).ravel()  # groups in projection order
+        m = some.size
+        brk = np.ones((m, n), dtype=bool)  # a run ends after a gap above tol and at the end of a row
+        brk[:, :-1] = ~near
+        brk = brk.ravel()
+        run = np.cumsum(brk) - brk  # each flat position's run
+        mixed = np.zeros(int(brk.sum()), dtype=bool)  # runs of two groups or more (one of them different neighbours)
+        mixed[run[:-1][~brk[:-1] & (group[1:] != group[:-1])]] = True
+        if not mixed.any():
+            return some[:0], some[:0], some[:0]
+        # every position q of such a run pairs with the later positions of its run, [q + 1, end of the run)
+        q = np.arange(m * n)
+        count = np.where(mixed[run], (np.flatnonzero(brk) + 1)[run] - q - 1, 0)
+        first = np.repeat(q, count)
+        second = first + 1 + np.arange(first.size) - np.repeat(np.cumsum(count) - count, count)
+        other = group[first] != group[second]
+        first, second = first[other], second[other]
+        srt = srt.ravel()
+        i, j, row = srt[first], srt[second], first // n
+        return some[row], i, j
 
     def _direction(self, d: int) -> np.ndarray:
         """A fixed unit vector of R^d, seeded (no special direction that tokens on axes would share)."""
@@ -130,12 +143,6 @@ class Groups:
             u = np.random.default_rng(0x5EED).standard_normal(d)
             self._u = u = u / np.linalg.norm(u)
         return u
-
-    def _masks(self, R: int):
-        """Two boolean (R, n, n) buffers of this object (the largest R asked for so far)."""
-        if getattr(self, "_bool", None) is None or self._bool.shape[1] < R:
-            self._bool = np.empty((2, R, self.n, self.n), dtype=bool)
-        return self._bool[0, :R], self._bool[1, :R]
 
     def _compact(self, rows: np.ndarray) -> None:
         rep = self.rep[rows]

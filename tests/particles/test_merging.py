@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from particles import Ensemble, SaveAt, simulate
-from particles._model.merging import Groups
+from particles._model.merging import Groups, squared_distances
 from particles.validation import InvalidParameterError
 
 
@@ -118,7 +118,14 @@ def test_the_projection_screen_keeps_every_pair_the_exact_test_joins(rng, monkey
     screened, exact = Groups(S, n, delta), Groups(S, n, delta)
     systems = np.arange(S)
     screened.update(systems, x)
-    monkeypatch.setattr(exact, "_candidates", lambda systems, x: np.arange(systems.size))
+    every = np.nonzero(np.ones((S, n, n), dtype=bool))  # the exact test on every pair of different groups
+
+    def every_pair(systems, x):
+        s, i, j = every
+        other = exact.rep[systems][s, i] != exact.rep[systems][s, j]
+        return s[other], i[other], j[other]
+
+    monkeypatch.setattr(exact, "_pairs", every_pair)
     exact.update(systems, x)
     assert np.any(exact.n_eff < n) and np.any(exact.rep != np.arange(n))
     for name in ("rep", "order", "mass", "slot", "size", "n_eff"):
@@ -134,7 +141,7 @@ def test_the_projection_screen_keeps_every_pair_the_exact_test_joins(rng, monkey
 def test_groups_are_the_components_of_the_pairs_within_delta(seed):
     """Over several steps of random clustered states (clumps of near copies at distances around δ, chains
     included), the groups are the connected components, by scipy's csgraph, of the graph of every pair ever
-    within δ (the same squared-distance formula), each token labelled by its component's smallest index."""
+    within δ (the exact test's squared distances), each token labelled by its component's smallest index."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -144,9 +151,8 @@ def test_groups_are_the_components_of_the_pairs_within_delta(seed):
     centres = _unit(rng.standard_normal((S, 4, d)))
     for _ in range(4):
         x = _unit(centres[:, rng.integers(0, 4, n)] + delta * rng.uniform(0.0, 2.0) * rng.standard_normal((S, n, d)))
-        sq = np.einsum("snd,snd->sn", x, x)
-        gram = x @ np.ascontiguousarray(x.transpose(0, 2, 1))  # as Groups forms it
-        edges |= sq[:, :, None] + sq[:, None, :] - 2.0 * gram < delta * delta
+        pairs = squared_distances(np.repeat(x, n, axis=1).reshape(-1, d), np.tile(x, (1, n, 1)).reshape(-1, d))
+        edges |= pairs.reshape(S, n, n) < delta * delta
         groups.update(np.arange(S), x)
         for k in range(S):
             _, comp = connected_components(csr_matrix(edges[k]), directed=False)
