@@ -8,7 +8,8 @@ beta = 4), one thread, best of ``--repeat`` interleaved rounds:
   the same ensemble with the shared pass switched off (each head its own fused pass);
 - ``merging test``: ``Groups.update`` on a late state (8 clusters of 4 tokens 1e-4 apart, no pair within
   delta = 1e-6: the step-after-step case), against the plain test that forms every system's n^2 squared
-  distances with fresh temporaries (the formula the groups are defined by).
+  distances with fresh temporaries (in the Gram form |x_i|^2 + |x_j|^2 - 2 <x_i, x_j>; Groups takes the
+  difference form on the pairs its projection screen leaves, here none).
 
 Run:  python benchmarks/bench_shared_pass.py [--repeat 5]
 """
