@@ -40,6 +40,16 @@ def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("kd,kd->k", diff, diff)
 
 
+def _window_ends(ps: np.ndarray, tol: float) -> np.ndarray:
+    """For each flat position q of the rows ``ps`` (m, n) (each ascending), the flat position after the last one
+    of its row within tol of it: one searchsorted over the rows laid end to end, each shifted to start past the
+    previous one's end by more than tol (tol widened by the round-off of the shifted keys)."""
+    m, n = ps.shape
+    width = float((ps[:, -1] - ps[:, 0]).max()) + 4.0 * tol + 1.0
+    keys = ((ps - ps[:, :1]) + width * np.arange(m)[:, None]).ravel()
+    return np.searchsorted(keys, keys + (tol + 8.0 * _EPS * width * m), side="right")
+
+
 def _components(rep: np.ndarray, s: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Every token's smallest reachable index, for systems whose tokens belong to the groups ``rep`` (C, n)
     (each group labelled by its smallest index) and edges joining the groups a[e] and b[e] of system s[e]:
@@ -99,22 +109,22 @@ class Groups:
 
     def _pairs(self, systems: np.ndarray, x: np.ndarray):
         r"""The pairs (s, i, j) (s a row of ``systems``, i and j tokens of different groups) the exact test must
-        look at: those in one run of the order of the projections :math:`p_i = \langle x_i, u\rangle` on a fixed
-        unit vector u whose consecutive gaps are at most a tolerance τ. Complete: a pair with
-        :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`, so every gap between them in that
-        order is at most that; τ adds to δ the round-off of the exact test and of the projections. So the
-        groups, hence the flow, are the exact test's on every pair, at O(n log n) per system and the pairs of
-        the runs, where the test of all pairs forms n² distances."""
+        look at: those whose projections :math:`p_i = \langle x_i, u\rangle` on a fixed unit vector u lie within a
+        tolerance τ, in a run of that order (consecutive gaps at most τ) that holds two groups. Complete: a pair
+        with :math:`|x_i - x_j| < δ` has :math:`|p_i - p_j| \le |x_i - x_j|`; τ adds to δ the round-off of the
+        exact test and of the projections. So the groups, hence the flow, are the exact test's on every pair, at
+        O(n log n) per system and the pairs within τ, where the test of all pairs forms n² distances."""
         R, n, d = x.shape
         p = np.matmul(x, self._direction(d))
         order = np.argsort(p, axis=1)
         base = (np.arange(R) * n)[:, None]
         tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
-        near = np.diff(np.take(p, base + order), axis=1) <= tol
+        ps = np.take(p, base + order)  # each row's projections, ascending
+        near = np.diff(ps, axis=1) <= tol
         some = np.nonzero(near.any(axis=1))[0]  # systems with a run: few, or (late) those with groups
         if not some.size:
             return some, some, some
-        near, srt = near[some], order[some]
+        near, srt, ps = near[some], order[some], ps[some]
         group = np.take_along_axis(self.rep[systems[some]], srt, axis=1).ravel()  # groups in projection order
         m = some.size
         brk = np.ones((m, n), dtype=bool)  # a run ends after a gap above tol and at the end of a row
@@ -125,9 +135,9 @@ class Groups:
         mixed[run[:-1][~brk[:-1] & (group[1:] != group[:-1])]] = True
         if not mixed.any():
             return some[:0], some[:0], some[:0]
-        # every position q of such a run pairs with the later positions of its run, [q + 1, end of the run)
+        # every position q of such a run pairs with the later positions within tol of it, [q + 1, its window's end)
         q = np.arange(m * n)
-        count = np.where(mixed[run], (np.flatnonzero(brk) + 1)[run] - q - 1, 0)
+        count = np.where(mixed[run], _window_ends(ps, tol) - q - 1, 0)
         first = np.repeat(q, count)
         second = first + 1 + np.arange(first.size) - np.repeat(np.cumsum(count) - count, count)
         other = group[first] != group[second]

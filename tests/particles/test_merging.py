@@ -160,3 +160,21 @@ def test_groups_are_the_components_of_the_pairs_within_delta(seed):
             np.testing.assert_array_equal(groups.rep[k], smallest)
             assert groups.n_eff[k] == comp.max() + 1
     assert np.any(groups.n_eff < n) and np.any(groups.n_eff > 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_projection_windows_hold_every_later_position_within_tol(seed):
+    """_window_ends over rows laid end to end: each position's window is its row's later positions within tol, to
+    the round-off of the shifted keys (ties, gaps of exactly tol and rows of very different spans included)."""
+    from particles._model.merging import _window_ends
+
+    rng = np.random.default_rng(seed)
+    m, n, tol = 7, 12, 1e-6
+    steps = rng.choice([0.0, 0.3 * tol, tol, 1.7 * tol, 1.0], size=(m, n))
+    ps = np.cumsum(steps, axis=1) + rng.uniform(-1.0, 1.0, (m, 1))
+    end = _window_ends(ps, tol).reshape(m, n) - np.arange(m)[:, None] * n
+    for r in range(m):
+        for q in range(n):
+            inside = np.flatnonzero(ps[r] - ps[r, q] <= tol)
+            assert inside.max() < end[r, q] <= n  # every position within tol is in the window, none of another row
+            assert np.all(ps[r, q:end[r, q]] - ps[r, q] <= tol * (1 + 1e-6))  # and nothing further
