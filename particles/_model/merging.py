@@ -172,14 +172,15 @@ class Groups:
     def velocity(self, ensemble, systems: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Velocities (R, n, d) of the tokens of ``systems`` (``ensemble`` holds exactly those):
         the representatives' velocities under the weighted field, each token taking its own's.
-        Few groups per system: the representatives alone, gathered into k <= n/2 slots; else the
-        whole state, the members weighted 0."""
+        The representatives alone, gathered into k slots (k the largest number of groups of a system; a
+        pass costs about k², and the gathers less than the pairs they save, down to k = n - 1); where some
+        system has no group yet (k = n), the whole state, the members weighted 0."""
         R, n, d = x.shape
         if self.n_eff[systems].min() == n:  # no groups yet: the plain pass
             return ensemble._velocity(x)
         k = int(self.n_eff[systems].max())
         rows = (np.arange(R) * n)[:, None]
-        if 2 * k > n:
+        if k == n:
             v = ensemble._velocity(x, weights=self.size[systems], n=n)
             return np.take(v.reshape(R * n, d), (rows + self.rep[systems]).ravel(), axis=0).reshape(R, n, d)
         xr = np.take(x.reshape(R * n, d), (rows + self.order[systems, :k]).ravel(), axis=0).reshape(R, k, d)

@@ -33,8 +33,8 @@ def test_groups_join_chains_and_never_split():
 @pytest.mark.parametrize("sizes", [[2] * 6, [6, 6], [2] + [1] * 10])
 def test_merged_velocity_is_the_flow_of_coincident_tokens(rng, kind, d, sizes):
     """Systems whose n = 12 tokens coincide in groups of the given sizes: the merged field
-    (representatives weighted by their group sizes: few groups take the gathered path, 11 groups
-    the weighted full state) equals the plain velocity of the coincident tokens."""
+    (representatives weighted by their group sizes, gathered) equals the plain velocity of the coincident
+    tokens."""
     S, n = 3, sum(sizes)
     pts = _unit(rng.standard_normal((S, len(sizes), d)))
     x = np.repeat(pts, sizes, axis=1)
@@ -82,15 +82,19 @@ def test_merge_rejects_what_it_cannot_do():
         phase_diagram([1.0], n=4, d=3, n_systems=2, drop_settled=False, merge=1e-6)
 
 
-@pytest.mark.parametrize("sizes", [[4, 4, 4], [2] + [1] * 10])
-def test_near_coincident_members_move_with_their_representative(rng, sizes):
+@pytest.mark.parametrize(("sizes", "lone"), [([4, 4, 4], False), ([2] + [1] * 10, False), ([2] + [1] * 10, True)])
+def test_near_coincident_members_move_with_their_representative(rng, sizes, lone):
     """Tokens within delta of each other (not equal): every member takes its representative's
-    velocity exactly (the group moves rigidly), on the gathered and on the full-state path."""
+    velocity exactly (the group moves rigidly), on the gathered path and, with a second system of
+    tokens all apart (no group: k = n), on the full-state path."""
     S, n, d = 2, sum(sizes), 5
     pts = _unit(rng.standard_normal((S, len(sizes), d)))
     x = _unit(np.repeat(pts, sizes, axis=1) + 1e-8 * rng.standard_normal((S, n, d)))
+    if lone:
+        x[1] = _unit(rng.standard_normal((n, d)))
     field = Ensemble(np.eye(d), beta=[2.0, 6.0], kind="usa").settling(1e-3, merge=1e-6)
     field.after_step(0.0, x)
+    assert field.groups.n_eff.max() == n if lone else field.groups.n_eff.max() < n  # the path of the case
     v = field(0.0, x)
     rep = field.groups.rep
     np.testing.assert_array_equal(v, np.take_along_axis(v, rep[..., None], axis=1))
