@@ -58,8 +58,6 @@ MAX_POWER = 8
 _RATIO_TOL = 4 * np.finfo(float).eps
 #: the largest logit k_h a c of an unshifted pass (exp(300) and n of them summed are far from overflow)
 SHIFT_ABOVE = 300.0
-#: tokens per system from which the heads are combined by one einsum (shorter rows: by row scalings)
-_EINSUM_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -131,7 +129,7 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
         Source masses :math:`w_j` (tokens standing for groups of coincident ones):
         :math:`Z_{h,i} = \sum_j E_{h,ij}w_j` and the sums of :math:`w_jx_j`.
     unit : bool
-        The tokens have unit norm (the shift is then 1, without a norm pass).
+        The tokens have unit norm (c = 1, without a pass over the Gram diagonal).
     out : ndarray of shape (S, n, d), optional
     """
     S, n, d = x.shape
@@ -150,7 +148,7 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
     if plan.ratios[-1] * np.max(ac) > SHIFT_ABOVE:
         G -= ac if np.ndim(ac) == 0 else ac[:, None, None]
     for h in range(1, H):
-        if plan.recipe[h][0] == "exp":  # a ratio that is no power: its own exp of k a (G - c)
+        if plan.recipe[h][0] == "exp":  # a ratio that is no power: its own exp of k a (G - sigma)
             np.exp(np.multiply(E[0], plan.ratios[h], out=E[h]), out=E[h])
     np.exp(E[0], out=E[0])
     for h, step in enumerate(plan.recipe):
@@ -161,13 +159,8 @@ def shared_heads(x: np.ndarray, beta: np.ndarray, plan: SharedHeads, work: Works
     if not z.min() > _UNDERFLOW:
         return None
     coef = np.divide(np.asarray(plan.values)[:, None, None, None], z, out=z)
-    C = work.get("shared_C", (S, n, n))
-    if n >= _EINSUM_ROWS:  # sum_h coef_h,i E_h,ij in one pass (H row scalings and H - 1 sums cost 1.6x as much)
-        np.einsum("hsij,hsi->sij", E, coef[..., 0], out=C)
-    else:  # rows too short for einsum's inner loop
-        np.multiply(E[0], coef[0], out=C)
-        for h in range(1, H):
-            C += np.multiply(E[h], coef[h], out=work.get("shared_t", (S, n, n)))
+    # sum_h coef_h,i E_h,ij in one pass (H row scalings and H - 1 sums cost 1.6x as much)
+    C = np.einsum("hsij,hsi->sij", E, coef[..., 0], out=work.get("shared_C", (S, n, n)))
     src = x if weights is None else np.multiply(x, weights[:, :, None], out=work.get("weighted", x.shape))
     f = np.matmul(C, src, out=work.get("sums", x.shape) if out is None else out)
     if tangent:

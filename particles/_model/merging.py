@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Groups", "squared_distances"]
+from .._core.numerics import rowdot
+
+__all__ = ["Groups"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -31,13 +33,6 @@ def _tolerance(delta: float, d: int, m: float) -> float:
     Gram form; the difference form is far more accurate), and its projections differ by at most that plus their
     own round-off (d eps sqrt(m) each): both bounds taken twice, δ with 1 %."""
     return 1.01 * delta + np.sqrt(8.0 * (d + 2) * _EPS * m) + 4.0 * d * _EPS * np.sqrt(m)
-
-
-def squared_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:math:`|a_k - b_k|^2` of paired rows: the exact test of :class:`Groups` (from the difference, which keeps
-    its relative accuracy down to distances where the Gram form loses its digits)."""
-    diff = a - b
-    return np.einsum("kd,kd->k", diff, diff)
 
 
 def _window_ends(ps: np.ndarray, tol: float) -> np.ndarray:
@@ -91,13 +86,15 @@ class Groups:
     def update(self, systems: np.ndarray, x: np.ndarray) -> None:
         """Join the tokens of ``systems`` (their accepted states x, (R, n, d)) closer than δ: every token takes
         the smallest index of its component in the graph of its group and the pairs within δ
-        (:func:`squared_distances` below δ², the exact test)."""
+        (the exact test: :math:`|x_i - x_j|^2 < δ^2`, from the difference, which keeps its relative accuracy down
+        to distances where the Gram form loses its digits)."""
         if not systems.size:
             return
         s, i, j = self._pairs(systems, x)
         n, d = x.shape[1:]
         flat = x.reshape(-1, d)
-        close = squared_distances(flat[s * n + i], flat[s * n + j]) < self.delta * self.delta
+        diff = flat[s * n + i] - flat[s * n + j]
+        close = rowdot(diff, diff) < self.delta * self.delta
         if not close.any():
             return
         s, i, j = s[close], i[close], j[close]
@@ -118,7 +115,7 @@ class Groups:
         p = np.matmul(x, self._direction(d))
         order = np.argsort(p, axis=1)
         base = (np.arange(R) * n)[:, None]
-        tol = _tolerance(self.delta, d, float(np.max(np.einsum("snd,snd->sn", x, x))))  # the largest |x_i|^2
+        tol = _tolerance(self.delta, d, float(np.max(rowdot(x, x))))  # the largest |x_i|^2
         ps = np.take(p, base + order)  # each row's projections, ascending
         near = np.diff(ps, axis=1) <= tol
         some = np.nonzero(near.any(axis=1))[0]  # systems with a run: few, or (late) those with groups
