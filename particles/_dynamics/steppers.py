@@ -74,7 +74,18 @@ def _register(order, strong_order=None, adaptive=False, stochastic=False, error_
 @_register(order=1, strong_order=0.5)
 def euler(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     """Projected (renormalised) Euler: x ← R_x(dt · v(x))."""
+    q = _quotient(field, x)
+    if q is not None:
+        return geom.retract(x, q.expand(dt * q(t, q.x))), None
     return geom.retract(x, dt * field(t, x)), None
+
+
+def _quotient(field, x):
+    """The field's quotient of the state x (``quotient(x)``: tokens that move with their group's representative,
+    :class:`~particles._model.merging.Quotient`), or None: a step of x is then its increment over the
+    representatives, expanded (the same numbers, over k tokens of n)."""
+    quotient = getattr(field, "quotient", None)
+    return None if quotient is None else quotient(x)
 
 
 #: stage buffers of rk4, per thread: at states of ~1e5 entries a fresh state-sized temporary per
@@ -101,19 +112,27 @@ def rk4(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
         return geom.retract(x, (dt / 6) * (k1 + 2 * k2 + 2 * k3 + k4)), None
     _RK4_WORK.busy = True  # a nested call (from inside the field) takes the path above
     try:
-        y, acc, tmp = (_RK4_WORK.get(name, x.shape) for name in ("y", "acc", "tmp"))
-        into = {"out": _RK4_WORK.get("k", x.shape)} if getattr(field, "writes_into", False) else {}
-        k = field(t, x, **into)
-        np.multiply(k, dt / 6, out=acc)
-        for c, w in ((dt / 2, dt / 3), (dt / 2, dt / 3), (dt, dt / 6)):
-            np.multiply(k, c, out=y)
-            y += x
-            k = field(t + c, y, **into)
-            np.multiply(k, w, out=tmp)
-            acc += tmp
-        return geom.retract(x, acc), None
+        q = _quotient(field, x)
+        if q is not None:  # the stages over the representatives alone
+            return geom.retract(x, q.expand(_rk4_increment(q, t, q.x, dt))), None
+        return geom.retract(x, _rk4_increment(field, t, x, dt)), None
     finally:
         _RK4_WORK.busy = False
+
+
+def _rk4_increment(field, t, x, dt):
+    """The increment (dt/6)(k1 + 2 k2 + 2 k3 + k4) of RK4 from x, in the thread's buffers (rk4)."""
+    y, acc, tmp = (_RK4_WORK.get(name, x.shape) for name in ("y", "acc", "tmp"))
+    into = {"out": _RK4_WORK.get("k", x.shape)} if getattr(field, "writes_into", False) else {}
+    k = field(t, x, **into)
+    np.multiply(k, dt / 6, out=acc)
+    for c, w in ((dt / 2, dt / 3), (dt / 2, dt / 3), (dt, dt / 6)):
+        np.multiply(k, c, out=y)
+        y += x
+        k = field(t + c, y, **into)
+        np.multiply(k, w, out=tmp)
+        acc += tmp
+    return acc
 
 
 @_register(order=2)
@@ -123,9 +142,16 @@ def heun(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
     Strong-stability preserving: if each forward-Euler stage keeps a property (e.g. the
     non-negative masses of a finite-volume scheme under its CFL bound), so does the step.
     """
+    q = _quotient(field, x)
+    if q is not None:  # the stages over the representatives alone
+        return geom.retract(x, q.expand(_heun_increment(q, t, q.x, dt))), None
+    return geom.retract(x, _heun_increment(field, t, x, dt)), None
+
+
+def _heun_increment(field, t, x, dt):
     k1 = field(t, x)
     k2 = field(t + dt, x + dt * k1)
-    return geom.retract(x, (dt / 2) * (k1 + k2)), None
+    return (dt / 2) * (k1 + k2)
 
 
 def _dopri5_dense(field, t, x, dt, geom):

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._core.numerics import rowdot
 
-__all__ = ["Groups"]
+__all__ = ["Groups", "Quotient"]
 
 _EPS = float(np.finfo(float).eps)
 
@@ -175,12 +175,55 @@ class Groups:
         R, n, d = x.shape
         if self.n_eff[systems].min() == n:  # no groups yet: the plain pass
             return ensemble._velocity(x)
-        k = int(self.n_eff[systems].max())
-        rows = (np.arange(R) * n)[:, None]
-        if k == n:
+        q = self.quotient(ensemble, systems, x)
+        if q is None:  # k = n
             v = ensemble._velocity(x, weights=self.size[systems], n=n)
+            rows = (np.arange(R) * n)[:, None]
             return np.take(v.reshape(R * n, d), (rows + self.rep[systems]).ravel(), axis=0).reshape(R, n, d)
-        xr = np.take(x.reshape(R * n, d), (rows + self.order[systems, :k]).ravel(), axis=0).reshape(R, k, d)
-        vr = ensemble._velocity(xr, weights=self.mass[systems, :k], n=n)
-        return np.take(vr.reshape(R * k, d), ((np.arange(R) * k)[:, None] + self.slot[systems]).ravel(),
-                       axis=0).reshape(R, n, d)
+        return q.expand(q(None, q.x))
+
+    def quotient(self, ensemble, systems: np.ndarray, x: np.ndarray, tally=None):
+        """The :class:`Quotient` of the tokens x (R, n, d) of ``systems`` by their groups, or None where some
+        system has no group (k = n: the gathers would save nothing)."""
+        if self.n_eff[systems].max() == x.shape[1]:
+            return None
+        return Quotient(self, ensemble, systems, x, tally)
+
+
+class Quotient:
+    r"""The representatives of the groups of a stack x (R, n, d), gathered into k slots (k the largest number of
+    groups of a system; padding: a real token of weight 0), with the field they move in.
+
+    Every member of a group has its representative's velocity, so the field is determined by the (R, k, d)
+    state ``x`` of the slots: calling the quotient gives their velocities under the weighted field (each
+    representative of the mass of its group), and :meth:`expand` gives every token its representative's. An
+    explicit Runge–Kutta step of the whole stack forms each member's stage state from its own position and its
+    representative's stage velocities, which depend on the representatives' stage states alone: so the step's
+    increment is the expanded increment of the step of ``x``, to the last bit, and the stage arithmetic runs over
+    k instead of n tokens (``particles._dynamics.steppers``).
+
+    Attributes
+    ----------
+    x : ndarray of shape (R, k, d)
+        The representatives' states.
+    """
+
+    reads_state_only = writes_into = True  # as the Ensemble (the rk4 stepper's buffers)
+
+    def __init__(self, groups: Groups, ensemble, systems: np.ndarray, x: np.ndarray, tally=None):
+        R, n, d = x.shape
+        k = int(groups.n_eff[systems].max())
+        reps = ((np.arange(R) * n)[:, None] + groups.order[systems, :k]).ravel()
+        self.x = np.take(x.reshape(R * n, d), reps, axis=0).reshape(R, k, d)
+        self._slot = ((np.arange(R) * k)[:, None] + groups.slot[systems]).ravel()
+        self._weights, self._ensemble, self._shape, self._tally = groups.mass[systems, :k], ensemble, x.shape, tally
+
+    def __call__(self, t, x: np.ndarray, out=None) -> np.ndarray:
+        """The velocities (R, k, d) of the slots at the states x (R, k, d) (into ``out`` if given)."""
+        if self._tally is not None:
+            self._tally()
+        return self._ensemble._velocity(x, weights=self._weights, n=self._shape[1], out=out)
+
+    def expand(self, v: np.ndarray) -> np.ndarray:
+        """Every token's entry of its representative's slot of v (R, k, d): a new (R, n, d) array."""
+        return np.take(v.reshape(-1, self._shape[2]), self._slot, axis=0).reshape(self._shape)

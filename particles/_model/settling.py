@@ -93,6 +93,19 @@ class SettlingEnsemble:
         (into ``out`` if given and there are none)."""
         return sub._velocity(x, out=out) if self.groups is None else self.groups.velocity(sub, idx, x)
 
+    def quotient(self, x: np.ndarray):
+        """The running systems' state x (their rows alone) by their groups of merged tokens: a
+        :class:`~particles._model.merging.Quotient` whose steps are those of x to the last bit, over the
+        representatives alone (the rk4, heun and euler steppers take it), or None (no merging, or x is not the
+        running systems' rows, or some system has no group yet)."""
+        if self.groups is None or self._running.size != x.shape[0]:
+            return None
+        return self.groups.quotient(self._sub, self._running, x, tally=self._tally)
+
+    def _tally(self) -> None:
+        """One evaluation of the running systems (a quotient's, counted as the field's own)."""
+        self.system_evaluations += self._running.size
+
     def systems(self, idx):
         """The velocity ``v(ts, xs)`` of the systems ``idx`` alone (zero for the settled ones, which are
         not computed), as :meth:`particles.Ensemble.systems`."""

@@ -8,6 +8,7 @@ from particles import Ensemble, SaveAt, simulate
 from particles._dynamics.controllers import ConstantStep, PIDController
 from particles._dynamics.loop import Compaction
 from particles._dynamics.steppers import STEPPERS
+from particles._model.settling import SettlingEnsemble
 
 
 def _sphere(rng, S, n, d):
@@ -79,3 +80,28 @@ def test_adaptive_steps_noise_events_and_other_controllers_step_the_whole_stack(
     assert Compaction.of(field, STEPPERS["euler_maruyama"], step, None, x0) is None
     assert Compaction.of(field, STEPPERS["rk4"], PIDController(4), None, x0) is None
     assert Compaction.of(field, STEPPERS["rk4"], step, (lambda t, x: x[:, 0, 0],), x0) is None
+
+
+@pytest.mark.parametrize("method", ["rk4", "heun", "euler"])
+def test_steps_over_the_group_representatives_are_the_token_steps(rng, monkeypatch, method):
+    """Once every running system has a group of merged tokens, the fixed steps run their stages over the
+    representatives alone (SettlingEnsemble.quotient): the same trajectories, to the last bit, and the same
+    evaluation count as the stages over every token."""
+    x0 = _sphere(rng, 12, 10, 4)
+    taken = []
+    quotient = SettlingEnsemble.quotient
+
+    def counted(self, x):
+        q = quotient(self, x)
+        taken.append(q is not None and q.x.shape[1] < x.shape[1])
+        return q
+
+    monkeypatch.setattr(SettlingEnsemble, "quotient", counted)
+    fast, field = _run(x0, 1e-6, method, SaveAt(every=1))
+    assert sum(taken) >= 5  # steps over the representatives were taken
+    monkeypatch.setattr(SettlingEnsemble, "quotient", lambda self, x: None)
+    ref, ref_field = _run(x0, 1e-6, method, SaveAt(every=1))
+    np.testing.assert_array_equal(fast.x, ref.x)
+    np.testing.assert_array_equal(fast.saved["mean"], ref.saved["mean"])
+    np.testing.assert_array_equal(field.settled_at, ref_field.settled_at)
+    assert field.system_evaluations == ref_field.system_evaluations
