@@ -24,8 +24,9 @@ is the mean number of clusters at T = 30 per beta (geodesic eps = 1e-3). Measure
    process on the same systems (the same initial tokens) as the batched anchor and extrapolated
    the same way, then run over the full workload in a process pool of ``--workers`` processes
    (one BLAS thread each; its wall time is reported, but no speed-up: the anchors never ran in a pool).
-3. accuracy on a subset: both schemes against a converged RK4 (dt = 0.05) reference: the
-   largest gap of the per-beta mean cluster count and the fraction of systems whose count differs.
+3. accuracy on a subset (``--accuracy-per`` systems at every ``--accuracy-stride``-th beta; 24 and 6 by default,
+   32 and 1 for the published three-head comparison of RK4 and Heun): both schemes against a converged RK4
+   (dt = 0.05) reference: the largest gap of the per-beta mean cluster count and the systems whose count differs.
 4. the exponential floor: exps per second of ours per core (4 T / dt velocity evaluations of
    S n² exps per head each: the dense count) against a plain vectorised ``np.exp`` over arrays of the same
    size as one evaluation chunk, timed in the same process under the same one-thread limit; next to it the
@@ -37,7 +38,8 @@ Every speed-up is a ratio of two timings of this process under the same thread l
 
 Run:  python benchmarks/bench_phase_diagram.py [--quick] [--workers 2] [--d 128] [--dt 1.0] [--method rk4] [--no-settle]
       python benchmarks/bench_phase_diagram.py --quick --lambdas 0.5,1,2 --d 16 --dt 0.3 --merge 1e-6   (three heads:
-      their total strength 3.5 sets the time scale, so ours steps at 0.3, not 1; the anchor keeps dt = 0.1)
+      their total strength 3.5 sets the time scale, so ours steps at 0.3, not 1; the anchor keeps dt = 0.1;
+      ``--method heun`` takes two evaluations per step instead of four: benchmarks/README.md compares the two)
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ def _args(argv):
     ap.add_argument("--method", default="rk4", choices=("rk4", "heun"), help="fixed-step method of ours")
     ap.add_argument("--no-settle", action="store_true", help="integrate every system to T (no early exit)")
     ap.add_argument("--lambdas", default="1", help="head strengths lambda_h, comma-separated (e.g. 0.5,1,2)")
+    ap.add_argument("--accuracy-stride", type=int, default=6, help="the accuracy subset's betas: every k-th")
+    ap.add_argument("--accuracy-per", type=int, default=24, help="the accuracy subset's systems per beta")
     ap.add_argument("--merge", type=float, default=0.0, help="ours merges tokens closer than this (phase_diagram's "
                     "merge; 0: the exact flow)")
     return ap.parse_args(argv)
@@ -178,16 +182,18 @@ def _timed(fns, timed, per_beta, d, n_beta, rounds):
         return [Timing.now(row.sum()).scaled(n_beta / len(timed), how) for row in best]
 
 
-def _accuracy(betas, d, dt, settle, method, merge=0.0):
-    """Counts of the converged reference, of ours and of the anchors' scheme on a subset (beta, system)."""
-    acc_beta, per = betas[::6], 24
+def _accuracy(betas, d, dt, settle, method, merge=0.0, stride=6, per=24):
+    """Counts of the converged reference, of ours and of the anchors' scheme on a subset: ``per`` systems at every
+    ``stride``-th beta (the anchor batched per beta: the same scheme and numbers as its per-system loop)."""
+    acc_beta = betas[::stride]
     xa = initial(len(acc_beta) * per, 2, d)
     ba = np.repeat(acc_beta, per)
     ref = reference_chunk(xa, ba).reshape(len(acc_beta), per)
     with threadpool_limits(1, user_api="blas"):
         fast = ours_chunk((xa, ba, method, dt, settle, LAMBDAS, merge))[0].reshape(len(acc_beta), per)
-        anc = np.array([n_clusters_batch(anchor_one(x, b)[None], eps=EPS)[0] for x, b in zip(xa, ba)])
-    return ref, fast, anc.reshape(len(acc_beta), per)
+        anc = np.stack([n_clusters_batch(anchor_batched(xa[k * per:(k + 1) * per], b), eps=EPS)
+                        for k, b in enumerate(acc_beta)])
+    return ref, fast, anc
 
 
 def _exp_floor(n_exps):
@@ -263,7 +269,7 @@ def main(argv=None):
         timed, per_beta, d, n_beta, args.rounds)
     exps_done = sum(done[-len(timed):]) * n_beta / len(timed)  # (the last round's calls)
     # 3. accuracy on a subset (before the long run, so a killed run still reports it)
-    ref, fast, anc = _accuracy(betas, d, dt, settle, method, args.merge)
+    ref, fast, anc = _accuracy(betas, d, dt, settle, method, args.merge, args.accuracy_stride, args.accuracy_per)
     se = ref.std(axis=1, ddof=1) / np.sqrt(ref.shape[1])
     gap = np.abs(fast.mean(1) - ref.mean(1))
     # 2. ours, full workload
@@ -315,7 +321,9 @@ def main(argv=None):
           f"stepping or glue) would be {batched.seconds / floor_s:.1f}x the batched anchor")
     print(f"accuracy subset: {ref.shape[0]} beta values x {ref.shape[1]} systems; largest standard error of a mean "
           f"count {se.max():.3f}; gap of ours within one standard error at every beta: "
-          f"{'yes' if np.all(gap <= se + 1e-12) else 'NO'}")
+          f"{'yes' if np.all(gap <= se + 1e-12) else 'NO'} (betas beyond it: {int(np.sum(gap > se + 1e-12))}); "
+          f"systems whose count differs from the reference's: ours {int((fast != ref).sum())}, the anchor "
+          f"{int((anc != ref).sum())}, of {ref.size}")
     print("beta:           ", " ".join(f"{b:5.2f}" for b in betas[::10]))
     print("mean clusters:  ", " ".join(f"{s:5.2f}" for s in stat[::10]))
 
