@@ -32,7 +32,7 @@ from ._analysis.rd_threshold import RDThreshold, rd_threshold, rd_threshold_equi
 from ._core import sphere as _sphere
 from ._core.blocking import DEFAULT_BLOCK_ELEMENTS
 from ._core.configurations import equiangular_tokens, orthogonal_tokens
-from ._core.errors import ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.errors import ConvergenceWarning, InvalidParameterError, SolverError, StabilityWarning
 from ._core.sphere import (
     FLAT,
     GEOMETRIES,
@@ -141,6 +141,7 @@ __all__ = [
     "InvalidParameterError",
     "SolverError",
     "ConvergenceWarning",
+    "StabilityWarning",
     "check_param",
     "check_points",
     "check_weights",

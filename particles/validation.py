@@ -22,7 +22,7 @@ from ._core.arrays import (
     check_within,
 )
 from ._core.declarations import Declaration, Relation, declaration, declare
-from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError
+from ._core.errors import LIBRARY_ERRORS, ConvergenceWarning, InvalidParameterError, SolverError, StabilityWarning
 from ._core.keywords import keyword_only
 from ._core.params import (
     KAPPA,
@@ -61,6 +61,7 @@ __all__ = [
     "InvalidParameterError",
     "SolverError",
     "ConvergenceWarning",
+    "StabilityWarning",
     "LIBRARY_ERRORS",
     "check_points",
     "check_param",

@@ -491,7 +491,8 @@ BAD["int_or_none"] = _common[1:] + [-1, 1.5, np.nan, "3"]
 
 # constants, types and modules of the __all__ lists: not callables taking user input
 NOT_CALLABLE = {"KINDS", "DEFAULT_BLOCK_ELEMENTS", "STEPPERS", "DIAGNOSTICS", "SPHERE", "FLAT", "GEOMETRIES",
-                "InvalidParameterError", "SolverError", "ConvergenceWarning", "__version__", "theory", "SCHEMES",
+                "InvalidParameterError", "SolverError", "ConvergenceWarning", "StabilityWarning", "__version__",
+                "theory", "SCHEMES",
                 "METRICS", "SWEEP_PARAMS", "COORDS", "EQUIANGULAR_KINDS", "MAX_DENSE_PAIRS", "CellWarning",
                 "MISALIGNMENT", "RD_CANDIDATES", "UPDATES", "CONVENTIONS", "PHASE_STATISTICS", "ResolutionWarning",
                 "ARCHITECTURES", "FailedCellWarning", "StoreMigrationWarning", "VARIABLES", "CURVES",

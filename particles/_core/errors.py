@@ -1,6 +1,6 @@
 """The library's error and warning classes (every layer raises these)."""
 
-__all__ = ["InvalidParameterError", "SolverError", "ConvergenceWarning", "LIBRARY_ERRORS"]
+__all__ = ["InvalidParameterError", "SolverError", "ConvergenceWarning", "StabilityWarning", "LIBRARY_ERRORS"]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -16,10 +16,15 @@ class ConvergenceWarning(UserWarning):
     """An iterative method stopped before reaching its tolerance."""
 
 
+class StabilityWarning(UserWarning):
+    """A fixed step lies outside its method's stability interval at a rate the flow reaches: the numerical
+    solution near that state moves away from it where the flow converges."""
+
+
 #: what a caller catches to tell a headflow refusal from a bug
 LIBRARY_ERRORS = (InvalidParameterError, SolverError)
 
 # tracebacks and reprs name the public home of the classes, not this private module
-for _cls in (InvalidParameterError, SolverError, ConvergenceWarning):
+for _cls in (InvalidParameterError, SolverError, ConvergenceWarning, StabilityWarning):
     _cls.__module__ = "particles.validation"
 del _cls

@@ -207,6 +207,34 @@ class Ensemble(SettledMixin):
         rates = self._radii(x)
         return None if rates is None else float(rates.max())
 
+    def consensus_rate(self) -> np.ndarray | None:
+        r"""The rate at which tokens near one point of the sphere contract to it, per system: the
+        eigenvalue :math:`-r` of the flow linearised at consensus (all tokens at one point c, perturbed in
+        its tangent plane), for scalar heads :math:`M_h = m_hI`, :math:`W_h = w_hI` with :math:`m_h, w_h
+        \ge 0` of softmax or USA on the sphere; None otherwise.
+
+        At consensus every weight :math:`a^h_{ij}` is the same and its derivative acts at second order (it
+        multiplies :math:`x_j - \rho_{ij}x_i`, itself first order), so
+        :math:`\dot\varepsilon_i = \sum_h w_h Z_h (\bar\varepsilon - \varepsilon_i)` with
+        :math:`Z_h = \sum_j a^h_{ij}`: 1 for softmax, :math:`e^{\beta m_h}` for USA
+        (:math:`a_{ij} = e^{\beta m_h\rho_{ij}}/n`). Hence
+
+        .. math:: r = \sum_h w_h\ \text{(softmax)},\qquad r = \sum_h w_h e^{\beta m_h}\ \text{(USA)}.
+
+        A fixed step dt of a method whose stability interval is shorter than dt·r makes the numerical
+        consensus repel: tokens that collapse oscillate about their cluster instead (:func:`particles.simulate`
+        warns with :class:`~particles.validation.StabilityWarning`).
+        """
+        heads = self._scalar_heads
+        name = self.attention.name
+        if heads is None or not self.geom.on_sphere or name not in ("softmax", "usa") or \
+                any(m < 0 or w < 0 for m, w in heads):
+            return None
+        if name == "softmax":
+            return np.full(self.beta.shape, float(sum(w for _, w in heads)))
+        with np.errstate(over="ignore"):  # (an infinite rate: no step is stable)
+            return sum(w * np.exp(self.beta * m) for m, w in heads)
+
     def _radii(self, x: np.ndarray) -> np.ndarray | None:
         if self._scalar_heads is None or not self.geom.on_sphere or x.shape[0] == 0:
             return None

@@ -131,6 +131,11 @@ class SettlingEnsemble:
             return 0.0
         return self._sub.spectral_radius(t, self._rows(x))
 
+    def consensus_rate(self):
+        """The ensemble's :meth:`particles.Ensemble.consensus_rate` (the settled systems' included: a run
+        checks its step once, before any settles)."""
+        return self.ensemble.consensus_rate()
+
     def after_step(self, t: float, x: np.ndarray) -> None:
         """Certify the running systems of the accepted state x at t (every ``check_every`` steps)."""
         self._steps += 1
