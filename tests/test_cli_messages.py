@@ -39,10 +39,13 @@ def _write(tmp_path, name, text):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the diagnostics at t = 0 overflow float64 (a real inf)
+@pytest.mark.filterwarnings("default::particles.StabilityWarning")  # (the command line prints it)
 def test_a_failed_run_prints_its_reason(tmp_path, capsys):
     cfg = _write(tmp_path, "run.toml", SIM.format(beta=400.0, t1=1.0, dt=0.02))
     assert cli.main(["simulate", cfg, "--out", str(tmp_path / "run.nc"), "--no-progress"]) == 0
     captured = capsys.readouterr()
+    # dt x e^400 is past any stability interval: said on one line, with the fix
+    assert "headflow simulate: StabilityWarning: " in captured.err and "log_time_scale='auto'" in captured.err
     assert "(failed," in captured.out
     assert "the run failed: " in captured.err and '[model] log_time_scale = "auto"' in captured.err  # the TOML key
     with xr.open_dataset(tmp_path / "run.nc") as ds:
@@ -102,12 +105,14 @@ dt = 0.02
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the reference's first velocity overflows float64
+@pytest.mark.filterwarnings("default::particles.StabilityWarning")  # (the command line prints it)
 def test_a_study_whose_reference_the_solver_refuses_exits_with_the_reason(tmp_path, capsys):
     """USA heads at beta = 400 in physical time: the finite-volume reference used to crawl for hours
     (CFL steps ~1e-176), then a traceback; now status 1 and the solver's reason with its fix."""
     cfg = _write(tmp_path, "study.toml", STUDY)
     assert cli.main(["study", cfg, "--out", str(tmp_path / "study.nc"), "--no-progress"]) == 1
     err = capsys.readouterr().err
+    assert "headflow study: StabilityWarning: " in err  # (the particle runs' dt x e^400: past any interval)
     assert "headflow study: the run failed: step size underflow" in err and '[model] log_time_scale = "auto"' in err
     assert "Traceback" not in err and not (tmp_path / "study.nc").exists()
 

@@ -10,16 +10,30 @@ import numpy as np
 
 from .._core.declarations import declare
 from .._core.errors import SolverError
-from .._core.numerics import LOG_OVERFLOW
+from .._core.numerics import LOG_OVERFLOW, scalar_of
 from .fields import STATE
-from .kinds import usa_overflow_message
+from .kinds import consensus_rate, usa_overflow_message
 
 __all__ = ["DenseMixin"]
 
 
 class DenseMixin:
-    """Dense methods of :class:`~particles.MultiHead` (they need ``check_x``, ``_score_scale``, ``M``, ``beta``,
-    ``kind``, ``causal`` and ``log_time_scale`` of the model)."""
+    """Dense methods of :class:`~particles.MultiHead` (they need ``check_x``, ``_score_scale``, ``M``, ``W``,
+    ``beta``, ``kind``, ``causal``, ``variant``, ``geom`` and ``log_time_scale`` of the model), and the rate of
+    its dynamics at consensus."""
+
+    def consensus_rate(self) -> float | None:
+        r"""The rate r at which tokens near one point of the sphere contract to it
+        (:func:`~particles._model.kinds.consensus_rate`: :math:`\sum_h w_h` for softmax,
+        :math:`\sum_h w_h e^{\beta m_h - c}` for USA, c the log time scale), for scalar heads
+        :math:`M_h = m_hI`, :math:`W_h = w_hI` with :math:`m_h, w_h \ge 0` on the sphere, the standard update
+        and no causal mask; None otherwise. :func:`particles.simulate` warns where a fixed step dt puts dt·r
+        beyond its method's stability interval."""
+        if self.variant or not self.geom.on_sphere:
+            return None
+        heads = [(scalar_of(m), scalar_of(w)) for m, w in zip(self.M, self.W)]
+        rate = consensus_rate(self.attention, heads, self.beta, self.attention.time_shift(self.log_time_scale))
+        return None if rate is None else float(rate)
 
     def scores(self, x) -> np.ndarray:
         r"""Dense scores :math:`s^h_{ij}`, shape (H, n, n). O(H n²) memory: for small n."""

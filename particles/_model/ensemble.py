@@ -42,7 +42,7 @@ from .._summation.record import note_exact
 from .ensemble_kernels import WORK, check_overflow, scalar_head
 from .ensemble_shared import share_heads, shared_heads
 from .fields import MODEL_FIELDS, MODEL_RELATIONS
-from .kinds import Kind, LogOverflow, canonical_kind, resolve_kind
+from .kinds import Kind, LogOverflow, canonical_kind, consensus_rate, resolve_kind
 from .settled import SettledMixin
 
 __all__ = ["Ensemble"]
@@ -208,32 +208,15 @@ class Ensemble(SettledMixin):
         return None if rates is None else float(rates.max())
 
     def consensus_rate(self) -> np.ndarray | None:
-        r"""The rate at which tokens near one point of the sphere contract to it, per system: the
-        eigenvalue :math:`-r` of the flow linearised at consensus (all tokens at one point c, perturbed in
-        its tangent plane), for scalar heads :math:`M_h = m_hI`, :math:`W_h = w_hI` with :math:`m_h, w_h
-        \ge 0` of softmax or USA on the sphere; None otherwise.
-
-        At consensus every weight :math:`a^h_{ij}` is the same and its derivative acts at second order (it
-        multiplies :math:`x_j - \rho_{ij}x_i`, itself first order), so
-        :math:`\dot\varepsilon_i = \sum_h w_h Z_h (\bar\varepsilon - \varepsilon_i)` with
-        :math:`Z_h = \sum_j a^h_{ij}`: 1 for softmax, :math:`e^{\beta m_h}` for USA
-        (:math:`a_{ij} = e^{\beta m_h\rho_{ij}}/n`). Hence
-
-        .. math:: r = \sum_h w_h\ \text{(softmax)},\qquad r = \sum_h w_h e^{\beta m_h}\ \text{(USA)}.
-
-        A fixed step dt of a method whose stability interval is shorter than dt·r makes the numerical
-        consensus repel: tokens that collapse oscillate about their cluster instead (:func:`particles.simulate`
-        warns with :class:`~particles.validation.StabilityWarning`).
-        """
-        heads = self._scalar_heads
-        name = self.attention.name
-        if heads is None or not self.geom.on_sphere or name not in ("softmax", "usa") or \
-                any(m < 0 or w < 0 for m, w in heads):
+        r"""Per system, the rate r at which tokens near one point of the sphere contract to it
+        (:func:`~particles._model.kinds.consensus_rate`: :math:`\sum_h w_h` for softmax,
+        :math:`\sum_h w_h e^{\beta m_h}` for USA), for scalar heads :math:`M_h = m_hI`, :math:`W_h = w_hI`
+        with :math:`m_h, w_h \ge 0` on the sphere; None otherwise. A fixed step dt with dt·r beyond its
+        method's stability interval makes the numerical consensus repel (:func:`particles.simulate` warns)."""
+        if not self.geom.on_sphere:
             return None
-        if name == "softmax":
-            return np.full(self.beta.shape, float(sum(w for _, w in heads)))
-        with np.errstate(over="ignore"):  # (an infinite rate: no step is stable)
-            return sum(w * np.exp(self.beta * m) for m, w in heads)
+        rate = consensus_rate(self.attention, self._scalar_heads, self.beta)
+        return None if rate is None else np.broadcast_to(rate, self.beta.shape).copy()
 
     def _radii(self, x: np.ndarray) -> np.ndarray | None:
         if self._scalar_heads is None or not self.geom.on_sphere or x.shape[0] == 0:

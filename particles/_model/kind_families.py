@@ -67,6 +67,10 @@ class _Usa(ExponentialKind):
     def scale(self, n):
         return 1.0 / n
 
+    def consensus_sum(self, a, c):
+        with np.errstate(over="ignore"):  # (an infinite rate: no fixed step is stable)
+            return np.exp(a - c)
+
     def dense(self, s):
         return np.exp(s)
 
@@ -81,6 +85,9 @@ class _Softmax(ExponentialKind):
 
     def scale(self, n):
         return 1.0
+
+    def consensus_sum(self, a, c):
+        return np.ones_like(a)  # (rows of attention weights sum to 1)
 
     def dense(self, s):
         return np.exp(s - logsumexp(s, axis=-1, keepdims=True))

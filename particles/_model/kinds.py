@@ -25,7 +25,7 @@ from .._core.errors import InvalidParameterError
 from .._core.numerics import LOG_OVERFLOW
 from .._core.params import Options
 
-__all__ = ["Kind", "Refusal", "register_kind", "resolve_kind", "KindOption",
+__all__ = ["Kind", "Refusal", "register_kind", "resolve_kind", "KindOption", "consensus_rate",
            "ATTENTION_KINDS", "KINDS", "MEAN_FIELD_KINDS", "LAGRANGIAN_KINDS", "UPDATES", "REQUIRED", "safe_exp"]
 
 
@@ -77,7 +77,10 @@ class Kind:
        :math:`\frac1\beta\sum_h\iint F_h\,d\mu\,d\mu`; the spectral scheme takes their Funk–Hecke
        coefficients by quadrature. A :class:`Refusal` (the default) where the kind has none;
     9. ``beta_free``: its weights do not depend on β > 0 (row-normalised ReLU), so its pass runs on
-       the unscaled scores; ``exps_per_pair``: exponentials per (i, j) pair and head of one pass.
+       the unscaled scores; ``exps_per_pair``: exponentials per (i, j) pair and head of one pass;
+    10. ``consensus_sum(a, c)`` (optional, None by default): a head's total weight with every token at one
+        point, which sets the rate of :func:`consensus_rate` that :func:`particles.simulate` checks a fixed
+        step against.
     """
 
     name: str = ""
@@ -123,6 +126,13 @@ class Kind:
     def shares_energy_sums(self) -> bool:
         """Its attention sums are the exponential sums that define the energies (E_h, entropies)."""
         return False
+
+    def consensus_sum(self, a: np.ndarray, c: float) -> np.ndarray | None:
+        r"""The weight a head gives all its sources when every token sits at one point, the velocity's factor
+        included: :math:`\text{scale}(n)\sum_j a_{ij}` at :math:`\rho_{ij} = 1`, for scaled scores
+        :math:`a = \beta m` (an array) and the log time scale c; None where the kind states none. Its
+        weighted sum over the heads is the rate of :func:`consensus_rate`."""
+        return None
 
     def time_shift(self, log_time_scale: float) -> float:
         """The c of the factor :math:`e^{-c}` the output carries: the model's log time scale for the
@@ -273,6 +283,30 @@ class KindOption(Options):
 #: x ← (x + dt v)/‖x + dt v‖, whose dt → 0 limit is the sphere flow;
 #: "ngpt" (sphere): P_{x_i}(v_i/‖v_i‖), the continuous nGPT update (normalised step direction).
 UPDATES = {"standard": None, "pre_ln": "flat", "post_ln": "sphere", "ngpt": "sphere"}
+
+
+def consensus_rate(kind: Kind, heads, beta, c: float = 0.0):
+    r"""The rate r at which tokens near one point of the sphere contract to it under scalar heads
+    ``heads`` = ((m_h, w_h), ...) (:math:`M_h = m_hI`, :math:`W_h = w_hI`, all :math:`m_h, w_h \ge 0`) of
+    ``kind`` at ``beta`` (a number or an array of them), or None (another head, or a kind that states no
+    :meth:`Kind.consensus_sum`).
+
+    Linearised at consensus (tokens :math:`c + \varepsilon_i` with :math:`\varepsilon_i \perp c`), every weight
+    is the same and its own derivative multiplies :math:`x_j - \rho_{ij}x_i`, itself first order, so
+    :math:`\dot\varepsilon_i = r(\bar\varepsilon - \varepsilon_i)`,
+
+    .. math:: r = \sum_h w_h\,\mathrm{scale}(n)\sum_j a^h_{ij}\Big|_{\rho = 1}
+              = \sum_h w_h\ \text{(softmax)},\qquad \sum_h w_h e^{\beta m_h - c}\ \text{(USA)}.
+
+    A fixed step dt with dt·r beyond its method's stability interval makes the numerical consensus repel
+    (:func:`particles.simulate` warns with :class:`~particles.validation.StabilityWarning`)."""
+    if heads is None or any(m is None or w is None or m < 0 or w < 0 for m, w in heads):
+        return None
+    beta = np.asarray(beta, dtype=float)
+    sums = [kind.consensus_sum(beta * m, c) for m, _ in heads]
+    if any(s is None for s in sums):
+        return None
+    return sum(w * s for (_, w), s in zip(heads, sums))
 
 
 def apply_update(update: str, geom, x: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -85,10 +85,12 @@ def test_an_overflowing_run_fails_with_its_reason_not_with_numpy_warnings():
     (log_time_scale='auto'); the overflow inside the step is not a RuntimeWarning (here an error)."""
     model = particles.MultiHead.scalar([1.0, 0.4], d=3, beta=400.0, kind="usa")
     x0 = particles.sample_uniform(32, d=3, rng=0)
-    traj = particles.simulate(x0, model, t1=1.0, dt=0.02, method="rk4", on_failure="return")
+    # (the step is also far beyond any stability interval at the consensus rate e^400: a StabilityWarning first)
+    with pytest.warns(particles.StabilityWarning, match="log_time_scale='auto'"):
+        traj = particles.simulate(x0, model, t1=1.0, dt=0.02, method="rk4", on_failure="return")
     assert traj.status == "failed" and "log_time_scale='auto'" in traj.message
     assert np.all(np.isfinite(traj.x_final))
-    with pytest.raises(particles.SolverError, match="log_time_scale=.auto."):
+    with pytest.raises(particles.SolverError, match="log_time_scale=.auto."), pytest.warns(particles.StabilityWarning):
         particles.simulate(x0, model, t1=1.0, dt=0.02, method="euler")
 
 

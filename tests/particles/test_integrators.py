@@ -132,10 +132,11 @@ def test_max_steps_message(rng):
 def test_a_step_that_jumps_a_token_is_refused(rng, d):
     """USA at beta = 8 without a time rescaling: |v| ~ e^8/n, one Euler step of 0.1 carries a
     token far beyond MAX_MOVE; the loop refuses it instead of retracting a non-solution."""
-    from particles import SolverError, sample_uniform
+    from particles import SolverError, StabilityWarning, sample_uniform
 
     x0 = sample_uniform(8, d=d, rng=rng)
-    with pytest.raises(SolverError, match="moved a token by"):
+    # (dt = 0.1 is also beyond Euler's stability interval at the consensus rate e^8: warned before the step)
+    with pytest.raises(SolverError, match="moved a token by"), pytest.warns(StabilityWarning):
         simulate(x0, MultiHead(np.eye(d), beta=8.0, kind="usa"), t1=1.0, dt=0.1, method="euler")
     ok = simulate(x0, MultiHead(np.eye(d), beta=1.0, kind="usa"), t1=0.2, dt=0.1, method="euler")
     assert ok.success

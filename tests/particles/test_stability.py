@@ -73,3 +73,26 @@ def test_steps_beyond_the_interval_leave_a_cluster_apart_and_are_warned(rng, met
         spreads[f] = np.linalg.norm(x - x.mean(axis=1, keepdims=True), axis=-1).max()
     assert spreads[0.95] < 1e-6 and spreads[1.05] > 1e-3  # from 0.05: contracted, or held apart
     assert "stability interval" in str(warned[0].message) and f"{limit:.3g}" in str(warned[0].message)
+
+
+@pytest.mark.parametrize("kind", ["softmax", "usa"])
+def test_a_multihead_states_the_rate_of_its_ensemble_and_simulate_warns_on_it(rng, kind):
+    """MultiHead.consensus_rate is the Ensemble's (USA: times e^{-c} in the rescaled time of log_time_scale);
+    None with a causal mask or another update; simulate of a MultiHead warns beyond the limit as an Ensemble's."""
+    from particles import MultiHead
+
+    model = MultiHead.scalar([0.5, 1.0, 2.0], d=4, beta=0.5, kind=kind)
+    ens = Ensemble(HEADS, beta=[0.5], kind=kind)
+    assert model.consensus_rate() == pytest.approx(ens.consensus_rate()[0], rel=1e-15)
+    if kind == "usa":
+        scaled = model.replace(log_time_scale=1.5)
+        assert scaled.consensus_rate() == pytest.approx(model.consensus_rate() * np.exp(-1.5), rel=1e-14)
+    assert model.replace(causal=True).consensus_rate() is None
+    assert model.replace(update="post_ln").consensus_rate() is None
+    x0, _ = _near_consensus(rng, 1, 6, 4, 0.05)
+    limit = 2.0 / model.consensus_rate()
+    with pytest.warns(StabilityWarning, match="stability interval"):
+        simulate(x0[0], model, t1=2.0, dt=1.05 * limit, method="heun", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StabilityWarning)
+        simulate(x0[0], model, t1=2.0, dt=0.95 * limit, method="heun", progress=False)
