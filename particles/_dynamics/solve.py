@@ -259,8 +259,15 @@ def _check_stable(field, stepper, controller, method: str, caller: str) -> None:
             f"consensus rate {r:.4g} (dt x rate = {dt * r:.4g}): tokens that collapse into a cluster oscillate about "
             f"it instead of converging, and cluster statistics come out wrong. Use dt <= {stepper.stability / r:.3g}"
             + (f", or method={better[0]!r} (interval {STEPPERS[better[0]].stability:.4g})" if better else "")
-            + ", or an adaptive method ('dopri5'); USA heads: log_time_scale='auto' divides the rate by the largest "
-            "e^{beta |m_h|}."), stacklevel=4)
+            + ", or an adaptive method ('dopri5')" + (", or log_time_scale='auto' (the rescaled time divides the rate "
+                                                        "by the largest e^{beta |m_h|})" if _rescalable(field) else "")
+            + "."), stacklevel=4)
+
+
+def _rescalable(field) -> bool:
+    """The field's time can be rescaled by log_time_scale='auto' (a MultiHead of USA heads not rescaled yet)."""
+    kind = getattr(field, "attention", None)
+    return getattr(field, "log_time_scale", None) == 0.0 and bool(getattr(kind, "partition", False))
 
 
 def _check_save(save, method: str, caller: str) -> SaveAt:
