@@ -246,7 +246,7 @@ def _check_stable(field, stepper, controller, method: str, caller: str) -> None:
     stability interval: dt·r above it makes the numerical consensus repel, so tokens that should collapse
     oscillate about their cluster and cluster statistics come out wrong without any other sign."""
     rate = getattr(field, "consensus_rate", None)
-    if rate is None or stepper.stability is None or stepper.stochastic or type(controller) is not ConstantStep:
+    if rate is None or stepper.stability is None or type(controller) is not ConstantStep:
         return
     rate = rate()
     if rate is None:

@@ -156,6 +156,7 @@ def heun(field, t, x, dt, geom, rng=None, sigma=0.0, **_):
 
 
 def _heun_increment(field, t, x, dt):
+    """The increment (dt/2)(k1 + k2) of Heun's method from x (heun)."""
     k1 = field(t, x)
     k2 = field(t + dt, x + dt * k1)
     return (dt / 2) * (k1 + k2)

@@ -215,8 +215,7 @@ class Ensemble(SettledMixin):
         method's stability interval makes the numerical consensus repel (:func:`particles.simulate` warns)."""
         if not self.geom.on_sphere:
             return None
-        rate = consensus_rate(self.attention, self._scalar_heads, self.beta)
-        return None if rate is None else np.broadcast_to(rate, self.beta.shape).copy()
+        return consensus_rate(self.attention, self._scalar_heads, self.beta)  # (S,): beta is one per system
 
     def _radii(self, x: np.ndarray) -> np.ndarray | None:
         if self._scalar_heads is None or not self.geom.on_sphere or x.shape[0] == 0:
